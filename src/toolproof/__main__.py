@@ -1,0 +1,7 @@
+"""``python -m toolproof``: the command line."""
+
+import sys
+
+from toolproof.cli import main
+
+sys.exit(main())

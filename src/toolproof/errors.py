@@ -1,0 +1,237 @@
+"""Errors raised by toolproof, grouped by who must act.
+
+The tree::
+
+    ToolproofError
+    ├── UserError                  the developer must fix code or configuration
+    │   ├── ConfigError            a suite, fixture or settings file is invalid (file, line)
+    │   ├── MissingAPIKey          a provider key is not set (names the variable)
+    │   └── ModelRequestsDisabled  a real model was called while requests are switched off
+    ├── ToolError                  raised inside a tool: the message goes back to the model
+    ├── ModelError                 the model provider failed or answered something unusable
+    │   ├── ModelHTTPError         the provider answered an HTTP error (status, provider message)
+    │   ├── ModelConnectionError   the provider could not be reached or timed out
+    │   └── UnexpectedModelOutput  the provider answered a body that cannot be understood
+    ├── AgentRunError              a run stopped on a problem; carries the partial trace
+    │   ├── ToolCrashed            a tool raised an exception it did not declare (a bug)
+    │   ├── ModelFailed            the model request failed (cause in ``__cause__``)
+    │   └── UnmockedToolCall       a tool could not be run in mock mode (side effects, no mock)
+    └── ReplayError                replay could not proceed
+        └── MissingFixture         a tool call has no recorded response
+
+Errors carry structured attributes (``tool_name``, ``step``, ``trace``) rather than
+logging anything themselves.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from toolproof._trace import Trace
+
+__all__ = [
+    "AgentRunError",
+    "ConfigError",
+    "MissingAPIKey",
+    "MissingFixture",
+    "ModelConnectionError",
+    "ModelError",
+    "ModelFailed",
+    "ModelHTTPError",
+    "ModelRequestsDisabled",
+    "ReplayError",
+    "ToolCrashed",
+    "ToolError",
+    "ToolproofError",
+    "UnexpectedModelOutput",
+    "UnmockedToolCall",
+    "UserError",
+]
+
+
+class ToolproofError(Exception):
+    """Base class of every error toolproof raises on purpose."""
+
+
+class UserError(ToolproofError):
+    """The developer used toolproof incorrectly: the message says what to fix."""
+
+
+class ConfigError(UserError):
+    """A configuration file (suite, fixtures, redaction rules) is invalid.
+
+    Attributes:
+        problems: Every problem found, each already formatted as ``file:line: message``.
+    """
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.problems = problems or []
+
+
+class MissingAPIKey(UserError):
+    """A provider's API key is not available.
+
+    Attributes:
+        variable: The environment variable that should hold the key.
+    """
+
+    def __init__(self, message: str, variable: str) -> None:
+        super().__init__(message)
+        self.variable = variable
+
+
+class ModelRequestsDisabled(UserError, RuntimeError):
+    """A real model was asked for a completion while ``ALLOW_MODEL_REQUESTS`` is off."""
+
+
+class ToolError(ToolproofError):
+    """Raise inside a tool to report a problem the model can act on.
+
+    The run continues: the message becomes a tool result with ``status="error"``.
+
+    Example:
+        ```python
+        @tool
+        def get_order(order_id: str) -> dict:
+            if order_id not in ORDERS:
+                raise ToolError(f"order {order_id} does not exist")
+            return ORDERS[order_id]
+        ```
+    """
+
+
+class ModelError(ToolproofError):
+    """The model provider failed, or answered something toolproof cannot use."""
+
+
+class ModelHTTPError(ModelError):
+    """The provider answered with an HTTP error status.
+
+    Attributes:
+        status: The HTTP status code.
+        provider_message: The provider's own error message, when its body had one.
+        code: The provider's error code (``"invalid_api_key"``, ``429``...), if any.
+        body: The decoded JSON body, or the raw text when the body was not JSON.
+        retryable: Whether retrying the same request may succeed (429, 5xx).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int,
+        provider_message: str | None = None,
+        code: str | int | None = None,
+        error_type: str | None = None,
+        param: str | None = None,
+        body: Any = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.provider_message = provider_message
+        self.code = code
+        self.error_type = error_type
+        self.param = param
+        self.body = body
+
+    @property
+    def retryable(self) -> bool:
+        """Whether the same request may succeed later (rate limits and server errors)."""
+        return self.status == 429 or self.status >= 500
+
+
+class ModelConnectionError(ModelError):
+    """The provider could not be reached, or did not answer in time."""
+
+
+class UnexpectedModelOutput(ModelError):
+    """The provider answered a body that cannot be understood.
+
+    Attributes:
+        body: The body as received (text), for diagnosis.
+    """
+
+    def __init__(self, message: str, body: str | None = None) -> None:
+        super().__init__(message)
+        self.body = body
+
+
+class AgentRunError(ToolproofError):
+    """A run stopped because of a problem that is not the model's to fix.
+
+    Attributes:
+        trace: The partial trace of the run, with ``stop_reason="error"``.
+        step: The step (1-based model call number) at which the run stopped.
+    """
+
+    def __init__(
+        self, message: str, *, trace: Trace | None = None, step: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.trace = trace
+        self.step = step
+
+
+class ToolCrashed(AgentRunError):
+    """A tool raised an exception it did not declare in ``@tool(errors=...)``.
+
+    This is treated as a bug in the tool: the run stops rather than hiding it from the
+    developer. The original exception is ``__cause__``.
+
+    Attributes:
+        tool_name: The tool that crashed.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        tool_name: str,
+        trace: Trace | None = None,
+        step: int | None = None,
+    ) -> None:
+        super().__init__(message, trace=trace, step=step)
+        self.tool_name = tool_name
+
+
+class ModelFailed(AgentRunError):
+    """The model request failed; the provider's error is ``__cause__``."""
+
+
+class UnmockedToolCall(AgentRunError):
+    """A tool cannot run in mock mode: it has side effects and no mock.
+
+    Attributes:
+        tool_name: The tool that was refused.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        tool_name: str,
+        trace: Trace | None = None,
+        step: int | None = None,
+    ) -> None:
+        super().__init__(message, trace=trace, step=step)
+        self.tool_name = tool_name
+
+
+class ReplayError(ToolproofError):
+    """Replay of a recorded trace could not proceed."""
+
+
+class MissingFixture(ReplayError, AssertionError):
+    """A mocked tool was called with arguments that have no fixture.
+
+    Attributes:
+        tool_name: The tool that was called.
+        arguments: The call's arguments, with sensitive values masked.
+    """
+
+    def __init__(self, message: str, *, tool_name: str, arguments: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.tool_name = tool_name
+        self.arguments = arguments

@@ -1,0 +1,269 @@
+"""Fake models for tests: a scripted model and a function model, peers of the real adapters.
+
+Both record every request they receive (messages, tool definitions, settings), so tests can
+check what the agent sent, not only what it got back.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from toolproof._memory import estimate_message_tokens, estimate_tokens
+from toolproof._messages import (
+    Message,
+    ModelResponse,
+    ModelSettings,
+    ToolCall,
+    ToolDefinition,
+    Usage,
+)
+from toolproof.errors import UserError
+from toolproof.models._base import Model
+
+__all__ = ["FunctionModel", "ModelRequest", "RequestInfo", "ScriptItem", "ScriptedModel", "call"]
+
+
+def call(name: str, /, **arguments: Any) -> ToolCall:
+    """A scripted tool call: ``call("multiply_numbers", a=12, b=8)``.
+
+    The scripted model gives it an id (``call_1``, ``call_2``...) unless you set one with
+    ``.with_id("...")``.
+    """
+    return ToolCall(name=name, arguments=arguments)
+
+
+#: A scripted response: text, one call, several calls (one parallel message), a full
+#: message or response, or an exception (instance or class) to raise from the model.
+ScriptItem = (
+    str
+    | ToolCall
+    | Sequence[ToolCall]
+    | Message
+    | ModelResponse
+    | BaseException
+    | type[BaseException]
+)
+
+
+@dataclass(slots=True)
+class ModelRequest:
+    """One request a fake model received.
+
+    Attributes:
+        messages: The messages, system prompt first.
+        tools: The tool definitions offered.
+        settings: The generation settings.
+    """
+
+    messages: list[Message]
+    tools: list[ToolDefinition]
+    settings: ModelSettings
+
+    @property
+    def tool_names(self) -> list[str]:
+        """Names of the tools offered in this request."""
+        return [t.name for t in self.tools]
+
+    @property
+    def last(self) -> Message:
+        """The last message of the request."""
+        return self.messages[-1]
+
+
+@dataclass(slots=True)
+class RequestInfo:
+    """What a :class:`FunctionModel`'s function receives besides the messages.
+
+    Attributes:
+        tools: The tool definitions offered.
+        settings: The generation settings.
+        step: 1-based number of this request to the model.
+    """
+
+    tools: list[ToolDefinition]
+    settings: ModelSettings
+    step: int
+    tool_names: list[str] = field(default_factory=list)
+
+
+class _Recording(Model):
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.requests: list[ModelRequest] = []
+        self._ids = 0
+
+    def _record(
+        self, messages: Sequence[Message], tools: Sequence[ToolDefinition], settings: ModelSettings
+    ) -> None:
+        # The agent never mutates a message once built, so a shallow copy of the list is a
+        # faithful record (and keeps scripted runs cheap).
+        self.requests.append(ModelRequest(list(messages), list(tools), settings))
+
+    def _respond(self, item: Any, messages: Sequence[Message], where: str) -> ModelResponse:
+        if isinstance(item, BaseException) or (
+            isinstance(item, type) and issubclass(item, BaseException)
+        ):
+            raise item
+        if isinstance(item, ModelResponse):
+            response = replace(item, message=self._with_ids(item.message))
+        else:
+            response = ModelResponse(message=self._with_ids(_to_message(item, where)))
+        if response.usage.requests == 0 and response.usage.total_tokens == 0:
+            response.usage = Usage(
+                input_tokens=sum(estimate_message_tokens(m) for m in messages),
+                output_tokens=estimate_tokens(response.message.content or "")
+                + sum(estimate_tokens(c.arguments_json()) + 4 for c in response.message.tool_calls),
+                requests=1,
+                estimated=True,
+            )
+        if response.finish_reason is None:
+            response.finish_reason = "tool_calls" if response.message.tool_calls else "stop"
+        if response.model_name is None:
+            response.model_name = self.name
+        return response
+
+    def _with_ids(self, message: Message) -> Message:
+        if not any(not c.id for c in message.tool_calls):
+            return message
+        calls = []
+        for c in message.tool_calls:
+            if not c.id:
+                self._ids += 1
+                c = c.with_id(f"call_{self._ids}")
+            calls.append(c)
+        return Message(
+            role="assistant", content=message.content, tool_calls=calls, reasoning=message.reasoning
+        )
+
+
+class ScriptedModel(_Recording):
+    """A model that answers from a script, one item per request.
+
+    Args:
+        script: The responses in order (see ``ScriptItem``): text, ``call(...)``, a list of
+            calls for parallel calls, a ``Message``, a ``ModelResponse``, or an exception.
+        name: The name recorded in traces.
+
+    Attributes:
+        requests: Every request received, in order.
+
+    Example:
+        ```python
+        model = ScriptedModel([call("multiply_numbers", a=12, b=8), "12 x 8 = 96"])
+        ```
+    """
+
+    def __init__(self, script: Iterable[ScriptItem], *, name: str = "scripted") -> None:
+        super().__init__(name)
+        self.script: list[ScriptItem] = list(script)
+        self.position = 0
+        for index, item in enumerate(self.script, 1):
+            _to_message(item, f"script item {index}", check_only=True)
+
+    @property
+    def remaining(self) -> int:
+        """How many scripted responses have not been used."""
+        return len(self.script) - self.position
+
+    async def request(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolDefinition],
+        settings: ModelSettings,
+    ) -> ModelResponse:
+        """Record the request and return the next scripted response."""
+        self._record(messages, tools, settings)
+        if self.position >= len(self.script):
+            last = messages[-1] if messages else None
+            seen = f" The last message it received was {last.role}: {_clip(last)}." if last else ""
+            raise ScriptExhausted(
+                f"ScriptedModel script ran out: request {len(self.requests)} asked for a response "
+                f"but the script has only {len(self.script)}.{seen} Add a response to the script "
+                "(a final text answer ends the run)."
+            )
+        item = self.script[self.position]
+        self.position += 1
+        return self._respond(item, messages, f"script item {self.position}")
+
+
+class ScriptExhausted(UserError):
+    """A :class:`ScriptedModel` was asked for more responses than its script holds."""
+
+
+FunctionResult = str | ToolCall | Sequence[ToolCall] | Message | ModelResponse
+ModelFunction = Callable[[list[Message], RequestInfo], FunctionResult | Awaitable[FunctionResult]]
+
+
+class FunctionModel(_Recording):
+    """A model whose every response is computed by a function.
+
+    The function receives the messages and a :class:`RequestInfo` (tools, settings, step)
+    and returns what a ``ScriptedModel`` script item may hold; it may be async.
+
+    Example:
+        ```python
+        def respond(messages, info):
+            if messages[-1].role == "tool":
+                return f"The result is {messages[-1].content}."
+            return call("multiply_numbers", a=12, b=8)
+
+        model = FunctionModel(respond)
+        ```
+    """
+
+    def __init__(self, function: ModelFunction, *, name: str = "function") -> None:
+        if not callable(function):
+            raise UserError(f"FunctionModel expects a function, got {function!r}")
+        super().__init__(name)
+        self.function = function
+
+    async def request(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolDefinition],
+        settings: ModelSettings,
+    ) -> ModelResponse:
+        """Record the request and return the function's response."""
+        self._record(messages, tools, settings)
+        info = RequestInfo(list(tools), settings, len(self.requests), [t.name for t in tools])
+        result = self.function(list(messages), info)
+        if inspect.isawaitable(result):
+            result = await result
+        return self._respond(result, messages, f"FunctionModel response {len(self.requests)}")
+
+
+def _to_message(item: Any, where: str, *, check_only: bool = False) -> Message:
+    if isinstance(item, Message):
+        if item.role != "assistant":
+            raise UserError(
+                f"{where}: a scripted message must have role 'assistant', not {item.role!r}"
+            )
+        return item
+    if isinstance(item, str):
+        return Message.assistant(item)
+    if isinstance(item, ToolCall):
+        return Message.assistant(None, [item])
+    if isinstance(item, (list, tuple)) and item and all(isinstance(c, ToolCall) for c in item):
+        return Message.assistant(None, list(item))
+    if check_only and (
+        isinstance(item, (ModelResponse, BaseException))
+        or (isinstance(item, type) and issubclass(item, BaseException))
+    ):
+        return Message.assistant("")
+    raise UserError(
+        f"{where}: cannot use {item!r} as a model response; use text, call(...), a list of "
+        "call(...), a Message, a ModelResponse or an exception"
+    )
+
+
+def _clip(message: Message, limit: int = 120) -> str:
+    if message.content:
+        text = message.content
+    elif message.tool_calls:
+        text = ", ".join(c.signature() for c in message.tool_calls)
+    else:
+        text = "(empty)"
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
