@@ -1,0 +1,1 @@
+"""Workflow evals: YAML suites, objective and judged checks, trials with pass^k, reports."""

@@ -1,0 +1,1 @@
+"""Record and replay: trace store, redaction, replay grading, release gate."""
