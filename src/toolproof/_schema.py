@@ -41,6 +41,7 @@ def build_function_schema(
     name: str,
     description: str | None,
     extra: Extra,
+    localns: dict[str, Any] | None = None,
 ) -> FunctionSchema:
     """Inspect ``func`` and build its argument schema and validator.
 
@@ -57,13 +58,10 @@ def build_function_schema(
         signature = inspect.signature(func)
     except (TypeError, ValueError) as exc:
         raise UserError(f"cannot make a tool from {qualname}: no signature ({exc})") from exc
-    try:
-        hints = typing.get_type_hints(func, include_extras=True)
-        hints_ok = True
-    except Exception as exc:  # NameError for unresolvable forward references, and others
-        hints = {}
-        hints_ok = False
-        problems.append(f"type hints cannot be resolved: {exc}")
+    hints, unresolved = _resolve_hints(func, localns)
+    for hint_name, exc in unresolved.items():
+        if hint_name != "return":  # the return type only serves drift checks: not fatal
+            problems.append(f"{hint_name}: type hint cannot be resolved: {exc}")
 
     doc = _parse_docstring(inspect.getdoc(func) or "")
     summary = description if description is not None else doc.description
@@ -92,8 +90,8 @@ def build_function_schema(
         if param.annotation is inspect.Parameter.empty:
             problems.append(f"{param_name}: missing type hint")
             continue
-        if not hints_ok:
-            continue
+        if param_name not in hints:
+            continue  # unresolvable: already reported
         field_info = Field(
             default=... if param.default is inspect.Parameter.empty else param.default,
             alias=param_name,
@@ -137,6 +135,29 @@ def build_function_schema(
         return_annotation=return_annotation,
         has_return_annotation=return_annotation is not inspect.Parameter.empty,
     )
+
+
+def _resolve_hints(
+    func: Callable[..., Any], localns: dict[str, Any] | None
+) -> tuple[dict[str, Any], dict[str, Exception]]:
+    """Resolve type hints; when some cannot be resolved, resolve the others one by one."""
+    try:
+        # localns: names visible where the tool was defined (classes local to a function).
+        return typing.get_type_hints(func, localns=localns, include_extras=True), {}
+    except Exception:  # NameError for unresolvable forward references, and others
+        pass
+    globalns = getattr(inspect.unwrap(func), "__globals__", {})
+    hints: dict[str, Any] = {}
+    unresolved: dict[str, Exception] = {}
+    for key, annotation in getattr(func, "__annotations__", {}).items():
+        holder = type("_Holder", (), {"__annotations__": {key: annotation}})
+        try:
+            hints[key] = typing.get_type_hints(
+                holder, globalns=globalns, localns=localns, include_extras=True
+            )[key]
+        except Exception as exc:
+            unresolved[key] = exc
+    return hints, unresolved
 
 
 @dataclass(slots=True)

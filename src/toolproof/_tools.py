@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
@@ -61,6 +62,7 @@ class Tool(Generic[P, R]):
         timeout: float | None = None,
         extra: Extra = "forbid",
         thread: bool = False,
+        _localns: dict[str, Any] | None = None,
     ) -> None:
         if not callable(function):
             raise UserError(f"@tool expects a function, got {function!r}")
@@ -79,7 +81,11 @@ class Tool(Generic[P, R]):
             raise UserError(
                 f"tool name {self.name!r} is not valid: use letters, digits, '_' and '-' only"
             )
-        spec = build_function_schema(function, name=self.name, description=description, extra=extra)
+        if _localns is None:
+            _localns = sys._getframe(1).f_locals
+        spec = build_function_schema(
+            function, name=self.name, description=description, extra=extra, localns=_localns
+        )
         self.description = spec.description
         self.parameters = spec.parameters
         self.errors = tuple(errors)
@@ -263,7 +269,7 @@ def tool(
         ```
     """
 
-    def make(func: Callable[P, R]) -> Tool[P, R]:
+    def make(func: Callable[P, R], localns: dict[str, Any] | None = None) -> Tool[P, R]:
         return Tool(
             func,
             name=name,
@@ -274,10 +280,11 @@ def tool(
             timeout=timeout,
             extra=extra,
             thread=thread,
+            _localns=localns if localns is not None else sys._getframe(1).f_locals,
         )
 
     if function is not None:
-        return make(function)
+        return make(function, sys._getframe(1).f_locals)
     return make
 
 
