@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from examples.hr_assistant.tools import get_leave_balance, get_weather, multiply_numbers
 from toolproof import Agent, Tool, Toolset, calculator
 from toolproof.models import Model
-
-from examples.hr_assistant.tools import get_leave_balance, get_weather, multiply_numbers
 
 SYSTEM_PROMPT = (
     "You are an HR assistant. Use a tool whenever the answer depends on data or arithmetic, "

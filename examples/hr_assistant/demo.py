@@ -12,13 +12,17 @@ from __future__ import annotations
 import re
 import sys
 
+from examples.hr_assistant.agent import build_agent
 from toolproof import Message
 from toolproof.events import StepPrinter
 from toolproof.testing import FunctionModel, RequestInfo, call
 
-from examples.hr_assistant.agent import build_agent
-
-QUESTIONS = ["12乘以8是多少", "查询员工E001的剩余年假", "查询员工E999的剩余年假", "你好，请介绍一下自己"]
+QUESTIONS = [
+    "12乘以8是多少",
+    "查询员工E001的剩余年假",
+    "查询员工E999的剩余年假",
+    "你好，请介绍一下自己",
+]
 
 
 def offline_model(messages: list[Message], info: RequestInfo) -> object:

@@ -533,7 +533,18 @@ class Agent:
         async def run_all() -> list[ToolResult]:
             if len(calls) == 1:
                 return [await one(calls[0])]
-            outcomes = await asyncio.gather(*(one(call) for call in calls), return_exceptions=True)
+            outcomes: list[ToolResult | BaseException]
+            if self.tool_timeout is None and all(toolset.runs_inline(c) for c in calls):
+                # Synchronous tools never suspend: tasks would run them one by one anyway, so
+                # run them in order directly, with the same semantics as gather() below.
+                outcomes = []
+                for c in calls:
+                    try:
+                        outcomes.append(await one(c))
+                    except Exception as exc:
+                        outcomes.append(exc)
+            else:
+                outcomes = await asyncio.gather(*(one(c) for c in calls), return_exceptions=True)
             step.tool_results = [o for o in outcomes if isinstance(o, ToolResult)]
             for outcome in outcomes:  # the first failure in call order stops the run
                 if isinstance(outcome, BaseException):

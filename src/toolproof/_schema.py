@@ -59,9 +59,9 @@ def build_function_schema(
     except (TypeError, ValueError) as exc:
         raise UserError(f"cannot make a tool from {qualname}: no signature ({exc})") from exc
     hints, unresolved = _resolve_hints(func, localns)
-    for hint_name, exc in unresolved.items():
+    for hint_name, error in unresolved.items():
         if hint_name != "return":  # the return type only serves drift checks: not fatal
-            problems.append(f"{hint_name}: type hint cannot be resolved: {exc}")
+            problems.append(f"{hint_name}: type hint cannot be resolved: {error}")
 
     doc = _parse_docstring(inspect.getdoc(func) or "")
     summary = description if description is not None else doc.description

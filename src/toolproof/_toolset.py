@@ -145,6 +145,8 @@ class Toolset:
                 raise UserError(f"override for {name!r} must be 'real' or 'mock', got {value!r}")
         self._mock_map: dict[str, Callable[..., Any]] = {}
         self._providers: list[MockProvider] = []
+        self._definitions: list[ToolDefinition] | None = None
+        self._infos: list[ToolInfo] | None = None
         self._add_mocks(mocks)
 
     def _add_mocks(
@@ -191,11 +193,28 @@ class Toolset:
 
     def definitions(self) -> list[ToolDefinition]:
         """What the model is told about each tool."""
-        return [t.definition for t in self.tools.values()]
+        if self._definitions is None:
+            self._definitions = [t.definition for t in self.tools.values()]
+        return self._definitions
 
     def infos(self) -> list[ToolInfo]:
-        """The tools as recorded in traces."""
-        return [t.info for t in self.tools.values()]
+        """The tools as recorded in traces (a new list; the entries are shared)."""
+        if self._infos is None:
+            self._infos = [t.info for t in self.tools.values()]
+        return list(self._infos)
+
+    def runs_inline(self, call: ToolCall) -> bool:
+        """Whether this call would run synchronously on the event loop, never suspending.
+
+        Such calls gain nothing from concurrent tasks, so the agent runs them in order
+        directly (the observable order of events is the same).
+        """
+        t = self.tools.get(call.name)
+        if t is None or call.arguments_error is not None:
+            return True
+        if t.requires_approval or t.thread or t.timeout is not None:
+            return False
+        return self.mode_of(t.name) == "real" and not t.is_async
 
     def with_mode(
         self,

@@ -25,8 +25,15 @@ from toolproof import (
     UserError,
     tool,
 )
-from toolproof.errors import AgentRunError, ModelFailed, ToolCrashed, UnmockedToolCall
-from toolproof.events import Event, ModelResponded, RunFinished, RunStarted, ToolFinished, ToolStarted
+from toolproof.errors import ModelFailed, ToolCrashed, UnmockedToolCall
+from toolproof.events import (
+    Event,
+    ModelResponded,
+    RunFinished,
+    RunStarted,
+    ToolFinished,
+    ToolStarted,
+)
 from toolproof.models import Model, ModelResponse
 from toolproof.testing import FunctionModel, RequestInfo, ScriptedModel, call
 
@@ -73,7 +80,9 @@ def test_issue_example() -> None:
     agent = Agent(model=model, tools=TOOLS, system_prompt="You are an HR assistant.", max_steps=5)
     result = agent.run_sync("What is 12 times 8?")
     assert result.output == "12 x 8 = 96" and result.stop_reason == "final"
-    assert [(c.name, c.arguments) for c in result.trace.tool_calls] == [("multiply_numbers", {"a": 12, "b": 8})]
+    assert [(c.name, c.arguments) for c in result.trace.tool_calls] == [
+        ("multiply_numbers", {"a": 12, "b": 8})
+    ]
     assert result.trace.tool_results[0].status == "ok"
     assert len(model.requests) == 2
 
@@ -102,11 +111,17 @@ def test_no_tool_path_calls_the_model_once() -> None:
 
 
 def test_declared_business_error_goes_back_to_the_model_and_the_run_continues() -> None:
-    agent, model = make([call("get_leave_balance", employee_id="E999"), "员工E999不存在，请核实员工编号。"])
+    agent, model = make(
+        [call("get_leave_balance", employee_id="E999"), "员工E999不存在，请核实员工编号。"]
+    )
     result = agent.run_sync("查询员工E999的剩余年假")
     assert result.stop_reason == "final" and "E999" in (result.output or "")
     error = result.trace.tool_results[0]
-    assert (error.status, error.error_type, error.content) == ("error", "KeyError", "employee not found")
+    assert (error.status, error.error_type, error.content) == (
+        "error",
+        "KeyError",
+        "employee not found",
+    )
     tool_message = model.requests[1].messages[-1]
     assert tool_message.status == "error" and tool_message.tool_call_id == "call_1"
     assert tool_message.name == "get_leave_balance" and tool_message.content == "employee not found"
@@ -122,7 +137,10 @@ def test_tool_error_and_value_error_are_results() -> None:
         """
         raise ToolError(f"no entry for {key}; try one of A, B")
 
-    agent, _ = make([call("lookup", key="Z"), call("get_leave_balance", employee_id=" "), "done"], tools=[lookup, get_leave_balance])
+    agent, _ = make(
+        [call("lookup", key="Z"), call("get_leave_balance", employee_id=" "), "done"],
+        tools=[lookup, get_leave_balance],
+    )
     result = agent.run_sync("x")
     assert [(r.error_type, r.content) for r in result.trace.tool_results] == [
         ("ToolError", "no entry for Z; try one of A, B"),
@@ -141,7 +159,11 @@ def test_undeclared_exception_is_a_bug_that_stops_the_run_with_the_partial_trace
         return {}[x]  # type: ignore[no-any-return]
 
     seen: list[Trace] = []
-    agent, _ = make([call("broken", x=1), "never"], tools=[broken], on_event=lambda e: seen.append(e.trace) if isinstance(e, RunFinished) else None)
+    agent, _ = make(
+        [call("broken", x=1), "never"],
+        tools=[broken],
+        on_event=lambda e: seen.append(e.trace) if isinstance(e, RunFinished) else None,
+    )
     with pytest.raises(ToolCrashed) as info:
         agent.run_sync("go")
     error = info.value
@@ -150,7 +172,10 @@ def test_undeclared_exception_is_a_bug_that_stops_the_run_with_the_partial_trace
     assert "tool 'broken' raised KeyError: 1 (a bug in the tool" in str(error)
     trace = error.trace
     assert trace is not None and trace.stop_reason == "error"
-    assert trace.error is not None and (trace.error.type, trace.error.tool_name) == ("KeyError", "broken")
+    assert trace.error is not None and (trace.error.type, trace.error.tool_name) == (
+        "KeyError",
+        "broken",
+    )
     assert [c.name for c in trace.tool_calls] == ["broken"]
     assert seen == [trace]  # subscribers and recorders still get the trace
     assert Trace.from_json(trace.to_json()) == trace
@@ -161,7 +186,10 @@ def test_unknown_tool_lists_available_tools() -> None:
     result = agent.run_sync("1+2")
     r = result.trace.tool_results[0]
     assert (r.status, r.error_type) == ("error", "UnknownTool")
-    assert r.content == "Unknown tool 'add_numbers'. Available tools: multiply_numbers, get_leave_balance."
+    assert (
+        r.content
+        == "Unknown tool 'add_numbers'. Available tools: multiply_numbers, get_leave_balance."
+    )
 
 
 def test_malformed_json_arguments_never_crash() -> None:
@@ -240,14 +268,26 @@ def test_parallel_calls_run_concurrently_and_results_keep_call_order() -> None:
         log.append(f"end {name}")
         return name
 
-    calls = [call("slow", name="a", delay=0.05), call("slow", name="b", delay=0.0), call("slow", name="c", delay=0.02)]
+    calls = [
+        call("slow", name="a", delay=0.05),
+        call("slow", name="b", delay=0.0),
+        call("slow", name="c", delay=0.02),
+    ]
     agent, model = make([calls, "done"], tools=[slow])
     result = agent.run_sync("go")
     assert log[:3] == ["start a", "start b", "start c"]  # all started before any finished
     results = result.trace.tool_results
     assert [r.content for r in results] == ["a", "b", "c"]
-    assert [r.call_id for r in results] == [c.id for c in result.trace.tool_calls] == ["call_1", "call_2", "call_3"]
-    assert [m.tool_call_id for m in model.requests[1].messages[-3:]] == ["call_1", "call_2", "call_3"]
+    assert (
+        [r.call_id for r in results]
+        == [c.id for c in result.trace.tool_calls]
+        == ["call_1", "call_2", "call_3"]
+    )
+    assert [m.tool_call_id for m in model.requests[1].messages[-3:]] == [
+        "call_1",
+        "call_2",
+        "call_3",
+    ]
 
 
 def test_one_crashing_parallel_call_keeps_the_others_results() -> None:
@@ -269,7 +309,9 @@ def test_one_crashing_parallel_call_keeps_the_others_results() -> None:
         """
         raise RuntimeError("boom")
 
-    agent, _ = make([[call("fine", x=1), call("bad", x=2), call("fine", x=3)], "x"], tools=[fine, bad])
+    agent, _ = make(
+        [[call("fine", x=1), call("bad", x=2), call("fine", x=3)], "x"], tools=[fine, bad]
+    )
     with pytest.raises(ToolCrashed) as info:
         agent.run_sync("go")
     assert info.value.trace is not None
@@ -290,7 +332,14 @@ def test_approval_approve_reject_edit_and_missing_approver() -> None:
         sent.append(f"{channel}:{text}")
         return "sent"
 
-    decisions = iter([Approval.approve(), Approval.reject("not during the freeze"), Approval.edit({"channel": "#ops", "text": "hi"}), True])
+    decisions = iter(
+        [
+            Approval.approve(),
+            Approval.reject("not during the freeze"),
+            Approval.edit({"channel": "#ops", "text": "hi"}),
+            True,
+        ]
+    )
     requests: list[ApprovalRequest] = []
 
     def approver(request: ApprovalRequest) -> Approval | bool:
@@ -308,7 +357,10 @@ def test_approval_approve_reject_edit_and_missing_approver() -> None:
         ("ok", "sent"),
     ]
     assert sent == ["#a:0", "#ops:hi", "#a:3"]
-    assert requests[0].tool.name == "send_message" and requests[0].arguments == {"channel": "#a", "text": "0"}
+    assert requests[0].tool.name == "send_message" and requests[0].arguments == {
+        "channel": "#a",
+        "text": "0",
+    }
 
     agent, _ = make([call("send_message", channel="#a", text="x"), "done"], tools=[send_message])
     r = agent.run_sync("send").trace.tool_results[0]
@@ -331,18 +383,28 @@ async def test_async_approver() -> None:
 
     agent, _ = make([call("delete", id="1"), "ok"], tools=[delete], approver=approver)
     result = await agent.run("x")
-    assert result.trace.tool_results[0].content == "Tool 'delete' was not run: the user rejected this call."
+    assert (
+        result.trace.tool_results[0].content
+        == "Tool 'delete' was not run: the user rejected this call."
+    )
 
 
 def test_budget_max_model_calls() -> None:
-    agent, model = make([call("multiply_numbers", a=1, b=i) for i in range(5)], budget=Budget(max_model_calls=2))
+    agent, model = make(
+        [call("multiply_numbers", a=1, b=i) for i in range(5)], budget=Budget(max_model_calls=2)
+    )
     result = agent.run_sync("x")
-    assert result.stop_reason == "budget" and result.stop_detail == "model call limit reached (2 calls)"
+    assert (
+        result.stop_reason == "budget"
+        and result.stop_detail == "model call limit reached (2 calls)"
+    )
     assert len(model.requests) == 2
 
 
 def test_budget_tokens_stops_before_running_more_tools() -> None:
-    heavy = ModelResponse(Message.assistant(None, [call("multiply_numbers", a=1, b=2)]), Usage(900, 200, requests=1))
+    heavy = ModelResponse(
+        Message.assistant(None, [call("multiply_numbers", a=1, b=2)]), Usage(900, 200, requests=1)
+    )
     agent, _ = make([heavy, "x"], budget=Budget(max_tokens=1000))
     result = agent.run_sync("x")
     assert result.stop_reason == "budget"
@@ -357,7 +419,12 @@ def test_budget_cost_uses_the_price_table_with_cache_hits_priced_apart() -> None
     usage = Usage(input_tokens=1_000_000, output_tokens=100_000, cached_tokens=400_000, requests=1)
     step = ModelResponse(Message.assistant(None, [call("multiply_numbers", a=1, b=2)]), usage)
     model = ScriptedModel([step, "x"], name="deepseek:deepseek-chat")
-    agent = Agent(model, TOOLS, budget=Budget(max_cost=0.1), prices={"deepseek-chat": Price(0.28, 0.42, 0.028)})
+    agent = Agent(
+        model,
+        TOOLS,
+        budget=Budget(max_cost=0.1),
+        prices={"deepseek-chat": Price(0.28, 0.42, 0.028)},
+    )
     result = agent.run_sync("x")
     expected = (600_000 * 0.28 + 400_000 * 0.028 + 100_000 * 0.42) / 1e6
     assert result.trace.steps[0].cost == pytest.approx(expected)
@@ -398,7 +465,11 @@ def test_tool_timeout_is_reported_to_the_model() -> None:
         time.sleep(0.3)
         return x
 
-    agent, _ = make([[call("hang", x=1), call("sync_hang", x=2)], "gave up"], tools=[hang, sync_hang], tool_timeout=0.02)
+    agent, _ = make(
+        [[call("hang", x=1), call("sync_hang", x=2)], "gave up"],
+        tools=[hang, sync_hang],
+        tool_timeout=0.02,
+    )
     result = agent.run_sync("x")
     assert [(r.error_type, r.content) for r in result.trace.tool_results] == [
         ("Timeout", "Tool 'hang' timed out after 0.02 s."),
@@ -501,7 +572,14 @@ def test_events_and_logging(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.INFO, logger="toolproof"):
         agent.run_sync("x")
     kinds = [type(e) for e in events]
-    assert kinds == [RunStarted, ModelResponded, ToolStarted, ToolFinished, ModelResponded, RunFinished]
+    assert kinds == [
+        RunStarted,
+        ModelResponded,
+        ToolStarted,
+        ToolFinished,
+        ModelResponded,
+        RunFinished,
+    ]
     lines = [r.getMessage() for r in caplog.records]
     assert any(line.startswith("[step 1] multiply_numbers(a=12, b=8) -> 96.0") for line in lines)
 
@@ -532,7 +610,9 @@ def test_recorder_receives_every_trace_and_its_failure_is_contained() -> None:
 
 
 def test_session_keeps_history_across_turns() -> None:
-    agent, model = make([call("get_leave_balance", employee_id="E001"), "5 days", "And E002 has 0."])
+    agent, model = make(
+        [call("get_leave_balance", employee_id="E001"), "5 days", "And E002 has 0."]
+    )
     chat = agent.session()
     chat.run_sync("E001 leave?")
     second = chat.run_sync("and E002?")
@@ -556,7 +636,9 @@ def test_run_sync_inside_a_loop_is_a_clear_error() -> None:
     async def inner() -> None:
         agent.run_sync("x")
 
-    with pytest.raises(UserError, match=r"cannot be called from a running event loop; use `await \.\.\.run\(\)`"):
+    with pytest.raises(
+        UserError, match=r"cannot be called from a running event loop; use `await \.\.\.run\(\)`"
+    ):
         asyncio.run(inner())
 
 
@@ -600,7 +682,10 @@ def test_mock_mode_uses_mocks_and_refuses_side_effects_without_one() -> None:
     tools = Toolset([slack_send_message, search], mode="mock")
     agent = Agent(ScriptedModel([call("search", query="q"), "x"]), tools)
     result = agent.run_sync("x")
-    assert result.trace.tool_results[0].content == "mock result" and result.trace.tool_results[0].mocked
+    assert (
+        result.trace.tool_results[0].content == "mock result"
+        and result.trace.tool_results[0].mocked
+    )
     assert result.trace.tool_mode == "mock"
 
     agent = Agent(ScriptedModel([call("slack_send_message", text="hi"), "x"]), tools)
@@ -609,13 +694,21 @@ def test_mock_mode_uses_mocks_and_refuses_side_effects_without_one() -> None:
     assert info.value.tool_name == "slack_send_message" and sent == []
     assert "tool 'slack_send_message' has side effects and no mock" in str(info.value)
 
-    allowed = tools.with_mode("mock", overrides={"slack_send_message": "real"}, mocks={"search": lambda query: "mapped"})
-    result = Agent(ScriptedModel([[call("slack_send_message", text="hi"), call("search", query="q")], "x"]), allowed).run_sync("x")
+    allowed = tools.with_mode(
+        "mock", overrides={"slack_send_message": "real"}, mocks={"search": lambda query: "mapped"}
+    )
+    result = Agent(
+        ScriptedModel([[call("slack_send_message", text="hi"), call("search", query="q")], "x"]),
+        allowed,
+    ).run_sync("x")
     assert sent == ["hi"] and [r.content for r in result.trace.tool_results] == ["sent", "mapped"]
 
 
 def test_toolset_rejects_unknown_names_in_overrides_and_mocks() -> None:
-    with pytest.raises(UserError, match="overrides names unknown tool 'nope'; tools: get_leave_balance, multiply_numbers"):
+    with pytest.raises(
+        UserError,
+        match="overrides names unknown tool 'nope'; tools: get_leave_balance, multiply_numbers",
+    ):
         Toolset(TOOLS, overrides={"nope": "real"})
     with pytest.raises(UserError, match="mocks names unknown tool 'nope'"):
         Toolset(TOOLS, mocks={"nope": lambda: 1})

@@ -35,7 +35,7 @@ class Unit(enum.Enum):
 
 class Address(BaseModel):
     city: str
-    postcode: Optional[str] = None
+    postcode: Optional[str] = None  # noqa: UP045 - Optional must keep working
 
 
 @dataclass
@@ -72,7 +72,7 @@ def test_rich_types_defaults_and_nested_models() -> None:
         origin: str,
         cabin: Literal["economy", "business"] = "economy",
         unit: Unit = Unit.CELSIUS,
-        stops: Optional[int] = None,
+        stops: Optional[int] = None,  # noqa: UP045
         tags: list[str] | None = None,
         extra: dict[str, int] | None = None,
         address: Address | None = None,
@@ -90,19 +90,32 @@ def test_rich_types_defaults_and_nested_models() -> None:
     assert search.name == "search_flights" and search.timeout == 5
     assert params["required"] == ["origin"]
     props = params["properties"]
-    assert props["origin"] == {"type": "string", "description": "IATA code of the departure airport."}
-    assert props["cabin"]["enum"] == ["economy", "business"] and props["cabin"]["default"] == "economy"
+    assert props["origin"] == {
+        "type": "string",
+        "description": "IATA code of the departure airport.",
+    }
+    assert (
+        props["cabin"]["enum"] == ["economy", "business"] and props["cabin"]["default"] == "economy"
+    )
     assert params["$defs"]["Unit"]["enum"] == ["celsius", "fahrenheit"]
     assert props["stops"]["anyOf"] == [{"type": "integer"}, {"type": "null"}]
     assert props["tags"]["anyOf"][0] == {"type": "array", "items": {"type": "string"}}
-    assert props["extra"]["anyOf"][0] == {"type": "object", "additionalProperties": {"type": "integer"}}
+    assert props["extra"]["anyOf"][0] == {
+        "type": "object",
+        "additionalProperties": {"type": "integer"},
+    }
     assert params["$defs"]["Address"]["required"] == ["city"]
     assert params["$defs"]["Window"]["required"] == ["start", "end"]
     assert "title" not in params and "title" not in props["origin"]
     jsonschema.Draft202012Validator.check_schema(params)
 
     kwargs = search.validate(
-        {"origin": "PEK", "unit": "fahrenheit", "address": {"city": "Beijing"}, "window": {"start": "a", "end": "b"}}
+        {
+            "origin": "PEK",
+            "unit": "fahrenheit",
+            "address": {"city": "Beijing"},
+            "window": {"start": "a", "end": "b"},
+        }
     )
     assert kwargs["unit"] is Unit.FAHRENHEIT
     assert kwargs["address"] == Address(city="Beijing")
@@ -154,7 +167,7 @@ def test_async_tool_is_detected() -> None:
 
 
 def test_every_signature_problem_is_listed_once() -> None:
-    def broken(a, *args, b: "NoSuchType" = 1, **kwargs):  # type: ignore[no-untyped-def]  # noqa: F821
+    def broken(a, *args, b: "NoSuchType" = 1, **kwargs):  # type: ignore[no-untyped-def]  # noqa: F821, UP037
         pass
 
     with pytest.raises(UserError) as info:
@@ -243,7 +256,11 @@ def test_parameter_names_that_shadow_pydantic_attributes() -> None:
         """
         return schema
 
-    assert odd.validate({"schema": "s", "model_config": 1}) == {"schema": "s", "model_config": 1, "copy": False}
+    assert odd.validate({"schema": "s", "model_config": 1}) == {
+        "schema": "s",
+        "model_config": 1,
+        "copy": False,
+    }
     assert set(odd.parameters["properties"]) == {"schema", "model_config", "copy"}
 
 
@@ -290,7 +307,11 @@ def test_generated_signatures(spec: list[tuple[str, bool]], data: st.DataObject)
         default = inspect.Parameter.empty
         if optional:
             default = data.draw(_TYPES[kind][1])
-        params.append(inspect.Parameter(f"p{index}", inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation))
+        params.append(
+            inspect.Parameter(
+                f"p{index}", inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
+            )
+        )
         annotations[f"p{index}"] = annotation
 
     def func(**kwargs: Any) -> dict[str, Any]:

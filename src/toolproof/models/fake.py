@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from toolproof._memory import estimate_message_tokens, estimate_tokens
+from toolproof._memory import MESSAGE_OVERHEAD, estimate_message_tokens
 from toolproof._messages import (
     Message,
     ModelResponse,
@@ -114,8 +114,7 @@ class _Recording(Model):
         if response.usage.requests == 0 and response.usage.total_tokens == 0:
             response.usage = Usage(
                 input_tokens=sum(estimate_message_tokens(m) for m in messages),
-                output_tokens=estimate_tokens(response.message.content or "")
-                + sum(estimate_tokens(c.arguments_json()) + 4 for c in response.message.tool_calls),
+                output_tokens=estimate_message_tokens(response.message) - MESSAGE_OVERHEAD,
                 requests=1,
                 estimated=True,
             )
