@@ -1,0 +1,302 @@
+"""Format-independent report primitives shared by ``toolproof run`` and ``toolproof replay``.
+
+Each command builds its own report content; this module only knows the formats:
+
+- ``--report FORMAT:PATH`` parsing (:func:`parse_report_specs`), with ``-`` meaning stdout;
+- JUnit XML (:class:`JUnitSuite`, :class:`JUnitCase`, :func:`write_junit`) as CI systems
+  (GitHub, GitLab, Jenkins) read it;
+- Markdown for pull-request comments and ``$GITHUB_STEP_SUMMARY`` (:func:`md_table`,
+  :func:`md_escape`, :func:`md_details`, :func:`md_truncate`);
+- :func:`open_output`, which writes a file atomically (or to stdout for ``-``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from toolproof.errors import ConfigError
+
+__all__ = [
+    "GITHUB_COMMENT_LIMIT",
+    "REPORT_FORMATS",
+    "JUnitCase",
+    "JUnitSuite",
+    "ReportSpec",
+    "junit_xml",
+    "md_code",
+    "md_details",
+    "md_escape",
+    "md_table",
+    "md_truncate",
+    "open_output",
+    "parse_report_specs",
+    "write_junit",
+]
+
+#: The report formats ``toolproof run`` writes.
+REPORT_FORMATS: tuple[str, ...] = ("json", "junit", "markdown")
+
+#: Other spellings accepted for a format.
+_ALIASES = {"md": "markdown", "xml": "junit", "junit-xml": "junit"}
+
+#: GitHub rejects issue and pull-request comments longer than this (characters).
+GITHUB_COMMENT_LIMIT = 65536
+
+
+@dataclass(frozen=True, slots=True)
+class ReportSpec:
+    """One ``--report FORMAT:PATH`` request.
+
+    Attributes:
+        format: The canonical format name (``"json"``, ``"junit"``, ``"markdown"``).
+        path: Where to write it; ``"-"`` is standard output.
+    """
+
+    format: str
+    path: str = "-"
+
+    @property
+    def to_stdout(self) -> bool:
+        """Whether the report goes to standard output."""
+        return self.path == "-"
+
+
+def parse_report_specs(
+    specs: Sequence[str], *, formats: Sequence[str] = REPORT_FORMATS
+) -> list[ReportSpec]:
+    """Parse ``--report`` values such as ``"junit:out.xml"`` or ``"markdown:-"``.
+
+    ``FORMAT`` alone writes to standard output. Only the first ``:`` separates the format
+    from the path, so Windows paths (``junit:C:/out.xml``) work.
+
+    Args:
+        specs: The values given on the command line.
+        formats: The formats the command supports.
+
+    Returns:
+        One spec per value, in order.
+
+    Raises:
+        ConfigError: A value names an unknown format, or two reports go to standard output;
+            ``problems`` lists every bad value.
+    """
+    out: list[ReportSpec] = []
+    problems: list[str] = []
+    valid = ", ".join(formats)
+    for raw in specs:
+        name, sep, path = raw.partition(":")
+        name = _ALIASES.get(name.strip().lower(), name.strip().lower())
+        if name not in formats:
+            problems.append(
+                f"--report {raw!r}: unknown format {name!r}; use FORMAT:PATH with FORMAT one of "
+                f"{valid} (PATH '-' or omitted means stdout)"
+            )
+            continue
+        path = path.strip() if sep else "-"
+        out.append(ReportSpec(name, path or "-"))
+    if sum(1 for spec in out if spec.to_stdout) > 1:
+        problems.append("--report: only one report can go to stdout ('-'); give the others a path")
+    if problems:
+        message = problems[0] if len(problems) == 1 else "invalid --report values"
+        raise ConfigError(message, problems)
+    return out
+
+
+@contextlib.contextmanager
+def open_output(path: str | os.PathLike[str], *, encoding: str = "utf-8") -> Iterator[IO[str]]:
+    """Open a report destination for writing text; ``"-"`` is standard output.
+
+    A file is written to a temporary sibling and renamed into place when the block ends
+    without an error, so readers never see half a report. Parent directories are created.
+    """
+    if str(path) == "-":
+        yield sys.stdout
+        sys.stdout.flush()
+        return
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding=encoding, newline="\n") as handle:
+            yield handle
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+# -- JUnit XML --------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class JUnitCase:
+    """One ``<testcase>``.
+
+    Attributes:
+        name: The test's name.
+        classname: The group CI systems show it under (suite or file).
+        time_s: Duration in seconds.
+        failure: Set when the test failed: the failure text (first line is the message).
+        error: Set when the test could not produce a verdict (infrastructure errors).
+        skipped: Set when the test was skipped: the reason.
+        system_out: Extra output shown with the test (details, traces summaries).
+    """
+
+    name: str
+    classname: str
+    time_s: float = 0.0
+    failure: str | None = None
+    error: str | None = None
+    skipped: str | None = None
+    system_out: str | None = None
+
+
+@dataclass(slots=True)
+class JUnitSuite:
+    """One ``<testsuite>`` of :class:`JUnitCase`."""
+
+    name: str
+    cases: list[JUnitCase] = field(default_factory=list)
+    timestamp: str | None = None
+
+    @property
+    def time_s(self) -> float:
+        """The sum of the cases' durations."""
+        return sum(case.time_s for case in self.cases)
+
+
+def junit_xml(suites: Sequence[JUnitSuite]) -> str:
+    """Render suites as a JUnit XML document (the de-facto schema Jenkins and GitHub read)."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.Element("testsuites")
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    total_time = 0.0
+    for suite in suites:
+        counts = {
+            "tests": len(suite.cases),
+            "failures": sum(1 for c in suite.cases if c.failure is not None),
+            "errors": sum(1 for c in suite.cases if c.error is not None),
+            "skipped": sum(1 for c in suite.cases if c.skipped is not None),
+        }
+        for key, value in counts.items():
+            totals[key] += value
+        total_time += suite.time_s
+        attrs = {"name": suite.name, **{k: str(v) for k, v in counts.items()}}
+        attrs["time"] = f"{suite.time_s:.3f}"
+        if suite.timestamp:
+            attrs["timestamp"] = suite.timestamp
+        element = ET.SubElement(root, "testsuite", attrs)
+        for case in suite.cases:
+            item = ET.SubElement(
+                element,
+                "testcase",
+                {"name": case.name, "classname": case.classname, "time": f"{case.time_s:.3f}"},
+            )
+            for tag, text in (
+                ("failure", case.failure),
+                ("error", case.error),
+                ("skipped", case.skipped),
+            ):
+                if text is not None:
+                    child = ET.SubElement(item, tag, {"message": _xml_text(_first_line(text))})
+                    if tag != "skipped":
+                        child.text = _xml_text(text)
+            if case.system_out:
+                ET.SubElement(item, "system-out").text = _xml_text(case.system_out)
+    root.set("tests", str(totals["tests"]))
+    root.set("failures", str(totals["failures"]))
+    root.set("errors", str(totals["errors"]))
+    root.set("skipped", str(totals["skipped"]))
+    root.set("time", f"{total_time:.3f}")
+    ET.indent(root)
+    body: str = ET.tostring(root, encoding="unicode")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + body + "\n"
+
+
+def write_junit(path: str | os.PathLike[str], suites: Sequence[JUnitSuite]) -> None:
+    """Write suites as JUnit XML to ``path`` (``"-"`` for stdout)."""
+    with open_output(path) as out:
+        out.write(junit_xml(suites))
+
+
+def _first_line(text: str, limit: int = 200) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _xml_text(text: str) -> str:
+    # XML 1.0 cannot carry most control characters, even escaped: drop them.
+    return "".join(
+        ch for ch in text if ch in "\t\n\r" or (ord(ch) >= 0x20 and ord(ch) not in (0xFFFE, 0xFFFF))
+    )
+
+
+# -- Markdown ---------------------------------------------------------------------------------
+
+_MD_SPECIAL = str.maketrans(
+    {
+        "\\": "\\\\",
+        "|": "\\|",
+        "`": "\\`",
+        "*": "\\*",
+        "_": "\\_",
+        "<": "&lt;",
+        ">": "&gt;",
+        "[": "\\[",
+        "]": "\\]",
+    }
+)
+
+
+def md_escape(text: str, *, limit: int | None = None) -> str:
+    """Escape text for a Markdown table cell or a line of prose.
+
+    Newlines become spaces (a cell is one line), Markdown and HTML specials are escaped, and
+    the text is cut to ``limit`` characters with an ellipsis when it is longer.
+    """
+    flat = " ".join(str(text).split())
+    if limit is not None and len(flat) > limit:
+        flat = flat[: limit - 1] + "…"
+    return flat.translate(_MD_SPECIAL)
+
+
+def md_code(text: str) -> str:
+    """Inline code that survives backticks inside ``text``."""
+    flat = " ".join(str(text).split())
+    fence = "``" if "`" in flat else "`"
+    return f"{fence} {flat} {fence}" if fence == "``" else f"`{flat}`"
+
+
+def md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A GitHub-flavoured Markdown table. Cells are used as given: escape them first."""
+    lines = [
+        "| " + " | ".join(headers) + " |",
+        "|" + "|".join(" --- " for _ in headers) + "|",
+    ]
+    for row in rows:
+        cells = list(row) + [""] * (len(headers) - len(row))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def md_details(summary: str, body: str) -> str:
+    """A collapsible ``<details>`` block (GitHub renders the Markdown inside it)."""
+    return f"<details><summary>{summary}</summary>\n\n{body}\n\n</details>"
+
+
+def md_truncate(text: str, limit: int = GITHUB_COMMENT_LIMIT) -> str:
+    """Cut a Markdown document to ``limit`` characters at a line boundary, saying so."""
+    if len(text) <= limit:
+        return text
+    note = "\n\n… report truncated to fit a GitHub comment; see the full report artifact.\n"
+    cut = text.rfind("\n", 0, limit - len(note))
+    return text[: cut if cut > 0 else limit - len(note)] + note
