@@ -29,7 +29,6 @@ COMMAND_MODULES = [
     "toolproof.cli._mocks",
     "toolproof.cli._traces",
     "toolproof.cli._replay",
-    "toolproof.cli._demo",
 ]
 
 
