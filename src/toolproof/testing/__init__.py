@@ -1,13 +1,39 @@
-"""Test doubles for agents: scripted and function models, and (soon) mocked tools.
+"""Test doubles and checks for agents: fake models, mocked tools, trace assertions.
 
 Example:
     ```python
-    from toolproof.testing import ScriptedModel, call
+    from toolproof import Toolset
+    from toolproof.testing import ScriptedModel, ToolMock, assert_tool_called, call
 
-    model = ScriptedModel([call("multiply_numbers", a=12, b=8), "12 x 8 = 96"])
+    model = ScriptedModel([call("get_leave_balance", employee_id="E001"), "E001 has 5 days."])
+    mock = ToolMock()
+    mock.add("get_leave_balance", {"employee_id": "E001"}, returns=5)
+    agent = build_agent(model, Toolset(TOOLS, mode="mock", mocks=[mock]))
+    result = agent.run_sync("How much leave does E001 have?")
+    assert_tool_called(result, "get_leave_balance", employee_id="E001")
+    mock.verify()
     ```
 """
 
 from toolproof.models.fake import FunctionModel, ModelRequest, RequestInfo, ScriptedModel, call
+from toolproof.testing._faults import Fault, mock_tools, with_faults
+from toolproof.testing._matchers import ANY, approx
+from toolproof.testing._mocks import Fixture, RecordedCall, ToolMock
+from toolproof.testing._stateful import StatefulMock
 
-__all__ = ["FunctionModel", "ModelRequest", "RequestInfo", "ScriptedModel", "call"]
+__all__ = [
+    "ANY",
+    "Fault",
+    "Fixture",
+    "FunctionModel",
+    "ModelRequest",
+    "RecordedCall",
+    "RequestInfo",
+    "ScriptedModel",
+    "StatefulMock",
+    "ToolMock",
+    "approx",
+    "call",
+    "mock_tools",
+    "with_faults",
+]

@@ -1,0 +1,177 @@
+"""Value matchers for fixtures and assertions, and the one comparison function they share.
+
+A fixture or an assertion may hold, instead of a plain value:
+
+- a matcher object (the ``Matcher`` protocol of ``toolproof.evals``: ``__call__(actual)``
+  returns ``None`` on a match or a reason string), such as :data:`ANY` or :func:`approx`;
+- a type (``str``, ``int``...): the actual value must be an instance;
+- any other callable: a predicate; ``True`` (or ``None``) means a match.
+
+Plain values compare by equality, dicts and lists element by element (so matchers may be
+nested), and booleans never equal numbers (``True`` is not ``1`` in a tool call).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["ANY", "approx", "compare", "describe_value", "format_call", "mask_arguments"]
+
+MASKED = "***"
+
+
+class _Any:
+    """Matches every value (including ``None``)."""
+
+    def __call__(self, actual: Any) -> str | None:
+        return None
+
+    def describe(self) -> str:
+        return "ANY"
+
+    def __repr__(self) -> str:
+        return "ANY"
+
+
+#: Matches any value: ``mock.add("search", {"query": "leave", "top_k": ANY}, returns=...)``.
+ANY: Any = _Any()
+
+
+class _Approx:
+    def __init__(self, expected: float, rel: float, abs_: float) -> None:
+        self.expected = expected
+        self.rel = rel
+        self.abs = abs_
+
+    def __call__(self, actual: Any) -> str | None:
+        if isinstance(actual, bool) or not isinstance(actual, (int, float)):
+            return f"expected a number close to {self.expected!r}, got {_short(actual)}"
+        if math.isclose(actual, self.expected, rel_tol=self.rel, abs_tol=self.abs):
+            return None
+        return f"expected {self.describe()}, got {_short(actual)}"
+
+    def describe(self) -> str:
+        return f"approx({self.expected!r})"
+
+    def __repr__(self) -> str:
+        return self.describe()
+
+
+def approx(expected: float, *, rel: float = 1e-6, abs: float = 1e-9) -> Any:
+    """Match a number close to ``expected`` (relative or absolute tolerance).
+
+    Example:
+        ```python
+        assert_tool_called(trace, "multiply_numbers", a=approx(0.1 + 0.2), b=3)
+        ```
+    """
+    return _Approx(float(expected), rel, abs)
+
+
+def is_matcher(value: Any) -> bool:
+    """Whether ``value`` is a matcher, type or predicate rather than a plain value."""
+    return callable(value)
+
+
+def describe_value(value: Any) -> str:
+    """A short readable form of an expected value or matcher."""
+    if isinstance(value, type):
+        return f"<any {value.__name__}>"
+    if callable(value):
+        describe = getattr(value, "describe", None)
+        if callable(describe):
+            return str(describe())
+        return f"<{getattr(value, '__name__', type(value).__name__)}>"
+    return _short(value)
+
+
+def compare(expected: Any, actual: Any) -> str | None:
+    """Compare an actual value with an expected value or matcher.
+
+    Returns:
+        ``None`` when they match, otherwise the reason (``"expected 8, got 9"``).
+    """
+    if isinstance(expected, type):
+        if isinstance(actual, expected) and not (
+            isinstance(actual, bool) and expected in (int, float)
+        ):
+            return None
+        return f"expected {describe_value(expected)}, got {_short(actual)}"
+    if callable(expected):
+        outcome = expected(actual)
+        if outcome is None or outcome is True:
+            return None
+        if outcome is False:
+            return f"{describe_value(expected)} rejected {_short(actual)}"
+        return str(outcome)
+    if isinstance(expected, Mapping) and isinstance(actual, Mapping):
+        missing = [k for k in expected if k not in actual]
+        extra = [k for k in actual if k not in expected]
+        if missing or extra:
+            return f"expected {_short(expected)}, got {_short(actual)}"
+        for key, value in expected.items():
+            reason = compare(value, actual[key])
+            if reason is not None:
+                return f"[{key!r}]: {reason}"
+        return None
+    if isinstance(expected, (list, tuple)) and isinstance(actual, (list, tuple)):
+        if len(expected) != len(actual):
+            return f"expected {_short(expected)}, got {_short(actual)}"
+        for index, (want, got) in enumerate(zip(expected, actual, strict=True)):
+            reason = compare(want, got)
+            if reason is not None:
+                return f"[{index}]: {reason}"
+        return None
+    if isinstance(expected, bool) != isinstance(actual, bool) or expected != actual:
+        return f"expected {_short(expected)}, got {_short(actual)}"
+    return None
+
+
+def mask_arguments(value: Any, mask: frozenset[str]) -> Any:
+    """A copy of ``value`` with the values of keys named in ``mask`` (at any depth) hidden."""
+    if not mask:
+        return value
+    if isinstance(value, Mapping):
+        return {
+            k: MASKED if str(k).lower() in mask else mask_arguments(v, mask)
+            for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [mask_arguments(v, mask) for v in value]
+    return value
+
+
+def format_call(name: str, arguments: Mapping[str, Any] | None) -> str:
+    """``name(a=12, b=8)``, with strings quoted and masked values shown as ``***``."""
+    if arguments is None:
+        return f"{name}(<any arguments>)"
+    parts = [f"{k}={_format_arg(v)}" for k, v in arguments.items()]
+    return f"{name}({', '.join(parts)})"
+
+
+def _format_arg(value: Any) -> str:
+    if value == MASKED and isinstance(value, str):
+        return MASKED
+    if callable(value):
+        return describe_value(value)
+    return _short(value)
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    if isinstance(value, str):
+        text = repr(value)
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False, default=_default)
+        except (TypeError, ValueError):
+            text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _default(value: Any) -> Any:
+    if callable(value):
+        return describe_value(value)
+    return repr(value)
