@@ -52,10 +52,14 @@ DEFAULT_PRICES: Mapping[str, Price] = {
 
 
 def find_price(prices: Mapping[str, Price], *names: str | None) -> Price | None:
-    """The price of the first name found, trying each with and without its provider prefix."""
+    """The price of the first name found, trying each with and without its provider prefix.
+
+    Model-string options (``"deepseek:deepseek-chat?protocol=text"``) are ignored.
+    """
     for name in names:
         if not name:
             continue
+        name = name.split("?", 1)[0]
         if name in prices:
             return prices[name]
         bare = name.split(":", 1)[-1]

@@ -113,7 +113,10 @@ class ModelHTTPError(ModelError):
         status: The HTTP status code.
         provider_message: The provider's own error message, when its body had one.
         code: The provider's error code (``"invalid_api_key"``, ``429``...), if any.
+        error_type: The provider's error type (``"invalid_request_error"``...), if any.
+        param: The request parameter the provider blamed, if any.
         body: The decoded JSON body, or the raw text when the body was not JSON.
+        retry_after: Seconds the provider asked to wait (``Retry-After``), if it said.
         retryable: Whether retrying the same request may succeed (429, 5xx).
     """
 
@@ -127,6 +130,7 @@ class ModelHTTPError(ModelError):
         error_type: str | None = None,
         param: str | None = None,
         body: Any = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -135,6 +139,7 @@ class ModelHTTPError(ModelError):
         self.error_type = error_type
         self.param = param
         self.body = body
+        self.retry_after = retry_after
 
     @property
     def retryable(self) -> bool:

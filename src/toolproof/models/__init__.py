@@ -14,7 +14,37 @@ from toolproof._messages import ModelResponse, ModelSettings, ToolDefinition, Us
 from toolproof._pricing import DEFAULT_PRICES, Price
 from toolproof.errors import ModelRequestsDisabled
 from toolproof.models._base import Model
-from toolproof.models._registry import model_from_string
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from toolproof.models._http import RetryPolicy, Timeout
+    from toolproof.models._registry import api_key_env, model_from_string
+    from toolproof.models.openai import OpenAIChatModel
+    from toolproof.models.textproto import TextProtocolModel, ToolCallParseError, parse_tool_calls
+
+# The adapters are imported on first use: `import toolproof` must stay light.
+_LAZY = {
+    "OpenAIChatModel": "toolproof.models.openai",
+    "RetryPolicy": "toolproof.models._http",
+    "TextProtocolModel": "toolproof.models.textproto",
+    "Timeout": "toolproof.models._http",
+    "ToolCallParseError": "toolproof.models.textproto",
+    "api_key_env": "toolproof.models._registry",
+    "model_from_string": "toolproof.models._registry",
+    "parse_tool_calls": "toolproof.models.textproto",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'toolproof.models' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "ALLOW_MODEL_REQUESTS",
@@ -22,12 +52,19 @@ __all__ = [
     "Model",
     "ModelResponse",
     "ModelSettings",
+    "OpenAIChatModel",
     "Price",
+    "RetryPolicy",
+    "TextProtocolModel",
+    "Timeout",
+    "ToolCallParseError",
     "ToolDefinition",
     "Usage",
+    "api_key_env",
     "check_allow_model_requests",
     "model_from_string",
     "override_allow_model_requests",
+    "parse_tool_calls",
 ]
 
 #: Whether real model adapters may send requests. The pytest plugin sets it to ``False``;

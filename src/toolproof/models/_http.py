@@ -1,0 +1,271 @@
+"""HTTP plumbing of the real adapters: timeouts, retry policy, one aiohttp session per loop.
+
+aiohttp is imported only when a request is sent, so ``import toolproof`` stays light.
+
+A ``ClientSession`` belongs to the event loop it was created in, and ``Agent.run_sync`` runs
+each call in a fresh loop (``asyncio.run``). So a model keeps one session per running loop,
+created on first use. Each session is closed when its loop shuts down: a small async
+generator is registered with the loop, and ``asyncio.run`` (like every well-behaved runner)
+finalizes async generators before closing the loop, which closes the session.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from toolproof.errors import UserError
+
+if TYPE_CHECKING:
+    import asyncio
+    from collections.abc import AsyncGenerator
+
+    import aiohttp
+
+__all__ = ["RetryPolicy", "SessionPool", "Timeout", "parse_retry_after"]
+
+
+@dataclass(frozen=True, slots=True)
+class Timeout:
+    """Time limits of one HTTP attempt, in seconds (``None`` means no limit).
+
+    Attributes:
+        connect: Opening the TCP/TLS connection.
+        read: Waiting for the next bytes of the response (the first byte included). Long
+            enough for reasoning models that think before answering; DeepSeek keeps the
+            connection alive with blank lines while it thinks.
+        total: The whole attempt, from sending to the last byte.
+    """
+
+    connect: float | None = 10.0
+    read: float | None = 300.0
+    total: float | None = None
+
+    @classmethod
+    def coerce(cls, value: float | Timeout | None) -> Timeout:
+        """``Timeout`` from a number (the read timeout), a ``Timeout``, or ``None`` (defaults)."""
+        if value is None:
+            return cls()
+        if isinstance(value, Timeout):
+            return value
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise UserError(
+                f"timeout must be a positive number of seconds or a Timeout(...), got {value!r}"
+            )
+        return cls(read=float(value))
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """When and how long to wait before retrying a failed model request.
+
+    Rate limits (429), server errors (5xx), timeouts and connection errors are retried;
+    other errors are not. The wait doubles from ``initial_delay`` up to ``max_delay`` and is
+    shortened by a random fraction up to ``jitter`` so that many clients do not retry in
+    step. A ``Retry-After`` (or ``retry-after-ms``) header from the provider replaces the
+    computed wait. Retrying stops after ``max_retries`` retries, or when the next wait would
+    end more than ``max_elapsed`` seconds after the first attempt started.
+
+    Attributes:
+        max_retries: Retries after the first attempt (0 disables retrying).
+        initial_delay: Wait before the first retry, in seconds.
+        max_delay: Longest computed wait.
+        max_elapsed: Time budget for all attempts and waits together.
+        jitter: Fraction (0 to 1) by which a computed wait is randomly shortened.
+        sleep: The function that waits (``asyncio.sleep``); tests inject a fake one.
+
+    Example:
+        ```python
+        OpenAIChatModel("gpt-4o-mini", retry=RetryPolicy(max_retries=6, max_elapsed=120))
+        ```
+    """
+
+    max_retries: int = 3
+    initial_delay: float = 0.5
+    max_delay: float = 20.0
+    max_elapsed: float = 90.0
+    jitter: float = 0.5
+    sleep: Callable[[float], Awaitable[Any]] | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.max_retries < 0:
+            problems.append(f"max_retries must be >= 0, got {self.max_retries}")
+        if self.initial_delay < 0 or self.max_delay < 0 or self.max_elapsed < 0:
+            problems.append("delays and max_elapsed must be >= 0")
+        if not 0 <= self.jitter <= 1:
+            problems.append(f"jitter must be between 0 and 1, got {self.jitter}")
+        if problems:
+            raise UserError("invalid RetryPolicy: " + "; ".join(problems))
+
+    @classmethod
+    def coerce(cls, value: RetryPolicy | int | None) -> RetryPolicy:
+        """``RetryPolicy`` from a policy, a retry count, or ``None`` (defaults)."""
+        if value is None:
+            return cls()
+        if isinstance(value, RetryPolicy):
+            return value
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise UserError(f"retry must be a RetryPolicy(...) or a retry count, got {value!r}")
+        return cls(max_retries=value)
+
+    def delay(self, retry: int, retry_after: float | None = None) -> float:
+        """The wait before retry number ``retry`` (0-based), honouring ``retry_after``."""
+        if retry_after is not None:
+            return max(retry_after, 0.0)
+        import random
+
+        base: float = min(self.max_delay, self.initial_delay * 2.0**retry)
+        return base * (1 - self.jitter * random.random())
+
+    async def wait(self, seconds: float) -> None:
+        """Sleep ``seconds`` with the configured sleep function."""
+        if self.sleep is not None:
+            await self.sleep(seconds)
+            return
+        import asyncio
+
+        await asyncio.sleep(seconds)
+
+
+def parse_retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return max(float(millis) / 1000, 0.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    seconds: float = when.timestamp() - time.time()
+    return max(seconds, 0.0)
+
+
+def _finish(closer: AsyncGenerator[None, None]) -> None:
+    """Run a closer whose loop is gone; its session is already closed, so nothing awaits."""
+    step = closer.aclose()
+    try:
+        step.send(None)
+    except StopIteration:
+        return
+    step.close()
+
+
+class _LoopState:
+    __slots__ = ("closer", "session")
+
+    def __init__(self, session: aiohttp.ClientSession) -> None:
+        self.session = session
+        self.closer: AsyncGenerator[None, None] | None = None
+
+
+class SessionPool:
+    """One ``aiohttp.ClientSession`` per running event loop, closed with its loop.
+
+    Args:
+        timeout: Time limits of each attempt.
+        headers: Headers sent with every request (authorization, content type).
+        max_connections: Most open connections per loop (the pool is reused across
+            requests, so concurrency above it waits for a free connection).
+    """
+
+    def __init__(
+        self, *, timeout: Timeout, headers: Mapping[str, str], max_connections: int
+    ) -> None:
+        if max_connections < 1:
+            raise UserError(f"max_connections must be at least 1, got {max_connections}")
+        self.timeout = timeout
+        self.headers = dict(headers)
+        self.max_connections = max_connections
+        self._states: dict[int, tuple[asyncio.AbstractEventLoop, _LoopState]] = {}
+
+    async def session(self) -> aiohttp.ClientSession:
+        """The session of the running loop, created on first use."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        entry = self._states.get(id(loop))
+        if entry is not None and entry[0] is loop and not entry[1].session.closed:
+            return entry[1].session
+        self._forget_closed_loops()
+        state = _LoopState(self._new_session())
+        self._states[id(loop)] = (loop, state)
+        closer = self._closer(loop, state)
+        state.closer = closer
+        await closer.__anext__()  # registers it with the loop's async-generator hooks
+        return state.session
+
+    def _new_session(self) -> aiohttp.ClientSession:
+        import aiohttp
+
+        connector = aiohttp.TCPConnector(
+            limit=self.max_connections,
+            limit_per_host=0,
+            ttl_dns_cache=300,
+            keepalive_timeout=30,
+        )
+        t = self.timeout
+        return aiohttp.ClientSession(
+            connector=connector,
+            headers=self.headers,
+            timeout=aiohttp.ClientTimeout(total=t.total, sock_connect=t.connect, sock_read=t.read),
+            skip_auto_headers=("User-Agent",),
+            auto_decompress=True,
+        )
+
+    async def _closer(
+        self, loop: asyncio.AbstractEventLoop, state: _LoopState
+    ) -> AsyncGenerator[None, None]:
+        try:
+            yield
+        finally:
+            entry = self._states.get(id(loop))
+            if entry is not None and entry[1] is state:
+                del self._states[id(loop)]
+            await state.session.close()
+
+    def _forget_closed_loops(self) -> None:
+        for key, (loop, state) in list(self._states.items()):
+            if loop.is_closed():
+                # The loop ended without finalizing async generators: its connections are
+                # already unusable; drop the transports without awaiting anything.
+                del self._states[key]
+                connector = state.session.connector
+                if connector is not None:
+                    connector._close()  # synchronous: the dead loop cannot run a close task
+                closer, state.closer = state.closer, None
+                if closer is not None:
+                    _finish(closer)
+
+    async def aclose(self) -> None:
+        """Close the session of the running loop (others close with their loops)."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        entry = self._states.pop(id(loop), None)
+        self._forget_closed_loops()
+        if entry is None or entry[0] is not loop:
+            return
+        state = entry[1]
+        closer, state.closer = state.closer, None
+        if closer is not None:
+            await closer.aclose()  # runs the finally: closes the session
+        else:
+            await state.session.close()

@@ -1,0 +1,751 @@
+"""The OpenAI-compatible chat-completions adapter (OpenAI, DeepSeek, Qwen, vLLM, Ollama...).
+
+One class, :class:`OpenAIChatModel`, speaks ``POST {base_url}/chat/completions`` with native
+tools, plain or streamed (server-sent events). Provider differences are options, set for you
+by :func:`toolproof.models.model_from_string`:
+
+- ``send_reasoning``: DeepSeek's thinking mode with tools requires the ``reasoning_content``
+  of the current turn's assistant messages to be sent back; earlier turns are not sent.
+- ``max_tokens_field``: OpenAI's current models take ``max_completion_tokens``.
+- ``system_role``: OpenAI reasoning models take ``developer`` instead of ``system``.
+
+The wire mapping is exact: assistant tool-call messages carry ``content: null`` and each
+call's arguments as the JSON text the model wrote (``ToolCall.arguments_json()``); tool
+messages carry their ``tool_call_id``; malformed arguments from the model never raise (they
+become ``ToolCall.arguments_error`` and the agent reports them to the model).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from toolproof._messages import (
+    Message,
+    ModelResponse,
+    ModelSettings,
+    ToolCall,
+    ToolDefinition,
+    Usage,
+)
+from toolproof._version import __version__
+from toolproof.errors import (
+    MissingAPIKey,
+    ModelConnectionError,
+    ModelHTTPError,
+    UnexpectedModelOutput,
+    UserError,
+)
+from toolproof.models._base import Model
+from toolproof.models._http import RetryPolicy, SessionPool, Timeout, parse_retry_after
+
+if TYPE_CHECKING:
+    import aiohttp
+
+__all__ = ["OpenAIChatModel"]
+
+_USAGE_MAPPED = frozenset(
+    {
+        "prompt_tokens",
+        "completion_tokens",
+        "total_tokens",
+        "prompt_cache_hit_tokens",
+        "cached_tokens",
+        "prompt_tokens_details.cached_tokens",
+        "completion_tokens_details.reasoning_tokens",
+    }
+)
+
+
+class OpenAIChatModel(Model):
+    """A model behind an OpenAI-compatible ``/chat/completions`` endpoint.
+
+    Args:
+        model: The model id sent to the provider (``"gpt-4o-mini"``, ``"deepseek-chat"``).
+        base_url: The API root; requests go to ``{base_url}/chat/completions``.
+        api_key: The key; when ``None`` it is read from ``api_key_env``.
+        api_key_env: The environment variable that holds the key. If it is named and not
+            set, the constructor raises :class:`~toolproof.errors.MissingAPIKey`. With neither
+            ``api_key`` nor ``api_key_env`` the requests carry no key (local servers).
+        name: The name recorded in traces; defaults to ``model``.
+        stream: Ask for a streamed (server-sent events) response; the result is the same.
+        timeout: A :class:`Timeout`, or a number of seconds for the read timeout.
+        retry: A :class:`RetryPolicy`, or a number of retries.
+        headers: Extra HTTP headers sent with every request.
+        max_connections: Most open connections per event loop.
+        send_reasoning: Send ``reasoning_content`` back for the assistant messages of the
+            current turn (after the last user message), as DeepSeek's thinking mode with
+            tools requires.
+        max_tokens_field: The body field that carries ``ModelSettings.max_tokens``.
+        system_role: The role used for system messages (``"developer"`` for OpenAI's
+            reasoning models that reject ``system``).
+        stream_usage: With ``stream=True``, ask for a final usage chunk
+            (``stream_options.include_usage``); turn off for servers that reject it.
+        base_url_env: The environment variable the base URL came from, named in
+            connection errors.
+
+    Raises:
+        MissingAPIKey: ``api_key_env`` is named but not set.
+        UserError: An option is invalid (for example a base URL without ``http(s)://``).
+
+    Example:
+        ```python
+        model = OpenAIChatModel("qwen2.5:7b", base_url="http://localhost:11434/v1")
+        agent = Agent(model, [get_weather])
+        ```
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str = "https://api.openai.com/v1",
+        api_key: str | None = None,
+        api_key_env: str | None = None,
+        name: str | None = None,
+        stream: bool = False,
+        timeout: float | Timeout | None = None,
+        retry: RetryPolicy | int | None = None,
+        headers: Mapping[str, str] | None = None,
+        max_connections: int = 100,
+        send_reasoning: bool = False,
+        max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens",
+        system_role: Literal["system", "developer", "user"] = "system",
+        stream_usage: bool = True,
+        base_url_env: str | None = None,
+    ) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise UserError(f"OpenAIChatModel needs a model id, got {model!r}")
+        base = base_url.strip().rstrip("/") if isinstance(base_url, str) else ""
+        if not base.startswith(("http://", "https://")):
+            where = f" (from {base_url_env})" if base_url_env else ""
+            raise UserError(
+                f"base URL {base_url!r}{where} must start with http:// or https://, "
+                "for example https://api.openai.com/v1"
+            )
+        if max_tokens_field not in ("max_tokens", "max_completion_tokens"):
+            raise UserError(
+                "max_tokens_field must be 'max_tokens' or 'max_completion_tokens', "
+                f"got {max_tokens_field!r}"
+            )
+        if system_role not in ("system", "developer", "user"):
+            raise UserError(
+                f"system_role must be 'system', 'developer' or 'user', got {system_role!r}"
+            )
+        self.name = name or model
+        if api_key is None and api_key_env:
+            api_key = os.environ.get(api_key_env) or None
+            if api_key is None:
+                raise MissingAPIKey(
+                    f"{self.name} needs an API key: set the environment variable "
+                    f"{api_key_env} (or pass api_key=...)",
+                    variable=api_key_env,
+                )
+        self.model = model
+        self.base_url = base
+        self.url = base + "/chat/completions"
+        self.api_key_env = api_key_env
+        self.base_url_env = base_url_env
+        self.stream = stream
+        self.timeout = Timeout.coerce(timeout)
+        self.retry = RetryPolicy.coerce(retry)
+        self.send_reasoning = send_reasoning
+        self.max_tokens_field = max_tokens_field
+        self.system_role = system_role
+        self.stream_usage = stream_usage
+        self._has_key = bool(api_key)
+        all_headers = {
+            "Content-Type": "application/json",
+            "User-Agent": f"toolproof/{__version__}",
+        }
+        if api_key:
+            all_headers["Authorization"] = f"Bearer {api_key}"
+        all_headers.update(headers or {})
+        self._pool = SessionPool(
+            timeout=self.timeout, headers=all_headers, max_connections=max_connections
+        )
+
+    # -- the Model interface -------------------------------------------------------------------
+
+    async def request(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolDefinition],
+        settings: ModelSettings,
+    ) -> ModelResponse:
+        """Send one chat-completions request, retrying per the retry policy.
+
+        Raises:
+            ModelRequestsDisabled: ``toolproof.models.ALLOW_MODEL_REQUESTS`` is ``False``.
+            ModelHTTPError: The provider answered an error status (after retries for 429
+                and 5xx).
+            ModelConnectionError: The provider could not be reached or timed out (after
+                retries).
+            UnexpectedModelOutput: The provider's answer could not be understood.
+        """
+        from toolproof.models import check_allow_model_requests
+
+        check_allow_model_requests(self.name)
+        payload = json.dumps(
+            self.build_body(messages, tools, settings), ensure_ascii=False, separators=(",", ":")
+        ).encode()
+        policy = self.retry
+        started = time.monotonic()
+        retries = 0
+        while True:
+            try:
+                return await self._attempt(payload, messages)
+            except (ModelHTTPError, ModelConnectionError) as exc:
+                if isinstance(exc, ModelHTTPError) and not exc.retryable:
+                    raise
+                retry_after = exc.retry_after if isinstance(exc, ModelHTTPError) else None
+                elapsed = time.monotonic() - started
+                if retries >= policy.max_retries:
+                    if retries:
+                        _amend(exc, f"gave up after {retries + 1} attempts in {elapsed:.1f} s")
+                    raise
+                delay = policy.delay(retries, retry_after)
+                if elapsed + delay > policy.max_elapsed:
+                    asked = " the provider's Retry-After" if retry_after is not None else ""
+                    _amend(
+                        exc,
+                        f"gave up after {retries + 1} attempt{'s' if retries else ''}: waiting"
+                        f"{asked} {delay:.1f} s would exceed the retry budget "
+                        f"(RetryPolicy.max_elapsed={policy.max_elapsed:g} s)",
+                    )
+                    raise
+                retries += 1
+                await policy.wait(delay)
+
+    async def aclose(self) -> None:
+        """Close this event loop's HTTP connections (they also close with the loop)."""
+        await self._pool.aclose()
+
+    # -- building the request ------------------------------------------------------------------
+
+    def build_body(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolDefinition],
+        settings: ModelSettings,
+    ) -> dict[str, Any]:
+        """The JSON body of a chat-completions request (what :meth:`request` sends)."""
+        body: dict[str, Any] = {"model": self.model, "messages": self._wire_messages(messages)}
+        if tools:
+            body["tools"] = [t.to_openai() for t in tools]
+            if settings.tool_choice is not None:
+                body["tool_choice"] = _tool_choice(settings.tool_choice)
+            if settings.parallel_tool_calls is not None:
+                body["parallel_tool_calls"] = settings.parallel_tool_calls
+        if settings.temperature is not None:
+            body["temperature"] = settings.temperature
+        if settings.max_tokens is not None:
+            body[self.max_tokens_field] = settings.max_tokens
+        if settings.seed is not None:
+            body["seed"] = settings.seed
+        if settings.stop is not None:
+            body["stop"] = list(settings.stop)
+        if self.stream:
+            body["stream"] = True
+            if self.stream_usage:
+                body["stream_options"] = {"include_usage": True}
+        if settings.extra:
+            body.update(settings.extra)
+        return body
+
+    def _wire_messages(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
+        current_turn = 0
+        if self.send_reasoning:
+            for index in range(len(messages) - 1, -1, -1):
+                if messages[index].role == "user":
+                    current_turn = index + 1
+                    break
+        wire: list[dict[str, Any]] = []
+        for index, m in enumerate(messages):
+            role = m.role
+            if role == "assistant":
+                item: dict[str, Any] = {"role": "assistant"}
+                if m.tool_calls:
+                    item["content"] = m.content or None
+                    item["tool_calls"] = [
+                        {
+                            "id": c.id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": c.arguments_json()},
+                        }
+                        for c in m.tool_calls
+                    ]
+                else:
+                    item["content"] = m.content or ""
+                if self.send_reasoning and m.reasoning is not None and index >= current_turn:
+                    item["reasoning_content"] = m.reasoning
+            elif role == "tool":
+                item = {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content or ""}
+            elif role == "system":
+                item = {"role": self.system_role, "content": m.content or ""}
+            else:
+                item = {"role": role, "content": m.content or ""}
+            wire.append(item)
+        return wire
+
+    # -- one HTTP attempt ----------------------------------------------------------------------
+
+    async def _attempt(self, payload: bytes, messages: Sequence[Message]) -> ModelResponse:
+        import asyncio
+
+        import aiohttp
+
+        session = await self._pool.session()
+        try:
+            async with session.post(self.url, data=payload) as response:
+                if response.status >= 400:
+                    raw = await response.read()
+                    raise self._http_error(response.status, response.reason, raw, response.headers)
+                if response.content_type == "text/event-stream":
+                    return await self._read_stream(response, messages)
+                raw = await response.read()
+        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            raise self._connection_error(exc) from exc
+        return self._parse_completion(raw, messages)
+
+    async def _read_stream(
+        self, response: aiohttp.ClientResponse, messages: Sequence[Message]
+    ) -> ModelResponse:
+        from toolproof.models._sse import SSEDecoder
+
+        decoder = SSEDecoder()
+        stream = _StreamState()
+        async for chunk in response.content.iter_any():
+            for event in decoder.feed(chunk):
+                if stream.add(event.data, event.event, self.name):
+                    return stream.result(self, messages)
+        for event in decoder.close():
+            if stream.add(event.data, event.event, self.name):
+                return stream.result(self, messages)
+        if stream.finish_reason is None:
+            raise ModelConnectionError(
+                f"{self.name}: the response stream from {self.url} ended before the answer was "
+                "complete (no finish_reason and no [DONE])"
+            )
+        return stream.result(self, messages)
+
+    # -- parsing the response ------------------------------------------------------------------
+
+    def _parse_completion(self, raw: bytes, messages: Sequence[Message]) -> ModelResponse:
+        try:
+            data = json.loads(raw)
+        except (ValueError, RecursionError):
+            raise UnexpectedModelOutput(
+                f"{self.name}: the response from {self.url} is not valid JSON: "
+                f"{_clip(raw.decode('utf-8', 'replace'))!r}",
+                body=raw.decode("utf-8", "replace"),
+            ) from None
+        if not isinstance(data, dict):
+            raise UnexpectedModelOutput(
+                f"{self.name}: the response from {self.url} is not a JSON object: "
+                f"{_clip(raw.decode('utf-8', 'replace'))!r}",
+                body=raw.decode("utf-8", "replace"),
+            )
+        choices = data.get("choices")
+        if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
+            detail = _error_text(data.get("error")) if data.get("error") else None
+            why = f"it reports an error: {detail}" if detail else "it has no choices"
+            raise UnexpectedModelOutput(
+                f"{self.name}: cannot use the response from {self.url}: {why}",
+                body=raw.decode("utf-8", "replace"),
+            )
+        choice = choices[0]
+        wire = choice.get("message")
+        if not isinstance(wire, dict):
+            wire = {}
+        calls = [
+            _tool_call(item, index)
+            for index, item in enumerate(wire.get("tool_calls") or ())
+            if isinstance(item, dict)
+        ]
+        content = _content_text(wire.get("content"))
+        if content is None and not calls and isinstance(wire.get("refusal"), str):
+            content = wire["refusal"]
+        if calls and content == "":
+            content = None
+        reasoning = wire.get("reasoning_content")
+        if not isinstance(reasoning, str):
+            reasoning = wire.get("reasoning") if isinstance(wire.get("reasoning"), str) else None
+        message = Message(role="assistant", content=content, tool_calls=calls, reasoning=reasoning)
+        return ModelResponse(
+            message=message,
+            usage=_usage(data.get("usage"), messages, message),
+            model_name=data.get("model") or self.model,
+            finish_reason=choice.get("finish_reason"),
+        )
+
+    # -- errors --------------------------------------------------------------------------------
+
+    def _http_error(
+        self, status: int, reason: str | None, raw: bytes, headers: Mapping[str, str]
+    ) -> ModelHTTPError:
+        text = raw.decode("utf-8", "replace")
+        try:
+            data: Any = json.loads(text)
+        except (ValueError, RecursionError):
+            data = None
+        error = data.get("error") if isinstance(data, dict) else None
+        provider_message: str | None = None
+        code: str | int | None = None
+        error_type: str | None = None
+        param: str | None = None
+        extra = ""
+        if isinstance(error, dict):
+            provider_message = _str_or_none(error.get("message"))
+            raw_code = error.get("code")
+            code = raw_code if isinstance(raw_code, (str, int)) else None
+            error_type = _str_or_none(error.get("type"))
+            param = _str_or_none(error.get("param"))
+            metadata = error.get("metadata")
+            if isinstance(metadata, dict) and isinstance(metadata.get("raw"), str):
+                extra = f" ({_clip(metadata['raw'], 300)})"
+            if isinstance(error.get("failed_generation"), str):
+                extra = f" (the model wrote: {_clip(error['failed_generation'], 300)!r})"
+        elif isinstance(error, str):
+            provider_message = error
+        elif isinstance(data, dict):  # vLLM / FastAPI style: {"message": ...} or {"detail": ...}
+            provider_message = _str_or_none(data.get("message")) or _error_text(data.get("detail"))
+            raw_code = data.get("code")
+            code = raw_code if isinstance(raw_code, (str, int)) else None
+            error_type = _str_or_none(data.get("type"))
+        if provider_message is None and text.strip():
+            provider_message = _clip(text.strip(), 500)
+        quoted = f": {json.dumps(provider_message, ensure_ascii=False)}" if provider_message else ""
+        facts = ", ".join(
+            f"{k}: {v}" for k, v in (("code", code), ("param", param)) if v not in (None, "")
+        )
+        facts = f" ({facts})" if facts else ""
+        status_text = f"HTTP {status}{f' {reason}' if reason else ''}"
+        message = (
+            f"{self.name}: {status_text} from {self.url}{quoted}{extra}{facts}. "
+            f"{self._advice(status, provider_message or '', code)}"
+        )
+        return ModelHTTPError(
+            message.rstrip(". ") + ".",
+            status=status,
+            provider_message=provider_message,
+            code=code,
+            error_type=error_type,
+            param=param,
+            body=data if data is not None else text,
+            retry_after=parse_retry_after(headers),
+        )
+
+    def _advice(self, status: int, provider_message: str, code: str | int | None) -> str:
+        key = f"the API key in {self.api_key_env}" if self.api_key_env else "the API key"
+        lowered = provider_message.lower()
+        if status == 401:
+            if not self._has_key:
+                return "Check the API key: none was sent (pass api_key=... or set its variable)"
+            return f"Check {key}: the provider did not accept it"
+        if status == 403:
+            return f"Check that {key} may use model {self.model!r} (permissions, region, billing)"
+        if status == 404:
+            return (
+                f"Check the model name {self.model!r} and the base URL {self.base_url} "
+                "(requests go to <base URL>/chat/completions)"
+            )
+        if status == 429:
+            return (
+                "Rate limited: lower the concurrency, wait, or allow more retries with "
+                "retry=RetryPolicy(...)"
+            )
+        if status >= 500:
+            return "The provider failed; retry later"
+        if "reasoning_content" in lowered:
+            return (
+                "DeepSeek's thinking mode needs the reasoning_content of this turn's assistant "
+                "messages sent back: use send_reasoning=True (the deepseek: model strings do)"
+            )
+        if "context" in lowered and ("length" in lowered or "maximum" in lowered):
+            return (
+                "The conversation is longer than the model's context window: trim it with "
+                "Agent(memory=Memory(...))"
+            )
+        return (
+            "Check the request: message order (each role 'tool' message must follow the "
+            "assistant message whose tool_calls it answers, with the same tool_call_id), the "
+            f"tool schemas, and settings model {self.model!r} may not support"
+        )
+
+    def _connection_error(self, exc: BaseException) -> ModelConnectionError:
+        import asyncio
+
+        import aiohttp
+
+        where = f" (from {self.base_url_env})" if self.base_url_env else ""
+        if isinstance(exc, aiohttp.ConnectionTimeoutError):
+            text = (
+                f"could not connect to {self.url} within {self.timeout.connect:g} s; check the "
+                f"base URL{where} and the network"
+            )
+        elif isinstance(exc, aiohttp.SocketTimeoutError):
+            text = (
+                f"no response from {self.url} within the read timeout "
+                f"({self.timeout.read:g} s); raise it with timeout=Timeout(read=...)"
+            )
+        elif isinstance(exc, asyncio.TimeoutError):
+            text = (
+                f"the request to {self.url} took longer than the total timeout "
+                f"({self.timeout.total} s)"
+            )
+        elif isinstance(exc, aiohttp.ClientConnectorError):
+            reason = exc.os_error.strerror or str(exc.os_error) or type(exc.os_error).__name__
+            text = (
+                f"could not connect to {self.url}: {reason}. Check the base URL{where} and that "
+                "the server is running"
+            )
+        elif isinstance(exc, aiohttp.ServerDisconnectedError):
+            text = f"{self.url} closed the connection before answering"
+        elif isinstance(exc, aiohttp.ClientPayloadError):
+            text = f"the response from {self.url} was cut off: {exc}"
+        else:
+            text = f"the request to {self.url} failed: {type(exc).__name__}: {exc}"
+        return ModelConnectionError(f"{self.name}: {text}")
+
+
+class _StreamState:
+    """The assistant message being rebuilt from chat-completion chunks."""
+
+    __slots__ = (
+        "calls",
+        "content",
+        "finish_reason",
+        "model",
+        "reasoning",
+        "saw_choice",
+        "usage",
+    )
+
+    def __init__(self) -> None:
+        self.content: list[str] = []
+        self.reasoning: list[str] | None = None
+        self.calls: list[dict[str, Any]] = []
+        self.finish_reason: str | None = None
+        self.model: str | None = None
+        self.usage: Any = None
+        self.saw_choice = False
+
+    def add(self, data: str, event: str, name: str) -> bool:
+        """Apply one event; ``True`` when the stream is complete (``[DONE]``)."""
+        if data == "[DONE]":
+            return True
+        if not data:
+            return False
+        try:
+            chunk = json.loads(data)
+        except (ValueError, RecursionError):
+            raise UnexpectedModelOutput(
+                f"{name}: a streamed chunk is not valid JSON: {_clip(data)!r}", body=data
+            ) from None
+        if not isinstance(chunk, dict):
+            raise UnexpectedModelOutput(f"{name}: a streamed chunk is not a JSON object", data)
+        if event == "error" or chunk.get("error"):
+            detail = _error_text(chunk.get("error")) or _clip(data)
+            raise UnexpectedModelOutput(f"{name}: the stream reported an error: {detail}", data)
+        if chunk.get("usage"):
+            self.usage = chunk["usage"]
+        if chunk.get("model"):
+            self.model = chunk["model"]
+        for choice in chunk.get("choices") or ():
+            if not isinstance(choice, dict) or choice.get("index", 0) not in (0, None):
+                continue
+            self.saw_choice = True
+            delta = choice.get("delta")
+            if isinstance(delta, dict):
+                self._delta(delta)
+            if choice.get("finish_reason"):
+                self.finish_reason = choice["finish_reason"]
+        return False
+
+    def _delta(self, delta: dict[str, Any]) -> None:
+        text = _content_text(delta.get("content"))
+        if text:
+            self.content.append(text)
+        reasoning = delta.get("reasoning_content")
+        if not isinstance(reasoning, str):
+            reasoning = delta.get("reasoning")
+        if isinstance(reasoning, str):
+            if self.reasoning is None:
+                self.reasoning = []
+            self.reasoning.append(reasoning)
+        for item in delta.get("tool_calls") or ():
+            if not isinstance(item, dict):
+                continue
+            slot = self._slot(item)
+            if item.get("id") and not slot["id"]:
+                slot["id"] = item["id"]
+            function = item.get("function")
+            if isinstance(function, dict):
+                if function.get("name") and not slot["name"]:
+                    slot["name"] = function["name"]
+                arguments = function.get("arguments")
+                if isinstance(arguments, str):
+                    slot["arguments"].append(arguments)
+                elif isinstance(arguments, (dict, list)):
+                    slot["arguments"].append(json.dumps(arguments, ensure_ascii=False))
+
+    def _slot(self, item: dict[str, Any]) -> dict[str, Any]:
+        index = item.get("index")
+        if isinstance(index, int):
+            for slot in self.calls:
+                if slot["index"] == index:
+                    return slot
+        elif self.calls and not (item.get("id") and item["id"] != self.calls[-1]["id"]):
+            return self.calls[-1]  # no index: a continuation of the last call
+        slot = {"index": index, "id": None, "name": "", "arguments": []}
+        self.calls.append(slot)
+        return slot
+
+    def result(self, model: OpenAIChatModel, messages: Sequence[Message]) -> ModelResponse:
+        if not self.saw_choice:
+            raise UnexpectedModelOutput(f"{model.name}: the response stream had no choices")
+        calls = [
+            _tool_call(
+                {
+                    "id": s["id"],
+                    "function": {"name": s["name"], "arguments": "".join(s["arguments"])},
+                },
+                position,
+            )
+            for position, s in enumerate(self.calls)
+        ]
+        content: str | None = "".join(self.content)
+        if calls and not content:
+            content = None
+        reasoning = None if self.reasoning is None else "".join(self.reasoning)
+        message = Message(role="assistant", content=content, tool_calls=calls, reasoning=reasoning)
+        return ModelResponse(
+            message=message,
+            usage=_usage(self.usage, messages, message),
+            model_name=self.model or model.model,
+            finish_reason=self.finish_reason,
+        )
+
+
+def _tool_call(item: dict[str, Any], position: int) -> ToolCall:
+    function = item.get("function")
+    if not isinstance(function, dict):
+        function = {}
+    name = function.get("name")
+    arguments = function.get("arguments")
+    if isinstance(arguments, (dict, list)):  # some servers send an object, not JSON text
+        arguments = json.dumps(arguments, ensure_ascii=False)
+    elif arguments is not None and not isinstance(arguments, str):
+        arguments = str(arguments)
+    call_id = item.get("id")
+    return ToolCall.from_json_arguments(
+        name if isinstance(name, str) else "",
+        arguments,
+        call_id if isinstance(call_id, str) and call_id else f"call_{position}",
+    )
+
+
+def _content_text(content: Any) -> str | None:
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts: keep the text ones
+        parts = [
+            p["text"]
+            for p in content
+            if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+        ]
+        return "".join(parts)
+    return str(content)
+
+
+def _usage(raw: Any, messages: Sequence[Message], message: Message) -> Usage:
+    if not isinstance(raw, dict) or (
+        raw.get("prompt_tokens") is None and raw.get("completion_tokens") is None
+    ):
+        # The provider reported no usage (some servers do not, when streaming): estimate it
+        # so that budgets and costs still see the request.
+        from toolproof._memory import estimate_message_tokens
+
+        return Usage(
+            input_tokens=sum(estimate_message_tokens(m) for m in messages),
+            output_tokens=estimate_message_tokens(message),
+            requests=1,
+            estimated=True,
+        )
+    details: dict[str, int] = {}
+    _flatten(raw, "", details)
+    prompt_details = raw.get("prompt_tokens_details")
+    completion_details = raw.get("completion_tokens_details")
+    cached = max(
+        _int(prompt_details.get("cached_tokens")) if isinstance(prompt_details, dict) else 0,
+        _int(raw.get("prompt_cache_hit_tokens")),  # DeepSeek
+        _int(raw.get("cached_tokens")),  # Together
+    )
+    reasoning = (
+        _int(completion_details.get("reasoning_tokens"))
+        if isinstance(completion_details, dict)
+        else 0
+    )
+    for key in _USAGE_MAPPED:
+        details.pop(key, None)
+    return Usage(
+        input_tokens=_int(raw.get("prompt_tokens")),
+        output_tokens=_int(raw.get("completion_tokens")),
+        cached_tokens=cached,
+        reasoning_tokens=reasoning,
+        requests=1,
+        details=details,
+    )
+
+
+def _flatten(raw: dict[str, Any], prefix: str, out: dict[str, int]) -> None:
+    """Non-zero integer counters of a usage block, nested keys joined with dots."""
+    for key, value in raw.items():
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int):
+            if value:
+                out[prefix + key] = value
+        elif isinstance(value, dict) and not prefix:
+            _flatten(value, key + ".", out)
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _tool_choice(choice: str) -> str | dict[str, Any]:
+    if choice in ("auto", "none", "required"):
+        return choice
+    return {"type": "function", "function": {"name": choice}}
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _error_text(error: Any) -> str | None:
+    if isinstance(error, str):
+        return error
+    if isinstance(error, dict):
+        message = error.get("message")
+        if isinstance(message, str):
+            return message
+        return _clip(json.dumps(error, ensure_ascii=False))
+    if error:
+        return _clip(json.dumps(error, ensure_ascii=False, default=str))
+    return None
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _amend(exc: BaseException, note: str) -> None:
+    message = str(exc).rstrip(".")
+    exc.args = (f"{message} ({note}).", *exc.args[1:])

@@ -1,0 +1,338 @@
+"""The text tool protocol, for models without native function calling (seed 003).
+
+:class:`TextProtocolModel` wraps any model. It describes the tools in the system prompt,
+sends no native ``tools``, and turns the ``<tool_call>{"name": ..., "arguments": {...}}
+</tool_call>`` blocks the model writes into the same :class:`~toolproof.ToolCall` objects a
+native adapter returns. Tool results go back as ``<tool_result>`` blocks in a user message,
+so the wrapped model never sees a ``tool`` role.
+
+Parsing is tolerant: several blocks per message, whitespace and newlines, code fences inside
+or around a block, prose before and after, a missing closing tag at the end, arguments given
+as a JSON string, a JSON list of calls in one block. A block that still cannot be parsed
+becomes a ``ModelResponse.parse_errors`` entry; the agent sends the model a correction and
+records the error in ``Step.parse_errors``. The parser raises nothing but
+:class:`ToolCallParseError`, and :func:`parse_tool_calls` raises nothing at all.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from toolproof._messages import Message, ModelResponse, ModelSettings, ToolCall, ToolDefinition
+from toolproof.errors import UnexpectedModelOutput
+from toolproof.models._base import Model
+
+__all__ = [
+    "DEFAULT_INSTRUCTIONS",
+    "ParsedToolCalls",
+    "TextProtocolModel",
+    "ToolCallParseError",
+    "parse_tool_call_block",
+    "parse_tool_calls",
+    "render_tool_call",
+]
+
+#: How the tools are described to the model; ``{tools}`` is replaced by one JSON object per
+#: tool (name, description, parameters).
+DEFAULT_INSTRUCTIONS = """\
+# Tools
+
+You can call the tools listed below. To call a tool, write a block like this, with the \
+arguments as a JSON object that follows the tool's parameters schema:
+<tool_call>{"name": "TOOL_NAME", "arguments": {"ARGUMENT": "VALUE"}}</tool_call>
+Write one block per call; several blocks in one message call several tools. After your \
+blocks, stop and wait: the results come back in <tool_result> blocks. When you can answer \
+without a tool, reply in plain text without any <tool_call> block. Never invent a tool \
+result.
+
+Available tools (one JSON object per line):
+{tools}"""
+
+_OPEN = "<tool_call>"
+_BLOCK = re.compile(
+    r"<tool_call\s*>(?P<body>.*?)(?:</tool_call\s*>|(?=<tool_call\s*>)|\Z)", re.S | re.I
+)
+_FENCED = re.compile(
+    r"```[\w+-]*[ \t]*\n?(?P<inner>\s*(?:<tool_call\s*>.*?</tool_call\s*>\s*)+)```", re.S | re.I
+)
+_FENCE_INSIDE = re.compile(r"\A```[\w+-]*[ \t]*\n?(?P<inner>.*?)\n?```\Z", re.S)
+
+
+class ToolCallParseError(UnexpectedModelOutput, ValueError):
+    """A ``<tool_call>`` block could not be turned into tool calls.
+
+    Attributes:
+        body: The block's text as the model wrote it.
+    """
+
+
+@dataclass(slots=True)
+class ParsedToolCalls:
+    """What :func:`parse_tool_calls` found in a model's text.
+
+    Attributes:
+        text: The text without the parsed blocks (unparsable blocks stay, verbatim, so the
+            model sees them again next to the correction), stripped; ``None`` when empty.
+        calls: The tool calls, in order.
+        errors: One message per block that could not be parsed.
+    """
+
+    text: str | None
+    calls: list[ToolCall] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def parse_tool_call_block(block: str) -> list[ToolCall]:
+    """Parse the inside of one ``<tool_call>`` block into calls (ids left empty).
+
+    Accepts ``{"name": ..., "arguments": {...}}`` (``"parameters"`` is taken for
+    ``"arguments"``, arguments may be JSON text), the OpenAI shape
+    ``{"function": {"name": ..., "arguments": ...}}``, or a JSON list of such objects; code
+    fences and text around the JSON are ignored.
+
+    Raises:
+        ToolCallParseError: The block holds no usable call; the message says why.
+    """
+    text = block.strip()
+    fenced = _FENCE_INSIDE.match(text)
+    if fenced:
+        text = fenced.group("inner").strip()
+    if not text:
+        raise ToolCallParseError("the <tool_call> block is empty", body=block)
+    value = _load_json(text, block)
+    items = value if isinstance(value, list) else [value]
+    if not items:
+        raise ToolCallParseError("the <tool_call> block holds an empty list", body=block)
+    return [_call_from(item, block) for item in items]
+
+
+def parse_tool_calls(text: str, *, first_id: int = 1) -> ParsedToolCalls:
+    """Find and parse every ``<tool_call>`` block of a model's message; never raises.
+
+    Args:
+        text: The model's message.
+        first_id: Number of the first call id (``call_1``, ``call_2``...).
+
+    Returns:
+        The remaining text, the calls and one error message per unparsable block.
+    """
+    if "<" not in text or not _BLOCK.search(text):
+        return ParsedToolCalls(text.strip() or None)
+    text = _FENCED.sub(lambda m: m.group("inner"), text)
+    calls: list[ToolCall] = []
+    errors: list[str] = []
+    kept: list[str] = []
+    position = 0
+    number = 0
+    for match in _BLOCK.finditer(text):
+        number += 1
+        kept.append(text[position : match.start()])
+        position = match.end()
+        try:
+            found = parse_tool_call_block(match.group("body"))
+        except ToolCallParseError as exc:
+            errors.append(f"block {number} ({_excerpt(match.group(0))}): {exc}")
+            kept.append(match.group(0))
+            continue
+        for call in found:
+            calls.append(call.with_id(f"call_{first_id + len(calls)}"))
+    kept.append(text[position:])
+    rest = re.sub(r"\n{3,}", "\n\n", "".join(kept)).strip()
+    return ParsedToolCalls(rest or None, calls, errors)
+
+
+def render_tool_call(call: ToolCall) -> str:
+    """The ``<tool_call>`` block that asks for ``call`` (the inverse of the parser)."""
+    if call.arguments_error is not None and call.raw_arguments is not None:
+        name = json.dumps(call.name, ensure_ascii=False)
+        return f'<tool_call>{{"name": {name}, "arguments": {call.raw_arguments}}}</tool_call>'
+    body = json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False)
+    return f"{_OPEN}{body}</tool_call>"
+
+
+class TextProtocolModel(Model):
+    """Wraps a model so that it calls tools by writing ``<tool_call>`` blocks.
+
+    Use it for models served without function calling (many local models). The wrapped
+    model receives no native ``tools``; tool results come back to it as ``<tool_result>``
+    blocks in user messages.
+
+    Args:
+        inner: The model to wrap (an ``OpenAIChatModel``, a scripted model...).
+        instructions: The tool instructions appended to the system prompt; ``{tools}`` is
+            replaced by the tool list (see ``DEFAULT_INSTRUCTIONS``).
+        name: The name recorded in traces; defaults to ``"<inner name>?protocol=text"``, the
+            model string that builds this wrapper.
+
+    Example:
+        ```python
+        model = TextProtocolModel(model_from_string("ollama:llama3.1"))
+        # or: model_from_string("ollama:llama3.1?protocol=text")
+        ```
+    """
+
+    def __init__(
+        self, inner: Model, *, instructions: str | None = None, name: str | None = None
+    ) -> None:
+        from toolproof.errors import UserError
+
+        if not isinstance(inner, Model):
+            raise UserError(f"TextProtocolModel wraps a Model, got {inner!r}")
+        self.inner = inner
+        self.instructions = DEFAULT_INSTRUCTIONS if instructions is None else instructions
+        if "{tools}" not in self.instructions:
+            raise UserError("TextProtocolModel(instructions=...) must contain '{tools}'")
+        self.name = name or f"{inner.name}?protocol=text"
+
+    async def request(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolDefinition],
+        settings: ModelSettings,
+    ) -> ModelResponse:
+        """Render the conversation as text, ask the inner model, parse its tool calls."""
+        rendered = self.render(messages, tools)
+        inner_settings = settings
+        if settings.tool_choice is not None or settings.parallel_tool_calls is not None:
+            inner_settings = replace(settings, tool_choice=None, parallel_tool_calls=None)
+        response = await self.inner.request(rendered, [], inner_settings)
+        message = response.message
+        existing = sum(len(m.tool_calls) for m in messages)
+        parsed = parse_tool_calls(message.content or "", first_id=existing + 1)
+        if not parsed.calls and not parsed.errors:
+            return response
+        native = [
+            c.with_id(c.id or f"call_{existing + i + 1}") for i, c in enumerate(message.tool_calls)
+        ]
+        calls = native + [
+            c.with_id(f"call_{existing + len(native) + i + 1}") for i, c in enumerate(parsed.calls)
+        ]
+        new_message = Message(
+            role="assistant",
+            content=parsed.text,
+            tool_calls=calls,
+            reasoning=message.reasoning,
+        )
+        return replace(
+            response,
+            message=new_message,
+            parse_errors=[*response.parse_errors, *parsed.errors],
+        )
+
+    def render(self, messages: Sequence[Message], tools: Sequence[ToolDefinition]) -> list[Message]:
+        """The conversation as the inner model receives it.
+
+        Tools are described in the system prompt, tool calls become ``<tool_call>`` blocks
+        and tool results ``<tool_result>`` blocks in user messages.
+        """
+        out: list[Message] = []
+        prompt = self.tools_prompt(tools) if tools else None
+        if prompt is not None and (not messages or messages[0].role != "system"):
+            out.append(Message.system(prompt))
+        for index, m in enumerate(messages):
+            if m.role == "system":
+                text = m.content or ""
+                if index == 0 and prompt is not None:
+                    text = f"{text}\n\n{prompt}" if text else prompt
+                out.append(Message.system(text))
+            elif m.role == "assistant":
+                if m.tool_calls:
+                    blocks = "\n".join(render_tool_call(c) for c in m.tool_calls)
+                    text = f"{m.content}\n{blocks}" if m.content else blocks
+                    out.append(Message(role="assistant", content=text, reasoning=m.reasoning))
+                else:
+                    out.append(m)
+            elif m.role == "tool":
+                _append_user(out, _render_result(m))
+            else:
+                _append_user(out, m.content or "")
+        return out
+
+    def tools_prompt(self, tools: Sequence[ToolDefinition]) -> str:
+        """The tool instructions for ``tools``."""
+        lines = "\n".join(
+            json.dumps(
+                {"name": t.name, "description": t.description, "parameters": t.parameters},
+                ensure_ascii=False,
+            )
+            for t in tools
+        )
+        return self.instructions.replace("{tools}", lines)
+
+    async def aclose(self) -> None:
+        """Close the inner model."""
+        await self.inner.aclose()
+
+
+def _render_result(message: Message) -> str:
+    name = json.dumps(message.name or "", ensure_ascii=False)
+    call_id = json.dumps(message.tool_call_id or "", ensure_ascii=False)
+    status = ' status="error"' if message.status == "error" else ""
+    return (
+        f"<tool_result name={name} id={call_id}{status}>\n{message.content or ''}\n</tool_result>"
+    )
+
+
+def _append_user(out: list[Message], text: str) -> None:
+    """Add user text, merged into the previous user message (strict role alternation)."""
+    if out and out[-1].role == "user":
+        out[-1] = Message.user(f"{out[-1].content or ''}\n\n{text}")
+    else:
+        out.append(Message.user(text))
+
+
+def _load_json(text: str, block: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        first_error = exc
+    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
+    if starts:
+        try:
+            value, _ = json.JSONDecoder().raw_decode(text, min(starts))
+        except (ValueError, RecursionError):
+            pass
+        else:
+            return value
+    reason = (
+        "it nests too deeply"
+        if isinstance(first_error, RecursionError)
+        else str(first_error).split(":", 1)[0]
+    )
+    raise ToolCallParseError(f"the block is not valid JSON ({reason})", body=block)
+
+
+def _call_from(item: Any, block: str) -> ToolCall:
+    if not isinstance(item, dict):
+        raise ToolCallParseError(
+            'a tool call must be a JSON object {"name": ..., "arguments": {...}}, '
+            f"got {type(item).__name__}",
+            body=block,
+        )
+    function = item.get("function")
+    if isinstance(function, dict) and "name" in function:
+        item = function
+    name = item.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise ToolCallParseError('the tool call has no "name" string', body=block)
+    arguments = item["arguments"] if "arguments" in item else item.get("parameters", {})
+    if arguments is None:
+        arguments = {}
+    if isinstance(arguments, str):
+        return ToolCall.from_json_arguments(name.strip(), arguments)
+    if not isinstance(arguments, dict):
+        raise ToolCallParseError(
+            f'the "arguments" of {name.strip()!r} must be a JSON object, '
+            f"got {type(arguments).__name__}",
+            body=block,
+        )
+    return ToolCall(name=name.strip(), arguments=arguments)
+
+
+def _excerpt(text: str, limit: int = 80) -> str:
+    flat = " ".join(text.split())
+    return repr(flat if len(flat) <= limit else flat[: limit - 1] + "…")
