@@ -1,1 +1,51 @@
 """Workflow evals: YAML suites, objective and judged checks, trials with pass^k, reports."""
+
+from toolproof.evals._matching import (
+    ArgumentsMatcher,
+    CallSpec,
+    Matcher,
+    OrderMatcher,
+    Verdict,
+    bfcl_expected_calls,
+    compile_arguments,
+    compile_calls,
+    compile_order,
+    compile_value_matcher,
+    match_arguments,
+    match_bfcl,
+    match_order,
+    match_trajectory,
+)
+from toolproof.evals._stats import (
+    CaseStats,
+    SuiteStats,
+    case_stats,
+    classify,
+    pass_at_k,
+    pass_hat_k,
+    suite_stats,
+)
+
+__all__ = [
+    "ArgumentsMatcher",
+    "CallSpec",
+    "CaseStats",
+    "Matcher",
+    "OrderMatcher",
+    "SuiteStats",
+    "Verdict",
+    "bfcl_expected_calls",
+    "case_stats",
+    "classify",
+    "compile_arguments",
+    "compile_calls",
+    "compile_order",
+    "compile_value_matcher",
+    "match_arguments",
+    "match_bfcl",
+    "match_order",
+    "match_trajectory",
+    "pass_at_k",
+    "pass_hat_k",
+    "suite_stats",
+]
