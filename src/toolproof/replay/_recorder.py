@@ -1,0 +1,361 @@
+"""The recorder: stores every finished run's trace without slowing the run down.
+
+``Agent(..., recorder=Recorder())`` makes the agent call :meth:`Recorder.record` at the end
+of every run, including runs that stopped on an error or were cancelled (their partial
+traces are the most useful ones). ``record`` only samples and appends to a bounded
+in-memory queue; a background thread redacts, serializes and writes the queued traces to
+the store in batches. When the store is down or slow the queue fills up and new traces
+are dropped and counted (``recorder.stats``) instead of blocking the agent.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import random
+import threading
+import time
+import weakref
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from toolproof._trace import Trace
+from toolproof.errors import UserError
+from toolproof.replay._redact import Redactor
+from toolproof.replay._store import DEFAULT_STORE_PATH, TraceStore, _Row, row_from_dict
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+__all__ = ["DropPolicy", "Recorder", "RecorderStats"]
+
+logger = logging.getLogger("toolproof.replay")
+
+DropPolicy = Literal["newest", "oldest"]
+
+
+@dataclass(frozen=True, slots=True)
+class RecorderStats:
+    """What a recorder did so far.
+
+    Attributes:
+        received: Traces handed to ``record``.
+        sampled_out: Traces skipped by sampling.
+        written: Traces committed to the store.
+        pending: Traces queued or being written now.
+        dropped_full: Traces dropped because the queue was full (the store is slow or down).
+        dropped_failed: Traces dropped because writing them failed after retries.
+        dropped_closed: Traces handed over after :meth:`Recorder.close`.
+        write_errors: Failed write attempts (each retry counts).
+        last_error: The last write error, as text.
+    """
+
+    received: int = 0
+    sampled_out: int = 0
+    written: int = 0
+    pending: int = 0
+    dropped_full: int = 0
+    dropped_failed: int = 0
+    dropped_closed: int = 0
+    write_errors: int = 0
+    last_error: str | None = None
+
+    @property
+    def dropped(self) -> int:
+        """Every trace that was meant to be stored and was not."""
+        return self.dropped_full + self.dropped_failed + self.dropped_closed
+
+
+class Recorder:
+    """Records agent runs into a trace store, off the request path.
+
+    Args:
+        store: A :class:`TraceStore`, or the path of its SQLite file (opened by the
+            background thread on first write; default ``.toolproof/traces.db``).
+        redactor: Removes sensitive values before anything is written; the default
+            masks credentials, e-mail addresses, phone and card numbers. Pass
+            ``Redactor.none()`` to store traces as they are.
+        sample_rate: The fraction of runs to record (0 to 1).
+        keep_errors: Record every run that stopped with an error, whatever the sampling.
+        tags: Tags added to every recorded trace (``"prod"``, ``"v2.3"``...).
+        max_queue: Traces held in memory while waiting to be written.
+        drop: Which trace to give up when the queue is full: the ``"newest"`` (the one
+            being recorded) or the ``"oldest"`` queued one.
+        batch_size: Traces written per transaction.
+        flush_interval: Seconds a trace may wait in the queue before a write starts.
+        retries: Extra attempts at writing a batch before its traces are dropped.
+        on_written: Called from the background thread with the ids of each committed batch.
+        seed: Seed of the sampling random generator (for reproducible sampling).
+
+    Raises:
+        UserError: An option is out of range.
+
+    Example:
+        ```python
+        recorder = Recorder(".toolproof/traces.db", sample_rate=0.1, tags=["prod"])
+        agent = Agent(model, tools, recorder=recorder)
+        ...
+        recorder.close()  # writes what is queued (also done at interpreter exit)
+        print(recorder.stats)
+        ```
+    """
+
+    def __init__(
+        self,
+        store: TraceStore | str | Path = DEFAULT_STORE_PATH,
+        *,
+        redactor: Redactor | None = None,
+        sample_rate: float = 1.0,
+        keep_errors: bool = True,
+        tags: Sequence[str] = (),
+        max_queue: int = 10_000,
+        drop: DropPolicy = "newest",
+        batch_size: int = 256,
+        flush_interval: float = 0.2,
+        retries: int = 2,
+        on_written: Callable[[list[str]], None] | None = None,
+        seed: int | None = None,
+    ) -> None:
+        if not 0.0 <= sample_rate <= 1.0:
+            raise UserError(f"Recorder(sample_rate=...) must be between 0 and 1, got {sample_rate}")
+        if max_queue < 1 or batch_size < 1:
+            raise UserError("Recorder(max_queue=..., batch_size=...) must be at least 1")
+        if drop not in ("newest", "oldest"):
+            raise UserError(f"Recorder(drop=...) must be 'newest' or 'oldest', got {drop!r}")
+        if flush_interval <= 0:
+            raise UserError("Recorder(flush_interval=...) must be a positive number of seconds")
+        self._store: TraceStore | None = store if isinstance(store, TraceStore) else None
+        self._own_store = self._store is None
+        self.store_path = store.path if isinstance(store, TraceStore) else Path(store)
+        self.redactor = redactor if redactor is not None else Redactor()
+        self.sample_rate = sample_rate
+        self.keep_errors = keep_errors
+        self.tags = list(tags)
+        self.max_queue = max_queue
+        self.drop = drop
+        self.batch_size = batch_size
+        self.flush_interval = flush_interval
+        self.retries = max(0, retries)
+        self.on_written = on_written
+        self._random = random.Random(seed)
+
+        self._queue: deque[Trace] = deque()
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._done = threading.Condition(self._lock)
+        self._closed = False
+        self._received = 0
+        self._sampled_out = 0
+        self._written = 0
+        self._dropped_full = 0
+        self._dropped_failed = 0
+        self._dropped_closed = 0
+        self._write_errors = 0
+        self._last_error: str | None = None
+        self._store_down = False  # the last batch failed every attempt
+        self._settled = 0  # traces written or dropped by the writer so far
+        self._enqueued = 0
+        self._thread = threading.Thread(target=self._run, name="toolproof-recorder", daemon=True)
+        self._thread.start()
+        self._atexit = _AtExit(self)
+        atexit.register(self._atexit)
+
+    # -- the hot path ------------------------------------------------------------------------
+
+    def record(self, trace: Trace) -> None:
+        """Queue one finished trace for writing; returns at once and never raises.
+
+        The trace is read later by the background thread: do not change it afterwards.
+        """
+        rate = self.sample_rate
+        with self._lock:
+            self._received += 1
+            if (
+                rate < 1.0
+                and self._random.random() >= rate
+                and not (self.keep_errors and trace.stop_reason == "error")
+            ):
+                self._sampled_out += 1
+                return
+            if self._closed:
+                self._dropped_closed += 1
+                return
+            queue = self._queue
+            if len(queue) >= self.max_queue:
+                self._dropped_full += 1
+                if self.drop == "newest":
+                    return
+                queue.popleft()
+                self._settled += 1
+            queue.append(trace)
+            self._enqueued += 1
+            wake = len(queue) >= self.batch_size
+        if wake:
+            self._wake.set()
+
+    # -- control -----------------------------------------------------------------------------
+
+    @property
+    def stats(self) -> RecorderStats:
+        """A snapshot of the counters."""
+        with self._lock:
+            return RecorderStats(
+                received=self._received,
+                sampled_out=self._sampled_out,
+                written=self._written,
+                pending=self._enqueued - self._settled,
+                dropped_full=self._dropped_full,
+                dropped_failed=self._dropped_failed,
+                dropped_closed=self._dropped_closed,
+                write_errors=self._write_errors,
+                last_error=self._last_error,
+            )
+
+    def flush(self, timeout: float | None = 30.0) -> bool:
+        """Wait until every trace recorded so far is written (or dropped).
+
+        Returns:
+            Whether that happened within ``timeout`` seconds.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            target = self._enqueued
+        self._wake.set()
+        with self._done:
+            while self._settled < target:
+                if not self._thread.is_alive():
+                    return False
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._done.wait(0.05 if remaining is None else min(remaining, 0.05))
+                self._wake.set()
+        return True
+
+    def close(self, timeout: float | None = 30.0) -> bool:
+        """Write what is queued, stop the background thread and close the store.
+
+        Later ``record`` calls are counted as ``dropped_closed``. Idempotent.
+
+        Returns:
+            Whether everything queued was written (or dropped) within ``timeout``.
+        """
+        with self._lock:
+            already = self._closed
+            self._closed = True
+        if already:
+            return not self._thread.is_alive()
+        atexit.unregister(self._atexit)
+        self._wake.set()
+        self._thread.join(timeout)
+        finished = not self._thread.is_alive()
+        if finished and self._own_store and self._store is not None:
+            self._store.close()
+        return finished
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Recorder {self.store_path} {self.stats}>"
+
+    # -- the background thread ---------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait(self.flush_interval)
+            self._wake.clear()
+            while True:
+                with self._lock:
+                    closing = self._closed
+                    batch = [
+                        self._queue.popleft() for _ in range(min(self.batch_size, len(self._queue)))
+                    ]
+                if not batch:
+                    break
+                self._write(batch)
+            if closing:
+                with self._lock:
+                    empty = not self._queue
+                if empty:
+                    return
+
+    def _write(self, batch: list[Trace]) -> None:
+        rows: list[_Row] = []
+        for trace in batch:
+            try:
+                rows.append(self._prepare(trace))
+            except Exception as exc:  # a trace that cannot be serialized must not stop the rest
+                self._failed(1, f"cannot serialize trace {trace.id}: {exc!r}")
+        attempt = 0
+        while rows:
+            try:
+                if self._store is None:
+                    self._store = TraceStore(self.store_path)
+                self._store._write(rows)
+            except Exception as exc:
+                attempt += 1
+                with self._lock:
+                    self._write_errors += 1
+                    self._last_error = f"{type(exc).__name__}: {exc}"
+                if attempt > self.retries or (self._closed and self._store_down):
+                    self._store_down = True
+                    self._failed(len(rows), None)
+                    logger.warning(
+                        "trace store %s: dropped %d traces after %d failed writes (%s)",
+                        self.store_path,
+                        len(rows),
+                        attempt,
+                        self._last_error,
+                    )
+                    return
+                time.sleep(min(0.05 * 4**attempt, 1.0))
+                continue
+            self._store_down = False
+            ids = [row.id for row in rows]
+            with self._done:
+                self._written += len(rows)
+                self._settled += len(rows)
+                self._done.notify_all()
+            if self.on_written is not None:
+                try:
+                    self.on_written(ids)
+                except Exception:
+                    logger.exception("Recorder(on_written=...) callback failed")
+            return
+
+    def _failed(self, count: int, error: str | None) -> None:
+        with self._done:
+            self._dropped_failed += count
+            self._settled += count
+            if error is not None:
+                self._write_errors += 1
+                self._last_error = error
+            self._done.notify_all()
+
+    def _prepare(self, trace: Trace) -> _Row:
+        from pydantic_core import to_json
+
+        data = trace.to_dict()
+        if self.tags:
+            data["tags"] = list(dict.fromkeys([*data.get("tags", []), *self.tags]))
+        data = self.redactor.redact_data(data)
+        return row_from_dict(data, to_json(data))
+
+
+class _AtExit:
+    """Flushes a recorder at interpreter exit without keeping it alive."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self._ref = weakref.ref(recorder)
+
+    def __call__(self) -> None:
+        recorder = self._ref()
+        if recorder is not None:
+            recorder.close(timeout=5.0)

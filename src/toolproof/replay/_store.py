@@ -1,0 +1,721 @@
+"""The trace store: recorded runs in one SQLite file, queryable by time, tool, model and tag.
+
+Layout (schema version 2):
+
+- ``traces``: one row per run. ``payload`` is the trace's JSON exactly as the trace codec
+  writes it (``Trace.to_json``; redacted before it gets here), the other columns are copies
+  of trace fields kept for filtering and listing without decoding the payload.
+- ``trace_tags`` and ``trace_tools``: one row per (tag, trace) and (tool, trace), indexed
+  by tag and tool.
+- ``schema_version``: the version of this layout. Opening a store migrates it forward
+  inside one ``BEGIN IMMEDIATE`` transaction, so several processes opening an old store at
+  once migrate it once. A store written by a newer toolproof is refused with a clear error.
+
+The file runs in WAL mode with ``synchronous=NORMAL``: a committed batch survives the
+process being killed, readers never block the writer, and writers from several processes
+queue on a busy timeout instead of failing.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from toolproof._trace import TRACE_VERSION, Trace
+from toolproof.errors import UserError
+from toolproof.replay._time import parse_time, parse_timestamp
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+__all__ = [
+    "DEFAULT_STORE_PATH",
+    "SCHEMA_VERSION",
+    "STATUSES",
+    "StoreRow",
+    "TraceFilter",
+    "TraceStore",
+    "open_store",
+]
+
+#: Where traces are stored unless told otherwise (relative to the current directory).
+DEFAULT_STORE_PATH = Path(".toolproof") / "traces.db"
+
+#: Version of the store layout this code writes (see ``_MIGRATIONS``).
+SCHEMA_VERSION = 2
+
+#: Values accepted by the ``status`` filter: a stop reason, or ``ok`` / ``failed``.
+STATUSES = (
+    "ok",
+    "failed",
+    "final",
+    "max_steps",
+    "budget",
+    "repeated_call",
+    "cancelled",
+    "error",
+)
+
+_INPUT_PREVIEW = 200
+
+
+# -- migrations ----------------------------------------------------------------------------
+
+
+def _script(conn: sqlite3.Connection, sql: str) -> None:
+    # Not `executescript`: it commits first, and migrations run inside one transaction.
+    for statement in sql.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+def _migrate_1(conn: sqlite3.Connection) -> None:
+    """Version 1: traces with time, model and status columns, and tags."""
+    _script(
+        conn,
+        """
+        CREATE TABLE traces (
+            id TEXT PRIMARY KEY,
+            ts REAL NOT NULL,
+            started_at TEXT NOT NULL DEFAULT '',
+            model TEXT NOT NULL DEFAULT '',
+            status TEXT NOT NULL DEFAULT '',
+            payload BLOB NOT NULL
+        );
+        CREATE INDEX traces_ts ON traces (ts);
+        CREATE INDEX traces_model ON traces (model, ts);
+        CREATE TABLE trace_tags (
+            tag TEXT NOT NULL,
+            trace_id TEXT NOT NULL,
+            PRIMARY KEY (tag, trace_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX trace_tags_trace ON trace_tags (trace_id);
+        """,
+    )
+
+
+def _migrate_2(conn: sqlite3.Connection) -> None:
+    """Version 2: tool index, status index and listing columns, backfilled from payloads."""
+    _script(
+        conn,
+        """
+        ALTER TABLE traces ADD COLUMN format_version INTEGER NOT NULL DEFAULT 1;
+        ALTER TABLE traces ADD COLUMN input TEXT NOT NULL DEFAULT '';
+        ALTER TABLE traces ADD COLUMN tool_calls INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE traces ADD COLUMN duration_ms REAL NOT NULL DEFAULT 0;
+        ALTER TABLE traces ADD COLUMN recorded_at REAL NOT NULL DEFAULT 0;
+        CREATE INDEX traces_status ON traces (status, ts);
+        CREATE TABLE trace_tools (
+            tool TEXT NOT NULL,
+            trace_id TEXT NOT NULL,
+            calls INTEGER NOT NULL DEFAULT 1,
+            PRIMARY KEY (tool, trace_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX trace_tools_trace ON trace_tools (trace_id);
+        """,
+    )
+    from pydantic_core import from_json
+
+    rows = conn.execute("SELECT id, payload, ts FROM traces").fetchall()
+    for trace_id, payload, ts in rows:
+        data = from_json(payload)
+        tools = _tool_counts(
+            call.get("name", "")
+            for step in data.get("steps", ())
+            for call in step.get("response", {}).get("tool_calls", ())
+        )
+        conn.execute(
+            "UPDATE traces SET format_version = ?, input = ?, tool_calls = ?, duration_ms = ?, "
+            "recorded_at = ? WHERE id = ?",
+            (
+                int(data.get("version", 1)),
+                str(data.get("input", ""))[:_INPUT_PREVIEW],
+                sum(tools.values()),
+                float(data.get("duration_ms", 0.0)),
+                ts,
+                trace_id,
+            ),
+        )
+        conn.executemany(
+            "INSERT OR IGNORE INTO trace_tools (tool, trace_id, calls) VALUES (?, ?, ?)",
+            [(name, trace_id, count) for name, count in tools.items()],
+        )
+
+
+#: Migration ``n`` brings a store from version ``n - 1`` to ``n``. Append, never edit.
+_MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_1, _migrate_2]
+assert len(_MIGRATIONS) == SCHEMA_VERSION
+
+
+# -- filters -------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class TraceFilter:
+    """Which stored traces to select. Every set criterion must hold.
+
+    Attributes:
+        since: Only traces that started at or after this time: a datetime, epoch seconds,
+            an ISO date or time, or an age such as ``"7d"``.
+        until: Only traces that started before this time (same forms).
+        tools: Only traces that called at least one of these tools.
+        model: Only traces of this model; ``*`` and ``?`` are wildcards
+            (``"deepseek:*"``).
+        tags: Only traces that carry every one of these tags.
+        status: Only traces with this outcome: a stop reason (``"final"``, ``"error"``...),
+            ``"ok"`` (final) or ``"failed"`` (anything else).
+        ids: Only these trace ids.
+        limit: At most this many traces (the most recent ones first).
+    """
+
+    since: str | float | datetime | None = None
+    until: str | float | datetime | None = None
+    tools: Sequence[str] = ()
+    model: str | None = None
+    tags: Sequence[str] = ()
+    status: str | None = None
+    ids: Sequence[str] = ()
+    limit: int | None = None
+
+    def where(self, now: float | None = None) -> tuple[str, list[Any]]:
+        """The SQL ``WHERE`` clause (without the keyword) and its parameters.
+
+        Raises:
+            UserError: A criterion is malformed (bad time, unknown status, bad limit).
+        """
+        clauses: list[str] = []
+        params: list[Any] = []
+        if self.since is not None:
+            clauses.append("t.ts >= ?")
+            params.append(parse_time(self.since, where="since", now=now))
+        if self.until is not None:
+            clauses.append("t.ts < ?")
+            params.append(parse_time(self.until, where="until", now=now))
+        if self.model:
+            if any(ch in self.model for ch in "*?["):
+                clauses.append("t.model GLOB ?")
+            else:
+                clauses.append("t.model = ?")
+            params.append(self.model)
+        if self.status:
+            if self.status not in STATUSES:
+                raise UserError(
+                    f"unknown status {self.status!r}; use one of: {', '.join(STATUSES)}"
+                )
+            if self.status == "ok":
+                clauses.append("t.status = 'final'")
+            elif self.status == "failed":
+                clauses.append("t.status != 'final'")
+            else:
+                clauses.append("t.status = ?")
+                params.append(self.status)
+        if self.tools:
+            marks = ", ".join("?" for _ in self.tools)
+            clauses.append(
+                "EXISTS (SELECT 1 FROM trace_tools x "
+                f"WHERE x.trace_id = t.id AND x.tool IN ({marks}))"
+            )
+            params.extend(self.tools)
+        for tag in self.tags:
+            clauses.append(
+                "EXISTS (SELECT 1 FROM trace_tags g WHERE g.trace_id = t.id AND g.tag = ?)"
+            )
+            params.append(tag)
+        if self.ids:
+            marks = ", ".join("?" for _ in self.ids)
+            clauses.append(f"t.id IN ({marks})")
+            params.extend(self.ids)
+        if self.limit is not None and self.limit < 1:
+            raise UserError(f"limit must be at least 1, got {self.limit}")
+        return (" AND ".join(clauses) or "1"), params
+
+
+@dataclass(slots=True)
+class StoreRow:
+    """A stored trace's listing columns (read without decoding the payload).
+
+    Attributes:
+        id: The trace id.
+        ts: When the run started (epoch seconds; the time it was stored if unknown).
+        started_at: The trace's own ISO start time (``""`` for imports without one).
+        model: The model name.
+        status: The stop reason.
+        input: The start of the user input (redacted, as stored).
+        tool_calls: How many tool calls the run made.
+        duration_ms: The run's wall time.
+        tools: Tool names called, with call counts.
+        tags: The trace's tags.
+    """
+
+    id: str
+    ts: float
+    started_at: str
+    model: str
+    status: str
+    input: str
+    tool_calls: int
+    duration_ms: float
+    tools: dict[str, int] = field(default_factory=dict)
+    tags: list[str] = field(default_factory=list)
+
+
+# -- the store -----------------------------------------------------------------------------
+
+
+class TraceStore:
+    """Recorded traces in a SQLite file (WAL mode, safe for several writing processes).
+
+    Args:
+        path: The database file; its folder is created when needed. ``":memory:"`` keeps
+            the store in memory (tests).
+        create: Create the file when it does not exist; with ``False`` a missing file
+            raises ``UserError`` (commands that only read use this).
+        timeout: Seconds to wait for another process's write lock before failing.
+
+    Raises:
+        UserError: The file is missing (with ``create=False``), is not a toolproof store,
+            or was written by a newer toolproof.
+
+    Example:
+        ```python
+        with TraceStore(".toolproof/traces.db") as store:
+            store.add(result.trace)
+            for trace in store.query(TraceFilter(tools=["query_users"], since="7d")):
+                print(trace.summary())
+        ```
+    """
+
+    def __init__(
+        self,
+        path: str | Path = DEFAULT_STORE_PATH,
+        *,
+        create: bool = True,
+        timeout: float = 30.0,
+    ) -> None:
+        self.path = Path(path) if str(path) != ":memory:" else Path(":memory:")
+        memory = str(path) == ":memory:"
+        if not memory:
+            if not self.path.exists():
+                if not create:
+                    raise UserError(
+                        f"no trace store at {self.path}: record runs with "
+                        "Agent(recorder=Recorder(...)) or import them with "
+                        "`toolproof traces import FILE`"
+                    )
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            elif self.path.is_dir():
+                raise UserError(f"trace store path {self.path} is a directory, not a file")
+        self._lock = threading.RLock()
+        try:
+            self._conn = sqlite3.connect(
+                str(path) if memory else str(self.path),
+                timeout=timeout,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+        except sqlite3.Error as exc:
+            raise UserError(f"cannot open trace store {self.path}: {exc}") from exc
+        self._closed = False
+        try:
+            self._conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+            if not memory:
+                mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                if str(mode).lower() != "wal":  # pragma: no cover - file systems without WAL
+                    raise UserError(f"trace store {self.path}: cannot enable WAL mode ({mode})")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self.schema_version = self._migrate()
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            raise UserError(
+                f"{self.path} is not a toolproof trace store ({exc}); point --store at the "
+                "right file or move this one away"
+            ) from exc
+        except BaseException:
+            self._conn.close()
+            raise
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the database connection (idempotent)."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<TraceStore {self.path}>"
+
+    def _migrate(self) -> int:
+        conn = self._conn
+        with self._lock:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+                row = conn.execute("SELECT version FROM schema_version").fetchone()
+                version = int(row[0]) if row else 0
+                if row is None:
+                    conn.execute("INSERT INTO schema_version (version) VALUES (0)")
+                if version > SCHEMA_VERSION:
+                    raise UserError(
+                        f"trace store {self.path} has schema version {version}, newer than this "
+                        f"toolproof understands ({SCHEMA_VERSION}); upgrade toolproof to use it"
+                    )
+                for number in range(version + 1, SCHEMA_VERSION + 1):
+                    _MIGRATIONS[number - 1](conn)
+                    conn.execute("UPDATE schema_version SET version = ?", (number,))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return SCHEMA_VERSION
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def add(self, trace: Trace, *, replace: bool = False) -> bool:
+        """Store one trace (as is: redact it first, or record through a ``Recorder``).
+
+        Returns:
+            Whether it was stored (``False`` when a trace with this id exists and
+            ``replace`` is false).
+        """
+        return self.add_many([trace], replace=replace) == 1
+
+    def add_many(self, traces: Iterable[Trace], *, replace: bool = False) -> int:
+        """Store traces in one transaction; returns how many were new (or replaced)."""
+        rows = [_row_from_trace(trace) for trace in traces]
+        return self._write(rows, replace=replace)
+
+    def _write(self, rows: Sequence[_Row], *, replace: bool = False) -> int:
+        """Store prepared rows in one transaction (``Recorder`` and imports use this)."""
+        if not rows:
+            return 0
+        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
+        now = time.time()
+        with self._lock:
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                before = conn.total_changes
+                if replace:
+                    ids = [(row.id,) for row in rows]
+                    conn.executemany("DELETE FROM trace_tags WHERE trace_id = ?", ids)
+                    conn.executemany("DELETE FROM trace_tools WHERE trace_id = ?", ids)
+                    before = conn.total_changes
+                    inserted_ids = None
+                else:
+                    wanted = [row.id for row in rows]
+                    existing = _existing_ids(conn, wanted)
+                    inserted_ids = existing
+                conn.executemany(
+                    f"{verb} INTO traces (id, ts, started_at, model, status, payload, "
+                    "format_version, input, tool_calls, duration_ms, recorded_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        (
+                            row.id,
+                            row.ts if row.ts is not None else now,
+                            row.started_at,
+                            row.model,
+                            row.status,
+                            row.payload,
+                            row.version,
+                            row.input,
+                            sum(row.tools.values()),
+                            row.duration_ms,
+                            now,
+                        )
+                        for row in rows
+                    ],
+                )
+                written = conn.total_changes - before
+                fresh = (
+                    rows if inserted_ids is None else [r for r in rows if r.id not in inserted_ids]
+                )
+                conn.executemany(
+                    "INSERT OR IGNORE INTO trace_tags (tag, trace_id) VALUES (?, ?)",
+                    [(tag, row.id) for row in fresh for tag in row.tags],
+                )
+                conn.executemany(
+                    "INSERT OR IGNORE INTO trace_tools (tool, trace_id, calls) VALUES (?, ?, ?)",
+                    [(tool, row.id, count) for row in fresh for tool, count in row.tools.items()],
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return written
+
+    def delete(self, ids: Iterable[str]) -> int:
+        """Delete traces by id; returns how many existed."""
+        keys = [(trace_id,) for trace_id in ids]
+        with self._lock:
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                before = conn.total_changes
+                conn.executemany("DELETE FROM traces WHERE id = ?", keys)
+                deleted = conn.total_changes - before
+                conn.executemany("DELETE FROM trace_tags WHERE trace_id = ?", keys)
+                conn.executemany("DELETE FROM trace_tools WHERE trace_id = ?", keys)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return deleted
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def count(self, filter: TraceFilter | None = None) -> int:
+        """How many stored traces match ``filter`` (its ``limit`` is ignored)."""
+        where, params = (filter or TraceFilter()).where()
+        with self._lock:
+            row = self._conn.execute(
+                f"SELECT COUNT(*) FROM traces t WHERE {where}", params
+            ).fetchone()
+        return int(row[0])
+
+    def get(self, trace_id: str) -> Trace:
+        """The trace with this id, or the only one whose id starts with it.
+
+        Raises:
+            UserError: No trace matches, or the prefix is ambiguous.
+        """
+        return _decode(*self._payload(trace_id))
+
+    def get_json(self, trace_id: str) -> str:
+        """The stored JSON of one trace (id or unique prefix), exactly as written."""
+        payload, _ = self._payload(trace_id)
+        return payload.decode() if isinstance(payload, bytes) else str(payload)
+
+    def _payload(self, trace_id: str) -> tuple[bytes, int]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT id, payload, format_version FROM traces WHERE id = ? "
+                "UNION ALL SELECT id, payload, format_version FROM traces "
+                "WHERE id GLOB ? AND id != ? LIMIT 3",
+                (trace_id, _glob_escape(trace_id) + "*", trace_id),
+            ).fetchall()
+        exact = [row for row in rows if row[0] == trace_id]
+        if exact:
+            return exact[0][1], exact[0][2]
+        if not rows:
+            raise UserError(
+                f"no trace {trace_id!r} in {self.path}; `toolproof traces list` shows the ids"
+            )
+        if len(rows) > 1:
+            shown = ", ".join(row[0] for row in rows[:2])
+            raise UserError(
+                f"trace id prefix {trace_id!r} is ambiguous ({shown}, ...); give more of it"
+            )
+        return rows[0][1], rows[0][2]
+
+    def rows(
+        self, filter: TraceFilter | None = None, *, newest_first: bool = True
+    ) -> list[StoreRow]:
+        """The listing columns of matching traces, with their tools and tags."""
+        filter = filter or TraceFilter()
+        where, params = filter.where()
+        order = "DESC" if newest_first else "ASC"
+        limit = f" LIMIT {int(filter.limit)}" if filter.limit else ""
+        with self._lock:
+            found = self._conn.execute(
+                "SELECT id, ts, started_at, model, status, input, tool_calls, duration_ms "
+                f"FROM traces t WHERE {where} ORDER BY t.ts {order}, t.id{limit}",
+                params,
+            ).fetchall()
+            out = [StoreRow(*row) for row in found]
+            by_id = {row.id: row for row in out}
+            for chunk in _chunks(list(by_id), 500):
+                marks = ", ".join("?" for _ in chunk)
+                for tool, trace_id, calls in self._conn.execute(
+                    f"SELECT tool, trace_id, calls FROM trace_tools WHERE trace_id IN ({marks})",
+                    chunk,
+                ):
+                    by_id[trace_id].tools[tool] = calls
+                for tag, trace_id in self._conn.execute(
+                    f"SELECT tag, trace_id FROM trace_tags WHERE trace_id IN ({marks})", chunk
+                ):
+                    by_id[trace_id].tags.append(tag)
+        for row in out:
+            row.tags.sort()
+        return out
+
+    def query(
+        self, filter: TraceFilter | None = None, *, newest_first: bool = True
+    ) -> Iterator[Trace]:
+        """Decode matching traces, most recent first (read lazily, in chunks)."""
+        for _, payload, version in self.payloads(filter, newest_first=newest_first):
+            yield _decode(payload, version)
+
+    def query_with_time(
+        self, filter: TraceFilter | None = None, *, newest_first: bool = True
+    ) -> Iterator[tuple[Trace, float]]:
+        """Like :meth:`query`, with each trace's stored time (epoch seconds)."""
+        for ts, payload, version in self.payloads(filter, newest_first=newest_first):
+            yield _decode(payload, version), ts
+
+    def payloads(
+        self, filter: TraceFilter | None = None, *, newest_first: bool = True
+    ) -> Iterator[tuple[float, bytes, int]]:
+        """The stored JSON of matching traces: ``(ts, payload, format_version)`` tuples."""
+        filter = filter or TraceFilter()
+        where, params = filter.where()
+        order = "DESC" if newest_first else "ASC"
+        limit = f" LIMIT {int(filter.limit)}" if filter.limit else ""
+        with self._lock:
+            cursor = self._conn.cursor()
+            cursor.execute(
+                f"SELECT ts, payload, format_version FROM traces t WHERE {where} "
+                f"ORDER BY t.ts {order}, t.id{limit}",
+                params,
+            )
+        try:
+            while True:
+                with self._lock:
+                    chunk = cursor.fetchmany(256)
+                if not chunk:
+                    return
+                yield from chunk
+        finally:
+            cursor.close()
+
+    def models(self) -> list[tuple[str, int]]:
+        """Model names in the store with their trace counts."""
+        with self._lock:
+            return [
+                (str(m), int(n))
+                for m, n in self._conn.execute(
+                    "SELECT model, COUNT(*) FROM traces GROUP BY model ORDER BY model"
+                )
+            ]
+
+    def tools(self) -> list[tuple[str, int]]:
+        """Tool names in the store with how many calls were recorded."""
+        with self._lock:
+            return [
+                (str(t), int(n))
+                for t, n in self._conn.execute(
+                    "SELECT tool, SUM(calls) FROM trace_tools GROUP BY tool ORDER BY tool"
+                )
+            ]
+
+    def integrity_check(self) -> str:
+        """SQLite's ``PRAGMA integrity_check`` answer (``"ok"`` for a sound file)."""
+        with self._lock:
+            return str(self._conn.execute("PRAGMA integrity_check").fetchone()[0])
+
+
+def open_store(path: str | Path | None = None, *, create: bool = False) -> TraceStore:
+    """Open the store at ``path`` (default ``.toolproof/traces.db``) for the CLI."""
+    return TraceStore(path or DEFAULT_STORE_PATH, create=create)
+
+
+# -- rows ----------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Row:
+    id: str
+    ts: float | None
+    started_at: str
+    model: str
+    status: str
+    payload: bytes
+    version: int
+    input: str
+    duration_ms: float
+    tools: dict[str, int]
+    tags: list[str]
+
+
+def _row_from_trace(trace: Trace) -> _Row:
+    return _Row(
+        id=trace.id,
+        ts=parse_timestamp(trace.started_at),
+        started_at=trace.started_at,
+        model=trace.model,
+        status=trace.stop_reason,
+        payload=trace.to_json().encode(),
+        version=trace.version,
+        input=trace.input[:_INPUT_PREVIEW],
+        duration_ms=trace.duration_ms,
+        tools=_tool_counts(call.name for call in trace.tool_calls),
+        tags=list(dict.fromkeys(trace.tags)),
+    )
+
+
+def row_from_dict(data: dict[str, Any], payload: bytes) -> _Row:
+    """A row from a trace's plain data (``Trace.to_dict`` form) and its JSON payload."""
+    started_at = str(data.get("started_at") or "")
+    return _Row(
+        id=str(data["id"]),
+        ts=parse_timestamp(started_at),
+        started_at=started_at,
+        model=str(data.get("model") or ""),
+        status=str(data.get("stop_reason") or "final"),
+        payload=payload,
+        version=int(data.get("version", TRACE_VERSION)),
+        input=str(data.get("input") or "")[:_INPUT_PREVIEW],
+        duration_ms=float(data.get("duration_ms") or 0.0),
+        tools=_tool_counts(
+            str(call.get("name", ""))
+            for step in data.get("steps") or ()
+            for call in (step.get("response") or {}).get("tool_calls") or ()
+        ),
+        tags=list(dict.fromkeys(str(tag) for tag in data.get("tags") or ())),
+    )
+
+
+def _tool_counts(names: Iterable[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def _decode(payload: bytes | str, version: int) -> Trace:
+    if version == TRACE_VERSION:
+        from toolproof._trace import _adapter
+
+        try:
+            trace: Trace = _adapter().validate_json(payload)
+        except ValueError:
+            pass
+        else:
+            return trace
+    return Trace.from_json(payload)  # the codec's own checks and messages
+
+
+def _existing_ids(conn: sqlite3.Connection, ids: list[str]) -> set[str]:
+    found: set[str] = set()
+    for chunk in _chunks(ids, 500):
+        marks = ", ".join("?" for _ in chunk)
+        found.update(
+            row[0] for row in conn.execute(f"SELECT id FROM traces WHERE id IN ({marks})", chunk)
+        )
+    return found
+
+
+def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _glob_escape(text: str) -> str:
+    return "".join(f"[{ch}]" if ch in "*?[" else ch for ch in text)
