@@ -16,6 +16,15 @@ Example:
 """
 
 from toolproof.models.fake import FunctionModel, ModelRequest, RequestInfo, ScriptedModel, call
+from toolproof.testing._assertions import (
+    assert_grounded,
+    assert_no_tool_errors,
+    assert_tool_called,
+    assert_tool_not_called,
+    assert_tool_order,
+    format_tool_calls,
+)
+from toolproof.testing._contracts import assert_schema_snapshot
 from toolproof.testing._faults import Fault, mock_tools, with_faults
 from toolproof.testing._matchers import ANY, approx
 from toolproof.testing._mocks import Fixture, RecordedCall, ToolMock
@@ -33,7 +42,14 @@ __all__ = [
     "StatefulMock",
     "ToolMock",
     "approx",
+    "assert_grounded",
+    "assert_no_tool_errors",
+    "assert_schema_snapshot",
+    "assert_tool_called",
+    "assert_tool_not_called",
+    "assert_tool_order",
     "call",
+    "format_tool_calls",
     "mock_tools",
     "with_faults",
 ]

@@ -1,0 +1,164 @@
+"""Import a user's module (dotted name, file path, or ``module:attr``) and find its tools.
+
+Used by ``toolproof schema`` and ``toolproof mocks check``. Every failure is a one-line
+``UserError`` (the CLI prints it and exits 2).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from toolproof._tools import Tool
+from toolproof._toolset import Toolset
+from toolproof.errors import UserError
+
+__all__ = ["collect_tools", "load_target", "tools_in"]
+
+
+def load_target(spec: str) -> tuple[Any, str]:
+    """Import ``spec`` and return the object it names and a label for messages.
+
+    ``spec`` is a dotted module (``examples.hr_assistant.tools``), a file path
+    (``examples/hr_assistant/tools.py``), either followed by ``:attr`` (``pkg.mod:TOOLS``).
+
+    Raises:
+        UserError: The module cannot be imported or has no such attribute.
+    """
+    module_part, _, attr = spec.partition(":")
+    if len(module_part) == 1 and attr[:1] in ("\\", "/"):  # a Windows drive letter
+        module_part, _, attr = spec[2:].partition(":")
+        module_part = spec[:2] + module_part
+    if not module_part:
+        raise UserError(
+            f"{spec!r} names no module: use a dotted module, a .py file, or module:attr"
+        )
+    module = _import(module_part)
+    if not attr:
+        return module, module_part
+    value: Any = module
+    for part in attr.split("."):
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            raise UserError(f"{module_part} has no attribute {attr!r}") from None
+    return value, spec
+
+
+def _import(name: str) -> ModuleType:
+    path = Path(name)
+    if name.endswith(".py") or path.is_file():
+        return _import_file(path)
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
+            raise UserError(
+                f"cannot import {name!r}: no module named {exc.name!r} (run from the project "
+                "root, or pass a file path such as path/to/tools.py)"
+            ) from None
+        raise UserError(f"cannot import {name!r}: {_describe(exc)}") from None
+    except Exception as exc:
+        raise UserError(f"cannot import {name!r}: {_describe(exc)}") from None
+
+
+def _import_file(path: Path) -> ModuleType:
+    if not path.is_file():
+        raise UserError(f"cannot import {str(path)!r}: no such file")
+    resolved = path.resolve()
+    dotted = _dotted_name(resolved)
+    if dotted is not None:
+        try:
+            return importlib.import_module(dotted)
+        except Exception as exc:
+            raise UserError(f"cannot import {str(path)!r}: {_describe(exc)}") from None
+    name = f"_toolproof_user_{abs(hash(str(resolved)))}"
+    module_spec = importlib.util.spec_from_file_location(name, resolved)
+    if module_spec is None or module_spec.loader is None:
+        raise UserError(f"cannot import {str(path)!r}: not a Python module")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    # As `python path/to/file.py` would: the file's folder is importable for its siblings.
+    if str(resolved.parent) not in sys.path:
+        sys.path.insert(0, str(resolved.parent))
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[name]
+        raise UserError(f"cannot import {str(path)!r}: {_describe(exc)}") from None
+    return module
+
+
+def _dotted_name(path: Path) -> str | None:
+    """The dotted name of a file inside packages reachable from ``sys.path``, if any."""
+    parts = [path.stem] if path.name != "__init__.py" else []
+    folder = path.parent
+    while (folder / "__init__.py").is_file():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    if not parts:
+        return None
+    roots = {Path(p or ".").resolve() for p in sys.path}
+    if folder in roots and len(parts) > 1:
+        return ".".join(parts)
+    return None
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, SyntaxError):
+        return f"SyntaxError: {exc.msg} ({exc.filename}, line {exc.lineno})"
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def tools_in(value: Any) -> list[Tool[..., Any]]:
+    """The tools held by a Tool, Toolset, Agent, module or iterable of those (deduplicated)."""
+    found: dict[int, Tool[..., Any]] = {}
+    _gather(value, found, depth=0)
+    return list(found.values())
+
+
+def _gather(value: Any, found: dict[int, Tool[..., Any]], depth: int) -> None:
+    from toolproof._agent import Agent
+
+    if isinstance(value, Tool):
+        found.setdefault(id(value), value)
+    elif isinstance(value, Toolset):
+        for t in value:
+            found.setdefault(id(t), t)
+    elif isinstance(value, Agent):
+        _gather(value.toolset, found, depth)
+    elif isinstance(value, ModuleType) and depth == 0:
+        for item in list(vars(value).values()):
+            _gather(item, found, depth + 1)
+    elif isinstance(value, (list, tuple)) and depth <= 1:
+        for item in value:
+            _gather(item, found, depth + 1)
+
+
+def collect_tools(specs: Iterable[str]) -> tuple[list[Tool[..., Any]], list[Any]]:
+    """Import each spec; return the tools found (sorted by name) and the imported objects.
+
+    Raises:
+        UserError: A spec cannot be imported, holds no tools, or two different tools share a
+            name.
+    """
+    tools: dict[str, Tool[..., Any]] = {}
+    objects = []
+    for spec in specs:
+        value, label = load_target(spec)
+        objects.append(value)
+        found = tools_in(value)
+        if not found and not isinstance(value, ModuleType):
+            raise UserError(f"{label} is not a tool, a toolset, an agent or a list of tools")
+        for t in found:
+            other = tools.get(t.name)
+            if other is not None and other is not t:
+                raise UserError(f"two different tools are named {t.name!r} in {label}")
+            tools[t.name] = t
+    return [tools[name] for name in sorted(tools)], objects

@@ -1,0 +1,19 @@
+"""The plugin's own tests run pytest in-process with pytester."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.fixture
+def inner(pytester: pytest.Pytester) -> pytest.Pytester:
+    """A pytester whose inner sessions are configured like a user project."""
+    pytester.makeini(
+        "[pytest]\n"
+        "asyncio_mode = auto\n"
+        "asyncio_default_fixture_loop_scope = function\n"
+        "addopts = --strict-markers\n"
+    )
+    return pytester
