@@ -119,11 +119,13 @@ def _article(noun: str) -> str:
     return f"an {noun}" if noun[:1] in "aeio" else f"a {noun}"
 
 
-def _got(actual: Any, expected_kind: str | None = None) -> str:
+def _got(actual: Any, expected_kind: str | Iterable[str] | None = None) -> str:
     """``got 5`` or, when the kinds differ, ``got "5" (a string)``."""
     shown = _show(actual)
     kind = _kind(actual)
-    if (expected_kind is not None and kind == expected_kind) or actual is None:
+    if isinstance(expected_kind, str):
+        expected_kind = (expected_kind,)
+    if (expected_kind is not None and kind in expected_kind) or actual is None:
         return f"got {shown}"
     return f"got {shown} ({_article(_json_type(actual))})"
 
@@ -294,7 +296,24 @@ class _OneOf(_Base):
                 first = explanation
         if len(self.options) == 1 and first is not None:
             return first
-        return "", f"expected one of {self._listing()}, {_got(actual)}"
+        texts = [o for o in self.options if isinstance(o, _Text)]
+        if len(texts) == len(self.options) and len({t.ignore for t in texts}) == 1:
+            listing = ", ".join(_show(t.text) for t in texts[:8])
+            if len(texts) > 8:
+                listing += f", … ({len(texts) - 8} more)"
+            return "", f"expected one of {listing} {texts[0].how()}, {_got(actual, 'string')}"
+        return "", f"expected one of {self._listing()}, {_got(actual, self._kinds())}"
+
+    def _kinds(self) -> set[str] | None:
+        kinds = set()
+        for option in self.options:
+            if isinstance(option, _Equals):
+                kinds.add(_kind(option.value))
+            elif isinstance(option, _Text):
+                kinds.add("string")
+            else:
+                return None
+        return kinds
 
     def _listing(self) -> str:
         shown = [_describe(option) for option in self.options[:8]]
@@ -475,12 +494,12 @@ class _Text(_Base):
     def explain(self, actual: Any) -> Explanation | None:
         if isinstance(actual, str) and self.normalize(actual) == self.normalized:
             return None
-        how = (
-            "ignoring case, spaces and punctuation"
-            if self.ignore is None
-            else f"ignoring case and the characters {_show(self.ignore)}"
-        )
-        return "", f"expected {_show(self.text)} {how}, {_got(actual, 'string')}"
+        return "", f"expected {_show(self.text)} {self.how()}, {_got(actual, 'string')}"
+
+    def how(self) -> str:
+        if self.ignore is None:
+            return "ignoring case, spaces and punctuation"
+        return f"ignoring case and the characters {_show(self.ignore)}"
 
     def describe(self) -> str:
         return f"text({_show(self.text)})"
@@ -648,10 +667,16 @@ class _Compiler:
         operators = [k for k in keys if k in _OPERATORS]
         unknown = [k for k in keys if k not in _OPERATORS and k not in _MODIFIERS]
         if unknown:
+            import difflib
+
+            near = [m for m, owner in _MODIFIERS.items() if owner in spec]
+            close = difflib.get_close_matches(str(unknown[0]), near, n=1, cutoff=0.4)
+            close = close or difflib.get_close_matches(str(unknown[0]), sorted(_OPERATORS), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
             self.problem(
                 where,
                 f"unknown key{'s' if len(unknown) > 1 else ''} "
-                f"{', '.join(repr(k) for k in unknown)} next to {', '.join(operators)}; "
+                f"{', '.join(repr(k) for k in unknown)}{hint} next to {', '.join(operators)}; "
                 f"matcher keys are {', '.join(sorted(_OPERATORS))} (with tol/rel for approx, "
                 "ignore for text, mode for fields). To match a literal object with these keys, "
                 "write {equals: {...}}",
@@ -1330,7 +1355,8 @@ def _order_reasons(specs: Sequence[CallSpec], calls: Sequence[_Call], mode: str)
     pairing = _Pairing(specs, calls)
     reasons: list[str] = []
     if mode == "unordered" and len(specs) != len(calls):
-        reasons.append(f"expected {_calls(len(specs))} (in any order), got {len(calls)}")
+        any_order = " (in any order)" if len(specs) > 1 else ""
+        reasons.append(f"expected {_calls(len(specs))}{any_order}, got {len(calls)}")
     if mode == "unordered":
         return reasons + pairing.unpaired_reasons()
     if mode == "subset":
@@ -1375,19 +1401,22 @@ def _in_order_reasons(specs: Sequence[CallSpec], calls: Sequence[_Call]) -> list
 
 
 def _strict_reasons(specs: Sequence[CallSpec], calls: Sequence[_Call]) -> list[str]:
-    if len(specs) == len(calls) and all(
-        not spec.check(call) for spec, call in zip(specs, calls, strict=True)
-    ):
-        return []
+    if len(specs) == len(calls):
+        reasons = []
+        for spec, call in zip(specs, calls, strict=True):
+            problems = spec.check(call)
+            if problems and call.name == spec.name:
+                reasons.append(f"{call.label()}: " + "; ".join(problems))
+            elif problems:
+                reasons.append(
+                    f"call #{call.index + 1}: expected {spec.describe()}, got {call.signature()}"
+                )
+        if any(spec.name != call.name for spec, call in zip(specs, calls, strict=True)):
+            reasons.insert(0, _order_summary(specs, calls))
+        return reasons
     import difflib
 
-    reasons: list[str] = []
-    if len(specs) != len(calls):
-        reasons.append(
-            f"expected {_calls(len(specs))} in this order: "
-            f"{', '.join(s.name for s in specs) or 'none'}; got {len(calls)}: "
-            f"{', '.join(c.name for c in calls) or 'none'}"
-        )
+    reasons = [_order_summary(specs, calls)]
     matcher = difflib.SequenceMatcher(
         None, [s.name for s in specs], [c.name for c in calls], autojunk=False
     )
@@ -1404,10 +1433,22 @@ def _strict_reasons(specs: Sequence[CallSpec], calls: Sequence[_Call]) -> list[s
                     )
             i1, j1 = i1 + min(i2 - i1, j2 - j1), j1 + min(i2 - i1, j2 - j1)
         for spec in specs[i1:i2]:
-            reasons.append(f"missing call {spec.describe()} at position #{j1 + 1}")
+            reasons.append(
+                f"missing call {spec.describe()} before call #{j1 + 1}"
+                if j1 < len(calls)
+                else f"missing call {spec.describe()} at the end"
+            )
         for call in calls[j1:j2]:
             reasons.append(f"unexpected {call.label()}")
     return reasons
+
+
+def _order_summary(specs: Sequence[CallSpec], calls: Sequence[_Call]) -> str:
+    return (
+        f"expected {_calls(len(specs))} in this order: "
+        f"{', '.join(s.name for s in specs) or 'none'}; got {_calls(len(calls))}: "
+        f"{', '.join(c.name for c in calls) or 'none'}"
+    )
 
 
 class OrderMatcher:

@@ -73,9 +73,8 @@ def pass_at_k(n: int, c: int, k: int) -> float:
         ValueError: ``n``, ``c`` or ``k`` is out of range (the message says which).
     """
     _check(n, c, k)
-    if n - c < k:
-        return 1.0
-    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+    total = math.comb(n, k)
+    return (total - math.comb(n - c, k)) / total  # exact integers, one rounding
 
 
 def pass_hat_k(n: int, c: int, k: int) -> float:
