@@ -11,6 +11,7 @@ finalizes async generators before closing the loop, which closes the session.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -249,7 +250,8 @@ class SessionPool:
                 del self._states[key]
                 connector = state.session.connector
                 if connector is not None:
-                    connector._close()  # synchronous: the dead loop cannot run a close task
+                    with contextlib.suppress(RuntimeError):  # the dead loop cannot run a task
+                        connector._close()
                 closer, state.closer = state.closer, None
                 if closer is not None:
                     _finish(closer)
