@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -509,6 +511,12 @@ class TestOrder:
             "in_order: slack_get_message, jira_get_ticket, slack_add_reaction"
         )
         assert compile_calls(["a", CallSpec("b")]) == [CallSpec("a"), CallSpec("b")]
+        (spec,) = compile_calls([{"name": "f", "arguments": {"x": 1}}])
+        assert spec.check(ToolCall("f", {"x": 1})) == []
+        assert spec.check({"name": "f", "arguments": {"x": 2}}) == [
+            "argument 'x': expected 1, got 2"
+        ]
+        assert spec.check(("g", {})) == ["expected tool f, got g"]
 
     def test_bad_expectations(self) -> None:
         with pytest.raises(
@@ -864,3 +872,14 @@ class TestMatchBfcl:
     def test_verdict_text(self) -> None:
         assert str(Verdict(True, [])) == "match"
         assert str(Verdict(False, ["x", "y"])) == "no match:\n  - x\n  - y"
+
+
+# ---- the guide's examples run --------------------------------------------------------------
+
+
+def test_the_examples_in_docs_matching_run() -> None:
+    guide = Path(__file__).resolve().parents[2] / "docs" / "matching.md"
+    blocks = re.findall(r"```python\n(.*?)```", guide.read_text(encoding="utf-8"), re.S)
+    assert len(blocks) >= 8
+    for number, block in enumerate(blocks):
+        exec(compile(block, f"docs/matching.md block {number}", "exec"), {})

@@ -1056,8 +1056,14 @@ class CallSpec:
             return self.name
         return f"{self.name}({self.arguments.describe()})"
 
-    def check(self, call: _Call) -> list[str]:
-        """Reasons ``call`` is not this call (``[]`` when it is)."""
+    def check(self, call: Any) -> list[str]:
+        """Reasons ``call`` is not this call (``[]`` when it is).
+
+        Args:
+            call: The actual call, in any form :func:`match_order` accepts.
+        """
+        if not isinstance(call, _Call):
+            call = _as_call(call, 0)
         if call.name != self.name:
             return [f"expected tool {self.name}, got {call.name}"]
         if self.arguments is None:
