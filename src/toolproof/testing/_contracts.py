@@ -206,7 +206,7 @@ def assert_schema_snapshot(
     changes = diff_snapshots(old, current) if old else []
     lines = [f"tool schemas differ from the snapshot {path}:"]
     lines.extend(f"  {change}" for change in changes)
-    lines.append(text_diff(old_text, current_text, f"{path} (snapshot)", "current tools"))
+    lines.append(text_diff(old_text, current_text, f"{path} (snapshot)", "current tools").rstrip())
     lines.append(accept)
     raise AssertionError("\n".join(lines))
 
@@ -260,8 +260,8 @@ def diff_snapshots(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Schem
             )
         walker = _Walker(name, before.get("parameters") or {}, after.get("parameters") or {})
         walker.compare_object(before.get("parameters") or {}, after.get("parameters") or {}, "")
-        changes.extend(walker.changes)
-        changes.extend(_return_changes(name, before.get("returns"), after.get("returns")))
+        found = walker.changes + _return_changes(name, before.get("returns"), after.get("returns"))
+        changes.extend(sorted(found, key=lambda change: not change.breaking))
     return changes
 
 
@@ -312,7 +312,13 @@ class _Walker:
 
     # -- objects ------------------------------------------------------------------------------
 
-    def compare_object(self, old: Mapping[str, Any], new: Mapping[str, Any], prefix: str) -> None:
+    def compare_object(
+        self,
+        old: Mapping[str, Any],
+        new: Mapping[str, Any],
+        prefix: str,
+        seen: frozenset[str] = frozenset(),
+    ) -> None:
         old_props: Mapping[str, Any] = old.get("properties") or {}
         new_props: Mapping[str, Any] = new.get("properties") or {}
         old_required = set(old.get("required") or ())
@@ -341,10 +347,12 @@ class _Walker:
                 self.add(True, f"{self.noun} now required", f"{self._name(path)} is now required")
             elif key in old_required and key not in new_required:
                 self.add(False, f"{self.noun} now optional", f"{self._name(path)} is now optional")
-            self.compare_value(old_props[key], schema, path)
-        self._compare_extra(old, new, prefix)
+            self.compare_value(old_props[key], schema, path, seen)
+        self._compare_extra(old, new, prefix, seen)
 
-    def _compare_extra(self, old: Mapping[str, Any], new: Mapping[str, Any], prefix: str) -> None:
+    def _compare_extra(
+        self, old: Mapping[str, Any], new: Mapping[str, Any], prefix: str, seen: frozenset[str]
+    ) -> None:
         before = old.get("additionalProperties", True)
         after = new.get("additionalProperties", True)
         where = f" in {self._name(prefix.rstrip('.'))}" if prefix else ""
@@ -357,7 +365,7 @@ class _Walker:
         elif before is False and after is not False:
             self.add(False, "extra fields now allowed", f"extra fields now allowed{where}")
         elif isinstance(before, Mapping) and isinstance(after, Mapping):
-            self.compare_value(before, after, f"{prefix}*")
+            self.compare_value(before, after, f"{prefix}*", seen)
 
     # -- values -------------------------------------------------------------------------------
 
@@ -401,7 +409,7 @@ class _Walker:
             self.compare_value(old_inner, new_inner, path, seen)
             return
         if _is_object(old_s) and _is_object(new_s):
-            self.compare_object(old_s, new_s, f"{path}." if path else "")
+            self.compare_object(old_s, new_s, f"{path}." if path else "", seen)
         if isinstance(old_s.get("items"), Mapping) and isinstance(new_s.get("items"), Mapping):
             self.compare_value(old_s["items"], new_s["items"], f"{path}[]", seen)
 

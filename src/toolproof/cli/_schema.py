@@ -1,0 +1,202 @@
+"""``toolproof schema``: tool schema contracts (snapshot, check) and a classified diff.
+
+- ``schema snapshot MODULE -o FILE`` writes every tool's name, description, parameter and
+  return schema as deterministic JSON;
+- ``schema check MODULE FILE`` exits 1 when the tools differ from the snapshot, printing the
+  classified changes and a unified diff;
+- ``schema diff OLD NEW [--store PATH]`` classifies each change between two snapshots or tool
+  modules as breaking or compatible, and with ``--store`` counts the recorded calls that the
+  new schemas would reject. Exits 1 on breaking changes or rejected calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from toolproof.errors import UserError
+
+__all__ = ["register"]
+
+MODULE_HELP = (
+    "tools: a module (pkg.tools), a file (path/tools.py) or module:attr naming a tool, a list "
+    "of tools, a toolset or an agent"
+)
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``schema`` command and its subcommands."""
+    parser = subparsers.add_parser(
+        "schema",
+        help="snapshot, check and diff tool schemas (contract tests)",
+        description="Tool schema contracts: what the model is told about each tool.",
+    )
+    commands = parser.add_subparsers(title="subcommands", metavar="SUBCOMMAND")
+    parser.set_defaults(handler=lambda args: _help(parser))
+
+    snapshot = commands.add_parser(
+        "snapshot",
+        help="write the tools' schemas to a snapshot file",
+        description="Write every tool's name, description, parameter and return schema as "
+        "deterministic JSON (commit it; `schema check` compares against it).",
+        epilog="example:\n  toolproof schema snapshot examples.hr_assistant.tools "
+        "-o tools.schema.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    snapshot.add_argument("modules", nargs="+", metavar="MODULE", help=MODULE_HELP)
+    snapshot.add_argument(
+        "-o", "--output", default="-", metavar="FILE", help="the snapshot file ('-': stdout)"
+    )
+    snapshot.set_defaults(handler=run_snapshot)
+
+    check = commands.add_parser(
+        "check",
+        help="exit 1 if the tools differ from a snapshot",
+        description="Compare the tools' schemas with a snapshot file; on any difference print "
+        "the classified changes and a unified diff and exit 1.",
+        epilog="example:\n  toolproof schema check examples.hr_assistant.tools tools.schema.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    check.add_argument("module", metavar="MODULE", help=MODULE_HELP)
+    check.add_argument("snapshot", metavar="FILE", help="the snapshot file")
+    check.set_defaults(handler=run_check)
+
+    diff = commands.add_parser(
+        "diff",
+        help="classify schema changes as breaking or compatible",
+        description="Classify every change from OLD to NEW (snapshot files or tool modules) "
+        "as breaking or compatible. Exit 1 on breaking changes, or when --store finds "
+        "recorded calls the new schemas would reject.",
+        epilog="examples:\n"
+        "  git show main:tools.schema.json > /tmp/old.json\n"
+        "  toolproof schema diff /tmp/old.json myapp.tools\n"
+        "  toolproof schema diff old.json new.json --store .toolproof/traces.db",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    diff.add_argument("old", metavar="OLD", help="snapshot file or tool module before")
+    diff.add_argument("new", metavar="NEW", help="snapshot file or tool module after")
+    diff.add_argument(
+        "--store",
+        metavar="PATH",
+        help="trace store: count the recorded calls the NEW schemas would reject",
+    )
+    diff.add_argument(
+        "--examples",
+        type=int,
+        default=3,
+        metavar="N",
+        help="rejected calls to show per tool with --store (default 3)",
+    )
+    diff.set_defaults(handler=run_diff)
+
+
+def _help(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
+
+
+def run_snapshot(args: argparse.Namespace) -> int:
+    """``schema snapshot``."""
+    from toolproof.testing._contracts import dump_snapshot, snapshot_tools
+    from toolproof.testing._modules import collect_tools
+
+    tools, _ = collect_tools(args.modules)
+    if not tools:
+        raise UserError(
+            f"no tools found in {', '.join(args.modules)} (looked for tools, toolsets, agents "
+            "and lists of tools)"
+        )
+    text = dump_snapshot(snapshot_tools(tools))
+    if args.output == "-":
+        sys.stdout.write(text)
+        return 0
+    path = Path(args.output)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror}") from None
+    print(f"wrote {len(tools)} tool schema{'s' if len(tools) != 1 else ''} to {path}")
+    return 0
+
+
+def run_check(args: argparse.Namespace) -> int:
+    """``schema check``."""
+    from toolproof.testing._contracts import (
+        diff_snapshots,
+        dump_snapshot,
+        load_side,
+        load_snapshot,
+        text_diff,
+    )
+
+    snapshot = load_snapshot(args.snapshot)
+    current, _ = load_side(args.module)
+    old_text, new_text = dump_snapshot(snapshot), dump_snapshot(current)
+    count = len(current["tools"])
+    if old_text == new_text:
+        print(f"{args.snapshot}: up to date ({count} tool{'s' if count != 1 else ''})")
+        return 0
+    changes = diff_snapshots(snapshot, current)
+    print(f"{args.snapshot}: the tools in {args.module} differ from the snapshot")
+    for change in changes:
+        print(f"  {change}")
+    print(text_diff(old_text, new_text, f"{args.snapshot} (snapshot)", f"{args.module} (now)"))
+    print(
+        f"If the change is intended, update the snapshot: "
+        f"toolproof schema snapshot {args.module} -o {args.snapshot}"
+    )
+    return 1
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    """``schema diff``."""
+    from toolproof.testing._contracts import diff_snapshots, load_side
+
+    if args.examples < 0:
+        raise UserError(f"--examples must be 0 or more, got {args.examples}")
+    old, old_label = load_side(args.old)
+    new, new_label = load_side(args.new)
+    changes = diff_snapshots(old, new)
+    breaking = sum(1 for c in changes if c.breaking)
+    compatible = len(changes) - breaking
+    if not changes:
+        print(f"{old_label} -> {new_label}: no schema changes")
+    else:
+        print(
+            f"{old_label} -> {new_label}: {breaking} breaking, {compatible} compatible "
+            f"change{'s' if len(changes) != 1 else ''}"
+        )
+        for change in sorted(changes, key=lambda c: (c.tool, not c.breaking)):
+            print(f"  {change}")
+    rejected = 0
+    if args.store:
+        rejected = _report_rejections(args.store, new, args.examples)
+    return 1 if breaking or rejected else 0
+
+
+def _report_rejections(store: str, new: dict[str, Any], examples: int) -> int:
+    if not Path(store).exists():
+        raise UserError(f"--store {store}: no such trace store")
+    import importlib
+
+    count_schema_rejections = getattr(
+        importlib.import_module("toolproof.replay"), "count_schema_rejections", None
+    )
+    if count_schema_rejections is None:
+        raise UserError(
+            "--store needs toolproof.replay.count_schema_rejections, which this toolproof "
+            "does not provide"
+        )
+    schemas = {name: entry["parameters"] for name, entry in new["tools"].items()}
+    results = count_schema_rejections(store, schemas, examples=examples)
+    total = sum(r.rejected for r in results)
+    checked = sum(r.checked for r in results)
+    print(f"recorded calls in {store}: {total} of {checked} would be rejected by the new schemas")
+    for result in sorted(results, key=lambda r: (-r.rejected, r.tool)):
+        print(f"  {result.tool}: {result.rejected} of {result.checked} rejected")
+        for example in result.examples:
+            print(f"    - {example}")
+    return int(total)
