@@ -6,17 +6,26 @@ from collections.abc import Sequence
 from typing import Any
 
 from examples.hr_assistant.tools import get_leave_balance, get_weather, multiply_numbers
+from examples.support.tools import WORKPLACE_TOOLS
 from toolproof import Agent, Tool, Toolset, calculator
 from toolproof.models import Model
 
 SYSTEM_PROMPT = (
     "You are an HR assistant. Use a tool whenever the answer depends on data or arithmetic, "
     "and only state numbers and employee ids that the user gave or a tool returned. You can "
-    "multiply numbers, evaluate arithmetic, look up annual leave and check the weather; you "
-    "cannot do anything else. If a tool reports an error, explain it to the user."
+    "multiply numbers, evaluate arithmetic, look up annual leave, check the weather, read Slack "
+    "messages and JIRA tickets, and react to or post Slack messages; you cannot do anything "
+    "else. If a tool reports an error, explain it to the user."
 )
 
-TOOLS: list[Tool[..., Any]] = [multiply_numbers, get_leave_balance, calculator, get_weather]
+#: Seed 000's HR tools and seed 001's Slack and JIRA tools (the issue's eval suite uses both).
+TOOLS: list[Tool[..., Any]] = [
+    multiply_numbers,
+    get_leave_balance,
+    calculator,
+    get_weather,
+    *WORKPLACE_TOOLS,
+]
 
 
 def build_agent(

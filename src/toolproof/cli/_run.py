@@ -1,0 +1,239 @@
+"""``toolproof run``: run eval suites and gate CI on them.
+
+Exit codes: 0 every blocking case passed; 1 a blocking case failed; 2 usage or
+configuration error (nothing was run); 3 infrastructure errors (model unreachable, missing
+key) left a blocking case without a verdict; 130 interrupted (the reports are still written
+with the cases finished so far).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from toolproof.evals._results import EvalReport
+    from toolproof.evals._suite import Case
+
+__all__ = ["register"]
+
+EPILOG = """\
+examples:
+  toolproof run examples/hr_assistant/hr.eval.yaml --model scripted   # offline, no key
+  toolproof run evals/ --model deepseek:deepseek-chat --trials 3 --concurrency 16
+  toolproof run evals/ --tag smoke --report junit:out/evals.xml --report markdown:out/evals.md
+  toolproof run evals/hr.eval.yaml --case 'leave_*' --no-cache
+
+exit codes:
+  0  every blocking case passed         2  usage or configuration error (nothing ran)
+  1  a blocking case failed             3  infrastructure errors left a case without a verdict
+"""
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``run`` subcommand."""
+    parser = subparsers.add_parser(
+        "run",
+        help="run eval suites (YAML) with trials, checks, a judge and reports",
+        description=(
+            "Run eval suites: each case runs its trials against the agent with mocked or real\n"
+            "tools; objective checks and a judge decide each trial, the pass rule each case."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="suite files or directories (searched for *.eval.yaml and suite YAML files)",
+    )
+    parser.add_argument(
+        "--model",
+        "-m",
+        help="model for every case (overrides the suites); 'scripted' runs each case's script",
+    )
+    parser.add_argument("--judge-model", help="model that grades the 'judge:' rubric lines")
+    parser.add_argument(
+        "--case",
+        "-k",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="run only cases whose name matches (glob; repeatable)",
+    )
+    parser.add_argument(
+        "--tag",
+        "-t",
+        action="append",
+        default=[],
+        help="run only cases with this tag (repeatable: any of them)",
+    )
+    parser.add_argument("--trials", type=_positive_int, help="trials per case (overrides suites)")
+    parser.add_argument(
+        "--concurrency",
+        "-j",
+        type=_positive_int,
+        default=8,
+        help="trials running at the same time (default 8)",
+    )
+    parser.add_argument(
+        "--rpm", type=_positive_float, metavar="N", help="most model requests per minute"
+    )
+    parser.add_argument(
+        "--tpm", type=_positive_float, metavar="N", help="most model tokens per minute"
+    )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="do not reuse or store model responses (the cache lives in --cache-dir)",
+    )
+    parser.add_argument(
+        "--cache-dir", default=".toolproof", help="cache directory (default .toolproof)"
+    )
+    parser.add_argument(
+        "--report",
+        action="append",
+        default=[],
+        metavar="FORMAT[:PATH]",
+        help="write a report: json, junit or markdown, to PATH or '-' for stdout (repeatable)",
+    )
+    parser.add_argument(
+        "--list", action="store_true", help="list the selected cases and their checks; run nothing"
+    )
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress display")
+    parser.set_defaults(handler=run_command)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Handle ``toolproof run``."""
+    import asyncio
+
+    from rich.console import Console
+
+    from toolproof._reporting import parse_report_specs
+    from toolproof.evals._progress import default_progress
+    from toolproof.evals._suite import load_suites, select_cases
+
+    specs = parse_report_specs(args.report)
+    suites = load_suites(args.paths)
+    if args.list:
+        console = Console(highlight=False)
+        _list_cases(select_cases(suites, cases=args.case, tags=args.tag), console, args)
+        return 0
+    stdout_taken = any(spec.to_stdout for spec in specs)
+    console = Console(stderr=stdout_taken, highlight=False)
+    progress = default_progress(quiet=args.quiet)
+    report = asyncio.run(
+        _run(
+            suites,
+            model=args.model,
+            judge_model=args.judge_model,
+            cases=args.case,
+            tags=args.tag,
+            trials=args.trials,
+            concurrency=args.concurrency,
+            cache=not args.no_cache,
+            cache_dir=args.cache_dir,
+            requests_per_minute=args.rpm,
+            tokens_per_minute=args.tpm,
+            reports=specs,
+            progress=progress,
+        )
+    )
+    from toolproof.evals._report import print_summary
+
+    print_summary(report, console)
+    for spec in specs:
+        if not spec.to_stdout:
+            console.print(f"[dim]wrote {spec.format} report to {spec.path}[/]")
+    if report.interrupted:
+        console.print("[yellow]interrupted: the reports hold the cases finished so far[/]")
+    return report.exit_code
+
+
+async def _run(suites: Any, **options: Any) -> EvalReport:
+    """Run with Ctrl-C handled: the first one stops the run and keeps the partial report."""
+    import asyncio
+    import signal
+
+    from toolproof.evals._runner import evaluate_async
+
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    presses = 0
+
+    def interrupt() -> None:
+        nonlocal presses
+        presses += 1
+        if presses == 1 and task is not None:
+            sys.stderr.write(
+                "\ntoolproof: interrupting; writing the reports (Ctrl-C again to abort)\n"
+            )
+            task.cancel()
+        else:
+            loop.remove_signal_handler(signal.SIGINT)
+            raise KeyboardInterrupt
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, interrupt)
+        installed = True
+    except (NotImplementedError, RuntimeError, ValueError):  # Windows, or not the main thread
+        installed = False
+    try:
+        return await evaluate_async(suites, partial_on_cancel=True, **options)
+    finally:
+        if installed:
+            loop.remove_signal_handler(signal.SIGINT)
+
+
+def _list_cases(cases: list[Case], console: Console, args: argparse.Namespace) -> None:
+    from rich.markup import escape
+
+    for case in cases:
+        config = case.config
+        model = args.model or config.model or "(no model)"
+        trials = args.trials or config.trials
+        flags = [f"model={model}", f"trials={trials}", f"pass_rule={config.pass_rule.describe()}"]
+        flags.append(f"tools={config.tools}")
+        if config.gate != "block":
+            flags.append(f"gate={config.gate}")
+        if case.tags:
+            flags.append("tags=" + ",".join(case.tags))
+        if case.skip:
+            flags.append(f"skip={case.skip!r}")
+        console.print(f"[bold]{escape(case.id)}[/]  [dim]{escape(case.location)}[/]")
+        console.print("  " + escape("  ".join(flags)))
+        for number, turn in enumerate(case.turns, 1):
+            label = f"turn {number}" if len(case.turns) > 1 else "input"
+            console.print(f"  {label}: {escape(turn.input)}")
+            for check in turn.checks:
+                console.print(f"    expect {check.name}: {escape(check.describe)}")
+        for check in case.checks:
+            console.print(f"  expect {check.name}: {escape(check.describe)}")
+        for line in case.judge:
+            console.print(f"  judge: {escape(line)}")
+    console.print(f"{len(cases)} case{'s' if len(cases) != 1 else ''}")

@@ -1,0 +1,337 @@
+"""Reports of an eval run: console summary, JSON, JUnit XML and Markdown.
+
+The JSON report (``format: toolproof-eval-report``, ``version: 1``) is the complete record:
+
+.. code-block:: text
+
+    {format, version, toolproof, started_at, duration_s, interrupted, exit_code,
+     judge_prompt_version,
+     summary: {cases, passed, failed, errors, skipped, not_run, blocking_failed,
+               advisory_failed, trials, trials_passed, trials_failed, trials_errored,
+               stats: {cases, trials, passed, pass_rate, pass_at_k, pass_hat_k,
+                       stable_pass, stable_fail, flaky},
+               usage, cost, model_calls, cached_calls, judge_calls, duration_s, exit_code},
+     suites: [{name, file, cases}],
+     cases: [{suite, name, id, file, line, description, tags, gate, pass_rule,
+              trials_planned, model, judge_model, verdict, reason, passes, failures,
+              errors, stats: {n, c, pass_rate, pass_at_k, pass_hat_k, classification},
+              trials: [{index, status, attempts, duration_ms, usage, cost, model_calls,
+                        cached_calls, error: {type, message} | null,
+                        checks: [{check, kind, status, reason, turn?, criterion?}],
+                        traces: [<toolproof trace>...]}]}]}
+
+docs/evals.md documents every field. Trials are copied from the spool file the runner
+streamed them to, so writing the report never holds all traces in memory.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import IO, TYPE_CHECKING, Any
+
+from toolproof._reporting import (
+    JUnitCase,
+    JUnitSuite,
+    ReportSpec,
+    md_code,
+    md_details,
+    md_escape,
+    md_table,
+    md_truncate,
+    open_output,
+    write_junit,
+)
+from toolproof.evals._results import CaseResult, EvalReport
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = [
+    "REPORT_FORMAT",
+    "REPORT_VERSION",
+    "json_report_head",
+    "junit_suites",
+    "markdown_report",
+    "print_summary",
+    "write_json_report",
+    "write_reports",
+]
+
+REPORT_FORMAT = "toolproof-eval-report"
+#: Version of the JSON report. Bump it when a field is removed or changes meaning; new
+#: fields do not bump it.
+REPORT_VERSION = 1
+
+_ICON = {"pass": "✅", "fail": "❌", "error": "⚠️", "skipped": "⏭️", "not_run": "⏸️"}
+
+
+def write_reports(report: EvalReport, specs: Sequence[ReportSpec], spool: IO[bytes] | None) -> None:
+    """Write each requested report."""
+    for spec in specs:
+        if spec.format == "json":
+            write_json_report(spec.path, report, spool)
+        elif spec.format == "junit":
+            write_junit(spec.path, junit_suites(report))
+        elif spec.format == "markdown":
+            with open_output(spec.path) as out:
+                out.write(markdown_report(report))
+
+
+# -- JSON -------------------------------------------------------------------------------------
+
+
+def json_report_head(report: EvalReport) -> dict[str, Any]:
+    """Everything of the JSON report except the cases."""
+    from toolproof._version import __version__
+    from toolproof.evals._judge import JUDGE_PROMPT_VERSION
+
+    suites: dict[str, dict[str, Any]] = {}
+    for result in report.cases:
+        entry = suites.setdefault(
+            result.case.suite,
+            {"name": result.case.suite, "file": str(result.case.file), "cases": 0},
+        )
+        entry["cases"] += 1
+    return {
+        "format": REPORT_FORMAT,
+        "version": REPORT_VERSION,
+        "toolproof": __version__,
+        "started_at": report.started_at,
+        "duration_s": round(report.duration_s, 3),
+        "interrupted": report.interrupted,
+        "exit_code": report.exit_code,
+        "judge_prompt_version": JUDGE_PROMPT_VERSION,
+        "summary": report.summary(),
+        "suites": list(suites.values()),
+    }
+
+
+def write_json_report(path: str, report: EvalReport, spool: IO[bytes] | None) -> None:
+    """Write the JSON report, copying each trial (with its traces) from the spool."""
+    head = json.dumps(json_report_head(report), ensure_ascii=False, indent=1)
+    with open_output(path) as out:
+        out.write(head[:-2] + ',\n "cases": [')
+        for number, result in enumerate(report.cases):
+            case = json.dumps(result.head(), ensure_ascii=False)
+            out.write(("," if number else "") + "\n  " + case[:-1] + ', "trials": [')
+            for index, trial in enumerate(result.trials):
+                out.write(("," if index else "") + "\n   ")
+                if trial.spool is not None and spool is not None:
+                    offset, length = trial.spool
+                    spool.seek(offset)
+                    out.write(spool.read(length).decode("utf-8"))
+                else:
+                    data = trial.head()
+                    data["traces"] = [t.to_dict() for t in trial.traces or []]
+                    out.write(json.dumps(data, ensure_ascii=False))
+            out.write("]}")
+        out.write("\n ]\n}\n")
+    if spool is not None:
+        spool.seek(0, 2)
+
+
+# -- JUnit ------------------------------------------------------------------------------------
+
+
+def _trial_lines(result: CaseResult) -> list[str]:
+    lines = []
+    for trial in result.trials:
+        mark = {"pass": "PASS", "fail": "FAIL", "error": "ERROR"}[trial.status]
+        retries = f", {trial.attempts} attempts" if trial.attempts > 1 else ""
+        lines.append(f"trial {trial.index + 1}: {mark} ({trial.duration_ms / 1000:.2f} s{retries})")
+        if trial.status == "error" and trial.error:
+            lines.append(f"  error: {trial.error_type}: {trial.error}")
+        for check in trial.checks:
+            if check.status != "pass":
+                lines.append(f"  {check.status}: {check.label}: {check.reason}")
+    return lines
+
+
+def junit_suites(report: EvalReport) -> list[JUnitSuite]:
+    """One ``<testsuite>`` per eval suite, one ``<testcase>`` per case."""
+    suites: dict[str, JUnitSuite] = {}
+    for result in report.cases:
+        case = result.case
+        suite = suites.setdefault(case.suite, JUnitSuite(case.suite, timestamp=report.started_at))
+        details = "\n".join(_trial_lines(result))
+        item = JUnitCase(
+            name=case.name,
+            classname=case.suite,
+            time_s=result.duration_ms / 1000,
+            system_out=f"{case.location}\n{details}" if details else case.location,
+        )
+        advisory = "" if result.blocking else "[advisory, gate: advise] "
+        if result.verdict == "fail":
+            if result.blocking:
+                item.failure = f"{result.reason}\n\n{details}"
+            else:
+                item.skipped = f"{advisory}{result.reason}"
+        elif result.verdict == "error":
+            item.error = f"{advisory}{result.reason}\n\n{details}"
+        elif result.verdict in ("skipped", "not_run"):
+            item.skipped = result.reason
+        suite.cases.append(item)
+    return list(suites.values())
+
+
+# -- Markdown ---------------------------------------------------------------------------------
+
+
+def _headline(report: EvalReport) -> str:
+    summary = report.summary()
+    blocking = sum(1 for c in report.cases if c.blocking)
+    if report.interrupted:
+        return (
+            f"⏸️ toolproof evals interrupted: {summary['passed']} of {summary['cases']} cases passed"
+        )
+    if summary["blocking_failed"]:
+        n = summary["blocking_failed"]
+        return f"❌ toolproof evals: {n} blocking case{'s' if n != 1 else ''} failed"
+    if report.count("error", blocking=True):
+        n = report.count("error", blocking=True)
+        cases = f"{n} case{'s' if n != 1 else ''}"
+        return f"⚠️ toolproof evals: no verdict for {cases} (infrastructure errors)"
+    passed = report.count("pass", blocking=True)
+    return f"✅ toolproof evals: {passed}/{blocking} blocking cases passed"
+
+
+def _figures(report: EvalReport) -> str:
+    summary = report.summary()
+    stats = report.stats
+    parts = [f"{summary['trials_passed']}/{summary['trials']} trials passed"]
+    for k, value in stats.pass_hat.items():
+        if k in (1, max(stats.pass_hat)):
+            parts.append(f"pass^{k} {value:.3f}")
+    if stats.pass_at and max(stats.pass_at) > 1:
+        k = max(stats.pass_at)
+        parts.append(f"pass@{k} {stats.pass_at[k]:.3f}")
+    parts.append(f"{stats.flaky} flaky")
+    calls = summary["model_calls"] + summary["cached_calls"]
+    if calls:
+        parts.append(f"{summary['model_calls']} model calls ({summary['cached_calls']} cached)")
+    judged = summary["judged_checks"]
+    if judged["skip"] and not (judged["pass"] or judged["fail"] or judged["inconclusive"]):
+        parts.append(f"{judged['skip']} judged checks skipped (no judge model)")
+    elif any(judged.values()):
+        parts.append(
+            f"judge: {judged['pass']} pass, {judged['fail']} fail, "
+            f"{judged['inconclusive']} inconclusive, {judged['skip']} skipped"
+        )
+    if summary["cost"] is not None:
+        parts.append(f"${summary['cost']:.4f}")
+    parts.append(f"{summary['duration_s']:.1f} s")
+    return " · ".join(parts)
+
+
+def markdown_report(report: EvalReport, *, limit: int = 65536) -> str:
+    """A Markdown report for a pull-request comment or ``$GITHUB_STEP_SUMMARY``.
+
+    Failing, erroring and flaky cases come first, each with the failing checks of its
+    trials in a collapsible block; the text fits a GitHub comment (``limit`` characters).
+    """
+    summary = report.summary()
+    lines = [f"## {_headline(report)}", ""]
+    counts = [
+        ["cases", str(summary["cases"])],
+        ["passed", str(summary["passed"])],
+        ["failed", f"{summary['failed']} ({summary['advisory_failed']} advisory)"],
+        ["errors", str(summary["errors"])],
+        ["skipped", str(summary["skipped"] + summary["not_run"])],
+    ]
+    lines += [md_table([c[0] for c in counts], [[c[1] for c in counts]]), "", _figures(report), ""]
+    attention = [c for c in report.cases if c.verdict in ("fail", "error", "not_run")]
+    flaky = [
+        c
+        for c in report.cases
+        if c.verdict == "pass" and c.stats is not None and c.stats.classification == "flaky"
+    ]
+    if attention:
+        lines += ["### Needs attention", ""]
+        rows = []
+        for result in attention:
+            gate = "" if result.blocking else " (advisory)"
+            rows.append(
+                [
+                    f"{_ICON[result.verdict]} {md_escape(result.verdict)}{gate}",
+                    f"{md_code(result.case.id)}",
+                    f"{result.passes}/{len(result.trials)}",
+                    md_escape(result.reason, limit=300),
+                ]
+            )
+        lines += [md_table(["verdict", "case", "passed", "reason"], rows), ""]
+        for result in attention:
+            body = "\n".join(f"    {line}" for line in _trial_lines(result))
+            if body:
+                lines += [
+                    md_details(f"{md_escape(result.case.id)}: trials", body),
+                    "",
+                ]
+    if flaky:
+        lines += ["### Flaky (passed by pass_rule, but not every trial)", ""]
+        rows = [
+            [
+                f"{md_code(c.case.id)}",
+                f"{c.passes}/{len(c.trials)}",
+                md_escape(c.case.config.pass_rule.describe()),
+                md_escape(c.reason, limit=200),
+            ]
+            for c in flaky
+        ]
+        lines += [md_table(["case", "passed", "pass_rule", "failing checks"], rows), ""]
+    passing = [c for c in report.cases if c.verdict == "pass" and c not in flaky]
+    if passing:
+        body = "\n".join(f"- ✅ {md_code(c.case.id)} {c.passes}/{len(c.trials)}" for c in passing)
+        lines += [md_details(f"{len(passing)} passing cases", body), ""]
+    skipped = [c for c in report.cases if c.verdict == "skipped"]
+    if skipped:
+        body = "\n".join(f"- ⏭️ {md_code(c.case.id)}: {md_escape(c.reason)}" for c in skipped)
+        lines += [md_details(f"{len(skipped)} skipped cases", body), ""]
+    lines.append(f"<sub>exit code {report.exit_code} · toolproof run</sub>")
+    return md_truncate("\n".join(lines) + "\n", limit)
+
+
+# -- console ----------------------------------------------------------------------------------
+
+
+def print_summary(report: EvalReport, console: Console, *, all_cases: bool | None = None) -> None:
+    """Print a table of cases (all, or only those needing attention in large runs) and totals."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    show_all = len(report.cases) <= 40 if all_cases is None else all_cases
+    styles = {"pass": "green", "fail": "red", "error": "yellow", "skipped": "dim", "not_run": "dim"}
+    rows = [
+        c
+        for c in report.cases
+        if show_all
+        or c.verdict != "pass"
+        or (c.stats is not None and c.stats.classification == "flaky")
+    ]
+    if rows:
+        table = Table(show_header=True, header_style="bold", expand=False, show_lines=False)
+        table.add_column("verdict")
+        table.add_column("case", overflow="fold")
+        table.add_column("trials", justify="right")
+        table.add_column("pass^k", justify="right")
+        table.add_column("reason", overflow="fold")
+        for result in rows:
+            stats = result.stats
+            hat = f"{stats.pass_hat[stats.n]:.2f}" if stats is not None else "-"
+            gate = "" if result.blocking else " (advise)"
+            table.add_row(
+                f"[{styles[result.verdict]}]{result.verdict.upper()}[/]{gate}",
+                escape(result.case.id),
+                f"{result.passes}/{len(result.trials)}" if result.trials else "-",
+                hat,
+                escape(result.reason),
+            )
+        console.print(table)
+    if not show_all:
+        hidden = len(report.cases) - len(rows)
+        if hidden:
+            console.print(f"[dim]{hidden} stable passing cases not shown[/]")
+    console.print(escape(_figures(report)), highlight=False)
+    headline = _headline(report)
+    style = "green" if report.exit_code == 0 else "red" if report.exit_code == 1 else "yellow"
+    console.print(f"[bold {style}]{escape(headline)}[/]  (exit code {report.exit_code})")

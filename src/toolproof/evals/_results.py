@@ -1,0 +1,312 @@
+"""Results of an eval run: per trial, per case, and for the whole run.
+
+Trials produce :class:`TrialResult` (each check's result and reason; the traces are streamed
+to disk for the JSON report and kept in memory only on request). A case's trials become a
+:class:`CaseResult` through its pass rule; infrastructure errors never count as failures of
+the agent. :class:`EvalReport` holds every case and computes the summary and exit code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from toolproof._messages import Usage
+from toolproof.evals._checks import CheckResult
+from toolproof.evals._stats import CaseStats, SuiteStats, case_stats, suite_stats
+
+if TYPE_CHECKING:
+    from toolproof._trace import Trace
+    from toolproof.evals._suite import Case
+
+__all__ = [
+    "EXIT_BLOCKING_FAILED",
+    "EXIT_CONFIG_ERROR",
+    "EXIT_INFRASTRUCTURE",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "CaseResult",
+    "EvalReport",
+    "TrialResult",
+    "TrialStatus",
+    "Verdict",
+]
+
+#: Exit codes of ``toolproof run`` (documented in docs/evals.md).
+EXIT_OK = 0
+EXIT_BLOCKING_FAILED = 1
+EXIT_CONFIG_ERROR = 2
+EXIT_INFRASTRUCTURE = 3
+EXIT_INTERRUPTED = 130
+
+TrialStatus = Literal["pass", "fail", "error"]
+Verdict = Literal["pass", "fail", "error", "skipped", "not_run"]
+
+
+@dataclass(slots=True)
+class TrialResult:
+    """One run of a case.
+
+    Attributes:
+        index: 0-based trial number.
+        status: ``"pass"``, ``"fail"`` (the agent failed a check) or ``"error"``
+            (infrastructure errors prevented a verdict, even after retries).
+        checks: Every check's result, objective first, then judged.
+        error: For ``"error"``, what prevented a verdict; for a run that stopped on an
+            error of the agent or its tools, that error.
+        error_type: The class name of the root error.
+        attempts: How many times the trial ran (retries after infrastructure errors).
+        duration_ms: Wall time of the last attempt.
+        usage: Tokens of the last attempt (cached responses included).
+        cost: Cost of the last attempt in USD, when prices are known.
+        model_calls: Model requests the last attempt sent.
+        cached_calls: Model responses the last attempt took from the response cache.
+        traces: The traces of the last attempt (one per turn), when the run keeps them.
+    """
+
+    index: int
+    status: TrialStatus
+    checks: list[CheckResult] = field(default_factory=list)
+    error: str | None = None
+    error_type: str | None = None
+    attempts: int = 1
+    duration_ms: float = 0.0
+    usage: Usage = field(default_factory=Usage)
+    cost: float | None = None
+    model_calls: int = 0
+    cached_calls: int = 0
+    traces: list[Trace] | None = None
+    spool: tuple[int, int] | None = field(default=None, repr=False)
+
+    @property
+    def failed_checks(self) -> list[CheckResult]:
+        """Checks that did not pass (failed, or inconclusive)."""
+        return [c for c in self.checks if c.status in ("fail", "inconclusive")]
+
+    def head(self) -> dict[str, Any]:
+        """Plain data for reports, without the traces."""
+        usage = self.usage
+        return {
+            "index": self.index,
+            "status": self.status,
+            "attempts": self.attempts,
+            "duration_ms": round(self.duration_ms, 3),
+            "usage": {
+                "input_tokens": usage.input_tokens,
+                "output_tokens": usage.output_tokens,
+                "cached_tokens": usage.cached_tokens,
+                "requests": usage.requests,
+                "estimated": usage.estimated,
+            },
+            "cost": self.cost,
+            "model_calls": self.model_calls,
+            "cached_calls": self.cached_calls,
+            "error": None
+            if self.error is None
+            else {"type": self.error_type, "message": self.error},
+            "checks": [c.to_dict() for c in self.checks],
+        }
+
+
+@dataclass(slots=True)
+class CaseResult:
+    """A case's verdict, its trials and their statistics.
+
+    Attributes:
+        case: The case.
+        verdict: ``"pass"``, ``"fail"``, ``"error"`` (infrastructure errors left it
+            undecided), ``"skipped"`` or ``"not_run"`` (the run was interrupted).
+        reason: Why, in a sentence (failing checks with counts, or the error).
+        trials: Every trial, in order.
+        model: The model the case ran with.
+        judge_model: The judge's model, when the case has judged checks and one.
+    """
+
+    case: Case
+    verdict: Verdict
+    reason: str
+    trials: list[TrialResult] = field(default_factory=list)
+    model: str | None = None
+    judge_model: str | None = None
+
+    @property
+    def blocking(self) -> bool:
+        """Whether the case can fail the run (``gate: block``)."""
+        return self.case.config.gate == "block"
+
+    @property
+    def passes(self) -> int:
+        """Trials that passed."""
+        return sum(1 for t in self.trials if t.status == "pass")
+
+    @property
+    def failures(self) -> int:
+        """Trials the agent failed."""
+        return sum(1 for t in self.trials if t.status == "fail")
+
+    @property
+    def errors(self) -> int:
+        """Trials without a verdict (infrastructure errors)."""
+        return sum(1 for t in self.trials if t.status == "error")
+
+    @property
+    def stats(self) -> CaseStats | None:
+        """Pass rate, pass@k, pass^k and class over the trials that have a verdict."""
+        n = self.passes + self.failures
+        return case_stats(n, self.passes) if n else None
+
+    @property
+    def duration_ms(self) -> float:
+        """Wall time of all trials (they may have overlapped)."""
+        return sum(t.duration_ms for t in self.trials)
+
+    def head(self) -> dict[str, Any]:
+        """Plain data for reports, without the trials."""
+        case = self.case
+        config = case.config
+        stats = self.stats
+        return {
+            "suite": case.suite,
+            "name": case.name,
+            "id": case.id,
+            "file": str(case.file),
+            "line": case.line,
+            "description": case.description,
+            "tags": case.tags,
+            "gate": config.gate,
+            "pass_rule": config.pass_rule.describe(),
+            "trials_planned": config.trials,
+            "model": self.model,
+            "judge_model": self.judge_model,
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "passes": self.passes,
+            "failures": self.failures,
+            "errors": self.errors,
+            "stats": None if stats is None else stats.to_dict(),
+        }
+
+
+@dataclass(slots=True)
+class EvalReport:
+    """The outcome of a run.
+
+    Attributes:
+        cases: Every selected case, in suite order.
+        started_at: ISO-8601 UTC start time.
+        duration_s: Wall time of the run.
+        interrupted: Whether the run was stopped early (Ctrl-C); unfinished cases are
+            ``"not_run"``.
+        model_calls: Model requests sent in the whole run.
+        cached_calls: Model responses taken from the response cache.
+        judge_calls: Judge requests sent (cached verdicts excluded).
+    """
+
+    cases: list[CaseResult]
+    started_at: str = ""
+    duration_s: float = 0.0
+    interrupted: bool = False
+    model_calls: int = 0
+    cached_calls: int = 0
+    judge_calls: int = 0
+
+    def count(self, verdict: Verdict, *, blocking: bool | None = None) -> int:
+        """Cases with ``verdict`` (only blocking or advisory ones when ``blocking`` is set)."""
+        return sum(
+            1
+            for c in self.cases
+            if c.verdict == verdict and (blocking is None or c.blocking == blocking)
+        )
+
+    @property
+    def exit_code(self) -> int:
+        """0 all blocking cases pass; 1 a blocking case failed; 3 errors left one undecided.
+
+        Advisory cases (``gate: advise``) never change it; an interrupted run exits 130.
+        """
+        if self.interrupted:
+            return EXIT_INTERRUPTED
+        if self.count("fail", blocking=True):
+            return EXIT_BLOCKING_FAILED
+        if self.count("error", blocking=True):
+            return EXIT_INFRASTRUCTURE
+        return EXIT_OK
+
+    @property
+    def stats(self) -> SuiteStats:
+        """Suite figures: means of the cases' pass rate, pass@k and pass^k, and classes."""
+        return suite_stats(s for s in (c.stats for c in self.cases) if s is not None)
+
+    def summary(self) -> dict[str, Any]:
+        """Counts and figures for reports."""
+        usage = Usage()
+        cost = 0.0
+        cost_known = False
+        judged = {"pass": 0, "fail": 0, "inconclusive": 0, "skip": 0}
+        for case in self.cases:
+            for trial in case.trials:
+                for check in trial.checks:
+                    if check.kind == "judged":
+                        judged[check.status] += 1
+                usage = usage + trial.usage
+                if trial.cost is not None:
+                    cost += trial.cost
+                    cost_known = True
+        stats = self.stats
+        return {
+            "cases": len(self.cases),
+            "passed": self.count("pass"),
+            "failed": self.count("fail"),
+            "errors": self.count("error"),
+            "skipped": self.count("skipped"),
+            "not_run": self.count("not_run"),
+            "blocking_failed": self.count("fail", blocking=True),
+            "advisory_failed": self.count("fail", blocking=False),
+            "trials": sum(len(c.trials) for c in self.cases),
+            "trials_passed": sum(c.passes for c in self.cases),
+            "trials_failed": sum(c.failures for c in self.cases),
+            "trials_errored": sum(c.errors for c in self.cases),
+            "stats": stats.to_dict(),
+            "usage": {
+                "input_tokens": usage.input_tokens,
+                "output_tokens": usage.output_tokens,
+                "cached_tokens": usage.cached_tokens,
+            },
+            "cost": cost if cost_known else None,
+            "model_calls": self.model_calls,
+            "cached_calls": self.cached_calls,
+            "judge_calls": self.judge_calls,
+            "judged_checks": judged,
+            "duration_s": round(self.duration_s, 3),
+            "exit_code": self.exit_code,
+        }
+
+
+def describe_failures(trials: Sequence[TrialResult], limit: int = 3) -> str:
+    """The failing checks of failed trials with counts, and the first reason of each."""
+    counts: dict[str, int] = {}
+    first: dict[str, str] = {}
+    for trial in trials:
+        if trial.status != "fail":
+            continue
+        for check in trial.failed_checks:
+            counts[check.label] = counts.get(check.label, 0) + 1
+            first.setdefault(check.label, check.reason)
+    if not counts:
+        return ""
+    parts = []
+    for label, n in sorted(counts.items(), key=lambda item: -item[1])[:limit]:
+        parts.append(f"{label} (x{n}): {first[label]}")
+    more = len(counts) - limit
+    return "; ".join(parts) + (f"; and {more} more checks" if more > 0 else "")
+
+
+def describe_errors(trials: Sequence[TrialResult]) -> str:
+    """Distinct infrastructure errors of the trials, with counts."""
+    counts: dict[str, int] = {}
+    for trial in trials:
+        if trial.status == "error" and trial.error:
+            text = f"{trial.error_type}: {trial.error}" if trial.error_type else trial.error
+            counts[text] = counts.get(text, 0) + 1
+    return "; ".join(f"{text} (x{n})" if n > 1 else text for text, n in counts.items())

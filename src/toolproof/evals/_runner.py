@@ -1,0 +1,812 @@
+"""The eval runner: cases x trials on asyncio workers, with retries, caching and rate limits.
+
+One trial: fresh mocks (so stateful mocks never leak between trials), the agent's toolset in
+the suite's mode, a fresh agent from the factory, every user turn in one session, then the
+objective checks and, when they pass, the judge. A run that stops on an error of the model
+provider (unreachable, 429/5xx, missing key) is an *infrastructure error*: the trial is
+retried with backoff and, if it still fails, reported as an error, never as a failure of the
+agent. Finished trials are streamed to a spool file for the JSON report, so memory stays
+flat however many cases run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from toolproof._messages import Message, ModelResponse, ModelSettings, ToolDefinition
+from toolproof._reporting import ReportSpec, parse_report_specs
+from toolproof.errors import (
+    AgentRunError,
+    MissingAPIKey,
+    ModelConnectionError,
+    ModelError,
+    ModelFailed,
+    ModelHTTPError,
+    ModelRequestsDisabled,
+    UnexpectedModelOutput,
+    UserError,
+)
+from toolproof.evals._checks import CheckResult, SessionRecord
+from toolproof.evals._results import (
+    CaseResult,
+    EvalReport,
+    TrialResult,
+    describe_errors,
+    describe_failures,
+)
+from toolproof.evals._suite import Case, Suite, load_suites, select_cases
+from toolproof.models._base import Model
+
+if TYPE_CHECKING:
+    from toolproof._tools import Tool
+    from toolproof._trace import Trace
+    from toolproof.evals._cache import ResponseCache
+    from toolproof.evals._progress import Progress
+    from toolproof.evals._ratelimit import RateLimiter
+
+__all__ = ["evaluate", "evaluate_async"]
+
+SCRIPTED = "scripted"
+
+
+# -- models -------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Counters:
+    model_calls: int = 0
+    cached_calls: int = 0
+
+
+@dataclass(slots=True)
+class _Slot:
+    """One model shared by every trial that uses it, with its rate limits."""
+
+    model: Model
+    limiter: RateLimiter | None = None
+    owned: bool = True
+
+
+class _TrialModel(Model):
+    """The model as one trial sees it: cached per trial index, rate limited, counted."""
+
+    def __init__(
+        self, slot: _Slot, trial: int, counters: _Counters, cache: ResponseCache | None
+    ) -> None:
+        self.slot = slot
+        self.inner = slot.model
+        self.name = slot.model.name
+        self.trial = trial
+        self.counters = counters
+        self.cache = cache
+
+    async def request(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolDefinition],
+        settings: ModelSettings,
+    ) -> ModelResponse:
+        from toolproof.evals._cache import decode_response, encode_response, request_key
+
+        key = None
+        if self.cache is not None:
+            key = request_key(self.name, messages, tools, settings, trial=self.trial)
+            stored = self.cache.get(key)
+            if stored is not None:
+                self.counters.cached_calls += 1
+                return decode_response(stored)
+        response = await _limited_request(self.slot, messages, tools, settings)
+        self.counters.model_calls += 1
+        if self.cache is not None and key is not None:
+            self.cache.put(key, encode_response(response))
+        return response
+
+
+class _LimitedModel(Model):
+    """A shared model behind its rate limits (used for the judge, which caches by content)."""
+
+    def __init__(self, slot: _Slot) -> None:
+        self.slot = slot
+        self.name = slot.model.name
+
+    async def request(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolDefinition],
+        settings: ModelSettings,
+    ) -> ModelResponse:
+        return await _limited_request(self.slot, messages, tools, settings)
+
+
+async def _limited_request(
+    slot: _Slot,
+    messages: Sequence[Message],
+    tools: Sequence[ToolDefinition],
+    settings: ModelSettings,
+) -> ModelResponse:
+    limiter = slot.limiter
+    if limiter is None:
+        return await slot.model.request(messages, tools, settings)
+    from toolproof._memory import estimate_message_tokens
+
+    estimate = sum(estimate_message_tokens(m) for m in messages) + (settings.max_tokens or 0)
+    await limiter.acquire(estimate)
+    response = await slot.model.request(messages, tools, settings)
+    limiter.settle(estimate, response.usage.total_tokens or estimate)
+    return response
+
+
+class _MappingMocks:
+    """A ``{tool name: function}`` mapping from a mock factory, as a mock provider."""
+
+    def __init__(self, functions: Mapping[str, Callable[..., Any]]) -> None:
+        self.functions = dict(functions)
+
+    def mock_for(self, tool: Tool[..., Any]) -> Callable[..., Any] | None:
+        return self.functions.get(tool.name)
+
+
+# -- errors -------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Infra:
+    """An infrastructure error: what it was, and whether retrying may help."""
+
+    error_type: str
+    message: str
+    retryable: bool
+    retry_after: float | None = None
+
+
+def infrastructure_error(exc: BaseException) -> _Infra | None:
+    """Classify an exception: ``None`` when it is the agent's (or its tools') failure.
+
+    Model provider problems (unreachable, timeouts, HTTP errors, unreadable bodies, a
+    missing key, requests switched off) are infrastructure errors; 429 and 5xx responses,
+    connection errors and unreadable bodies are worth retrying.
+    """
+    from toolproof.models.fake import ScriptExhausted
+
+    root = exc.__cause__ if isinstance(exc, AgentRunError) and exc.__cause__ else exc
+    name = type(root).__name__
+    if isinstance(root, ScriptExhausted):
+        return None  # the scripted conversation does not fit the agent: a case failure
+    if isinstance(root, ModelHTTPError):
+        return _Infra(name, str(root), root.retryable, root.retry_after)
+    if isinstance(root, (ModelConnectionError, UnexpectedModelOutput, asyncio.TimeoutError)):
+        return _Infra(name, str(root) or "timed out", True)
+    if isinstance(root, (MissingAPIKey, ModelRequestsDisabled, ModelError)):
+        return _Infra(name, str(root), False)
+    if isinstance(exc, ModelFailed):
+        return _Infra(name, str(root), False)
+    return None
+
+
+# -- plan ---------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Plan:
+    case: Case
+    trials: int
+    model_name: str | None = None
+    slot: _Slot | None = None
+    scripted: bool = False
+    judge_slot: _Slot | None = None
+    skip: str | None = None
+    error: tuple[str, str] | None = None
+    results: list[TrialResult | None] = field(default_factory=list)
+    remaining: int = 0
+    result: CaseResult | None = None
+
+
+@dataclass(slots=True)
+class _Options:
+    concurrency: int = 8
+    keep_traces: bool = False
+    retry_backoff: float = 1.0
+    retry_backoff_max: float = 30.0
+
+
+class _Runner:
+    def __init__(
+        self,
+        plans: list[_Plan],
+        options: _Options,
+        *,
+        cache: ResponseCache | None,
+        progress: Progress,
+        spool: IO[bytes] | None,
+    ) -> None:
+        self.plans = plans
+        self.options = options
+        self.cache = cache
+        self.progress = progress
+        self.spool = spool
+        self.model_calls = 0
+        self.cached_calls = 0
+        self.judge_calls = 0
+
+    # -- the run --------------------------------------------------------------------------------
+
+    async def run(self) -> bool:
+        """Run every planned trial; returns whether the run was interrupted."""
+        units = [
+            (plan, index) for plan in self.plans if plan.remaining for index in range(plan.trials)
+        ]
+        self.progress.start(len(self.plans), len(units))
+        for plan in self.plans:
+            if plan.result is not None:
+                self.progress.case_done(plan.result)
+        queue = iter(units)
+
+        async def worker() -> None:
+            for plan, index in queue:
+                trial = await self.trial(plan, index)
+                self.record(plan, trial)
+
+        workers = [
+            asyncio.ensure_future(worker())
+            for _ in range(max(1, min(self.options.concurrency, len(units))))
+        ]
+        try:
+            if workers:
+                await asyncio.gather(*workers)
+        except asyncio.CancelledError:
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            return True
+        except BaseException:
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            raise
+        return False
+
+    def record(self, plan: _Plan, trial: TrialResult) -> None:
+        plan.results[trial.index] = trial
+        self.model_calls += trial.model_calls
+        self.cached_calls += trial.cached_calls
+        self.progress.trial_done(plan.case, trial)
+        plan.remaining -= 1
+        if plan.remaining == 0:
+            plan.result = _case_result(plan, interrupted=False)
+            self.progress.case_done(plan.result)
+
+    # -- one trial ------------------------------------------------------------------------------
+
+    async def trial(self, plan: _Plan, index: int) -> TrialResult:
+        config = plan.case.config
+        attempts = 0
+        while True:
+            attempts += 1
+            started = time.perf_counter()
+            try:
+                if config.timeout is None:
+                    trial, infra = await self.attempt(plan, index)
+                else:
+                    trial, infra = await asyncio.wait_for(self.attempt(plan, index), config.timeout)
+            except asyncio.TimeoutError:
+                message = f"the trial took longer than its timeout ({config.timeout:g} s)"
+                trial = TrialResult(index, "error", error=message, error_type="TrialTimeout")
+                infra = _Infra("TrialTimeout", message, retryable=False)
+            trial.attempts = attempts
+            if not trial.duration_ms:
+                trial.duration_ms = (time.perf_counter() - started) * 1000
+            if infra is not None and infra.retryable and attempts <= config.retries:
+                await asyncio.sleep(self.backoff(attempts, infra.retry_after))
+                continue
+            if self.spool is not None:
+                trial.spool = self.write_spool(trial)
+            if not self.options.keep_traces:
+                trial.traces = None
+            return trial
+
+    def backoff(self, attempt: int, retry_after: float | None) -> float:
+        base = self.options.retry_backoff * (2 ** (attempt - 1))
+        wait = max(base, retry_after or 0.0)
+        return float(min(wait, self.options.retry_backoff_max))
+
+    async def attempt(self, plan: _Plan, index: int) -> tuple[TrialResult, _Infra | None]:
+        from toolproof.models.fake import ScriptedModel
+
+        case = plan.case
+        config = case.config
+        started = time.perf_counter()
+        mocks: list[Any] = []
+        for spec in config.mocks:
+            mocks.extend(spec.create())
+        providers = [_MappingMocks(m) if isinstance(m, Mapping) else m for m in mocks]
+        toolset = config.agent.toolset.with_mode(
+            config.tools, overrides=config.tool_modes or None, mocks=providers or None
+        )
+        counters = _Counters()
+        model: Model
+        if plan.scripted:
+            model = ScriptedModel(case.script or [], name=SCRIPTED)
+        else:
+            assert plan.slot is not None
+            model = _TrialModel(plan.slot, index, counters, self.cache)
+        try:
+            agent = config.agent.build(model, toolset)
+        except Exception as exc:
+            message = f"building the agent failed: {type(exc).__name__}: {exc}"
+            trial = TrialResult(index, "error", error=message, error_type=type(exc).__name__)
+            return trial, _Infra(type(exc).__name__, message, retryable=False)
+        session = agent.session()
+        metadata = {
+            **case.metadata,
+            "eval": {"suite": case.suite, "case": case.name, "trial": index},
+        }
+        run_error: AgentRunError | None = None
+        try:
+            for turn in case.turns:
+                await session.run(
+                    turn.input, metadata=metadata, tags=case.tags, settings=config.settings
+                )
+        except AgentRunError as exc:
+            infra = infrastructure_error(exc)
+            if infra is not None:
+                trial = self.finish(
+                    TrialResult(index, "error", error=infra.message, error_type=infra.error_type),
+                    session.traces,
+                    counters,
+                    started,
+                )
+                return trial, infra
+            run_error = exc
+        traces = list(session.traces)
+        record = SessionRecord(traces, mocks)
+        checks: list[CheckResult] = []
+        try:
+            checks.extend(_completion(case, record, run_error))
+            checks.extend(check(record) for check in case.checks)
+            checks.extend(check(record) for turn in case.turns for check in turn.checks)
+        except Exception as exc:  # a bug in a check: no verdict rather than a false failure
+            message = f"a check raised {type(exc).__name__}: {exc}"
+            trial = self.finish(
+                TrialResult(index, "error", error=message, error_type=type(exc).__name__),
+                traces,
+                counters,
+                started,
+            )
+            return trial, _Infra(type(exc).__name__, message, retryable=False)
+        if case.judge:
+            try:
+                checks.extend(await self.judge(plan, record, checks))
+            except ModelError as exc:
+                infra = infrastructure_error(exc)
+                assert infra is not None
+                infra.message = f"the judge model failed: {infra.message}"
+                trial = self.finish(
+                    TrialResult(index, "error", checks, infra.message, infra.error_type),
+                    traces,
+                    counters,
+                    started,
+                )
+                return trial, infra
+        failed = any(c.status in ("fail", "inconclusive") for c in checks)
+        trial = TrialResult(index, "fail" if failed else "pass", checks)
+        if run_error is not None:
+            root = run_error.__cause__ or run_error
+            trial.error, trial.error_type = str(run_error), type(root).__name__
+        return self.finish(trial, traces, counters, started), None
+
+    def finish(
+        self, trial: TrialResult, traces: list[Trace], counters: _Counters, started: float
+    ) -> TrialResult:
+        usage = None
+        cost: float | None = 0.0
+        for trace in traces:
+            usage = trace.usage if usage is None else usage + trace.usage
+            cost = None if cost is None or trace.cost is None else cost + trace.cost
+        if usage is not None:
+            trial.usage = usage
+        trial.cost = cost if traces else None
+        trial.traces = traces
+        trial.model_calls = counters.model_calls
+        trial.cached_calls = counters.cached_calls
+        trial.duration_ms = (time.perf_counter() - started) * 1000
+        return trial
+
+    async def judge(
+        self, plan: _Plan, record: SessionRecord, objective: list[CheckResult]
+    ) -> list[CheckResult]:
+        from toolproof.evals._judge import judge
+
+        case = plan.case
+        config = case.config
+        if plan.judge_slot is None:
+            reason = (
+                "no judge model: set judge_model in the suite or pass --judge-model (a scripted "
+                "run has no model to judge with)"
+            )
+            return [
+                CheckResult("judge", "skip", reason, kind="judged", criterion=c) for c in case.judge
+            ]
+        if config.judge_when == "objective_pass" and any(
+            c.status in ("fail", "inconclusive") for c in objective
+        ):
+            reason = (
+                "not judged: the objective checks failed (the judge runs only when they pass; "
+                "set judge_when: always to judge anyway)"
+            )
+            return [
+                CheckResult("judge", "skip", reason, kind="judged", criterion=c) for c in case.judge
+            ]
+        model = _LimitedModel(plan.judge_slot)
+        outcomes = await asyncio.gather(
+            *(
+                judge(
+                    model,
+                    criterion,
+                    record,
+                    case.metadata,
+                    cache=self.cache,
+                    inconclusive=config.judge_inconclusive,
+                )
+                for criterion in case.judge
+            )
+        )
+        self.judge_calls += sum(1 for _, called in outcomes if called)
+        return [result for result, _ in outcomes]
+
+    def write_spool(self, trial: TrialResult) -> tuple[int, int]:
+        from toolproof._trace import _adapter
+
+        assert self.spool is not None
+        head = json.dumps(trial.head(), ensure_ascii=False, separators=(",", ":")).encode()
+        traces = b",".join(_adapter().dump_json(trace) for trace in trial.traces or [])
+        line = head[:-1] + b',"traces":[' + traces + b"]}\n"
+        offset = self.spool.tell()
+        self.spool.write(line)
+        return offset, len(line) - 1
+
+
+def _completion(
+    case: Case, record: SessionRecord, run_error: AgentRunError | None
+) -> list[CheckResult]:
+    """The implicit check that every turn ended with an answer.
+
+    It is left out when the case states its own ``stop_reason`` expectation.
+    """
+    expects_stop = any(check.name == "stop_reason" for check in case.checks) or any(
+        check.name == "stop_reason" for turn in case.turns for check in turn.checks
+    )
+    if run_error is not None:
+        root = run_error.__cause__ or run_error
+        return [
+            CheckResult(
+                "completed",
+                "fail",
+                f"the run stopped on an error of the agent or its tools at step "
+                f"{run_error.step}: {type(root).__name__}: {run_error}",
+            )
+        ]
+    if expects_stop:
+        return []
+    for number, trace in enumerate(record.traces, 1):
+        if trace.stop_reason != "final":
+            turn = f"turn {number} " if len(record.traces) > 1 else ""
+            detail = f" ({trace.stop_detail})" if trace.stop_detail else ""
+            return [
+                CheckResult(
+                    "completed",
+                    "fail",
+                    f"{turn}stopped with {trace.stop_reason} instead of a final answer{detail}",
+                )
+            ]
+    return [CheckResult("completed", "pass", "every turn ended with a final answer")]
+
+
+def _case_result(plan: _Plan, *, interrupted: bool) -> CaseResult:
+    case = plan.case
+    trials = [t for t in plan.results if t is not None]
+    passes = sum(1 for t in trials if t.status == "pass")
+    failures = sum(1 for t in trials if t.status == "fail")
+    errors = sum(1 for t in trials if t.status == "error")
+    rule = case.config.pass_rule
+    decision = rule.decide(plan.trials, passes, failures)
+    counts = f"{passes}/{plan.trials} trials passed"
+    if decision == "pass":
+        verdict, reason = "pass", f"{counts} (pass_rule: {rule.describe()})"
+        if failures:
+            reason += "; failing: " + describe_failures(trials)
+    elif decision == "fail":
+        needed = rule.needed(plan.trials)
+        verdict = "fail"
+        reason = f"{counts}, {needed} needed (pass_rule: {rule.describe()}): " + (
+            describe_failures(trials) or "no trial passed"
+        )
+    elif interrupted and len(trials) < plan.trials:
+        verdict = "not_run"
+        reason = f"interrupted after {len(trials)} of {plan.trials} trials"
+    else:
+        verdict = "error"
+        reason = (
+            f"{errors} of {plan.trials} trials hit infrastructure errors, so pass_rule "
+            f"{rule.describe()} cannot decide ({counts}): {describe_errors(trials)}"
+        )
+    return CaseResult(
+        case,
+        verdict,  # type: ignore[arg-type]
+        reason,
+        trials,
+        model=plan.model_name,
+        judge_model=plan.judge_slot.model.name if plan.judge_slot else None,
+    )
+
+
+# -- the public entry points --------------------------------------------------------------------
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+async def evaluate_async(
+    suites: Sequence[Suite] | Sequence[str | Path] | str | Path,
+    *,
+    model: str | Model | None = None,
+    judge_model: str | Model | None = None,
+    cases: Sequence[str] = (),
+    tags: Sequence[str] = (),
+    trials: int | None = None,
+    concurrency: int = 8,
+    cache: bool = True,
+    cache_dir: str | Path = ".toolproof",
+    requests_per_minute: float | None = None,
+    tokens_per_minute: float | None = None,
+    reports: Sequence[str | ReportSpec] = (),
+    progress: Progress | None = None,
+    keep_traces: bool = False,
+    retry_backoff: float = 1.0,
+    partial_on_cancel: bool = False,
+) -> EvalReport:
+    """Run eval suites and return the report (the engine of ``toolproof run``).
+
+    Args:
+        suites: Loaded suites, or suite files and directories.
+        model: Overrides every case's model: a model string, ``"scripted"`` (each case's
+            script), or a :class:`~toolproof.models.Model` instance.
+        judge_model: Overrides the judge model (a string or a model).
+        cases: Case name patterns to select (``fnmatch``; ``suite::name`` also works).
+        tags: Select cases having any of these tags.
+        trials: Overrides every case's number of trials.
+        concurrency: Trials running at the same time.
+        cache: Reuse stored model responses and judge verdicts, and store new ones.
+        cache_dir: Where the response cache lives.
+        requests_per_minute: Client-side request limit per model.
+        tokens_per_minute: Client-side token limit per model.
+        reports: Reports to write, as ``"FORMAT:PATH"`` (json, junit, markdown) or specs;
+            they are written even when the run is interrupted.
+        progress: Receives progress events (nothing is shown by default).
+        keep_traces: Keep every trial's traces in memory (``TrialResult.traces``); the
+            JSON report streams them to disk either way.
+        retry_backoff: Seconds before the first retry after an infrastructure error
+            (doubling each time, or the provider's ``Retry-After`` when longer).
+        partial_on_cancel: When the run is cancelled, return the partial report
+            (``interrupted=True``) instead of raising ``CancelledError``.
+
+    Returns:
+        The report; ``report.exit_code`` is what ``toolproof run`` exits with.
+
+    Raises:
+        ConfigError: A suite is invalid (nothing was run).
+        UserError: Bad options: no model for a case, a filter matching nothing, an
+            unknown model provider.
+        asyncio.CancelledError: The run was cancelled (Ctrl-C); the reports were written
+            with the cases finished so far before it propagates.
+    """
+    from toolproof.evals._progress import NullProgress
+
+    if concurrency < 1:
+        raise UserError(f"concurrency must be at least 1, got {concurrency}")
+    if trials is not None and trials < 1:
+        raise UserError(f"trials must be at least 1, got {trials}")
+    specs: list[ReportSpec] = [
+        *(r for r in reports if isinstance(r, ReportSpec)),
+        *parse_report_specs([r for r in reports if isinstance(r, str)]),
+    ]
+    loaded = _as_suites(suites)
+    selected = select_cases(loaded, cases=cases, tags=tags)
+    started_at = _now()
+    clock = time.perf_counter()
+    slots: dict[str, _Slot] = {}
+    plans = _plan(
+        selected,
+        model=model,
+        judge_model=judge_model,
+        trials=trials,
+        slots=slots,
+        rpm=requests_per_minute,
+        tpm=tokens_per_minute,
+    )
+    response_cache: ResponseCache | None = None
+    if cache and any(p.slot is not None or p.judge_slot is not None for p in plans):
+        from toolproof.evals._cache import ResponseCache
+
+        response_cache = ResponseCache(Path(cache_dir))
+    # Trials (with their traces) stream to this file for the JSON report.
+    spool = (
+        tempfile.TemporaryFile(prefix="toolproof-trials-")  # noqa: SIM115 - closed below
+        if any(s.format == "json" for s in specs)
+        else None
+    )
+    runner = _Runner(
+        plans,
+        _Options(concurrency=concurrency, keep_traces=keep_traces, retry_backoff=retry_backoff),
+        cache=response_cache,
+        progress=progress or NullProgress(),
+        spool=spool,
+    )
+    cancelled = False
+    try:
+        try:
+            interrupted = await runner.run()
+        except asyncio.CancelledError:
+            interrupted = cancelled = True
+        finally:
+            runner.progress.finish()
+        for plan in plans:
+            if plan.result is None:
+                plan.result = _case_result(plan, interrupted=True)
+        report = EvalReport(
+            [p.result for p in plans if p.result is not None],
+            started_at=started_at,
+            duration_s=time.perf_counter() - clock,
+            interrupted=interrupted,
+            model_calls=runner.model_calls,
+            cached_calls=runner.cached_calls,
+            judge_calls=runner.judge_calls,
+        )
+        if specs:
+            from toolproof.evals._report import write_reports
+
+            write_reports(report, specs, spool)
+    finally:
+        if spool is not None:
+            spool.close()
+        if response_cache is not None:
+            response_cache.close()
+        for slot in slots.values():
+            if slot.owned:
+                with contextlib.suppress(Exception):  # closing is best effort
+                    await slot.model.aclose()
+    if cancelled and not partial_on_cancel:
+        raise asyncio.CancelledError
+    return report
+
+
+def evaluate(
+    suites: Sequence[Suite] | Sequence[str | Path] | str | Path, **options: Any
+) -> EvalReport:
+    """Run eval suites from synchronous code; see :func:`evaluate_async` for the options.
+
+    Example:
+        ```python
+        from toolproof.evals import evaluate
+
+        report = evaluate("examples/hr_assistant/hr.eval.yaml", model="scripted")
+        assert report.exit_code == 0, [c.reason for c in report.cases]
+        ```
+    """
+    return asyncio.run(evaluate_async(suites, **options))
+
+
+def _as_suites(suites: Sequence[Suite] | Sequence[str | Path] | str | Path) -> list[Suite]:
+    if isinstance(suites, (str, Path)):
+        return load_suites([suites])
+    items = list(suites)
+    if all(isinstance(s, Suite) for s in items):
+        return [s for s in items if isinstance(s, Suite)]
+    if any(isinstance(s, Suite) for s in items):
+        raise UserError("pass either Suite objects or paths, not both")
+    return load_suites([s for s in items if isinstance(s, (str, Path))])
+
+
+def _plan(
+    cases: Iterable[Case],
+    *,
+    model: str | Model | None,
+    judge_model: str | Model | None,
+    trials: int | None,
+    slots: dict[str, _Slot],
+    rpm: float | None,
+    tpm: float | None,
+) -> list[_Plan]:
+    """Decide each case's model, judge and trials; build each distinct model once."""
+    plans: list[_Plan] = []
+    missing: list[str] = []
+    failures: dict[str, tuple[str, str]] = {}
+
+    def slot_for(spec: str | Model) -> _Slot | tuple[str, str]:
+        key = spec if isinstance(spec, str) else f"<instance {id(spec)}>"
+        if key in failures:
+            return failures[key]
+        if key not in slots:
+            limiter = None
+            if rpm or tpm:
+                from toolproof.evals._ratelimit import RateLimiter
+
+                limiter = RateLimiter(rpm, tpm)
+            if isinstance(spec, Model):
+                slots[key] = _Slot(spec, limiter, owned=False)
+            else:
+                from toolproof.models import model_from_string
+
+                try:
+                    slots[key] = _Slot(model_from_string(spec), limiter)
+                except MissingAPIKey as exc:
+                    failures[key] = ("MissingAPIKey", str(exc))
+                    return failures[key]
+        return slots[key]
+
+    for case in cases:
+        n = trials or case.config.trials
+        plan = _Plan(case, n, results=[None] * n, remaining=n)
+        plans.append(plan)
+        chosen: str | Model | None = model if model is not None else case.config.model
+        if case.skip is not None:
+            plan.skip = case.skip
+        elif chosen is None:
+            missing.append(case.id)
+            continue
+        elif isinstance(chosen, str) and chosen.strip().lower() == SCRIPTED:
+            plan.scripted = True
+            plan.model_name = SCRIPTED
+            if case.script is None:
+                plan.skip = "no script: the scripted model needs the case's 'script:'"
+        else:
+            slot = slot_for(chosen)
+            if isinstance(slot, tuple):
+                plan.error = slot
+                plan.model_name = chosen if isinstance(chosen, str) else chosen.name
+            else:
+                plan.slot = slot
+                plan.model_name = slot.model.name
+        if case.judge and plan.skip is None and plan.error is None:
+            judge_choice: str | Model | None = (
+                judge_model if judge_model is not None else case.config.judge_model
+            )
+            if judge_choice is None and not plan.scripted:
+                judge_choice = chosen  # the case's own model judges when no judge is set
+            if judge_choice is not None and not (
+                isinstance(judge_choice, str) and judge_choice.strip().lower() == SCRIPTED
+            ):
+                judge_slot = slot_for(judge_choice)
+                if isinstance(judge_slot, tuple):
+                    plan.error = (judge_slot[0], f"judge model: {judge_slot[1]}")
+                else:
+                    plan.judge_slot = judge_slot
+        if plan.skip is not None:
+            plan.remaining = 0
+            plan.results = []
+            plan.result = CaseResult(case, "skipped", plan.skip, model=plan.model_name)
+        elif plan.error is not None:
+            plan.remaining = 0
+            plan.results = []
+            error_type, message = plan.error
+            plan.result = CaseResult(
+                case, "error", f"{error_type}: {message}", model=plan.model_name
+            )
+    if missing:
+        shown = ", ".join(missing[:5]) + (
+            f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        )
+        raise UserError(
+            f"no model for {shown}: set 'model:' in the suite or the case, or pass --model "
+            "(--model scripted runs each case's script, offline)"
+        )
+    return plans
