@@ -98,6 +98,7 @@ class FakeOpenAIServer:
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
         self._ready = threading.Event()
+        self._handling: set[asyncio.Task[Any]] = set()
         self.arrived = threading.Event()  # set whenever a request arrives
 
     @property
@@ -108,6 +109,8 @@ class FakeOpenAIServer:
         self.replies.extend(replies)
 
     def reset(self) -> None:
+        if self._loop is not None:  # abandon answers still waiting out their delay
+            asyncio.run_coroutine_threadsafe(self._cancel_handlers(), self._loop).result(10)
         self.replies.clear()
         self.requests.clear()
         self.handler = None
@@ -162,13 +165,27 @@ class FakeOpenAIServer:
             loop.run_until_complete(loop.shutdown_asyncgens())
             loop.close()
 
+    async def _cancel_handlers(self) -> None:
+        for task in list(self._handling):
+            task.cancel()
+
     async def _shutdown(self) -> None:
+        await self._cancel_handlers()
         if self._runner is not None:
             await self._runner.cleanup()
 
     # -- answering ---------------------------------------------------------------------------
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        task = asyncio.current_task()
+        assert task is not None
+        self._handling.add(task)
+        try:
+            return await self._answer(request)
+        finally:
+            self._handling.discard(task)
+
+    async def _answer(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
         try:
             body: Any = json.loads(raw) if raw else None
