@@ -220,7 +220,6 @@ class SessionPool:
             limit=self.max_connections,
             limit_per_host=0,
             ttl_dns_cache=300,
-            keepalive_timeout=30,
         )
         t = self.timeout
         return aiohttp.ClientSession(
@@ -247,7 +246,8 @@ class SessionPool:
             if loop.is_closed():
                 # The loop ended without finalizing async generators: its connections are
                 # already unusable; drop the transports without awaiting anything.
-                del self._states[key]
+                if self._states.pop(key, None) is None:
+                    continue  # another thread got there first
                 connector = state.session.connector
                 if connector is not None:
                     with contextlib.suppress(RuntimeError):  # the dead loop cannot run a task

@@ -110,7 +110,7 @@ class OpenAIChatModel(Model):
         timeout: float | Timeout | None = None,
         retry: RetryPolicy | int | None = None,
         headers: Mapping[str, str] | None = None,
-        max_connections: int = 100,
+        max_connections: int = 256,
         send_reasoning: bool = False,
         max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens",
         system_role: Literal["system", "developer", "user"] = "system",
