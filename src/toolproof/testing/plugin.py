@@ -100,27 +100,54 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         models.ALLOW_MODEL_REQUESTS = previous
 
 
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    marker = item.get_closest_marker("live_model")
-    if marker is None:
-        return
-    spec = _marker_model(marker)
-    if not is_live(item.config):
-        pytest.skip(
-            f"live model test ({spec}): run with --toolproof-live or {LIVE_ENV}=1 to enable"
-        )
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    live = is_live(config)
+    for item in items:
+        marker = item.get_closest_marker("live_model")
+        if marker is None:
+            continue
+        spec = marker.args[0] if marker.args and isinstance(marker.args[0], str) else None
+        if spec is None:
+            continue  # reported at setup
+        reason = _skip_reason(spec, live)
+        if reason is not None:
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def _skip_reason(spec: str, live: bool) -> str | None:
+    """Why a live test cannot run now, or ``None`` (also when the model string is invalid)."""
+    if not live:
+        return f"live model test ({spec}): run with --toolproof-live or {LIVE_ENV}=1 to enable"
     from toolproof.errors import UserError
     from toolproof.models import api_key_env
 
     try:
         variable = api_key_env(spec)
+    except UserError:
+        return None  # setup fails the test with the message
+    if variable and not os.environ.get(variable, "").strip():
+        return f"live model test ({spec}): {variable} is not set"
+    return None
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    marker = item.get_closest_marker("live_model")
+    if marker is None:
+        return
+    spec = _marker_model(marker)
+    from toolproof.errors import UserError
+    from toolproof.models import api_key_env
+
+    try:
+        api_key_env(spec)
         problem = None
     except UserError as exc:
-        variable, problem = None, str(exc)
+        problem = str(exc)
     if problem is not None:
         pytest.fail(f"@pytest.mark.live_model({spec!r}): {problem}", pytrace=False)
-    if variable and not os.environ.get(variable, "").strip():
-        pytest.skip(f"live model test ({spec}): {variable} is not set")
+    reason = _skip_reason(spec, is_live(item.config))  # the key may have gone since collection
+    if reason is not None:
+        pytest.skip(reason)
 
 
 def _marker_model(marker: pytest.Mark) -> str:
