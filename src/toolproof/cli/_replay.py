@@ -1,0 +1,195 @@
+"""``toolproof replay``: replay recorded traces against today's tools or model, and gate."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from toolproof.cli._traces import (
+    add_filter_arguments,
+    add_store_argument,
+    filter_from_args,
+    store_path,
+)
+
+__all__ = ["register"]
+
+EPILOG = """modes:
+  tools   the recorded model outputs go through today's tools and schemas (no model cost)
+  model   today's agent answers the recorded questions; tools answer from the recordings
+
+examples:
+  toolproof replay --mode tools --agent myapp.agent:build_agent --gate 0.05
+  toolproof replay --mode tools --schemas tools.json --tag reward:1
+  toolproof replay --mode model --agent myapp.agent:build_agent --model deepseek:deepseek-chat \\
+      --rules replay.yaml --half-life 30d --max-age 90d --report junit:replay.xml
+
+exit codes: 0 gate passed, 1 failure rate above the gate, 2 usage error, 3 samples could not
+be graded (the model provider failed) and the gate passed without them.
+"""
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``replay`` command."""
+    parser = subparsers.add_parser(
+        "replay",
+        help="replay recorded traces after a model, prompt or tool change, and gate on them",
+        description=(
+            "Replay stored traces in tools or model mode; each sample is graded pass, warn\n"
+            "or fail, warns go to a spot-check list, and --gate fails the command when the\n"
+            "failure rate is above it."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_store_argument(parser)
+    parser.add_argument(
+        "--mode", choices=("tools", "model"), default="tools", help="default: tools"
+    )
+    parser.add_argument(
+        "--agent", metavar="MODULE:FACTORY", help="today's agent: factory(model, tools) -> Agent"
+    )
+    parser.add_argument(
+        "--tools", metavar="MODULE[:ATTR]", help="today's tools (tools mode; default: the agent's)"
+    )
+    parser.add_argument(
+        "--schemas",
+        metavar="FILE",
+        help="today's tool schemas as OpenAI JSON (tools mode, without Python tools)",
+    )
+    parser.add_argument(
+        "--model",
+        "-m",
+        help="model mode: a model string, 'recorded' (replay the recorded outputs through the "
+        "whole loop), or MODULE:ATTR naming a Model",
+    )
+    parser.add_argument("--rules", metavar="FILE", help="grading rules (YAML)")
+    parser.add_argument(
+        "--gate", type=_rate, help="fail when the failure rate is above this (default 0)"
+    )
+    parser.add_argument("--half-life", help="sample weights halve every this long (e.g. 30d)")
+    parser.add_argument("--max-age", help="samples older than this are not replayed (e.g. 90d)")
+    parser.add_argument("--judge-model", help="model that judges differently worded answers")
+    parser.add_argument(
+        "--run-mocks",
+        action="store_true",
+        help="tools mode: run today's declared mocks and compare their return structure",
+    )
+    parser.add_argument("--concurrency", type=int, default=4, help="model mode (default 4)")
+    parser.add_argument(
+        "--report",
+        action="append",
+        default=[],
+        metavar="FORMAT:PATH",
+        help="write a report: json, junit or markdown, to PATH or '-' for stdout (repeatable)",
+    )
+    add_filter_arguments(parser, model_flag="--recorded-model")
+    parser.set_defaults(handler=_replay)
+
+
+def _rate(text: str) -> float:
+    try:
+        value = float(text.rstrip("%")) / (100 if text.endswith("%") else 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a rate such as 0.05 or 5%, got {text!r}"
+        ) from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"a rate is between 0 and 1, got {text!r}")
+    return value
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from toolproof._reporting import parse_report_specs
+    from toolproof.errors import UserError
+    from toolproof.replay import Aging, ReplayRules, TraceStore, replay
+
+    specs = parse_report_specs(args.report)
+    rules = ReplayRules.from_file(args.rules) if args.rules else ReplayRules()
+    aging = rules.aging
+    if args.half_life or args.max_age:
+        override = Aging.parse(args.half_life, args.max_age)
+        aging = Aging(
+            override.half_life if args.half_life else aging.half_life,
+            override.max_age if args.max_age else aging.max_age,
+        )
+    if args.concurrency < 1:
+        raise UserError(f"--concurrency must be at least 1, got {args.concurrency}")
+    agent = _load_agent(args.agent) if args.agent else None
+    tools: Any = None
+    if args.schemas:
+        from toolproof.replay._import import load_tool_infos
+
+        tools = load_tool_infos(args.schemas)
+    elif args.tools:
+        from toolproof.testing._modules import load_target, tools_in
+
+        target, label = load_target(args.tools)
+        tools = tools_in(target)
+        if not tools:
+            raise UserError(f"--tools {args.tools}: {label} holds no tools")
+    model = _load_model(args.model) if args.model else None
+    if args.mode == "model" and agent is None:
+        raise UserError("--mode model needs --agent MODULE:FACTORY (today's agent)")
+    if args.mode == "tools" and agent is None and tools is None:
+        raise UserError("--mode tools needs today's tools: --agent, --tools or --schemas")
+    judge = _load_model(args.judge_model) if args.judge_model else None
+    if judge == "recorded":
+        raise UserError("--judge-model needs a real model, not 'recorded'")
+
+    with TraceStore(store_path(args), create=False) as store:
+        report = replay(
+            store,
+            mode=args.mode,
+            tools=tools,
+            agent=agent,
+            model=model,
+            rules=rules,
+            filter=filter_from_args(args),
+            gate=args.gate,
+            aging=aging,
+            judge=judge,
+            run_mocks=args.run_mocks,
+            concurrency=args.concurrency,
+        )
+    to_stdout = any(spec.to_stdout for spec in specs)
+    console = sys.stderr if to_stdout else sys.stdout
+    print(report.render_text(), file=console)
+    for spec in specs:
+        report.write(spec)
+        if not spec.to_stdout:
+            print(f"wrote {spec.format} report to {spec.path}", file=console)
+    return report.exit_code
+
+
+def _load_agent(spec: str) -> Any:
+    from toolproof._agent import Agent
+    from toolproof.errors import UserError
+    from toolproof.testing._modules import load_target
+
+    target, label = load_target(spec)
+    if not (isinstance(target, Agent) or callable(target)):
+        raise UserError(f"--agent {spec}: {label} is neither an Agent nor a factory")
+    return target
+
+
+def _load_model(spec: str) -> Any:
+    from toolproof.errors import UserError
+    from toolproof.models import Model, model_from_string
+
+    if spec in ("recorded", "scripted"):
+        return "recorded"
+    module, sep, _ = spec.partition(":")
+    if sep and ("." in module or "/" in module or module.endswith(".py")):
+        from toolproof.testing._modules import load_target
+
+        target, label = load_target(spec)
+        if isinstance(target, Model):
+            return target
+        if callable(target):
+            made = target()
+            if isinstance(made, Model):
+                return made
+        raise UserError(f"--model {spec}: {label} is not a Model (nor a function returning one)")
+    return model_from_string(spec)

@@ -1,0 +1,325 @@
+"""``toolproof traces``: list, show, export, import and prune recorded traces."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from datetime import datetime, timezone
+from typing import Any
+
+__all__ = ["add_filter_arguments", "filter_from_args", "register", "store_path"]
+
+EPILOG = """examples:
+  toolproof traces list --since 7d --tool query_users --status failed
+  toolproof traces show 3fa9c0
+  toolproof traces export --tag prod -o prod.jsonl
+  toolproof traces import runs.jsonl
+  toolproof traces import gpt-4o-airline.json --tools tools.json --model openai:gpt-4o
+  toolproof traces prune --older-than 90d
+"""
+
+_STATUSES = "ok, failed, final, max_steps, budget, repeated_call, cancelled, error"
+
+
+def store_path(args: argparse.Namespace) -> str:
+    """The store given with ``--store``, else ``$TOOLPROOF_STORE``, else the default."""
+    from toolproof.replay._store import DEFAULT_STORE_PATH
+
+    return str(args.store or os.environ.get("TOOLPROOF_STORE") or DEFAULT_STORE_PATH)
+
+
+def add_store_argument(parser: argparse.ArgumentParser) -> None:
+    """``--store PATH``."""
+    parser.add_argument(
+        "--store",
+        metavar="PATH",
+        help="trace store (default: $TOOLPROOF_STORE or .toolproof/traces.db)",
+    )
+
+
+def add_filter_arguments(
+    parser: argparse.ArgumentParser, *, model_flag: str = "--model", limit: int | None = None
+) -> None:
+    """The trace filters shared by ``traces`` and ``replay``."""
+    group = parser.add_argument_group("which traces")
+    group.add_argument("--since", help="started at or after: an age (7d, 12h) or an ISO date")
+    group.add_argument("--until", help="started before: an age (7d, 12h) or an ISO date")
+    group.add_argument(
+        "--tool", action="append", default=[], help="called this tool (repeatable: any of them)"
+    )
+    group.add_argument(
+        model_flag, dest="filter_model", metavar="MODEL", help="recorded with this model (globs)"
+    )
+    group.add_argument(
+        "--tag", action="append", default=[], help="carries this tag (repeatable: all of them)"
+    )
+    group.add_argument("--status", help=f"outcome: {_STATUSES}")
+    group.add_argument("--id", action="append", default=[], dest="ids", help="this trace id")
+    group.add_argument(
+        "--limit",
+        type=int,
+        default=limit,
+        help="at most this many, most recent first" + (f" (default {limit})" if limit else ""),
+    )
+
+
+def filter_from_args(args: argparse.Namespace) -> Any:
+    """The ``TraceFilter`` the filter arguments describe."""
+    from toolproof.replay import TraceFilter
+
+    return TraceFilter(
+        since=args.since,
+        until=args.until,
+        tools=list(args.tool),
+        model=args.filter_model,
+        tags=list(args.tag),
+        status=args.status,
+        ids=list(args.ids),
+        limit=args.limit,
+    )
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``traces`` command and its subcommands."""
+    parser = subparsers.add_parser(
+        "traces",
+        help="list, show, export and import recorded traces",
+        description="Work with the trace store that Recorder writes and replay reads.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.set_defaults(handler=lambda args: _usage(parser))
+    commands = parser.add_subparsers(title="subcommands", metavar="SUBCOMMAND")
+
+    listing = commands.add_parser("list", help="list stored traces, most recent first")
+    add_store_argument(listing)
+    add_filter_arguments(listing, limit=50)
+    listing.add_argument("--json", action="store_true", help="one JSON object per line")
+    listing.set_defaults(handler=_list)
+
+    show = commands.add_parser("show", help="show one trace")
+    add_store_argument(show)
+    show.add_argument("id", help="the trace id (or a unique prefix)")
+    show.add_argument("--json", action="store_true", help="the stored JSON")
+    show.set_defaults(handler=_show)
+
+    export = commands.add_parser("export", help="write traces as JSONL (one trace per line)")
+    add_store_argument(export)
+    add_filter_arguments(export)
+    export.add_argument("-o", "--output", default="-", help="the file (default: stdout)")
+    export.set_defaults(handler=_export)
+
+    importer = commands.add_parser(
+        "import",
+        help="import JSONL exports or OpenAI-format conversations",
+        description=(
+            "Import traces: toolproof JSONL exports, or OpenAI-format conversations (a JSON\n"
+            "list or JSONL of records whose 'traj'/'messages' hold the chat). A conversation\n"
+            "becomes one trace per answered user turn (history = the turns before it)."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_store_argument(importer)
+    importer.add_argument("files", nargs="+", metavar="FILE")
+    importer.add_argument(
+        "--format", choices=("auto", "toolproof", "openai"), default="auto", help="default: auto"
+    )
+    importer.add_argument("--tools", metavar="FILE", help="OpenAI tool schemas (tools.json)")
+    importer.add_argument("--model", default="", help="model name to record for conversations")
+    importer.add_argument("--tag", action="append", default=[], help="tag every imported trace")
+    importer.add_argument(
+        "--turns",
+        choices=("all", "last"),
+        default="all",
+        help="one trace per answered turn (all), or the last turn only",
+    )
+    redaction = importer.add_mutually_exclusive_group()
+    redaction.add_argument("--redact", metavar="FILE", help="redaction rules (YAML)")
+    redaction.add_argument(
+        "--no-redact",
+        action="store_true",
+        help="store as is (the default masks credentials, "
+        "e-mail addresses, phone and card numbers)",
+    )
+    importer.add_argument("--replace", action="store_true", help="overwrite traces with same id")
+    importer.set_defaults(handler=_import)
+
+    prune = commands.add_parser("prune", help="delete expired traces")
+    add_store_argument(prune)
+    prune.add_argument("--older-than", required=True, metavar="AGE", help="e.g. 90d")
+    prune.add_argument("--dry-run", action="store_true", help="only count them")
+    prune.set_defaults(handler=_prune)
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
+
+
+def _list(args: argparse.Namespace) -> int:
+    from toolproof.replay._store import open_store
+
+    with open_store(store_path(args)) as store:
+        rows = store.rows(filter_from_args(args))
+        total = store.count(filter_from_args(args))
+    if args.json:
+        for row in rows:
+            print(
+                json.dumps(
+                    {
+                        "id": row.id,
+                        "started_at": row.started_at or _iso(row.ts),
+                        "model": row.model,
+                        "status": row.status,
+                        "tools": row.tools,
+                        "tool_calls": row.tool_calls,
+                        "tags": row.tags,
+                        "duration_ms": round(row.duration_ms, 3),
+                        "input": row.input,
+                    },
+                    ensure_ascii=False,
+                )
+            )
+        return 0
+    if not rows:
+        print("no traces match")
+        return 0
+    table = [["ID", "STARTED", "MODEL", "STATUS", "TOOLS", "TAGS", "INPUT"]]
+    for row in rows:
+        tools = ", ".join(f"{name}×{n}" if n > 1 else name for name, n in row.tools.items())
+        table.append(
+            [
+                row.id[:12],
+                _iso(row.ts)[:16].replace("T", " "),
+                _clip(row.model, 24),
+                row.status,
+                _clip(tools, 32) or "-",
+                _clip(",".join(row.tags), 24) or "-",
+                _clip(row.input, 50),
+            ]
+        )
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]) - 1)]
+    for line in table:
+        print(
+            "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=False))
+            + "  "
+            + line[-1]
+        )
+    if total > len(rows):
+        print(f"({len(rows)} of {total} shown; use --limit)")
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from toolproof.replay._store import open_store
+
+    with open_store(store_path(args)) as store:
+        if args.json:
+            print(json.dumps(json.loads(store.get_json(args.id)), indent=2, ensure_ascii=False))
+            return 0
+        trace = store.get(args.id)
+    print(trace.summary())
+    print(f"  started: {trace.started_at or '-'}  tags: {', '.join(trace.tags) or '-'}")
+    if trace.system_prompt_hash:
+        print(f"  system prompt: {trace.system_prompt_hash}")
+    if trace.tools:
+        print("  tools: " + ", ".join(f"{t.name}@{t.schema_hash[:8]}" for t in trace.tools))
+    if trace.metadata:
+        print("  metadata: " + json.dumps(trace.metadata, ensure_ascii=False, default=str))
+    print()
+    for message in trace.messages:
+        if message.role == "system":
+            continue
+        label = message.role if message.role != "tool" else f"tool {message.name}"
+        if message.content:
+            print(f"[{label}] {message.content}")
+        for call in message.tool_calls:
+            print(f"[{label}] -> {call.signature()}")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from toolproof._reporting import open_output
+    from toolproof.replay._store import open_store
+
+    count = 0
+    with open_store(store_path(args)) as store, open_output(args.output) as out:
+        for _, payload, _ in store.payloads(filter_from_args(args), newest_first=False):
+            out.write(payload.decode() if isinstance(payload, bytes) else str(payload))
+            out.write("\n")
+            count += 1
+    if args.output != "-":
+        print(f"exported {count} traces to {args.output}", file=sys.stderr)
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    from pydantic_core import to_json
+
+    from toolproof.replay import Redactor, TraceStore
+    from toolproof.replay._import import load_tool_infos, read_trace_file
+    from toolproof.replay._store import row_from_dict
+
+    if args.no_redact:
+        redactor = Redactor.none()
+    elif args.redact:
+        redactor = Redactor.from_file(args.redact)
+    else:
+        redactor = Redactor()
+    tools = load_tool_infos(args.tools) if args.tools else []
+    path = store_path(args)
+    total = new = 0
+    with TraceStore(path) as store:
+        for file in args.files:
+            batch = []
+            for trace in read_trace_file(
+                file,
+                format=args.format,
+                tools=tools,
+                model=args.model,
+                tags=args.tag,
+                turns=args.turns,
+            ):
+                data = redactor.redact_data(trace.to_dict())
+                batch.append(row_from_dict(data, to_json(data)))
+                if len(batch) >= 500:
+                    new += store._write(batch, replace=args.replace)
+                    total += len(batch)
+                    batch = []
+            new += store._write(batch, replace=args.replace)
+            total += len(batch)
+    skipped = total - new
+    note = f" ({skipped} already present, kept)" if skipped and not args.replace else ""
+    print(f"imported {new} of {total} traces into {path}{note}")
+    return 0
+
+
+def _prune(args: argparse.Namespace) -> int:
+    from toolproof.replay import TraceFilter
+    from toolproof.replay._store import open_store
+    from toolproof.replay._time import parse_duration
+
+    parse_duration(args.older_than, where="--older-than")
+    with open_store(store_path(args)) as store:
+        old = [row.id for row in store.rows(TraceFilter(until=args.older_than))]
+        if args.dry_run:
+            print(f"{len(old)} traces are older than {args.older_than}")
+            return 0
+        deleted = store.delete(old)
+    print(f"deleted {deleted} traces older than {args.older_than}")
+    return 0
+
+
+def _iso(ts: float) -> str:
+    return (
+        datetime.fromtimestamp(ts, timezone.utc)
+        .isoformat(timespec="seconds")
+        .replace("+00:00", "Z")
+    )
+
+
+def _clip(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -1,0 +1,314 @@
+"""The replay report: counts, raw and weighted failure rates, the gate, and its formats.
+
+Formats: a console summary (text), JSON (everything), JUnit XML (one test case per sample:
+fails are failures, infrastructure problems are errors, warns pass with their findings in
+``system-out``) and Markdown for pull-request comments (the failures, then the spot-check
+list of warns).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolproof._reporting import (
+    JUnitCase,
+    JUnitSuite,
+    ReportSpec,
+    md_code,
+    md_details,
+    md_escape,
+    md_table,
+    md_truncate,
+    open_output,
+    write_junit,
+)
+from toolproof.replay._grading import Finding, SampleResult
+from toolproof.replay._rules import Aging
+
+__all__ = ["ReplayReport"]
+
+#: Exit codes of ``toolproof replay``.
+EXIT_OK, EXIT_GATE, EXIT_INFRA = 0, 1, 3
+
+
+@dataclass(slots=True)
+class ReplayReport:
+    """The outcome of a replay.
+
+    Attributes:
+        mode: ``"tools"`` or ``"model"``.
+        samples: One result per replayed sample.
+        gate: The failure rate above which the replay fails (``None``: any failure fails).
+        aging: The aging settings used.
+        expired: Samples older than ``aging.max_age``, not replayed.
+        started_at: When the replay started (ISO-8601 UTC).
+        duration_s: Wall time of the replay.
+        source: Where the samples came from (the store path).
+        new_model: The model answering in model mode.
+    """
+
+    mode: str
+    samples: list[SampleResult] = field(default_factory=list)
+    gate: float | None = None
+    aging: Aging = field(default_factory=Aging)
+    expired: int = 0
+    started_at: str = ""
+    duration_s: float = 0.0
+    source: str | None = None
+    new_model: str | None = None
+
+    # -- figures -----------------------------------------------------------------------------
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Samples per grade."""
+        out = {"pass": 0, "warn": 0, "fail": 0, "error": 0}
+        for sample in self.samples:
+            out[sample.grade] += 1
+        return out
+
+    @property
+    def graded(self) -> list[SampleResult]:
+        """Samples with a verdict (everything but infrastructure errors)."""
+        return [s for s in self.samples if s.grade != "error"]
+
+    @property
+    def failures(self) -> list[SampleResult]:
+        """The failed samples."""
+        return [s for s in self.samples if s.grade == "fail"]
+
+    @property
+    def spot_check(self) -> list[SampleResult]:
+        """The warned samples: worth a human look, they do not block."""
+        return [s for s in self.samples if s.grade == "warn"]
+
+    @property
+    def errors(self) -> list[SampleResult]:
+        """Samples that could not be graded (the model provider failed...)."""
+        return [s for s in self.samples if s.grade == "error"]
+
+    @property
+    def fail_rate(self) -> float:
+        """Failed samples over graded samples (0 when nothing was graded)."""
+        graded = self.graded
+        return len(self.failures) / len(graded) if graded else 0.0
+
+    @property
+    def weighted_fail_rate(self) -> float:
+        """The failure rate with each sample weighted by its age."""
+        total = sum(s.weight for s in self.graded)
+        if total <= 0:
+            return 0.0
+        return sum(s.weight for s in self.failures) / total
+
+    @property
+    def gate_rate(self) -> float:
+        """The rate the gate compares: weighted when samples age, raw otherwise."""
+        return self.weighted_fail_rate if self.aging.half_life else self.fail_rate
+
+    @property
+    def gate_passed(self) -> bool:
+        """Whether the failure rate is within the gate (no failure at all without a gate)."""
+        threshold = 0.0 if self.gate is None else self.gate
+        return self.gate_rate <= threshold + 1e-12
+
+    @property
+    def exit_code(self) -> int:
+        """0 when the gate passes, 1 when it fails, 3 when errors left it undecided."""
+        if not self.gate_passed:
+            return EXIT_GATE
+        if self.errors:
+            return EXIT_INFRA
+        return EXIT_OK
+
+    # -- formats -----------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything, as plain data (the JSON report)."""
+        counts = self.counts
+        return {
+            "mode": self.mode,
+            "source": self.source,
+            "new_model": self.new_model,
+            "started_at": self.started_at,
+            "duration_s": round(self.duration_s, 3),
+            "samples": len(self.samples),
+            "counts": counts,
+            "expired": self.expired,
+            "fail_rate": round(self.fail_rate, 6),
+            "weighted_fail_rate": round(self.weighted_fail_rate, 6),
+            "aging": self.aging.describe(),
+            "gate": {
+                "threshold": self.gate,
+                "rate": round(self.gate_rate, 6),
+                "passed": self.gate_passed,
+            },
+            "spot_check": [s.trace_id for s in self.spot_check],
+            "results": [s.to_dict() for s in self.samples],
+        }
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """The JSON report."""
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, default=str)
+
+    def summary(self) -> str:
+        """One line: counts, rates and the gate's verdict."""
+        c = self.counts
+        weighted = f" (weighted {self.weighted_fail_rate:.1%})" if self.aging.half_life else ""
+        threshold = "0" if self.gate is None else f"{self.gate:.1%}"
+        verdict = "PASSED" if self.gate_passed else "FAILED"
+        extra = f", {self.expired} expired" if self.expired else ""
+        errors = f", {c['error']} error" if c["error"] else ""
+        return (
+            f"replay ({self.mode}): {len(self.samples)} samples: {c['pass']} pass, "
+            f"{c['warn']} warn, {c['fail']} fail{errors}{extra}; failure rate "
+            f"{self.fail_rate:.1%}{weighted}; gate {threshold}: {verdict}"
+        )
+
+    def render_text(self, *, max_samples: int = 20) -> str:
+        """The console report: failures with their findings side by side, then warns."""
+        lines: list[str] = []
+        for title, samples in (
+            ("FAIL", self.failures),
+            ("ERROR", self.errors),
+            ("WARN (spot check)", self.spot_check),
+        ):
+            if not samples:
+                continue
+            lines.append(f"{title}: {len(samples)}")
+            for sample in samples[:max_samples]:
+                lines.append(f"  {sample.trace_id}  {_clip(sample.input, 70)!r}")
+                for finding in sample.findings:
+                    lines.append(f"    [{finding.grade}] {finding.check}: {finding.message}")
+                    if finding.recorded is not None or finding.new is not None:
+                        lines.append(f"        recorded: {_show(finding.recorded)}")
+                        lines.append(f"        new:      {_show(finding.new)}")
+            if len(samples) > max_samples:
+                lines.append(f"  ... and {len(samples) - max_samples} more (see the JSON report)")
+        lines.append(self.summary())
+        return "\n".join(lines)
+
+    def junit_suites(self) -> list[JUnitSuite]:
+        """One suite, one case per sample."""
+        suite = JUnitSuite(name=f"toolproof replay ({self.mode})", timestamp=self.started_at)
+        for sample in self.samples:
+            text = _findings_text(sample.findings)
+            case = JUnitCase(
+                name=f"{sample.trace_id} {_clip(sample.input, 60)}".strip(),
+                classname=f"replay.{self.mode}",
+                time_s=sample.duration_ms / 1000,
+            )
+            if sample.grade == "fail":
+                case.failure = text
+            elif sample.grade == "error":
+                case.error = text
+            elif sample.grade == "warn":
+                case.system_out = "WARN (spot check)\n" + text
+            suite.cases.append(case)
+        return [suite]
+
+    def render_markdown(self, *, max_samples: int = 50) -> str:
+        """A Markdown report for pull-request comments and job summaries."""
+        c = self.counts
+        verdict = "✅ passed" if self.gate_passed else "❌ failed"
+        threshold = "0 (any failure)" if self.gate is None else f"{self.gate:.1%}"
+        parts = [
+            f"## toolproof replay ({self.mode}): gate {verdict}",
+            "",
+            md_table(
+                [
+                    "samples",
+                    "pass",
+                    "warn",
+                    "fail",
+                    "error",
+                    "expired",
+                    "failure rate",
+                    "weighted",
+                    "gate",
+                ],
+                [
+                    [
+                        str(len(self.samples)),
+                        str(c["pass"]),
+                        str(c["warn"]),
+                        str(c["fail"]),
+                        str(c["error"]),
+                        str(self.expired),
+                        f"{self.fail_rate:.1%}",
+                        f"{self.weighted_fail_rate:.1%}",
+                        threshold,
+                    ]
+                ],
+            ),
+        ]
+        if self.failures:
+            parts += ["", "### Failures", ""]
+            parts.append(_md_findings(self.failures[:max_samples]))
+            if len(self.failures) > max_samples:
+                parts.append(f"\n… and {len(self.failures) - max_samples} more failures.")
+        if self.errors:
+            parts += ["", "### Not graded (errors)", ""]
+            parts.append(_md_findings(self.errors[:max_samples]))
+        if self.spot_check:
+            parts += [
+                "",
+                md_details(
+                    f"Spot check: {len(self.spot_check)} warned samples",
+                    _md_findings(self.spot_check[:max_samples]),
+                ),
+            ]
+        return md_truncate("\n".join(parts) + "\n")
+
+    def write(self, spec: ReportSpec) -> None:
+        """Write one report (``json``, ``junit`` or ``markdown``) where ``spec`` says."""
+        if spec.format == "junit":
+            write_junit(spec.path, self.junit_suites())
+            return
+        with open_output(spec.path) as out:
+            if spec.format == "json":
+                out.write(self.to_json() + "\n")
+            else:
+                out.write(self.render_markdown())
+
+
+def _findings_text(findings: list[Finding]) -> str:
+    lines = []
+    for finding in findings:
+        lines.append(f"[{finding.grade}] {finding.check}: {finding.message}")
+        if finding.recorded is not None or finding.new is not None:
+            lines.append(f"    recorded: {_show(finding.recorded)}")
+            lines.append(f"    new:      {_show(finding.new)}")
+    return "\n".join(lines)
+
+
+def _md_findings(samples: list[SampleResult]) -> str:
+    rows = []
+    for sample in samples:
+        for finding in sample.findings:
+            rows.append(
+                [
+                    md_code(sample.trace_id[:12]),
+                    md_escape(sample.input, limit=60),
+                    finding.grade,
+                    md_escape(finding.message, limit=160),
+                    md_escape(_show(finding.recorded), limit=100),
+                    md_escape(_show(finding.new), limit=100),
+                ]
+            )
+    return md_table(["trace", "input", "grade", "why", "recorded", "new"], rows)
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _clip(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -1,0 +1,128 @@
+"""Counting the recorded calls a new tool schema would reject (``schema diff --store``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toolproof.errors import UserError
+from toolproof.replay._grading import _mask_value
+from toolproof.replay._rules import _DEFAULT_MASK
+from toolproof.replay._store import TraceFilter, TraceStore
+
+__all__ = ["SchemaRejections", "count_schema_rejections"]
+
+
+@dataclass(slots=True)
+class SchemaRejections:
+    """The recorded calls of one tool checked against its new parameters schema.
+
+    Attributes:
+        tool: The tool name.
+        checked: Recorded calls checked.
+        rejected: How many of them the new schema rejects.
+        examples: A few rejected calls: trace id, the call (sensitive values masked) and why.
+    """
+
+    tool: str
+    checked: int = 0
+    rejected: int = 0
+    examples: list[str] = field(default_factory=list)
+
+
+def count_schema_rejections(
+    store: str | Path | TraceStore,
+    schemas: Mapping[str, Mapping[str, Any]],
+    *,
+    examples: int = 3,
+    mask: Sequence[str] = _DEFAULT_MASK,
+    filter: TraceFilter | None = None,
+) -> list[SchemaRejections]:
+    """Validate every recorded call in ``store`` against the new parameter schemas.
+
+    A recorded tool missing from ``schemas`` has all its calls rejected ("tool no longer
+    exists"). Calls whose recorded arguments were not valid JSON are not counted (they were
+    rejected when recorded already).
+
+    Args:
+        store: The trace store or its path.
+        schemas: Tool name -> the NEW parameters JSON Schema.
+        examples: Rejected calls to keep per tool.
+        mask: Argument names whose values are masked in the examples.
+        filter: Check only these stored traces.
+
+    Returns:
+        One entry per tool recorded or named in ``schemas``, sorted by tool name.
+
+    Raises:
+        UserError: The store is missing, or a schema is not a valid JSON Schema.
+
+    Example:
+        ```python
+        new = {"query_users": {"type": "object", "properties": {"user_id": {"type": "integer"}},
+                               "required": ["user_id"], "additionalProperties": False}}
+        for entry in count_schema_rejections(".toolproof/traces.db", new):
+            print(entry.tool, entry.rejected, "of", entry.checked, entry.examples)
+        ```
+    """
+    from jsonschema import Draft202012Validator, validators
+    from jsonschema.exceptions import best_match
+    from pydantic_core import from_json
+
+    checkers: dict[str, Any] = {}
+    for name, schema in schemas.items():
+        cls = validators.validator_for(dict(schema), default=Draft202012Validator)
+        try:
+            cls.check_schema(dict(schema))
+        except Exception as exc:
+            message = getattr(exc, "message", str(exc))
+            raise UserError(
+                f"the new schema of tool '{name}' is not valid JSON Schema: {message}"
+            ) from None
+        checkers[name] = cls(dict(schema))
+
+    masked = {m.lower() for m in mask}
+    results: dict[str, SchemaRejections] = {name: SchemaRejections(name) for name in schemas}
+    opened = store if isinstance(store, TraceStore) else TraceStore(store, create=False)
+    try:
+        for _, payload, _ in opened.payloads(filter, newest_first=True):
+            data = from_json(payload)
+            trace_id = str(data.get("id", ""))
+            for step in data.get("steps") or ():
+                for call in (step.get("response") or {}).get("tool_calls") or ():
+                    name = str(call.get("name", ""))
+                    if call.get("arguments_error"):
+                        continue
+                    arguments = call.get("arguments") or {}
+                    entry = results.setdefault(name, SchemaRejections(name))
+                    entry.checked += 1
+                    checker = checkers.get(name)
+                    if checker is None:
+                        reason = "tool no longer exists"
+                    else:
+                        error = best_match(checker.iter_errors(arguments))
+                        if error is None:
+                            continue
+                        reason = _reason(error, masked)
+                    entry.rejected += 1
+                    if len(entry.examples) < examples:
+                        shown = json.dumps(
+                            _mask_value("", arguments, mask), ensure_ascii=False, sort_keys=True
+                        )
+                        entry.examples.append(f"{trace_id[:12]}: {name}({shown}): {reason}")
+    finally:
+        if opened is not store:
+            opened.close()
+    return [results[name] for name in sorted(results)]
+
+
+def _reason(error: Any, masked: set[str]) -> str:
+    path = [str(p) for p in error.absolute_path]
+    message = str(error.message)
+    if any(part.lower() in masked for part in path):
+        message = message.replace(repr(error.instance), "***")
+        message = message.replace(json.dumps(error.instance, default=str), "***")
+    return message + (f" (at {'/'.join(path)})" if path else "")
