@@ -32,6 +32,7 @@ class Reply:
     sse_text: str | None = None  # a raw event-stream body, flushed at each blank line
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    end_delay: float = 0.0  # for streams: a pause between the last event and the end of body
     drop: bool = False  # close the connection without answering
 
     @classmethod
@@ -81,6 +82,7 @@ class Received:
     path: str
     headers: dict[str, str]
     body: Any
+    peer: Any = None  # the client's (host, port): the same port means a reused connection
 
 
 Handler = Callable[[Received], Reply]
@@ -191,7 +193,8 @@ class FakeOpenAIServer:
             body: Any = json.loads(raw) if raw else None
         except ValueError:
             body = raw.decode("utf-8", "replace")
-        received = Received(request.method, request.path, dict(request.headers), body)
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        received = Received(request.method, request.path, dict(request.headers), body, peer)
         self.requests.append(received)
         self.arrived.set()
         if self.replies:
@@ -230,5 +233,6 @@ class FakeOpenAIServer:
         for piece in pieces:
             await response.write(piece.encode())
             await asyncio.sleep(0)
+        await asyncio.sleep(reply.end_delay)
         await response.write_eof()
         return response

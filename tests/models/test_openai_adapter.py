@@ -442,6 +442,26 @@ def test_an_error_event_in_a_stream_is_reported(server: FakeOpenAIServer) -> Non
         ask(make_model(server, stream=True), [Message.user("hi")])
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_connections_are_reused(server: FakeOpenAIServer, stream: bool) -> None:
+    if stream:
+        # the end of the chunked body comes a little after [DONE]
+        server.handler = lambda request: Reply(
+            sse=[chunk({"content": "ok"}, "stop"), "[DONE]"], end_delay=0.05
+        )
+    else:
+        server.handler = lambda request: Reply.completion("ok")
+    model = make_model(server, stream=stream)
+
+    async def three_in_a_row() -> None:
+        for _ in range(3):
+            response = await model.request([Message.user("hi")], [], SETTINGS)
+            assert response.message.content == "ok"
+
+    asyncio.run(three_in_a_row())
+    assert len({r.peer for r in server.requests}) == 1
+
+
 def test_a_json_answer_to_a_stream_request_is_accepted(server: FakeOpenAIServer) -> None:
     server.queue(Reply.completion("plain"))
     assert ask(make_model(server, stream=True), [Message.user("hi")]).message.content == "plain"

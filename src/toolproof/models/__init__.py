@@ -46,6 +46,10 @@ def __getattr__(name: str) -> object:
     return value
 
 
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
+
 __all__ = [
     "ALLOW_MODEL_REQUESTS",
     "DEFAULT_PRICES",

@@ -17,6 +17,7 @@ become ``ToolCall.arguments_error`` and the agent reports them to the model).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -318,14 +319,19 @@ class OpenAIChatModel(Model):
 
         decoder = SSEDecoder()
         stream = _StreamState()
+        done = False
         async for chunk in response.content.iter_any():
             for event in decoder.feed(chunk):
-                if stream.add(event.data, event.event, self.name):
-                    return stream.result(self, messages)
-        for event in decoder.close():
-            if stream.add(event.data, event.event, self.name):
-                return stream.result(self, messages)
-        if stream.finish_reason is None:
+                done = done or stream.add(event.data, event.event, self.name)
+            if done:
+                break
+        else:
+            for event in decoder.close():
+                done = done or stream.add(event.data, event.event, self.name)
+        if done:
+            if not response.content.at_eof():
+                await _drain(response)
+        elif stream.finish_reason is None:
             raise ModelConnectionError(
                 f"{self.name}: the response stream from {self.url} ended before the answer was "
                 "complete (no finish_reason and no [DONE])"
@@ -629,6 +635,19 @@ class _StreamState:
             model_name=self.model or model.model,
             finish_reason=self.finish_reason,
         )
+
+
+async def _drain(response: aiohttp.ClientResponse) -> None:
+    """Read the end of the body after ``[DONE]`` so that the connection can be reused.
+
+    A server that keeps the stream open only costs that connection (it is closed).
+    """
+    import asyncio
+
+    import aiohttp
+
+    with contextlib.suppress(asyncio.TimeoutError, aiohttp.ClientError):
+        await asyncio.wait_for(response.content.read(), 1.0)
 
 
 def _tool_call(item: dict[str, Any], position: int) -> ToolCall:
