@@ -700,6 +700,16 @@ class _Builder:
         cases: list[Case] = []
         seen: dict[str, int] = {}
         for index, item in enumerate(cases_data):
+            raw_name = item.get("name") if isinstance(item, Mapping) else None
+            duplicate = isinstance(raw_name, str) and raw_name in seen
+            if isinstance(raw_name, str) and duplicate:
+                self.add(
+                    ("cases", index, "name"),
+                    f"case name {raw_name!r} is already used at line {seen[raw_name]}; "
+                    "names must be unique in a suite",
+                )
+            elif isinstance(raw_name, str):
+                seen[raw_name] = self.locator.line(("cases", index))
             case = self.case(
                 item,
                 index,
@@ -711,17 +721,8 @@ class _Builder:
                 suite_tags,
                 suite_metadata,
             )
-            if case is None:
-                continue
-            if case.name in seen:
-                self.add(
-                    ("cases", index, "name"),
-                    f"case name {case.name!r} is already used at line {seen[case.name]}; "
-                    "names must be unique in a suite",
-                )
-                continue
-            seen[case.name] = case.line
-            cases.append(case)
+            if case is not None and not duplicate:
+                cases.append(case)
         return Suite(name=name, file=self.file, cases=cases, description=description)
 
     # -- case -----------------------------------------------------------------------------------
@@ -757,7 +758,7 @@ class _Builder:
             if key in data:
                 values[key] = data[key]
                 origin[key] = (*path, key)
-        config = self.config(values, origin, path)
+        config, agent = self.config(values, origin, path)
 
         # Inputs.
         turns_data: list[Any] = []
@@ -778,7 +779,7 @@ class _Builder:
                 turns_data = data["turns"]
         else:
             self.add(path, f"case {name!r} needs an 'input' (or 'turns' for a conversation)")
-        tools = config.agent.tools if config is not None else None
+        tools = agent.tools if agent is not None else None
 
         # Checks: suite expectations under the case's own.
         expect = dict(suite_expect)
@@ -873,7 +874,8 @@ class _Builder:
 
     def config(
         self, values: dict[str, Any], origin: dict[str, DocPath], path: DocPath
-    ) -> CaseConfig | None:
+    ) -> tuple[CaseConfig | None, AgentSpec | None]:
+        """The case's settings (``None`` when invalid) and its agent (when it resolved)."""
         ok = True
 
         def bad(key: str, message: str) -> None:
@@ -937,7 +939,7 @@ class _Builder:
         trials = values["trials"]
         if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
             bad("trials", f"expected a positive integer, got {trials!r}")
-            trials = 1
+            trials = None
         rule = self._pass_rule(values["pass_rule"], where_of("pass_rule"), trials)
         if rule is None:
             ok = False
@@ -959,9 +961,9 @@ class _Builder:
             isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
         ):
             bad("timeout", f"expected a positive number of seconds, got {timeout!r}")
-        if not ok or agent is None or rule is None or mocks is None:
-            return None
-        return CaseConfig(
+        if not ok or agent is None or rule is None or mocks is None or trials is None:
+            return None, agent
+        config = CaseConfig(
             agent=agent,
             model=values["model"],
             judge_model=values["judge_model"],
@@ -977,8 +979,9 @@ class _Builder:
             retries=retries,
             timeout=None if timeout is None else float(timeout),
         )
+        return config, agent
 
-    def _pass_rule(self, value: Any, path: DocPath, trials: int) -> PassRule | None:
+    def _pass_rule(self, value: Any, path: DocPath, trials: int | None) -> PassRule | None:
         rule: PassRule | None = None
         if value in ("all", "any"):
             rule = PassRule(value)
@@ -1001,7 +1004,7 @@ class _Builder:
         if rule is None:
             self.add(path, f"expected {DEFAULT_KEYS['pass_rule']}, got {value!r}")
             return None
-        if rule.kind == "at_least" and rule.value > trials:
+        if rule.kind == "at_least" and trials is not None and rule.value > trials:
             self.add(
                 path,
                 f"at_least: {int(rule.value)} can never pass with trials: {trials}; "
@@ -1027,18 +1030,21 @@ class _Builder:
             "extra": (dict,),
         }
         clean: dict[str, Any] = {}
+        ok = True
         for key, item in value.items():
             if key not in kinds:
-                return None
+                ok = False
+                continue
             if not isinstance(item, kinds[key]) or (
                 isinstance(item, bool) and bool not in kinds[key]
             ):
-                self.add(
-                    (*path, key),
-                    f"expected {' or '.join(t.__name__ for t in kinds[key])}, got {item!r}",
-                )
-                return None
+                expected = " or ".join(t.__name__ for t in kinds[key])
+                self.add((*path, key), f"expected {expected}, got {item!r}")
+                ok = False
+                continue
             clean[key] = [item] if key == "stop" and isinstance(item, str) else item
+        if not ok:
+            return None
         return ModelSettings(**clean)
 
     def _mocks(self, value: Any, path: DocPath, agent: AgentSpec | None) -> list[MockSpec] | None:
