@@ -378,3 +378,79 @@ def test_broken_user_module_is_one_line(tmp_path):
             text=True,
         )
         assert (result.returncode, result.stderr) == (2, f"toolproof: error: {message}\n")
+
+
+# -- schema diff --store: seed 004's story against a real trace store ----------------------
+
+QUERY_LENIENT = """
+from toolproof import tool
+
+@tool(extra="ignore")
+def query_user(user_id: int) -> dict[str, str]:
+    \"\"\"Query a user.
+
+    Args:
+        user_id: The user.
+    \"\"\"
+    return {"user_id": str(user_id), "name": "Mia"}
+"""
+
+
+def test_diff_with_store_counts_recorded_calls_the_new_schema_rejects(tmp_path, capsys):
+    from toolproof import Agent
+    from toolproof.replay import TraceStore
+    from toolproof.testing import ScriptedModel, call
+
+    lenient_path = write(tmp_path / "query_lenient.py", QUERY_LENIENT)
+    strict_path = write(
+        tmp_path / "query_strict.py", QUERY_LENIENT.replace('@tool(extra="ignore")', "@tool")
+    )
+    namespace: dict = {}
+    exec(compile(lenient_path.read_text(), str(lenient_path), "exec"), namespace)
+    query_user = namespace["query_user"]
+
+    # Production: the old model sends {user_id}; the upgraded one adds options={format: json}.
+    store_path = tmp_path / "traces.db"
+    with TraceStore(store_path) as store:
+        for n in range(5):
+            arguments = {"user_id": 100 + n}
+            if n % 2:
+                arguments["options"] = {"format": "json"}
+            model = ScriptedModel([call("query_user", **arguments), "Mia"])
+            store.add(Agent(model, [query_user]).run_sync(f"who is user {100 + n}?").trace)
+
+    code, out, _ = run(
+        capsys,
+        "schema",
+        "diff",
+        str(lenient_path),
+        str(strict_path),
+        "--store",
+        str(store_path),
+        "--examples",
+        "1",
+    )
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[:2] == [
+        f"{lenient_path} -> {strict_path}: 1 breaking, 0 compatible change",
+        "  BREAKING   query_user: extra fields now forbidden (additionalProperties: false)",
+    ]
+    assert lines[2] == (
+        f"recorded calls in {store_path}: 2 of 5 would be rejected by the new schemas"
+    )
+    assert lines[3] == "  query_user: 2 of 5 rejected"
+    assert lines[4].startswith("    - ")
+    assert "Additional properties are not allowed ('options' was unexpected)" in lines[4]
+    assert len(lines) == 5
+
+
+def test_diff_store_must_exist(tmp_path, capsys):
+    tools = write(tmp_path / "hr_tools_store.py", HR_TOOLS)
+    code, _, err = run(
+        capsys, "schema", "diff", str(tools), str(tools), "--store", str(tmp_path / "none.db")
+    )
+    assert (code, err) == (
+        2,
+        f"toolproof: error: --store {tmp_path / 'none.db'}: no such trace store\n",
+    )
