@@ -202,6 +202,30 @@ def test_custom_headers_and_keyless_requests(server: FakeOpenAIServer) -> None:
     assert server.last.headers["X-Title"] == "toolproof"
 
 
+def test_proxy_variables_are_honoured(
+    server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The local server plays the proxy: the request for an unreachable host reaches it."""
+    monkeypatch.setenv("HTTP_PROXY", server.url)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    server.queue(Reply.completion("via the proxy"))
+    model = OpenAIChatModel("m", base_url="http://api.example.invalid/v1", retry=0)
+    assert ask(model, [Message.user("hi")]).message.content == "via the proxy"
+    assert server.last.headers["Host"] == "api.example.invalid"
+    assert server.last.path == "/v1/chat/completions"
+    # NO_PROXY exempts a host: the request goes straight there (a closed local port).
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    server.reset()
+    direct = OpenAIChatModel("m", base_url=f"http://127.0.0.1:{port}/v1", retry=0)
+    with pytest.raises(ModelConnectionError, match=f"could not connect to http://127.0.0.1:{port}"):
+        ask(direct, [Message.user("hi")])
+    assert server.requests == []
+
+
 # -- parsing -----------------------------------------------------------------------------------
 
 

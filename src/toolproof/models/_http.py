@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     import aiohttp
 
-__all__ = ["RetryPolicy", "SessionPool", "Timeout", "parse_retry_after"]
+__all__ = ["RetryPolicy", "SessionPool", "Timeout", "env_proxy", "parse_retry_after"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +169,22 @@ def _finish(closer: AsyncGenerator[None, None]) -> None:
     step.close()
 
 
+def env_proxy(url: str) -> str | None:
+    """The proxy the environment sets for ``url`` (``*_PROXY``, honouring ``NO_PROXY``).
+
+    Looked up once per session rather than per request (aiohttp's ``trust_env`` reads the
+    environment on every request, which costs more than the rest of the client's work).
+    """
+    from urllib.parse import urlsplit
+    from urllib.request import getproxies, proxy_bypass
+
+    parts = urlsplit(url)
+    proxy = getproxies().get(parts.scheme)
+    if not proxy or (parts.hostname and proxy_bypass(parts.hostname)):
+        return None
+    return proxy
+
+
 class _LoopState:
     __slots__ = ("closer", "session")
 
@@ -185,16 +201,24 @@ class SessionPool:
         headers: Headers sent with every request (authorization, content type).
         max_connections: Most open connections per loop (the pool is reused across
             requests, so concurrency above it waits for a free connection).
+        url: The URL the requests go to; the proxy for it is looked up in the environment
+            (``HTTPS_PROXY``, ``HTTP_PROXY``, ``NO_PROXY``) once per session.
     """
 
     def __init__(
-        self, *, timeout: Timeout, headers: Mapping[str, str], max_connections: int
+        self,
+        *,
+        timeout: Timeout,
+        headers: Mapping[str, str],
+        max_connections: int,
+        url: str | None = None,
     ) -> None:
         if max_connections < 1:
             raise UserError(f"max_connections must be at least 1, got {max_connections}")
         self.timeout = timeout
         self.headers = dict(headers)
         self.max_connections = max_connections
+        self.url = url
         self._states: dict[int, tuple[asyncio.AbstractEventLoop, _LoopState]] = {}
 
     async def session(self) -> aiohttp.ClientSession:
@@ -215,6 +239,7 @@ class SessionPool:
 
     def _new_session(self) -> aiohttp.ClientSession:
         import aiohttp
+        from yarl import URL
 
         connector = aiohttp.TCPConnector(
             limit=self.max_connections,
@@ -222,12 +247,14 @@ class SessionPool:
             ttl_dns_cache=300,
         )
         t = self.timeout
+        proxy = env_proxy(self.url) if self.url else None
         return aiohttp.ClientSession(
             connector=connector,
             headers=self.headers,
             timeout=aiohttp.ClientTimeout(total=t.total, sock_connect=t.connect, sock_read=t.read),
             skip_auto_headers=("User-Agent",),
-            auto_decompress=True,
+            proxy=proxy,
+            proxy_auth=aiohttp.BasicAuth.from_url(URL(proxy)) if proxy else None,
         )
 
     async def _closer(

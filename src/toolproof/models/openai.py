@@ -166,7 +166,10 @@ class OpenAIChatModel(Model):
             all_headers["Authorization"] = f"Bearer {api_key}"
         all_headers.update(headers or {})
         self._pool = SessionPool(
-            timeout=self.timeout, headers=all_headers, max_connections=max_connections
+            timeout=self.timeout,
+            headers=all_headers,
+            max_connections=max_connections,
+            url=self.url,
         )
 
     # -- the Model interface -------------------------------------------------------------------
