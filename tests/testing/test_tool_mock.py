@@ -576,3 +576,31 @@ def test_tool_error_fixture_goes_back_to_the_model():
         True,
     )
     assert result.output == "No weather data, sorry."
+
+
+def test_match_specs_in_files_use_the_eval_matchers(tmp_path):
+    path = tmp_path / "fixtures.yaml"
+    path.write_text(
+        "fixtures:\n"
+        "  - tool: search_docs\n"
+        "    arguments: {query: leave, user_id: anonymous}\n"
+        "    match: {top_k: {range: [1, 20]}}\n"
+        "    returns: [policy.md]\n"
+    )
+    mock = ToolMock.from_file(path)
+    answer = handler(mock, search_docs)
+    assert answer(query="leave", top_k=20, user_id="anonymous") == ["policy.md"]
+    with pytest.raises(MissingFixture) as info:
+        answer(query="leave", top_k=50, user_id="anonymous")
+    assert "  ✗ top_k: expected a number in range [1, 20], got 50" in str(info.value)
+    assert (
+        f"Closest fixture ({path}:2: search_docs(query='leave', user_id=***, top_k=range(1, 20))):"
+        in str(info.value)
+    )
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("fixtures:\n  - tool: search_docs\n    match: {top_k: {range: x}}\n")
+    with pytest.raises(ConfigError) as error:
+        ToolMock.from_file(bad)
+    assert error.value.problems == [
+        f'{bad}:2: match.top_k.range: must be [low, high] (null for an open end), got "x"'
+    ]

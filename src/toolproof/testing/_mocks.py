@@ -623,7 +623,7 @@ def _parse_fixture(item: Any, where: str, problems: list[str]) -> Fixture | None
                 try:
                     compiled[str(name)] = _compile_matcher(spec, f"{where}: match.{name}")
                 except ConfigError as exc:
-                    problems.append(str(exc))
+                    problems.extend(exc.problems or [str(exc)])
     if "returns" in item and "raises" in item:
         problems.append(f"{where}: give 'returns' or 'raises', not both")
     raises = None
