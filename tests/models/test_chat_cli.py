@@ -142,6 +142,43 @@ def test_a_turn_shows_every_step(server: FakeOpenAIServer, tools_file: Path) -> 
     assert [m["role"] for m in server.requests[1].body["messages"]] == ["user", "assistant", "tool"]
 
 
+def test_text_protocol_parse_errors_are_shown(server: FakeOpenAIServer, tools_file: Path) -> None:
+    server.queue(
+        Reply.completion(
+            '<tool_call>{"name": "multiply_numbers", "arguments": {"a": 12</tool_call>'
+        ),
+        Reply.completion(
+            '<tool_call>{"name": "multiply_numbers", "arguments": {"a": 12, "b": 8}}</tool_call>'
+        ),
+        Reply.completion("96"),
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "toolproof",
+            "chat",
+            "--model",
+            "openai:gpt-4o-mini?protocol=text",
+            "--tools",
+            f"{tools_file}:TOOLS",
+        ],
+        input="12 x 8?\nexit\n",
+        capture_output=True,
+        text=True,
+        env=child_env(server),
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "model openai:gpt-4o-mini?protocol=text" in out
+    assert "[step 1] model -> unparsable tool call (" in out
+    assert "  unparsable tool call: block 1 (" in out
+    assert "[step 2] tool multiply_numbers(a=12, b=8)" in out
+    assert "assistant> 96" in out
+    assert all("tools" not in r.body for r in server.requests)
+
+
 def test_turns_share_the_conversation_and_the_system_prompt(
     server: FakeOpenAIServer, tmp_path: Path
 ) -> None:

@@ -188,7 +188,10 @@ class _StepPrinter:
             message = step.response
             usage = step.usage
             n = len(message.tool_calls)
-            what = f"{n} tool call{'s' if n != 1 else ''}" if n else "answer"
+            if n:
+                what = f"{n} tool call{'s' if n != 1 else ''}"
+            else:
+                what = "unparsable tool call" if step.parse_errors else "answer"
             tokens = f"{usage.input_tokens} in / {usage.output_tokens} out tokens"
             if usage.cached_tokens:
                 tokens += f", {usage.cached_tokens} cached"
