@@ -182,7 +182,8 @@ class ToolMock:
         self.assert_all_used = assert_all_used
         self.calls: list[RecordedCall] = []
         self._lock = threading.Lock()
-        self._shapes: dict[int, _ToolShape] = {}
+        # id(tool) -> (tool, shape); holding the tool keeps its id from being reused.
+        self._shapes: dict[int, tuple[Tool[..., Any], _ToolShape]] = {}
         for fixture in fixtures or ():
             if not isinstance(fixture, Fixture):
                 raise UserError(f"ToolMock(fixtures=...) expects Fixture objects, got {fixture!r}")
@@ -396,22 +397,23 @@ class ToolMock:
         return answer
 
     def _shape(self, tool: Tool[..., Any]) -> _ToolShape:
-        shape = self._shapes.get(id(tool))
-        if shape is None:
-            signature = inspect.signature(tool.function)
-            shape = _ToolShape(list(signature.parameters))
-            for name, param in signature.parameters.items():
-                if param.default is not inspect.Parameter.empty:
-                    shape.defaults[name] = _jsonable(param.default)
-            keys = self.key_args.get(tool.name, ())
-            unknown = [k for k in keys if k not in shape.params]
-            if unknown:
-                raise UserError(
-                    f"key_args[{tool.name!r}] names {', '.join(map(repr, unknown))}, which "
-                    f"tool '{tool.name}' does not have; its parameters: "
-                    f"{', '.join(shape.params) or '(none)'}"
-                )
-            self._shapes[id(tool)] = shape
+        cached = self._shapes.get(id(tool))
+        if cached is not None:
+            return cached[1]
+        signature = inspect.signature(tool.function)
+        shape = _ToolShape(list(signature.parameters))
+        for name, param in signature.parameters.items():
+            if param.default is not inspect.Parameter.empty:
+                shape.defaults[name] = _jsonable(param.default)
+        keys = self.key_args.get(tool.name, ())
+        unknown = [k for k in keys if k not in shape.params]
+        if unknown:
+            raise UserError(
+                f"key_args[{tool.name!r}] names {', '.join(map(repr, unknown))}, which "
+                f"tool '{tool.name}' does not have; its parameters: "
+                f"{', '.join(shape.params) or '(none)'}"
+            )
+        self._shapes[id(tool)] = (tool, shape)
         return shape
 
     def _answer(self, tool: Tool[..., Any], shape: _ToolShape, kwargs: dict[str, Any]) -> Any:
