@@ -364,6 +364,21 @@ def test_native_calls_of_the_inner_model_are_kept() -> None:
     assert result.output == "done"
 
 
+def test_call_ids_stay_unique_when_the_start_was_trimmed() -> None:
+    inner = ScriptedModel(
+        ['<tool_call>{"name": "get_weather", "arguments": {"city": "北京"}}</tool_call>']
+    )
+    trimmed_history = [
+        Message.user("and now?"),
+        Message.assistant(None, [ToolCall("get_weather", {"city": "上海"}, "call_7")]),
+        Message.tool(_result("call_7", "get_weather", "rain")),
+    ]
+    response = asyncio.run(
+        TextProtocolModel(inner).request(trimmed_history, [get_weather.definition], ModelSettings())
+    )
+    assert [c.id for c in response.message.tool_calls] == ["call_8"]
+
+
 def test_over_http_no_native_tools_are_sent(server: FakeOpenAIServer) -> None:
     server.queue(
         Reply.completion(

@@ -201,15 +201,13 @@ class TextProtocolModel(Model):
             inner_settings = replace(settings, tool_choice=None, parallel_tool_calls=None)
         response = await self.inner.request(rendered, [], inner_settings)
         message = response.message
-        existing = sum(len(m.tool_calls) for m in messages)
-        parsed = parse_tool_calls(message.content or "", first_id=existing + 1)
+        first = _next_call_number(messages)
+        parsed = parse_tool_calls(message.content or "", first_id=first)
         if not parsed.calls and not parsed.errors:
             return response
-        native = [
-            c.with_id(c.id or f"call_{existing + i + 1}") for i, c in enumerate(message.tool_calls)
-        ]
+        native = [c.with_id(c.id or f"call_{first + i}") for i, c in enumerate(message.tool_calls)]
         calls = native + [
-            c.with_id(f"call_{existing + len(native) + i + 1}") for i, c in enumerate(parsed.calls)
+            c.with_id(f"call_{first + len(native) + i}") for i, c in enumerate(parsed.calls)
         ]
         new_message = Message(
             role="assistant",
@@ -266,6 +264,19 @@ class TextProtocolModel(Model):
     async def aclose(self) -> None:
         """Close the inner model."""
         await self.inner.aclose()
+
+
+def _next_call_number(messages: Sequence[Message]) -> int:
+    """One more than the highest ``call_N`` id so far.
+
+    Ids stay unique within a conversation, even when memory has trimmed its start.
+    """
+    top = 0
+    for m in messages:
+        for c in m.tool_calls:
+            if c.id.startswith("call_") and c.id[5:].isdigit():
+                top = max(top, int(c.id[5:]))
+    return top + 1
 
 
 def _render_result(message: Message) -> str:
