@@ -604,3 +604,51 @@ def test_match_specs_in_files_use_the_eval_matchers(tmp_path):
     assert error.value.problems == [
         f'{bad}:2: match.top_k.range: must be [low, high] (null for an open end), got "x"'
     ]
+
+
+def test_indexed_and_matcher_fixtures_keep_insertion_order():
+    @tool
+    def configure(count: float, flag: bool, options: dict[str, list[int]]) -> str:
+        """Configure.
+
+        Args:
+            count: A number.
+            flag: A switch.
+            options: Nested options.
+        """
+        return "real"
+
+    mock = ToolMock()
+    mock.add(
+        "configure", {"count": ANY, "flag": True, "options": {"a": [1]}}, returns="matcher", times=1
+    )
+    mock.add("configure", {"count": 12, "flag": True, "options": {"a": [1]}}, returns="plain")
+    mock.add("configure", {"count": 12, "flag": False, "options": {"a": [1]}}, returns="flag off")
+    answer = handler(mock, configure)
+    call_args = {"count": 12.0, "flag": True, "options": {"a": [1]}}
+    assert answer(**call_args) == "matcher"  # first in order, even though not indexed
+    assert answer(**call_args) == "plain"  # 12 matches 12.0
+    assert answer(count=12.0, flag=False, options={"a": [1]}) == "flag off"
+    with pytest.raises(MissingFixture):
+        answer(count=12.0, flag=True, options={"a": [2]})
+    # Fixtures added later join the index.
+    mock.add("configure", {"count": 1, "flag": True, "options": {}}, returns="late")
+    assert answer(count=1.0, flag=True, options={}) == "late"
+
+
+def test_booleans_never_match_numbers_even_through_the_index():
+    @tool
+    def set_level(level: int | bool) -> str:
+        """Set a level.
+
+        Args:
+            level: The level.
+        """
+        return "real"
+
+    mock = ToolMock()
+    mock.add("set_level", {"level": 1}, returns="one")
+    answer = handler(mock, set_level)
+    assert answer(level=1) == "one"
+    with pytest.raises(MissingFixture, match="expected 1, got true"):
+        answer(level=True)

@@ -182,6 +182,8 @@ class ToolMock:
         self.assert_all_used = assert_all_used
         self.calls: list[RecordedCall] = []
         self._lock = threading.Lock()
+        # tool name -> (fixture count when built, plain-key index, positions to scan)
+        self._index: dict[str, tuple[int, dict[Any, list[int]], list[int]]] = {}
         # id(tool) -> (tool, shape); holding the tool keeps its id from being reused.
         self._shapes: dict[int, tuple[Tool[..., Any], _ToolShape]] = {}
         for fixture in fixtures or ():
@@ -420,8 +422,9 @@ class ToolMock:
         actual = {k: _jsonable(v) for k, v in kwargs.items()}
         with self._lock:
             chosen = None
-            for fixture in self.fixtures:
-                if fixture.tool != tool.name or fixture.exhausted:
+            for position in self._candidates(tool.name, shape, actual):
+                fixture = self.fixtures[position]
+                if fixture.exhausted:
                     continue
                 if not _failures(self._compare(tool.name, shape, fixture, actual)):
                     chosen = fixture
@@ -440,6 +443,34 @@ class ToolMock:
                 arguments=mask_arguments(actual, self.mask),
             )
         return _respond(chosen, tool, kwargs)
+
+    def _candidates(self, tool_name: str, shape: _ToolShape, actual: dict[str, Any]) -> list[int]:
+        """Positions of the fixtures that may match, in order (a superset; callers verify).
+
+        Fixtures with plain values are indexed by their compared values, so a large fixture
+        set costs one lookup per call; fixtures with matchers are always candidates.
+        """
+        names = self.key_args.get(tool_name) or shape.params
+        cached = self._index.get(tool_name)
+        if cached is None or cached[0] != len(self.fixtures):
+            index: dict[Any, list[int]] = {}
+            scan: list[int] = []
+            for position, fixture in enumerate(self.fixtures):
+                if fixture.tool != tool_name:
+                    continue
+                key = _fixture_key(fixture, names, shape)
+                if key is None:
+                    scan.append(position)
+                else:
+                    index.setdefault(key, []).append(position)
+            cached = (len(self.fixtures), index, scan)
+            self._index[tool_name] = cached
+        _, index, scan = cached
+        try:
+            found = index.get(tuple(_freeze(actual.get(name, _UNSET)) for name in names), [])
+        except TypeError:  # an unhashable value: compare with every fixture
+            found = [p for positions in index.values() for p in positions]
+        return sorted([*found, *scan]) if scan else found
 
     def _compare(
         self, tool_name: str, shape: _ToolShape, fixture: Fixture, actual: dict[str, Any]
@@ -568,6 +599,46 @@ class ToolMock:
 
     def __repr__(self) -> str:
         return f"<ToolMock {len(self.fixtures)} fixtures, {len(self.calls)} calls>"
+
+
+def _freeze(value: Any) -> Any:
+    """A hashable form with the equality ``compare`` uses (``12 == 12.0``)."""
+    if isinstance(value, Mapping):
+        return ("{}", tuple(sorted((str(k), _freeze(v)) for k, v in value.items())))
+    if isinstance(value, (list, tuple)):
+        return ("[]", tuple(_freeze(v) for v in value))
+    hash(value)
+    return value
+
+
+def _fixture_key(fixture: Fixture, names: Sequence[str], shape: _ToolShape) -> Any:
+    """The index key of a fixture with plain values only, else ``None``."""
+    arguments = fixture.arguments
+    if arguments is None or any(name not in shape.params for name in arguments):
+        return None
+    values = []
+    for name in names:
+        if name in arguments:
+            value = arguments[name]
+        elif name in shape.defaults:
+            value = shape.defaults[name]
+        else:
+            return None
+        if _has_matcher(value):
+            return None
+        values.append(value)
+    try:
+        return tuple(_freeze(v) for v in values)
+    except TypeError:
+        return None
+
+
+def _has_matcher(value: Any) -> bool:
+    if isinstance(value, Mapping):
+        return any(_has_matcher(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_has_matcher(v) for v in value)
+    return callable(value)
 
 
 def _failures(result: list[tuple[str, str | None]]) -> list[str]:
