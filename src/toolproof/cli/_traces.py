@@ -273,7 +273,8 @@ def _import(args: argparse.Namespace) -> int:
     total = new = 0
     with TraceStore(path) as store:
         for file in args.files:
-            batch = []
+            batch: list[Any] = []
+            group: list[dict[str, Any]] = []
             for trace in read_trace_file(
                 file,
                 format=args.format,
@@ -282,12 +283,19 @@ def _import(args: argparse.Namespace) -> int:
                 tags=args.tag,
                 turns=args.turns,
             ):
-                data = redactor.redact_data(trace.to_dict())
-                batch.append(row_from_dict(data, to_json(data)))
+                data = trace.to_dict()
+                conversation = data["metadata"].get("conversation")
+                if group and (
+                    conversation is None or conversation != group[0]["metadata"].get("conversation")
+                ):
+                    batch += [row_from_dict(d, to_json(d)) for d in redactor.redact_many(group)]
+                    group = []
+                group.append(data)
                 if len(batch) >= 500:
                     new += store._write(batch, replace=args.replace)
                     total += len(batch)
                     batch = []
+            batch += [row_from_dict(d, to_json(d)) for d in redactor.redact_many(group)]
             new += store._write(batch, replace=args.replace)
             total += len(batch)
     skipped = total - new

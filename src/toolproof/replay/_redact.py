@@ -396,7 +396,11 @@ class Redactor:
         return action
 
     def pseudonym(self, value: Any, label: str = "anon") -> Any:
-        """The stable pseudonym of ``value`` under this redactor's secret (same type)."""
+        """The stable pseudonym of ``value`` under this redactor's secret (same type).
+
+        Strings become ``anon_<12 hex>`` (e-mail addresses ``<12 hex>@redacted.invalid``),
+        integers another integer with as many digits, floats another float.
+        """
         if isinstance(value, bool) or value is None:
             return value
         digest = hmac.new(self._secret, _canonical(value).encode(), hashlib.sha256).hexdigest()
@@ -410,9 +414,11 @@ class Redactor:
             return -pseudo if value < 0 else pseudo
         if isinstance(value, float):
             return int(digest[:10], 16) / 1000.0
-        if label == "email" or (label == "anon" and _EMAIL.fullmatch(str(value))):
+        if label == "email" or _EMAIL.fullmatch(str(value)):
             return f"{digest[:12]}@redacted.invalid"
-        return f"{label}_{digest[:12]}"
+        # One prefix for every rule: a value hashed by a field rule in a tool call and by a
+        # pattern rule in the user's message gets the same pseudonym.
+        return f"anon_{digest[:12]}"
 
     def redact_trace(self, trace: Trace) -> Trace:
         """A redacted copy of ``trace`` (the original is not changed)."""
@@ -425,6 +431,19 @@ class Redactor:
         job = _Job(self)
         job.collect_trace(data)
         return job.trace(data)
+
+    def redact_many(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Redact traces of one conversation together (``Trace.to_dict()`` forms).
+
+        A value found under a sensitive field in any of them is removed from all of them,
+        so a user id the user typed in turn 1 goes even when only turn 3 passed it to a tool.
+        """
+        if not self.enabled:
+            return items
+        job = _Job(self)
+        for data in items:
+            job.collect_trace(data)
+        return [job.trace(data) for data in items]
 
     def redact_value(self, value: Any) -> Any:
         """Redact one JSON-like value (a tool call's arguments, a result)."""
