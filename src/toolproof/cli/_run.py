@@ -9,6 +9,7 @@ with the cases finished so far).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -146,6 +147,8 @@ def run_command(args: argparse.Namespace) -> int:
         return 0
     stdout_taken = any(spec.to_stdout for spec in specs)
     console = Console(stderr=stdout_taken, highlight=False)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = 140  # CI logs are wide; rich assumes 80 columns without a terminal
     progress = default_progress(quiet=args.quiet)
     report = asyncio.run(
         _run(

@@ -429,8 +429,8 @@ class _Runner:
         config = case.config
         if plan.judge_slot is None:
             reason = (
-                "no judge model: set judge_model in the suite or pass --judge-model (a scripted "
-                "run has no model to judge with)"
+                "no judge model: a scripted run judges only with --judge-model; otherwise set "
+                "judge_model in the suite (or the case's own model judges)"
             )
             return [
                 CheckResult("judge", "skip", reason, kind="judged", criterion=c) for c in case.judge
@@ -780,7 +780,9 @@ def _plan(
             judge_choice: str | Model | None = (
                 judge_model if judge_model is not None else case.config.judge_model
             )
-            if judge_choice is None and not plan.scripted:
+            if plan.scripted and judge_model is None:
+                judge_choice = None  # a scripted run is offline: judge only with --judge-model
+            elif judge_choice is None:
                 judge_choice = chosen  # the case's own model judges when no judge is set
             if judge_choice is not None and not (
                 isinstance(judge_choice, str) and judge_choice.strip().lower() == SCRIPTED
