@@ -329,6 +329,8 @@ class TraceStore:
                 if str(mode).lower() != "wal":  # pragma: no cover - file systems without WAL
                     raise UserError(f"trace store {self.path}: cannot enable WAL mode ({mode})")
             self._conn.execute("PRAGMA synchronous = NORMAL")
+            # Index pages of large batches stay in memory (32 MB at most, per connection).
+            self._conn.execute("PRAGMA cache_size = -32000")
             self.schema_version = self._migrate()
         except sqlite3.DatabaseError as exc:
             self._conn.close()
