@@ -640,8 +640,10 @@ def _args(ctx: _Context, value: Any, expect: Mapping[str, Any]) -> Check | None:
     if not ok:
         return None
 
+    described = {id(m): f"{tool}({m.describe()})" for tool, m in expected}
+
     def describe(tool: str, matcher: ArgumentsMatcher) -> str:
-        return f"{tool}({matcher.describe()})"
+        return described[id(matcher)]
 
     def evaluate(record: SessionRecord) -> tuple[CheckStatus, str]:
         calls = record.tool_calls
@@ -672,9 +674,11 @@ def _args(ctx: _Context, value: Any, expect: Mapping[str, Any]) -> Check | None:
                 )
         if failures:
             return "fail", "; ".join(failures)
-        return "pass", "matched " + ", ".join(describe(t, m) for t, m in expected)
+        return "pass", passed
 
-    return Check("args", ", ".join(describe(t, m) for t, m in expected), evaluate)
+    summary = ", ".join(described.values())
+    passed = "matched " + summary
+    return Check("args", summary, evaluate)
 
 
 def _required_args(ctx: _Context, value: Any, expect: Mapping[str, Any]) -> Check | None:

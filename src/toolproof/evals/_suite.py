@@ -529,7 +529,8 @@ class _Resolver:
         """The agent spec, or a problem message."""
         import json
 
-        key = (spec, json.dumps(options, sort_keys=True, default=repr) + str(near))
+        text = json.dumps(options, sort_keys=True, default=repr) if options else ""
+        key = (spec, text + str(near))
         if key not in self.agents:
             self.agents[key] = self._agent(spec, options, near)
         return self.agents[key]
@@ -645,6 +646,7 @@ class _Builder:
         self.locator = locator
         self.problems = problems
         self.resolver = resolver
+        self.suite_checks: dict[tuple[int, tuple[Any, ...]], list[Check]] = {}
 
     def add(self, path: DocPath, message: str) -> None:
         self.problems.add(path, message)
@@ -793,9 +795,13 @@ class _Builder:
             # Suite-level entries are checked (and reported) at their own lines, once per case.
             if suite_expect:
                 suite_only = {k: v for k, v in suite_expect.items() if k not in (case_expect or {})}
-                checks = compile_expect(
-                    suite_only, tools=tools, problems=self.problems, path=("expect",)
-                )
+                # Compiled once per agent and set of keys: checks are immutable and shared.
+                shared = (id(agent), tuple(suite_only))
+                if shared not in self.suite_checks:
+                    self.suite_checks[shared] = compile_expect(
+                        suite_only, tools=tools, problems=self.problems, path=("expect",)
+                    )
+                checks = list(self.suite_checks[shared])
             if case_expect:
                 checks += compile_expect(
                     case_expect, tools=tools, problems=self.problems, path=(*path, "expect")

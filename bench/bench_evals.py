@@ -1,0 +1,232 @@
+"""`toolproof run` at scale: 1,000 cases x 3 trials against a local OpenAI-compatible server.
+
+Every trial is 2 model calls (a tool call, then the answer) + 1 tool call + 4 objective
+checks, against a server in a separate process that answers each request after 50 ms
+(``bench_http_server.py``). At concurrency 100 the ideal wall time is
+1,000 x 3 / 100 x 2 x 50 ms = 3.0 s; the target is <= 1.5x ideal and <= 300 MB peak
+memory, with the JSON report (every trial's checks and traces) streamed to disk.
+
+The whole command runs as a subprocess (``python -m toolproof run ...``), so the figures
+include the interpreter, loading and validating the 1,000-case suite, and writing the
+report; its peak RSS comes from ``wait4``. The baseline, measured in the same run, is a bare
+hand-written aiohttp loop doing the same 6,000 exchanges at the same concurrency. A second
+pair of runs with the response cache shows what an unchanged suite costs on a re-run.
+
+    python bench/bench_evals.py                 # about a minute; prints a table
+    python bench/bench_evals.py --rounds 1 --cases 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from toolproof import Agent, Tool, Toolset, tool
+from toolproof.models import Model
+
+HERE = Path(__file__).resolve().parent
+DELAY = 0.05
+CALLS_PER_TRIAL = 2
+
+
+@tool
+def multiply_numbers(a: float, b: float) -> float:
+    """Multiply two numbers.
+
+    Args:
+        a: The first factor.
+        b: The second factor.
+    """
+    return a * b
+
+
+def build_agent(
+    model: Model | str, tools: Toolset | Sequence[Tool[..., Any]] | None = None
+) -> Agent:
+    """The agent the generated suite names (``bench_evals:build_agent``)."""
+    return Agent(model, [multiply_numbers] if tools is None else tools, system_prompt="Be brief.")
+
+
+def write_suite(directory: Path, cases: int, trials: int) -> Path:
+    lines = [
+        "suite: bench",
+        "agent: bench_evals:build_agent",
+        "tools: real",
+        f"trials: {trials}",
+        "retries: 0",
+        "expect:",
+        "  tools_called: [multiply_numbers]",
+        "  args: {multiply_numbers: {a: 12, b: 8}}",
+        "  final_contains: ['96']",
+        "  max_steps: 3",
+        "cases:",
+    ]
+    lines += [
+        f"  - {{name: case_{i:04d}, input: 'What is 12 times 8? (#{i})'}}" for i in range(cases)
+    ]
+    path = directory / "bench.eval.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def run_toolproof(
+    suite: Path, model: str, concurrency: int, report: Path, *, cache: Path | None
+) -> dict[str, Any]:
+    """Run the CLI as a child; wall time, peak RSS and CPU from wait4, and the report."""
+    args = [sys.executable, "-m", "toolproof", "run", str(suite), "--model", model]
+    args += ["--concurrency", str(concurrency), "-q", "--report", f"json:{report}"]
+    args += ["--no-cache"] if cache is None else ["--cache-dir", str(cache)]
+    env = {**os.environ, "PYTHONPATH": str(HERE), "TOOLPROOF_ALLOW_MODEL_REQUESTS": "1"}
+    started = time.perf_counter()
+    process = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    stderr = process.stderr.read().decode() if process.stderr else ""
+    if process.returncode != 0:
+        raise SystemExit(f"toolproof run exited {process.returncode}:\n{stderr}")
+    data = json.loads(report.read_text())
+    summary = data["summary"]
+    assert summary["trials_passed"] == summary["trials"], summary
+    return {
+        "wall": wall,
+        "run": data["duration_s"],
+        "rss_mb": usage.ru_maxrss / 1024,
+        "cpu": usage.ru_utime + usage.ru_stime,
+        "model_calls": summary["model_calls"],
+        "cached_calls": summary["cached_calls"],
+        "report_mb": report.stat().st_size / 1e6,
+    }
+
+
+TOOLS_WIRE = [multiply_numbers.definition.to_openai()]
+
+
+async def bare(url: str, trials: int, concurrency: int) -> float:
+    """A hand-written agent loop on aiohttp: the same exchanges, no checks, no traces."""
+
+    async def one(session: aiohttp.ClientSession, number: int) -> None:
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": f"What is 12 times 8? (#{number})"},
+        ]
+        for _ in range(3):
+            body = {"model": "bench-model", "messages": messages, "tools": TOOLS_WIRE}
+            async with session.post(url, json=body) as response:
+                data = await response.json()
+            message = data["choices"][0]["message"]
+            messages.append(message)
+            if not message.get("tool_calls"):
+                assert "96" in message["content"]
+                return
+            for tc in message["tool_calls"]:
+                result = multiply_numbers(**json.loads(tc["function"]["arguments"]))
+                messages.append({"role": "tool", "tool_call_id": tc["id"], "content": str(result)})
+
+    pending = iter(range(trials))
+
+    async def worker(session: aiohttp.ClientSession) -> None:
+        for number in pending:
+            await one(session, number)
+
+    connector = aiohttp.TCPConnector(limit=256)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        started = time.perf_counter()
+        await asyncio.gather(*(worker(session) for _ in range(concurrency)))
+        return time.perf_counter() - started
+
+
+def start_server() -> tuple[subprocess.Popen[str], int]:
+    process = subprocess.Popen(
+        [sys.executable, str(HERE / "bench_http_server.py"), "--delay", str(DELAY)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if not line.strip().isdigit():
+        process.kill()
+        raise SystemExit(f"the bench server did not start (printed {line!r})")
+    return process, int(line)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--cases", type=int, default=1000)
+    parser.add_argument("--trials", type=int, default=3)
+    parser.add_argument("--concurrency", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=3, help="measurements of each contender")
+    args = parser.parse_args()
+    ideal = args.cases * args.trials / args.concurrency * CALLS_PER_TRIAL * DELAY
+    server, port = start_server()
+    base_url = f"http://127.0.0.1:{port}/v1"
+    model = f"openai-compatible:bench-model?base_url={base_url}"
+    rows: dict[str, list[dict[str, Any]]] = {"bare": [], "toolproof": []}
+    cached: list[dict[str, Any]] = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="toolproof-bench-") as temp:
+            directory = Path(temp)
+            suite = write_suite(directory, args.cases, args.trials)
+            for round_ in range(args.rounds):  # interleaved, so drift affects both alike
+                wall = asyncio.run(
+                    bare(base_url + "/chat/completions", args.cases * args.trials, args.concurrency)
+                )
+                rows["bare"].append({"wall": wall, "run": wall})
+                report = directory / f"report-{round_}.json"
+                rows["toolproof"].append(
+                    run_toolproof(suite, model, args.concurrency, report, cache=None)
+                )
+            cache = directory / "cache"
+            run_toolproof(suite, model, args.concurrency, directory / "fill.json", cache=cache)
+            cached.append(
+                run_toolproof(suite, model, args.concurrency, directory / "again.json", cache=cache)
+            )
+    finally:
+        server.terminate()
+        server.wait(10)
+
+    trials = args.cases * args.trials
+    print(
+        f"{args.cases} cases x {args.trials} trials = {trials} trials x {CALLS_PER_TRIAL} model "
+        f"calls + 1 tool call + 4 checks, concurrency {args.concurrency}, server delay "
+        f"{DELAY * 1000:.0f} ms; ideal {ideal:.2f} s; median of {args.rounds} rounds"
+    )
+    bare_wall = statistics.median(r["wall"] for r in rows["bare"])
+    tp = rows["toolproof"]
+    command = statistics.median(r["wall"] for r in tp)
+    run = statistics.median(r["run"] for r in tp)
+    rss = max(r["rss_mb"] for r in tp)
+    cpu = statistics.median(r["cpu"] for r in tp)
+    print(f"{'':34} {'wall s':>8} {'x ideal':>8}")
+    print(f"{'bare aiohttp loop (baseline)':34} {bare_wall:8.2f} {bare_wall / ideal:8.2f}")
+    print(f"{'toolproof run: the whole command':34} {command:8.2f} {command / ideal:8.2f}")
+    print(f"{'toolproof run: trials phase':34} {run:8.2f} {run / ideal:8.2f}")
+    print(
+        f"toolproof / baseline: {command / bare_wall:.2f}x (whole command), "
+        f"{run / bare_wall:.2f}x (trials phase); peak RSS {rss:.0f} MB; client CPU {cpu:.1f} s "
+        f"({cpu / trials * 1000:.2f} ms/trial); JSON report {tp[0]['report_mb']:.0f} MB"
+    )
+    again = cached[0]
+    print(
+        f"re-run with the response cache: {again['wall']:.2f} s, {again['model_calls']} model "
+        f"calls, {again['cached_calls']} cached; peak RSS {again['rss_mb']:.0f} MB"
+    )
+    met = command <= 1.5 * ideal and rss <= 300
+    print(f"target <= 1.5x ideal and <= 300 MB: {'met' if met else 'NOT met'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
