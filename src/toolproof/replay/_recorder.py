@@ -129,7 +129,10 @@ class Recorder:
             raise UserError("Recorder(flush_interval=...) must be a positive number of seconds")
         self._store: TraceStore | None = store if isinstance(store, TraceStore) else None
         self._own_store = self._store is None
-        self.store_path = store.path if isinstance(store, TraceStore) else Path(store)
+        if isinstance(store, TraceStore):
+            self.store_path = store.path
+        else:  # resolved now: the writer opens it later, whatever the working directory then
+            self.store_path = Path(store) if str(store) == ":memory:" else Path(store).resolve()
         self.redactor = redactor if redactor is not None else Redactor()
         self.sample_rate = sample_rate
         self.keep_errors = keep_errors
