@@ -569,7 +569,9 @@ async def test_reports_are_written(tmp_path: Path) -> None:
     assert '<testcase name="bad" classname="s"' in junit
     assert "expected the final answer to contain 'bye'" in junit
     markdown = (out / "r.md").read_text()
-    assert markdown.startswith("## ❌ toolproof evals: 1 blocking case failed\n")
+    assert markdown.startswith(
+        "<!-- toolproof-evals -->\n## ❌ toolproof evals: 1 blocking case failed\n"
+    )
     assert "| ❌ fail | `s::bad` | 0/2 |" in markdown
 
 

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 __all__ = [
+    "MARKDOWN_MARKER",
     "REPORT_FORMAT",
     "REPORT_VERSION",
     "json_report_head",
@@ -62,6 +63,9 @@ REPORT_FORMAT = "toolproof-eval-report"
 #: Version of the JSON report. Bump it when a field is removed or changes meaning; new
 #: fields do not bump it.
 REPORT_VERSION = 1
+
+#: First line of the Markdown report: CI finds (and updates) its earlier comment by it.
+MARKDOWN_MARKER = "<!-- toolproof-evals -->"
 
 _ICON = {"pass": "✅", "fail": "❌", "error": "⚠️", "skipped": "⏭️", "not_run": "⏸️"}
 
@@ -143,7 +147,7 @@ def _trial_lines(result: CaseResult) -> list[str]:
         if trial.status == "error" and trial.error:
             lines.append(f"  error: {trial.error_type}: {trial.error}")
         for check in trial.checks:
-            if check.status != "pass":
+            if check.status in ("fail", "inconclusive"):
                 lines.append(f"  {check.status}: {check.label}: {check.reason}")
     return lines
 
@@ -231,7 +235,7 @@ def markdown_report(report: EvalReport, *, limit: int = 65536) -> str:
     trials in a collapsible block; the text fits a GitHub comment (``limit`` characters).
     """
     summary = report.summary()
-    lines = [f"## {_headline(report)}", ""]
+    lines = [MARKDOWN_MARKER, f"## {_headline(report)}", ""]
     counts = [
         ["cases", str(summary["cases"])],
         ["passed", str(summary["passed"])],
