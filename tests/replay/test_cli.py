@@ -203,3 +203,31 @@ def test_replay_function_accepts_a_store_path(store: Path) -> None:
     report = replay(str(store), tools=[query_users], filter=None)
     assert len(report.samples) == 3
     assert report.source == str(store)
+
+
+def test_schema_diff_store_with_snapshot_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``schema diff OLD NEW --store``: snapshots from `schema snapshot`, a real store."""
+    from examples.ops_agent.demo import record
+    from examples.ops_agent.models import new_model, old_model
+
+    db = tmp_path / "traces.db"
+    record(db, old_model, tags=["prod"], count=12)
+    record(db, new_model, tags=["canary"], count=12)
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    assert run(capsys, "schema", "snapshot", "examples.ops_agent.tools", "-o", str(old))[0] == 0
+    assert run(capsys, "schema", "snapshot", "examples.ops_agent.tools_v2", "-o", str(new))[0] == 0
+
+    code, out, _ = run(capsys, "schema", "diff", str(old), str(new), "--store", str(db))
+    assert code == 1
+    assert "BREAKING   query_users: extra fields now forbidden" in out
+    assert "2 of 24 would be rejected by the new schemas" in out
+    # no change and nothing rejected: exit 0
+    code, out, _ = run(capsys, "schema", "diff", str(old), str(old), "--store", str(db))
+    assert "0 of 24 would be rejected" in out
+    assert code == 0
+    # a store that lacks the file is one clear line
+    code, _, err = run(capsys, "schema", "diff", str(old), str(new), "--store", str(tmp_path / "x"))
+    assert code == 2
+    assert err.startswith("toolproof: error: --store")

@@ -149,6 +149,7 @@ _DEFAULT_PATTERNS: dict[str, Action] = {
 
 _JSON_START = ("{", "[")
 _TEXT_CACHE_CHARS = 8_000_000
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z_ -]*")
 _DROP: Any = object()
 
 
@@ -691,10 +692,18 @@ class _Job:
 
     def _result(self, result: dict[str, Any]) -> dict[str, Any]:
         out = dict(result)
-        if isinstance(result.get("content"), str):
-            out["content"] = self.json_or_text(result["content"])
-        if result.get("value") is not None:
-            out["value"] = self.value(result["value"])
+        value = result.get("value")
+        content = result.get("content")
+        if value is not None:
+            out["value"] = self.value(value)
+        if isinstance(content, str):
+            parsed = self._parse(content)
+            if parsed is not None and value is not None and parsed == value:
+                # the usual case: the content is the value as JSON; redact it once
+                if out["value"] != value:
+                    out["content"] = json.dumps(out["value"], ensure_ascii=False)
+            else:
+                out["content"] = self.json_or_text(content)
         return out
 
     def json_or_text(self, text: str) -> str:
@@ -709,7 +718,7 @@ class _Job:
             out: dict[str, Any] = {}
             for key, item in value.items():
                 action = self.r.field_action(str(key))
-                name = self.text(key) if isinstance(key, str) else key
+                name = self._key(key) if isinstance(key, str) else key
                 if action is None:
                     out[name] = self.value(item)
                 elif action != "drop":
@@ -727,6 +736,15 @@ class _Job:
         if isinstance(value, list):
             return [self._field_value(v, action) for v in value]
         return self.r.replacement(value, action)
+
+    def _key(self, key: str) -> str:
+        # Keys are names far more often than data: a plain short name without digits or
+        # '@' cannot hold an id, an address or a number, so it skips the pattern pass.
+        if self.values and key in self.values:
+            return self.values[key]
+        if len(key) <= 32 and _PLAIN_KEY.fullmatch(key):
+            return key
+        return self.text(key)
 
     def text(self, text: str) -> str:
         if len(text) < 3:
