@@ -101,3 +101,25 @@ def test_processes_creating_a_new_store_at_once_migrate_it_once(tmp_path: Path) 
     with TraceStore(path) as store:
         assert store.count() == 200
         assert store.schema_version == 2
+
+
+def test_a_recorder_never_closed_is_flushed_at_interpreter_exit(db_path: Path) -> None:
+    script = textwrap.dedent(
+        """
+        import sys
+        from toolproof import Trace
+        from toolproof.replay import Recorder
+
+        recorder = Recorder(sys.argv[1], flush_interval=3600, batch_size=10**6)
+        for n in range(300):
+            recorder.record(Trace(id=f"exit-{n}", input="q", model="m"))
+        print(recorder.stats.written)  # nothing written yet: the writer waits an hour
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(db_path)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "0"
+    with TraceStore(db_path) as store:
+        assert store.count() == 300
