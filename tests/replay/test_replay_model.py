@@ -340,9 +340,22 @@ def test_mock_from_trace_keys_on_the_arguments_that_matter() -> None:
     assert mock.key_args == {"list_invoices": ("user_id",)}
 
 
+def test_a_factory_without_a_model_is_refused() -> None:
+    from toolproof import UserError
+
+    with pytest.raises(UserError) as info:
+        replay([recorded()], mode="model", agent=factory(TOOLS))
+    assert str(info.value) == (
+        "model mode with an agent factory needs the model that answers: pass model=... "
+        "(a Model, a model string, or 'recorded'; on the command line --model)"
+    )
+
+
 @pytest.mark.parametrize("concurrency", [0, -1])
 def test_bad_concurrency(concurrency: int) -> None:
     from toolproof import UserError
 
     with pytest.raises(UserError, match="concurrency must be at least 1"):
-        replay([recorded()], mode="model", agent=factory(TOOLS), concurrency=concurrency)
+        replay(
+            [recorded()], mode="model", agent=factory(TOOLS), model=model(), concurrency=concurrency
+        )

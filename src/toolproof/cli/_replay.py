@@ -132,6 +132,10 @@ def _replay(args: argparse.Namespace) -> int:
     model = _load_model(args.model) if args.model else None
     if args.mode == "model" and agent is None:
         raise UserError("--mode model needs --agent MODULE:FACTORY (today's agent)")
+    if args.mode == "model" and model is None and not isinstance(agent, _agent_type()):
+        raise UserError(
+            "--mode model needs --model: a model string, 'recorded', or MODULE:ATTR naming a Model"
+        )
     if args.mode == "tools" and agent is None and tools is None:
         raise UserError("--mode tools needs today's tools: --agent, --tools or --schemas")
     judge = _load_model(args.judge_model) if args.judge_model else None
@@ -161,6 +165,12 @@ def _replay(args: argparse.Namespace) -> int:
         if not spec.to_stdout:
             print(f"wrote {spec.format} report to {spec.path}", file=console)
     return report.exit_code
+
+
+def _agent_type() -> type:
+    from toolproof._agent import Agent
+
+    return Agent
 
 
 def _load_agent(spec: str) -> Any:

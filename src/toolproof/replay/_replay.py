@@ -731,6 +731,16 @@ async def areplay(
     moment = _now(now)
 
     built: Agent | None = None
+    if (
+        mode == "model"
+        and model is None
+        and agent is not None
+        and not isinstance(agent, _agent_class())
+    ):
+        raise UserError(
+            "model mode with an agent factory needs the model that answers: pass model=... "
+            "(a Model, a model string, or 'recorded'; on the command line --model)"
+        )
     if agent is not None:
         built = _build_agent(agent, model if mode == "model" else None)
 
