@@ -192,3 +192,15 @@ class Slow(Model):
 def slow_agent(model: Model, tools: Toolset | None = None) -> Agent:
     """An agent whose model takes a second per answer, whatever model it is given."""
     return Agent(Slow(1.0), TOOLS if tools is None else tools)
+
+
+class FailingMocks:
+    """A mock factory that works once (while the suite loads), then fails."""
+
+    calls = 0
+
+    def __new__(cls) -> Orders:  # type: ignore[misc]
+        cls.calls += 1
+        if cls.calls > 1:
+            raise OSError("fixture service unavailable")
+        return Orders()

@@ -582,3 +582,67 @@ def test_evaluate_runs_the_example_suite_offline() -> None:
     )
     assert report.exit_code == 0, [c.reason for c in report.cases if c.verdict != "pass"]
     assert len(report.cases) == 7 and all(len(c.trials) == 3 for c in report.cases)
+
+
+async def test_rich_progress_shows_live_counts(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from toolproof.evals._progress import RichProgress
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=True, width=160, color_system=None)
+    suite = make_suite(
+        tmp_path,
+        HEAD
+        + """\
+        trials: 3
+        cases:
+          - {name: good, input: hi, script: [hello]}
+          - {name: bad, input: hi, expect: {final_contains: bye}, script: [hello]}
+        """,
+    )
+    await run(suite, model="scripted", progress=RichProgress(console))
+    output = buffer.getvalue()
+    assert "trials  ✓ 3 ✗ 3 ! 0  cases 2/2" in output
+    assert "6/6" in output and "ETA" in output
+    assert "FAIL s::bad: 0/3 trials passed" in output  # failing cases are printed as they end
+
+
+async def test_an_agent_object_as_the_target(tmp_path: Path) -> None:
+    suite = make_suite(
+        tmp_path,
+        "suite: s\nagent: evalagents:AGENT\ncases: [{name: c, input: hi, script: [hello]}]\n",
+    )
+    report = await run(suite, model="scripted")
+    trace = report.cases[0].trials[0].traces[0]  # type: ignore[index]
+    assert report.cases[0].verdict == "pass"
+    assert (trace.model, trace.system_prompt, trace.tool_mode) == ("scripted", "prebuilt", "mock")
+
+
+async def test_trials_override_must_fit_the_pass_rule(tmp_path: Path) -> None:
+    suite = make_suite(
+        tmp_path, HEAD + "trials: 3\npass_rule: {at_least: 2}\ncases: [{name: c, input: hi}]\n"
+    )
+    with pytest.raises(UserError) as info:
+        await run(suite, model="scripted", trials=1)
+    assert str(info.value) == (
+        "s::c needs at_least: 2 passing trials but runs only 1 (--trials is lower than its "
+        "pass_rule): raise --trials"
+    )
+
+
+async def test_mocks_that_fail_to_start_are_errors(tmp_path: Path) -> None:
+    from evalagents import FailingMocks
+
+    FailingMocks.calls = 0
+    suite = make_suite(
+        tmp_path,
+        HEAD + "mocks: evalagents:FailingMocks\nretries: 0\n"
+        "cases: [{name: c, input: hi, script: [hello]}]\n",
+    )
+    report = await run(suite, model="scripted")
+    [case] = report.cases
+    assert case.verdict == "error"
+    assert case.trials[0].error == "creating the mocks failed: OSError: fixture service unavailable"

@@ -6,6 +6,8 @@ import sys
 from typing import IO, TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from toolproof.evals._results import CaseResult, TrialResult
     from toolproof.evals._suite import Case
 
@@ -85,9 +87,13 @@ class PlainProgress:
 
 
 class RichProgress:
-    """A live bar with pass/fail/error counts and an ETA, on standard error."""
+    """A live bar with pass/fail/error counts and an ETA, on standard error.
 
-    def __init__(self) -> None:
+    Args:
+        console: Where to draw (standard error by default).
+    """
+
+    def __init__(self, console: Console | None = None) -> None:
         from rich.console import Console
         from rich.progress import (
             BarColumn,
@@ -99,7 +105,7 @@ class RichProgress:
             TimeRemainingColumn,
         )
 
-        self.console = Console(stderr=True)
+        self.console = console or Console(stderr=True)
         self.progress = Progress(
             SpinnerColumn(),
             TextColumn("[bold]{task.description}"),

@@ -324,13 +324,6 @@ class _Runner:
         case = plan.case
         config = case.config
         started = time.perf_counter()
-        mocks: list[Any] = []
-        for spec in config.mocks:
-            mocks.extend(spec.create())
-        providers = [_MappingMocks(m) if isinstance(m, Mapping) else m for m in mocks]
-        toolset = config.agent.toolset.with_mode(
-            config.tools, overrides=config.tool_modes or None, mocks=providers or None
-        )
         counters = _Counters()
         model: Model
         if plan.scripted:
@@ -338,10 +331,19 @@ class _Runner:
         else:
             assert plan.slot is not None
             model = _TrialModel(plan.slot, index, counters, self.cache)
+        mocks: list[Any] = []
+        step = "creating the mocks"
         try:
+            for spec in config.mocks:
+                mocks.extend(spec.create())
+            providers = [_MappingMocks(m) if isinstance(m, Mapping) else m for m in mocks]
+            toolset = config.agent.toolset.with_mode(
+                config.tools, overrides=config.tool_modes or None, mocks=providers or None
+            )
+            step = "building the agent"
             agent = config.agent.build(model, toolset)
-        except Exception as exc:
-            message = f"building the agent failed: {type(exc).__name__}: {exc}"
+        except Exception as exc:  # setup problems are not the agent's failures
+            message = f"{step} failed: {type(exc).__name__}: {exc}"
             trial = TrialResult(index, "error", error=message, error_type=type(exc).__name__)
             return trial, _Infra(type(exc).__name__, message, retryable=False)
         session = agent.session()
@@ -755,6 +757,12 @@ def _plan(
 
     for case in cases:
         n = trials or case.config.trials
+        rule = case.config.pass_rule
+        if rule.kind == "at_least" and rule.value > n:
+            raise UserError(
+                f"{case.id} needs {rule.describe()} passing trials but runs only {n} "
+                "(--trials is lower than its pass_rule): raise --trials"
+            )
         plan = _Plan(case, n, results=[None] * n, remaining=n)
         plans.append(plan)
         chosen: str | Model | None = model if model is not None else case.config.model
