@@ -10,6 +10,7 @@ import pytest
 from toolproof import ToolCall, UserError
 from toolproof.errors import ConfigError, ModelConnectionError, ModelHTTPError
 from toolproof.evals import Case, PassRule, load_suite, load_suites
+from toolproof.evals._checks import EXPECT_KEYS
 from toolproof.evals._suite import discover_suite_files, is_suite_file, select_cases
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -489,3 +490,36 @@ def test_pass_rules_decide_with_errors_left_open() -> None:
     assert PassRule("rate", 0.8).needed(5) == 4
     assert PassRule("rate", 0.8).describe() == "rate: 0.8"
     assert PassRule("rate", 1 / 3).needed(3) == 1
+
+
+def test_suite_and_case_expectations_merge_key_by_key(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "s.eval.yaml",
+        """\
+        suite: s
+        agent: evalagents:build_agent
+        expect:
+          tools_called: [search_docs, multiply_numbers]
+          final_contains: "x"
+          tool_called: [typo]
+        cases:
+          - name: ordered
+            input: hi
+            expect: {order: strict, final_contains: "y"}
+          - name: plain
+            input: hi
+        """,
+    )
+    # The suite-level typo is reported once, at its own line, however many cases share it.
+    assert problems_of(path) == [
+        "L6: expect.tool_called: unknown key 'tool_called' (did you mean 'tools_called'?); "
+        "allowed: " + ", ".join(EXPECT_KEYS)
+    ]
+    path.write_text(path.read_text().replace("  tool_called: [typo]\n", ""))
+    ordered, plain = load_suite(path).cases
+    assert [c.name for c in ordered.checks] == ["tools_called", "final_contains", "order"]
+    assert [c.describe for c in ordered.checks][1:] == [
+        "answer contains 'y'",
+        "calls [search_docs, multiply_numbers] (strict)",
+    ]
+    assert [c.name for c in plain.checks] == ["tools_called", "final_contains"]

@@ -241,9 +241,12 @@ class _Context:
     tools: Mapping[str, Tool[..., Any]]
     problems: Problems
     path: DocPath
+    key_paths: Mapping[str, DocPath] = field(default_factory=dict)
 
     def at(self, *keys: Any) -> DocPath:
-        return (*self.path, *keys)
+        """The document path of an entry (keys start with the ``expect`` key)."""
+        base = self.key_paths.get(keys[0], self.path) if keys else self.path
+        return (*base, *keys)
 
     def tool(self, name: Any, *keys: Any) -> bool:
         """Whether ``name`` is one of the agent's tools (records a problem if not)."""
@@ -272,6 +275,7 @@ def compile_expect(
     problems: Problems,
     path: DocPath,
     turn: int | None = None,
+    key_paths: Mapping[str, DocPath] | None = None,
 ) -> list[Check]:
     """Compile an ``expect:`` mapping into checks, recording every problem.
 
@@ -280,6 +284,8 @@ def compile_expect(
         tools: The agent's tools by name (expectations may only name these).
         problems: Where problems go (each with file and line).
         path: The mapping's path in the document.
+        key_paths: For a merged mapping (suite defaults under a case's own keys), the
+            path of the mapping each key was written in, so problems point at that line.
         turn: For a turn's own ``expect``, the 1-based turn.
 
     Returns:
@@ -290,7 +296,7 @@ def compile_expect(
     if not isinstance(expect, Mapping):
         problems.add(path, f"expected a mapping of checks, got {_type(expect)}")
         return []
-    ctx = _Context(tools, problems, path)
+    ctx = _Context(tools, problems, path, key_paths or {})
     for key in expect:
         if key not in EXPECT_KEYS:
             _unknown_key(ctx, key, EXPECT_KEYS)

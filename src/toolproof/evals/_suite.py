@@ -646,7 +646,7 @@ class _Builder:
         self.locator = locator
         self.problems = problems
         self.resolver = resolver
-        self.suite_checks: dict[tuple[int, tuple[Any, ...]], list[Check]] = {}
+        self.suite_checks: dict[int, list[Check]] = {}
 
     def add(self, path: DocPath, message: str) -> None:
         self.problems.add(path, message)
@@ -792,20 +792,25 @@ class _Builder:
         expect.update(case_expect or {})
         checks: list[Check] = []
         if tools is not None:
-            # Suite-level entries are checked (and reported) at their own lines, once per case.
-            if suite_expect:
-                suite_only = {k: v for k, v in suite_expect.items() if k not in (case_expect or {})}
-                # Compiled once per agent and set of keys: checks are immutable and shared.
-                shared = (id(agent), tuple(suite_only))
-                if shared not in self.suite_checks:
-                    self.suite_checks[shared] = compile_expect(
-                        suite_only, tools=tools, problems=self.problems, path=("expect",)
-                    )
-                checks = list(self.suite_checks[shared])
+            # One merged mapping (keys depend on each other: `order` reads `tools_called`);
+            # each key's problems point at the line where it was written.
+            key_paths: dict[str, DocPath] = dict.fromkeys(suite_expect, ("expect",))
+            key_paths.update(dict.fromkeys(case_expect or {}, (*path, "expect")))
             if case_expect:
-                checks += compile_expect(
-                    case_expect, tools=tools, problems=self.problems, path=(*path, "expect")
+                checks = compile_expect(
+                    expect,
+                    tools=tools,
+                    problems=self.problems,
+                    path=(*path, "expect"),
+                    key_paths=key_paths,
                 )
+            elif suite_expect:
+                # Only the suite's checks: compiled once per agent (checks are immutable).
+                if id(agent) not in self.suite_checks:
+                    self.suite_checks[id(agent)] = compile_expect(
+                        expect, tools=tools, problems=self.problems, path=("expect",)
+                    )
+                checks = list(self.suite_checks[id(agent)])
             order = {key: position for position, key in enumerate(expect)}
             checks.sort(key=lambda c: order.get(c.name, 0))
 
