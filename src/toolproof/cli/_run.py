@@ -55,9 +55,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--model",
         "-m",
+        metavar="MODEL",
         help="model for every case (overrides the suites); 'scripted' runs each case's script",
     )
-    parser.add_argument("--judge-model", help="model that grades the 'judge:' rubric lines")
+    parser.add_argument(
+        "--judge-model", metavar="MODEL", help="model that grades the 'judge:' rubric lines"
+    )
     parser.add_argument(
         "--case",
         "-k",
@@ -73,12 +76,15 @@ def register(subparsers: Any) -> None:
         default=[],
         help="run only cases with this tag (repeatable: any of them)",
     )
-    parser.add_argument("--trials", type=_positive_int, help="trials per case (overrides suites)")
+    parser.add_argument(
+        "--trials", type=_positive_int, metavar="N", help="trials per case (overrides suites)"
+    )
     parser.add_argument(
         "--concurrency",
         "-j",
         type=_positive_int,
         default=8,
+        metavar="N",
         help="trials running at the same time (default 8)",
     )
     parser.add_argument(
@@ -93,7 +99,10 @@ def register(subparsers: Any) -> None:
         help="do not reuse or store model responses (the cache lives in --cache-dir)",
     )
     parser.add_argument(
-        "--cache-dir", default=".toolproof", help="cache directory (default .toolproof)"
+        "--cache-dir",
+        default=".toolproof",
+        metavar="DIR",
+        help="cache directory (default .toolproof)",
     )
     parser.add_argument(
         "--report",

@@ -85,6 +85,10 @@ class _TrialModel(Model):
         self.slot = slot
         self.inner = slot.model
         self.name = slot.model.name
+        # The endpoint is part of the cache key: the same model name served elsewhere (a
+        # local vLLM standing in for OpenAI) must not reuse the other's answers.
+        endpoint = getattr(slot.model, "base_url", None)
+        self.cache_name = f"{self.name} @ {endpoint}" if endpoint else self.name
         self.trial = trial
         self.counters = counters
         self.cache = cache
@@ -99,7 +103,7 @@ class _TrialModel(Model):
 
         key = None
         if self.cache is not None:
-            key = request_key(self.name, messages, tools, settings, trial=self.trial)
+            key = request_key(self.cache_name, messages, tools, settings, trial=self.trial)
             stored = self.cache.get(key)
             if stored is not None:
                 self.counters.cached_calls += 1
