@@ -11,35 +11,14 @@ that stops being one.
 from __future__ import annotations
 
 import collections
-import importlib.util
 import json
-import sys
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
+from _shared import shared_path
 from toolproof import Message, ToolCall
 from toolproof.evals import match_trajectory
-
-
-def _root_conftest() -> ModuleType:
-    """``tests/conftest.py``, loaded by path: every test directory's conftest is "conftest"."""
-    name = "_toolproof_tests_root_conftest"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).resolve().parents[1] / "conftest.py"
-        )
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        sys.modules[name] = module
-    return sys.modules[name]
-
-
-shared_path = _root_conftest().shared_path
-
 
 TRAJECTORY_MODES = ("strict", "unordered", "subset", "superset")
 ARGS_MODES = ("exact", "ignore", "subset", "superset")

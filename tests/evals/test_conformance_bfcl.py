@@ -9,36 +9,15 @@ does a listed difference that stops being one.
 from __future__ import annotations
 
 import collections
-import importlib.util
 import json
 import re
-import sys
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
+from _shared import shared_path
 from toolproof import ToolCall
 from toolproof.evals import match_bfcl
-
-
-def _root_conftest() -> ModuleType:
-    """``tests/conftest.py``, loaded by path: every test directory's conftest is "conftest"."""
-    name = "_toolproof_tests_root_conftest"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).resolve().parents[1] / "conftest.py"
-        )
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        sys.modules[name] = module
-    return sys.modules[name]
-
-
-shared_path = _root_conftest().shared_path
-
 
 #: case_id -> why toolproof deliberately disagrees with BFCL's checker. Empty: the two agree on
 #: every recorded case. (toolproof's one deliberate departure from BFCL, pairing parallel

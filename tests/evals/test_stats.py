@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import collections
-import importlib.util
 import itertools
 import json
 import math
-import sys
 from fractions import Fraction
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from _shared import shared_path
 from toolproof.evals import (
     CaseStats,
     SuiteStats,
@@ -25,23 +22,6 @@ from toolproof.evals import (
     pass_hat_k,
     suite_stats,
 )
-
-
-def _root_conftest() -> ModuleType:
-    """``tests/conftest.py``, loaded by path: every test directory's conftest is "conftest"."""
-    name = "_toolproof_tests_root_conftest"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).resolve().parents[1] / "conftest.py"
-        )
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        sys.modules[name] = module
-    return sys.modules[name]
-
-
-shared_path = _root_conftest().shared_path
 
 
 def test_reproduces_tau_bench_airline_pass_hat_k() -> None:

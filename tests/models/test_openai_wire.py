@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 from _openai_server import FakeOpenAIServer, Reply
-from _wire import WIRE_DIR, shared_path, wire_files
+from _wire import WIRE_DIR, wire_files
 
+from _shared import shared_path
 from toolproof import Message, ModelSettings, ToolCall
 from toolproof._messages import ModelResponse, ToolDefinition
 from toolproof.errors import ModelHTTPError

@@ -2,24 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from toolproof import Agent, Trace, tool
 from toolproof.testing import ScriptedModel, call
-
-# `shared_path` lives in tests/conftest.py; every conftest module has the same name, so it is
-# loaded by file path.
-_spec = importlib.util.spec_from_file_location(
-    "_toolproof_replay_root_conftest", Path(__file__).resolve().parents[1] / "conftest.py"
-)
-assert _spec is not None and _spec.loader is not None
-_root = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_root)
-shared_path = _root.shared_path
-ROOT: Path = _root.ROOT
 
 
 @tool

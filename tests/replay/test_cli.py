@@ -7,8 +7,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from replay_helpers import run_trace, shared_path, user_trace
+from replay_helpers import run_trace, user_trace
 
+from _shared import shared_path
 from toolproof.cli import main
 from toolproof.replay import TraceStore, count_schema_rejections, replay
 

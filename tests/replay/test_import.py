@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from replay_helpers import shared_path, user_trace
+from replay_helpers import user_trace
 
+from _shared import shared_path
 from toolproof import Trace, UserError
 from toolproof._trace import stable_hash
 from toolproof.replay._import import conversation_to_traces, load_tool_infos, read_trace_file
