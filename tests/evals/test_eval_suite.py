@@ -194,6 +194,34 @@ def test_agent_factories_that_do_not_work(tmp_path: Path, agent: str, message: s
     assert problems_of(path) == [f"L2: agent: {message}"]
 
 
+def test_expectations_are_still_checked_when_the_agent_does_not_load(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "s.eval.yaml",
+        """\
+        suite: s
+        agent: nope.module:build
+        cases:
+          - name: a
+            input: hi
+            expect:
+              tools_caled: [multiply_numbers]
+              args: {multiply_numbers: {a: {range: [1]}}}
+              required_args: {multiply_numbers: [a]}
+        """,
+    )
+    problems = problems_of(path)
+    assert problems[0] == (
+        "L2: agent: cannot import 'nope.module' for nope.module:build: No module named 'nope'"
+    )
+    assert problems[1].startswith(
+        "L7: cases[0].expect.tools_caled: unknown key 'tools_caled' (did you mean 'tools_called'?)"
+    )
+    assert problems[2:] == [
+        "L8: cases[0].expect.args.multiply_numbers.a.range: must be [low, high] (null for an "
+        "open end), got [1]"
+    ]  # tool and argument names cannot be checked without the agent: no false problems
+
+
 def test_an_agent_instance_is_accepted(tmp_path: Path) -> None:
     path = write(
         tmp_path / "s.eval.yaml",

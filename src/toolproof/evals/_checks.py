@@ -238,7 +238,9 @@ class Check:
 
 @dataclass(slots=True)
 class _Context:
-    tools: Mapping[str, Tool[..., Any]]
+    #: The agent's tools; ``None`` when they are unknown (the factory failed to load), in
+    #: which case every other problem is still reported and tool names are not checked.
+    tools: Mapping[str, Tool[..., Any]] | None
     problems: Problems
     path: DocPath
     key_paths: Mapping[str, DocPath] = field(default_factory=dict)
@@ -250,9 +252,9 @@ class _Context:
 
     def tool(self, name: Any, *keys: Any) -> bool:
         """Whether ``name`` is one of the agent's tools (records a problem if not)."""
-        if isinstance(name, str) and name in self.tools:
+        if isinstance(name, str) and (self.tools is None or name in self.tools):
             return True
-        known = sorted(self.tools)
+        known = sorted(self.tools or ())
         hint = ""
         if isinstance(name, str):
             close = difflib.get_close_matches(name, known, n=1)
@@ -263,7 +265,13 @@ class _Context:
         )
         return False
 
+    def knows(self, name: Any) -> bool:
+        """Whether ``name`` may be a tool (without recording anything)."""
+        return isinstance(name, str) and (self.tools is None or name in self.tools)
+
     def params(self, tool: str) -> list[str]:
+        if self.tools is None:
+            return []
         properties = self.tools[tool].parameters.get("properties", {})
         return list(properties) if isinstance(properties, dict) else []
 
@@ -271,7 +279,7 @@ class _Context:
 def compile_expect(
     expect: Any,
     *,
-    tools: Mapping[str, Tool[..., Any]],
+    tools: Mapping[str, Tool[..., Any]] | None,
     problems: Problems,
     path: DocPath,
     turn: int | None = None,
@@ -509,7 +517,7 @@ def _order(ctx: _Context, value: Any, expect: Mapping[str, Any]) -> Check | None
     if "calls" in expect:
         return None  # `calls` reads `order` itself
     names = expect.get("tools_called")
-    if not isinstance(names, list) or not all(isinstance(n, str) and n in ctx.tools for n in names):
+    if not isinstance(names, list) or not all(ctx.knows(n) for n in names):
         return None
     from toolproof.evals._matching import CallSpec
 
@@ -584,7 +592,7 @@ def _arguments(
     params = ctx.params(tool)
     ok = True
     for name in args:
-        if name not in params:
+        if ctx.tools is not None and name not in params:
             close = difflib.get_close_matches(str(name), params, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             ctx.problems.add(
@@ -710,7 +718,7 @@ def _required_args(ctx: _Context, value: Any, expect: Mapping[str, Any]) -> Chec
             continue
         params = ctx.params(tool)
         for index, name in enumerate(names):
-            if name not in params:
+            if ctx.tools is not None and name not in params:
                 ctx.problems.add(
                     ctx.at("required_args", tool, index),
                     f"{tool} has no argument {name!r}; its arguments are: "
@@ -749,7 +757,7 @@ def _forbid_extra_args(ctx: _Context, value: Any, expect: Mapping[str, Any]) -> 
     if value is False:
         return None
     if value is True:
-        tools = list(ctx.tools)
+        tools = list(ctx.tools or ())
     else:
         names = _names(ctx, value, "forbid_extra_args")
         if names is None:

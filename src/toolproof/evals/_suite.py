@@ -791,7 +791,10 @@ class _Builder:
             case_expect = None
         expect.update(case_expect or {})
         checks: list[Check] = []
-        if tools is not None:
+        if tools is None:
+            # The agent did not load: still report every other problem of the expectations.
+            compile_expect(expect, tools=None, problems=self.problems, path=(*path, "expect"))
+        else:
             # One merged mapping (keys depend on each other: `order` reads `tools_called`);
             # each key's problems point at the line where it was written.
             key_paths: dict[str, DocPath] = dict.fromkeys(suite_expect, ("expect",))
