@@ -53,6 +53,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (also used as the console script)."""
+    try:
+        try:
+            code = _main(argv)
+        finally:
+            sys.stdout.flush()  # inside the try, so a closed pipe is handled below
+    except BrokenPipeError:
+        # The reader went away (`toolproof traces list | head`): stop quietly, and keep
+        # Python from complaining again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     # User modules (agent factories, tool modules) are imported relative to the current
     # directory, as `python -m` would.
     if os.getcwd() not in sys.path:
