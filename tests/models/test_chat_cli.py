@@ -220,15 +220,15 @@ def test_tools_forms(server: FakeOpenAIServer, tools_file: Path, spec: str, name
     [
         (
             ["--tools", "chat_tools.py:NOT_TOOLS"],
-            "--tools 'chat_tools.py:NOT_TOOLS' is a int; expected a Tool",
+            "--tools 'chat_tools.py:NOT_TOOLS' is int, not a tool, a list of tools, a Toolset",
         ),
-        (["--tools", "chat_tools:missing"], "'chat_tools' has no attribute 'missing'"),
-        (["--tools", "nowhere.py"], "file 'nowhere.py' does not exist"),
+        (["--tools", "chat_tools:missing"], "chat_tools has no attribute 'missing'"),
+        (["--tools", "nowhere.py"], "cannot import 'nowhere.py': no such file"),
         (["--tools", "no_such_module"], "no module named 'no_such_module'"),
         (["--tools", "empty.py"], "no tools found in 'empty.py'"),
         (
             ["--tools", "broken.py"],
-            "importing 'broken.py' failed: ZeroDivisionError: division by zero",
+            "cannot import 'broken.py': ZeroDivisionError: division by zero",
         ),
         (["--system", "@missing.txt"], "cannot read 'missing.txt'"),
         (["--max-steps", "0"], "--max-steps must be at least 1"),

@@ -8,7 +8,6 @@ during a turn cancels that turn and keeps the conversation; Ctrl-C at the prompt
 from __future__ import annotations
 
 import argparse
-import os
 from typing import TYPE_CHECKING, Any
 
 from toolproof.errors import UserError
@@ -225,48 +224,32 @@ def load_tools(spec: str) -> list[Tool[..., Any]] | Toolset:
 
     Args:
         spec: A Python file (``tools.py``), a module (``pkg.tools``), or ``module:attr`` /
-            ``file.py:attr`` naming a ``Tool``, a list of tools or a ``Toolset``. A file or
-            module without ``:attr`` gives all the ``Tool`` objects it defines.
+            ``file.py:attr`` naming a ``Tool``, a list of tools, a ``Toolset`` or an agent.
+            A file or module without ``:attr`` gives all the tools it defines.
 
     Raises:
         UserError: The module cannot be imported or holds no tools.
     """
-    from toolproof._tools import Tool
+    from types import ModuleType
+
+    from toolproof._loading import load_target, tools_in
     from toolproof._toolset import Toolset
 
-    target, attr = spec, None
-    if ":" in spec and not os.path.exists(spec):
-        target, attr = spec.rsplit(":", 1)
-    module = _import(target, spec)
-    if attr is None:
-        found = [
-            v for k, v in vars(module).items() if isinstance(v, Tool) and not k.startswith("_")
-        ]
-        if not found:
-            raise UserError(
-                f"no tools found in {target!r}: define functions decorated with @tool there, "
-                "or name a list of tools with --tools module:attr"
-            )
-        return found
-    if not hasattr(module, attr):
-        raise UserError(f"--tools {spec!r}: {target!r} has no attribute {attr!r}")
-    value = getattr(module, attr)
+    value, label = load_target(spec)
     if isinstance(value, Toolset):
-        return value
-    if isinstance(value, Tool):
-        return [value]
-    if isinstance(value, (list, tuple)) and all(isinstance(v, Tool) or callable(v) for v in value):
-        from toolproof._tools import tool
-
-        return [v if isinstance(v, Tool) else tool(v) for v in value]
-    if callable(value):
-        from toolproof._tools import tool
-
-        return [tool(value)]
-    raise UserError(
-        f"--tools {spec!r} is a {type(value).__name__}; expected a Tool, a list of tools "
-        "or a Toolset"
-    )
+        return value  # keeps its mode, overrides and mocks
+    found = tools_in(value)
+    if not found and not isinstance(value, ModuleType):
+        raise UserError(
+            f"--tools {label!r} is {type(value).__name__}, not a tool, a list of tools, a "
+            "Toolset or an agent"
+        )
+    if not found:
+        raise UserError(
+            f"no tools found in {label!r}: define functions decorated with @tool there, or "
+            "name a tool, a list of tools or a Toolset with --tools module:attr"
+        )
+    return found
 
 
 def _load_all(specs: list[str]) -> list[Tool[..., Any]] | Toolset:
@@ -283,38 +266,6 @@ def _load_all(specs: list[str]) -> list[Tool[..., Any]] | Toolset:
         assert not isinstance(group, Toolset)
         tools.extend(t for t in group if t not in tools)
     return tools
-
-
-def _import(target: str, spec: str) -> Any:
-    import importlib
-    import importlib.util
-    import sys
-
-    try:
-        if target.endswith(".py") or os.path.isfile(target):
-            if not os.path.isfile(target):
-                raise UserError(f"--tools {spec!r}: file {target!r} does not exist")
-            path = os.path.abspath(target)
-            name = "_toolproof_tools_" + os.path.splitext(os.path.basename(path))[0]
-            loader_spec = importlib.util.spec_from_file_location(name, path)
-            if loader_spec is None or loader_spec.loader is None:
-                raise UserError(f"--tools {spec!r}: cannot load {target!r} as Python")
-            module = importlib.util.module_from_spec(loader_spec)
-            sys.modules[name] = module
-            loader_spec.loader.exec_module(module)
-            return module
-        return importlib.import_module(target)
-    except UserError:
-        raise
-    except ModuleNotFoundError as exc:
-        raise UserError(
-            f"--tools {spec!r}: no module named {exc.name!r} (give a file path, or a module "
-            "importable from the current directory)"
-        ) from None
-    except Exception as exc:
-        raise UserError(
-            f"--tools {spec!r}: importing {target!r} failed: {type(exc).__name__}: {exc}"
-        ) from None
 
 
 def _system_prompt(value: str | None) -> str | None:

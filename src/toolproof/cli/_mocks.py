@@ -52,8 +52,8 @@ def _help(parser: argparse.ArgumentParser) -> int:
 
 def run_check(args: argparse.Namespace) -> int:
     """``mocks check``."""
+    from toolproof._loading import collect_tools
     from toolproof.testing._drift import check_mocks
-    from toolproof.testing._modules import collect_tools
 
     tools, objects = collect_tools(args.modules)
     if not tools:

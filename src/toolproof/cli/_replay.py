@@ -123,7 +123,7 @@ def _replay(args: argparse.Namespace) -> int:
 
         tools = load_tool_infos(args.schemas)
     elif args.tools:
-        from toolproof.testing._modules import load_target, tools_in
+        from toolproof._loading import load_target, tools_in
 
         target, label = load_target(args.tools)
         tools = tools_in(target)
@@ -175,8 +175,8 @@ def _agent_type() -> type:
 
 def _load_agent(spec: str) -> Any:
     from toolproof._agent import Agent
+    from toolproof._loading import load_target
     from toolproof.errors import UserError
-    from toolproof.testing._modules import load_target
 
     target, label = load_target(spec)
     if not (isinstance(target, Agent) or callable(target)):
@@ -192,7 +192,7 @@ def _load_model(spec: str) -> Any:
         return "recorded"
     module, sep, _ = spec.partition(":")
     if sep and ("." in module or "/" in module or module.endswith(".py")):
-        from toolproof.testing._modules import load_target
+        from toolproof._loading import load_target
 
         target, label = load_target(spec)
         if isinstance(target, Model):

@@ -99,8 +99,8 @@ def _help(parser: argparse.ArgumentParser) -> int:
 
 def run_snapshot(args: argparse.Namespace) -> int:
     """``schema snapshot``."""
+    from toolproof._loading import collect_tools
     from toolproof.testing._contracts import dump_snapshot, snapshot_tools
-    from toolproof.testing._modules import collect_tools
 
     tools, _ = collect_tools(args.modules)
     if not tools:

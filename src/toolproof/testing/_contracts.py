@@ -143,7 +143,7 @@ def load_side(spec: str) -> tuple[dict[str, Any], str]:
     path = Path(spec)
     if path.suffix != ".py" and path.is_file():
         return load_snapshot(path), spec
-    from toolproof.testing._modules import collect_tools
+    from toolproof._loading import collect_tools
 
     tools, _ = collect_tools([spec])
     if not tools:
@@ -180,7 +180,7 @@ def assert_schema_snapshot(
             changes and a unified diff, and says how to accept them.
     """
     __tracebackhide__ = True
-    from toolproof.testing._modules import tools_in
+    from toolproof._loading import tools_in
 
     found = tools_in(tools)
     if not found:

@@ -1,6 +1,6 @@
 """Import a user's module (dotted name, file path, or ``module:attr``) and find its tools.
 
-Used by ``toolproof schema`` and ``toolproof mocks check``. Every failure is a one-line
+Used by the CLI (``schema``, ``mocks check``, ``replay``, ``chat``). Every failure is a one-line
 ``UserError`` (the CLI prints it and exits 2).
 """
 
