@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from toolproof._text import clip
 from toolproof.errors import UserError
 
 if TYPE_CHECKING:
@@ -201,9 +202,9 @@ class _StepPrinter:
                 f"[dim]({step.latency_ms:.0f} ms, {tokens})[/]"
             )
             if message.reasoning:
-                out.print(f"[dim]  thinking: {_esc(_clip(message.reasoning, 300))}[/]")
+                out.print(f"[dim]  thinking: {_esc(clip(message.reasoning, 300))}[/]")
             if n and message.content:
-                out.print(f"[dim]  says: {_esc(_clip(message.content, 300))}[/]")
+                out.print(f"[dim]  says: {_esc(clip(message.content, 300))}[/]")
             for error in step.parse_errors:
                 out.print(f"[yellow]  unparsable tool call:[/] {_esc(error)}")
         elif isinstance(event, ToolStarted):
@@ -215,7 +216,7 @@ class _StepPrinter:
             )
             out.print(
                 f"[dim]\\[step {event.step}][/]   {_esc(event.call.name)} {mark}: "
-                f"{_esc(_clip(result.content, 500))} [dim]({result.duration_ms:.1f} ms)[/]"
+                f"{_esc(clip(result.content, 500))} [dim]({result.duration_ms:.1f} ms)[/]"
             )
 
 
@@ -283,11 +284,6 @@ def _esc(text: str) -> str:
     from rich.markup import escape
 
     return escape(text)
-
-
-def _clip(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _one_line(text: str) -> str:

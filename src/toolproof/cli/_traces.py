@@ -9,6 +9,8 @@ import sys
 from datetime import datetime, timezone
 from typing import Any
 
+from toolproof._text import clip
+
 __all__ = ["add_filter_arguments", "filter_from_args", "register", "store_path"]
 
 EPILOG = """examples:
@@ -193,11 +195,11 @@ def _list(args: argparse.Namespace) -> int:
             [
                 row.id[:12],
                 _iso(row.ts)[:16].replace("T", " "),
-                _clip(row.model, 24),
+                clip(row.model, 24),
                 row.status,
-                _clip(tools, 32) or "-",
-                _clip(",".join(row.tags), 24) or "-",
-                _clip(row.input, 50),
+                clip(tools, 32) or "-",
+                clip(",".join(row.tags), 24) or "-",
+                clip(row.input, 50),
             ]
         )
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]) - 1)]
@@ -326,8 +328,3 @@ def _iso(ts: float) -> str:
         .isoformat(timespec="seconds")
         .replace("+00:00", "Z")
     )
-
-
-def _clip(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

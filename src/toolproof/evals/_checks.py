@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolproof._messages import ToolCall, ToolResult, Usage
+from toolproof._text import clip
 from toolproof._trace import Trace
 from toolproof.errors import ConfigError
 from toolproof.evals._yaml import DocPath, Problems, format_path
@@ -416,8 +417,7 @@ def _times(n: int) -> str:
 def _clip(text: str | None, limit: int = 200) -> str:
     if text is None:
         return "(no final answer)"
-    flat = " ".join(text.split())
-    return repr(flat if len(flat) <= limit else flat[: limit - 1] + "…")
+    return repr(clip(text, limit))
 
 
 # -- the checks ---------------------------------------------------------------------------------

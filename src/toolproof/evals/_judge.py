@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolproof._messages import Message, ModelSettings
+from toolproof._text import clip
 from toolproof.evals._checks import CheckResult, SessionRecord
 
 if TYPE_CHECKING:
@@ -53,10 +54,6 @@ Use INCONCLUSIVE only when the transcript does not contain enough information to
 _CLIP = 1500
 
 
-def _clip(text: str, limit: int = _CLIP) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def render_transcript(record: SessionRecord) -> str:
     """The conversation of a trial as the judge reads it."""
     lines: list[str] = []
@@ -67,15 +64,18 @@ def render_transcript(record: SessionRecord) -> str:
         for step in trace.steps:
             results = {r.call_id: r for r in step.tool_results}
             if step.response.content and step.response.tool_calls:
-                lines.append(f"ASSISTANT (thinking aloud): {_clip(step.response.content)}")
+                thought = clip(step.response.content, _CLIP, flatten=False)
+                lines.append(f"ASSISTANT (thinking aloud): {thought}")
             for call in step.response.tool_calls:
                 lines.append(f"ASSISTANT called {call.signature()}")
                 result = results.get(call.id)
                 if result is not None:
                     status = "returned" if result.ok else f"failed ({result.error_type})"
-                    lines.append(f"TOOL {call.name} {status}: {_clip(result.content)}")
+                    lines.append(
+                        f"TOOL {call.name} {status}: {clip(result.content, _CLIP, flatten=False)}"
+                    )
         if trace.output is not None:
-            lines.append(f"ASSISTANT: {_clip(trace.output, 4000)}")
+            lines.append(f"ASSISTANT: {clip(trace.output, 4000, flatten=False)}")
         elif trace.stop_reason != "final":
             lines.append(
                 f"(the run stopped without an answer: {trace.stop_reason}"

@@ -32,6 +32,7 @@ from toolproof._messages import (
     ToolDefinition,
     Usage,
 )
+from toolproof._text import clip
 from toolproof._version import __version__
 from toolproof.errors import (
     MissingAPIKey,
@@ -349,13 +350,13 @@ class OpenAIChatModel(Model):
         except (ValueError, RecursionError):
             raise UnexpectedModelOutput(
                 f"{self.name}: the response from {self.url} is not valid JSON: "
-                f"{_clip(raw.decode('utf-8', 'replace'))!r}",
+                f"{clip(raw.decode('utf-8', 'replace'), 200, flatten=False)!r}",
                 body=raw.decode("utf-8", "replace"),
             ) from None
         if not isinstance(data, dict):
             raise UnexpectedModelOutput(
                 f"{self.name}: the response from {self.url} is not a JSON object: "
-                f"{_clip(raw.decode('utf-8', 'replace'))!r}",
+                f"{clip(raw.decode('utf-8', 'replace'), 200, flatten=False)!r}",
                 body=raw.decode("utf-8", "replace"),
             )
         choices = data.get("choices")
@@ -415,9 +416,11 @@ class OpenAIChatModel(Model):
             param = _str_or_none(error.get("param"))
             metadata = error.get("metadata")
             if isinstance(metadata, dict) and isinstance(metadata.get("raw"), str):
-                extra = f" ({_clip(metadata['raw'], 300)})"
+                extra = f" ({clip(metadata['raw'], 300, flatten=False)})"
             if isinstance(error.get("failed_generation"), str):
-                extra = f" (the model wrote: {_clip(error['failed_generation'], 300)!r})"
+                extra = (
+                    f" (the model wrote: {clip(error['failed_generation'], 300, flatten=False)!r})"
+                )
         elif isinstance(error, str):
             provider_message = error
         elif isinstance(data, dict):  # vLLM / FastAPI style: {"message": ...} or {"detail": ...}
@@ -426,7 +429,7 @@ class OpenAIChatModel(Model):
             code = raw_code if isinstance(raw_code, (str, int)) else None
             error_type = _str_or_none(data.get("type"))
         if provider_message is None and text.strip():
-            provider_message = _clip(text.strip(), 500)
+            provider_message = clip(text.strip(), 500, flatten=False)
         quoted = f": {json.dumps(provider_message, ensure_ascii=False)}" if provider_message else ""
         facts = ", ".join(
             f"{k}: {v}" for k, v in (("code", code), ("param", param)) if v not in (None, "")
@@ -553,12 +556,13 @@ class _StreamState:
             chunk = json.loads(data)
         except (ValueError, RecursionError):
             raise UnexpectedModelOutput(
-                f"{name}: a streamed chunk is not valid JSON: {_clip(data)!r}", body=data
+                f"{name}: a streamed chunk is not valid JSON: {clip(data, 200, flatten=False)!r}",
+                body=data,
             ) from None
         if not isinstance(chunk, dict):
             raise UnexpectedModelOutput(f"{name}: a streamed chunk is not a JSON object", data)
         if event == "error" or chunk.get("error"):
-            detail = _error_text(chunk.get("error")) or _clip(data)
+            detail = _error_text(chunk.get("error")) or clip(data, 200, flatten=False)
             raise UnexpectedModelOutput(f"{name}: the stream reported an error: {detail}", data)
         if chunk.get("usage"):
             self.usage = chunk["usage"]
@@ -757,15 +761,10 @@ def _error_text(error: Any) -> str | None:
         message = error.get("message")
         if isinstance(message, str):
             return message
-        return _clip(json.dumps(error, ensure_ascii=False))
+        return clip(json.dumps(error, ensure_ascii=False), 200, flatten=False)
     if error:
-        return _clip(json.dumps(error, ensure_ascii=False, default=str))
+        return clip(json.dumps(error, ensure_ascii=False, default=str), 200, flatten=False)
     return None
-
-
-def _clip(text: str, limit: int = 200) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _amend(exc: BaseException, note: str) -> None:

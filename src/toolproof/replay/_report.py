@@ -24,6 +24,7 @@ from toolproof._reporting import (
     open_output,
     write_junit,
 )
+from toolproof._text import clip
 from toolproof.replay._grading import Finding, SampleResult
 from toolproof.replay._rules import Aging
 
@@ -179,7 +180,7 @@ class ReplayReport:
                 continue
             lines.append(f"{title}: {len(samples)}")
             for sample in samples[:max_samples]:
-                lines.append(f"  {sample.trace_id}  {_clip(sample.input, 70)!r}")
+                lines.append(f"  {sample.trace_id}  {clip(sample.input, 70)!r}")
                 for finding in sample.findings:
                     lines.append(f"    [{finding.grade}] {finding.check}: {finding.message}")
                     if finding.recorded is not None or finding.new is not None:
@@ -196,7 +197,7 @@ class ReplayReport:
         for sample in self.samples:
             text = _findings_text(sample.findings)
             case = JUnitCase(
-                name=f"{sample.trace_id} {_clip(sample.input, 60)}".strip(),
+                name=f"{sample.trace_id} {clip(sample.input, 60)}".strip(),
                 classname=f"replay.{self.mode}",
                 time_s=sample.duration_ms / 1000,
             )
@@ -307,8 +308,3 @@ def _show(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def _clip(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

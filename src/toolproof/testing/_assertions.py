@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from toolproof._text import clip
 from toolproof._trace import Trace
 from toolproof.errors import UserError
 from toolproof.testing._matchers import compare, format_call
@@ -272,5 +273,4 @@ def assert_grounded(
 def _clip(text: str | None, limit: int = 120) -> str:
     if text is None:
         return "None"
-    text = " ".join(text.split())
-    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+    return repr(clip(text, limit))
