@@ -277,11 +277,11 @@ def test_hanging_timeout_is_cut_off_by_the_tool_limit():
         """
         return key
 
-    toolset = with_faults(Toolset([slow_lookup]), Fault.timeout("slow_lookup", seconds=0.5))
+    toolset = with_faults(Toolset([slow_lookup]), Fault.timeout("slow_lookup", seconds=5))
     agent = Agent(reporting_model([call("slow_lookup", key="k")]), toolset)
     started = time.perf_counter()
     result = agent.run_sync("q")
-    assert time.perf_counter() - started < 0.4
+    assert time.perf_counter() - started < 2.5  # far below the 5 s hang, even on a busy machine
     assert result.trace.tool_results[0].content == "Tool 'slow_lookup' timed out after 0.05 s."
 
 
