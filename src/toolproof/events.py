@@ -24,6 +24,7 @@ __all__ = [
     "StepPrinter",
     "ToolFinished",
     "ToolStarted",
+    "format_event",
     "log_event",
 ]
 
