@@ -22,6 +22,7 @@ from toolproof._text import clip
 from toolproof._trace import Trace
 from toolproof.errors import ConfigError
 from toolproof.evals._yaml import DocPath, Problems, format_path
+from toolproof.evals._yaml import describe_type as _type
 
 if TYPE_CHECKING:
     from toolproof._tools import Tool
@@ -345,19 +346,6 @@ def _unknown_key(ctx: _Context, key: Any, allowed: Mapping[str, str] | Sequence[
     close = difflib.get_close_matches(str(key), names, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     ctx.problems.add(ctx.at(key), f"unknown key {key!r}{hint}; allowed: {', '.join(names)}")
-
-
-def _type(value: Any) -> str:
-    if value is None:
-        return "null"
-    return {
-        str: "a string",
-        bool: "a boolean",
-        int: "an integer",
-        float: "a number",
-        list: "a list",
-        dict: "a mapping",
-    }.get(type(value), type(value).__name__)
 
 
 def _names(ctx: _Context, value: Any, key: str) -> list[str] | None:

@@ -38,6 +38,7 @@ from toolproof._messages import ModelSettings, ToolCall
 from toolproof.errors import ConfigError, UserError
 from toolproof.evals._checks import Check, compile_expect
 from toolproof.evals._yaml import DocPath, Locator, Problems, load_yaml
+from toolproof.evals._yaml import describe_type as _type
 
 if TYPE_CHECKING:
     from toolproof._agent import Agent
@@ -625,19 +626,6 @@ def _load(file: Path, resolver: _Resolver) -> Suite:
         formatted = formatted or [f"{file}:1: not a suite"]
         raise ConfigError(_summary(formatted), formatted)
     return suite
-
-
-def _type(value: Any) -> str:
-    if value is None:
-        return "null"
-    return {
-        str: "a string",
-        bool: "a boolean",
-        int: "an integer",
-        float: "a number",
-        list: "a list",
-        dict: "a mapping",
-    }.get(type(value), type(value).__name__)
 
 
 class _Builder:

@@ -16,7 +16,7 @@ from typing import Any
 
 from toolproof.errors import ConfigError
 
-__all__ = ["DocPath", "Locator", "Problems", "format_path", "load_yaml"]
+__all__ = ["DocPath", "Locator", "Problems", "describe_type", "format_path", "load_yaml"]
 
 #: A path into a document: mapping keys and sequence indexes.
 DocPath = tuple[Any, ...]
@@ -162,3 +162,17 @@ def _walk(node: Any, path: DocPath, locator: Locator, problems: list[str]) -> No
             child = (*path, index)
             locator.lines[child] = item.start_mark.line + 1
             _walk(item, child, locator, problems)
+
+
+def describe_type(value: Any) -> str:
+    """How a problem message names the type of a YAML value ("a string", "a mapping"...)."""
+    if value is None:
+        return "null"
+    return {
+        str: "a string",
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        list: "a list",
+        dict: "a mapping",
+    }.get(type(value), type(value).__name__)
