@@ -264,7 +264,7 @@ class Agent:
         Raises:
             UserError: Called from inside a running event loop (use ``await agent.run``).
         """
-        _no_running_loop("Agent.run_sync")
+        no_running_loop("Agent.run_sync")
         import asyncio
 
         return asyncio.run(
@@ -637,7 +637,7 @@ class Session:
 
     def run_sync(self, input: str, **kwargs: Any) -> RunResult:
         """Run one user turn from synchronous code."""
-        _no_running_loop("Session.run_sync")
+        no_running_loop("Session.run_sync")
         import asyncio
 
         return asyncio.run(self.run(input, **kwargs))
@@ -658,11 +658,12 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _no_running_loop(what: str) -> None:
+def no_running_loop(what: str, instead: str = "`await ...run()`") -> None:
+    """Raise a clear error when a synchronous wrapper is called inside an event loop."""
     import asyncio
 
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return
-    raise UserError(f"{what}() cannot be called from a running event loop; use `await ...run()`")
+    raise UserError(f"{what}() cannot be called from a running event loop; use {instead}")

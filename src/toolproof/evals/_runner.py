@@ -708,6 +708,9 @@ def evaluate(
         assert report.exit_code == 0, [c.reason for c in report.cases]
         ```
     """
+    from toolproof._agent import no_running_loop
+
+    no_running_loop("evaluate", "`await evaluate_async(...)`")
     return asyncio.run(evaluate_async(suites, **options))
 
 

@@ -641,12 +641,9 @@ def replay(
     """
     import asyncio
 
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
-        raise UserError("replay() cannot be called from a running event loop; use areplay()")
+    from toolproof._agent import no_running_loop
+
+    no_running_loop("replay", "`await areplay(...)`")
     return asyncio.run(
         areplay(
             source,

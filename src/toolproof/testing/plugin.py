@@ -279,10 +279,11 @@ class AgentRunner:
             overrides: Per-tool modes.
             **run_options: Passed to ``Agent.run`` (``history``, ``metadata``...).
         """
-        from toolproof._agent import _no_running_loop
-
-        _no_running_loop("run_agent")
         import asyncio
+
+        from toolproof._agent import no_running_loop
+
+        no_running_loop("run_agent", "`await run_agent.run(...)`")
 
         return asyncio.run(
             self.run(
