@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+from hypothesis import HealthCheck, settings
+
 from _shared import ROOT, SHARED, shared_path
 
 __all__ = ["ROOT", "SHARED", "shared_path"]
+
+# Property tests must not fail because a CI machine is busy: no per-example deadline.
+settings.register_profile("toolproof", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("toolproof")
