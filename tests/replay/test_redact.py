@@ -61,7 +61,11 @@ def test_field_rules_apply_at_any_depth_and_to_free_text() -> None:
     for secret in ("mia_li_3668", "ORD-991", "sk-abc", "tok-123456", "mia.li@example.com"):
         assert secret not in text, secret
     assert "4111 1111 1111 1111" not in text
-    assert "555" not in text
+    # The phone number, in any of its parts (ids and timestamps may contain "555" by chance,
+    # so look at the one field that held it).
+    contact = clean.tool_results[0].value["contact"]
+    assert "555" not in contact and "123-4567" not in contact
+    assert "123-4567" not in text
 
     (call_,) = clean.tool_calls
     user = call_.arguments["user_id"]
