@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from bench_http_server import start_server
 
 from toolproof import Agent, Tool, Toolset, tool
 from toolproof.models import Model
@@ -167,20 +168,6 @@ async def bare(url: str, trials: int, concurrency: int) -> float:
         return time.perf_counter() - started
 
 
-def start_server() -> tuple[subprocess.Popen[str], int]:
-    process = subprocess.Popen(
-        [sys.executable, str(HERE / "bench_http_server.py"), "--delay", str(DELAY)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    if not line.strip().isdigit():
-        process.kill()
-        raise SystemExit(f"the bench server did not start (printed {line!r})")
-    return process, int(line)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--cases", type=int, default=1000)
@@ -189,7 +176,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="measurements of each contender")
     args = parser.parse_args()
     ideal = args.cases * args.trials / args.concurrency * CALLS_PER_TRIAL * DELAY
-    server, port = start_server()
+    server, port = start_server(DELAY)
     base_url = f"http://127.0.0.1:{port}/v1"
     model = f"openai-compatible:bench-model?base_url={base_url}"
     rows: dict[str, list[dict[str, Any]]] = {"bare": [], "toolproof": []}

@@ -15,14 +15,13 @@ import argparse
 import asyncio
 import json
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import aiohttp
+from bench_http_server import start_server
 
 import toolproof.models
 from toolproof import Agent, tool
@@ -106,28 +105,13 @@ async def measure_toolproof(base_url: str, stream: bool) -> tuple[float, float]:
         await model.aclose()
 
 
-def start_server() -> tuple[subprocess.Popen[str], int]:
-    script = Path(__file__).with_name("bench_http_server.py")
-    process = subprocess.Popen(
-        [sys.executable, str(script), "--delay", str(DELAY)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    if not line.strip().isdigit():
-        process.kill()
-        raise SystemExit(f"the bench server did not start (printed {line!r})")
-    return process, int(line)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=5, help="measurements of each contender")
     parser.add_argument("--stream", action="store_true", help="streamed responses (SSE)")
     args = parser.parse_args()
     toolproof.models.ALLOW_MODEL_REQUESTS = True
-    process, port = start_server()
+    process, port = start_server(DELAY)
     base_url = f"http://127.0.0.1:{port}/v1"
     url = base_url + "/chat/completions"
     results: dict[str, list[tuple[float, float]]] = {"bare aiohttp loop": [], "toolproof": []}

@@ -5,6 +5,8 @@ last message is the user's, a final answer once a tool result has come back. It 
 its port on the first line of stdout and serves until killed.
 
     python bench/bench_http_server.py --delay 0.05
+
+Benchmarks start it with :func:`start_server`.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ import argparse
 import asyncio
 import contextlib
 import json
+import subprocess
 import sys
+from pathlib import Path
 
 from aiohttp import web
 
@@ -117,6 +121,21 @@ def main() -> int:
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve(args.delay, args.port))
     return 0
+
+
+def start_server(delay: float) -> tuple[subprocess.Popen[str], int]:
+    """Start this server in its own process; return the process and its port."""
+    process = subprocess.Popen(
+        [sys.executable, str(Path(__file__).resolve()), "--delay", str(delay)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if not line.strip().isdigit():
+        process.kill()
+        raise SystemExit(f"the bench server did not start (printed {line!r})")
+    return process, int(line)
 
 
 if __name__ == "__main__":
