@@ -51,6 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def show_help(parser: argparse.ArgumentParser) -> int:
+    """Print a command group's help; the handler of a group called without a subcommand."""
+    parser.print_help()
+    return 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (also used as the console script)."""
     try:

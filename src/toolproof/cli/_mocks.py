@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from toolproof.cli import show_help
 from toolproof.errors import UserError
 
 __all__ = ["register"]
@@ -24,7 +25,7 @@ def register(subparsers: Any) -> None:
         description="Mocked tools: check them against the real tools.",
     )
     commands = parser.add_subparsers(title="subcommands", metavar="SUBCOMMAND")
-    parser.set_defaults(handler=lambda args: _help(parser))
+    parser.set_defaults(handler=lambda args: show_help(parser))
     check = commands.add_parser(
         "check",
         help="exit 1 listing every mock that drifted from its tool",
@@ -43,11 +44,6 @@ def register(subparsers: Any) -> None:
         help="modules (pkg.mod, path/file.py or module:attr) holding the tools and their mocks",
     )
     check.set_defaults(handler=run_check)
-
-
-def _help(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return 2
 
 
 def run_check(args: argparse.Namespace) -> int:

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from toolproof.cli import show_help
 from toolproof.errors import UserError
 
 __all__ = ["register"]
@@ -34,7 +35,7 @@ def register(subparsers: Any) -> None:
         description="Tool schema contracts: what the model is told about each tool.",
     )
     commands = parser.add_subparsers(title="subcommands", metavar="SUBCOMMAND")
-    parser.set_defaults(handler=lambda args: _help(parser))
+    parser.set_defaults(handler=lambda args: show_help(parser))
 
     snapshot = commands.add_parser(
         "snapshot",
@@ -90,11 +91,6 @@ def register(subparsers: Any) -> None:
         help="rejected calls to show per tool with --store (default 3)",
     )
     diff.set_defaults(handler=run_diff)
-
-
-def _help(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return 2
 
 
 def run_snapshot(args: argparse.Namespace) -> int:

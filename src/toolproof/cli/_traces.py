@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from toolproof._text import clip
+from toolproof.cli import show_help
 
 __all__ = ["add_filter_arguments", "filter_from_args", "register", "store_path"]
 
@@ -92,7 +93,7 @@ def register(subparsers: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.set_defaults(handler=lambda args: _usage(parser))
+    parser.set_defaults(handler=lambda args: show_help(parser))
     commands = parser.add_subparsers(title="subcommands", metavar="SUBCOMMAND")
 
     listing = commands.add_parser("list", help="list stored traces, most recent first")
@@ -153,11 +154,6 @@ def register(subparsers: Any) -> None:
     prune.add_argument("--older-than", required=True, metavar="AGE", help="e.g. 90d")
     prune.add_argument("--dry-run", action="store_true", help="only count them")
     prune.set_defaults(handler=_prune)
-
-
-def _usage(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return 2
 
 
 def _list(args: argparse.Namespace) -> int:

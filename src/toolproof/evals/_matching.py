@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, cast, runtime_checkable
 
+from toolproof._text import json_type
 from toolproof.errors import ConfigError
 
 __all__ = [
@@ -91,27 +92,9 @@ def _show(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    if isinstance(value, Mapping):
-        return "object"
-    return type(value).__name__
-
-
 def _kind(value: Any) -> str:
-    """Like ``_json_type`` but integers and floats are both ``number``."""
-    kind = _json_type(value)
+    """Like ``json_type`` but integers and floats are both ``number``."""
+    kind = json_type(value)
     return "number" if kind == "integer" else kind
 
 
@@ -127,7 +110,7 @@ def _got(actual: Any, expected_kind: str | Iterable[str] | None = None) -> str:
         expected_kind = (expected_kind,)
     if (expected_kind is not None and kind in expected_kind) or actual is None:
         return f"got {shown}"
-    return f"got {shown} ({_article(_json_type(actual))})"
+    return f"got {shown} ({_article(json_type(actual))})"
 
 
 def _key_path(key: Any) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from toolproof._schema import clean_schema
+from toolproof._text import json_type
 from toolproof._tools import Tool
 from toolproof.errors import UserError
 
@@ -517,7 +518,7 @@ def _accepted(schema: Mapping[str, Any], root: Mapping[str, Any], depth: int = 0
         return frozenset(t for t in declared if isinstance(t, str))
     values = _enum(schema)
     if values is not None:
-        return frozenset(_json_type(v) for v in values)
+        return frozenset(json_type(v) for v in values)
     return _TYPES
 
 
@@ -569,22 +570,6 @@ def _is_number(*values: Any) -> bool:
     return all(
         v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in values
     )
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
 
 
 def _summary(schema: Any, root: Mapping[str, Any]) -> str:
