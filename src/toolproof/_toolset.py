@@ -20,7 +20,6 @@ factory that ignored its ``tools`` argument) is refused with :class:`MockBypasse
 from __future__ import annotations
 
 import contextvars
-import difflib
 import inspect
 import json
 import time
@@ -283,8 +282,11 @@ class Toolset:
         mocks: Mapping[str, Callable[..., Any]] | MockProvider | Iterable[MockProvider] | None,
         where: str,
     ) -> Toolset:
-        """A mock-mode copy for a new mocked run: only ``real`` (and ``"real"`` overrides
-        given here) run for real; inherited ``"real"`` overrides are dropped."""
+        """A mock-mode copy for a new mocked run, with a lineage of its own.
+
+        Only ``real`` (and ``"real"`` overrides given here) run for real; inherited
+        ``"real"`` overrides are dropped.
+        """
         given = dict(overrides or {})
         names = [*real, *(name for name, value in given.items() if value == "real")]
         for name in names:
@@ -530,6 +532,8 @@ def factory_name(factory: object) -> str:
 
 def unknown_tool(name: object, tools: Iterable[str]) -> str:
     """``'nme' is unknown (did you mean 'name'?); tools: ...`` for a name no tool has."""
+    import difflib
+
     known = sorted(tools)
     close = difflib.get_close_matches(str(name), known, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
@@ -630,7 +634,7 @@ def _text(exc: BaseException, limit: int | None = None) -> str:
 
 
 def _escape_surrogates(text: str) -> str:
-    """Lone surrogates (``'\\ud800'``) cannot be written as UTF-8: escape them as text."""
+    """Lone surrogates cannot be written as UTF-8: escape them as backslash text."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
