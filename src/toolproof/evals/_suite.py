@@ -311,6 +311,14 @@ class CaseConfig:
     retries: int = 2
     timeout: float | None = None
 
+    @property
+    def named_real_tools(self) -> tuple[str, ...]:
+        """With ``tools: mock``, the tools that run their real code on purpose, for reports."""
+        if self.tools != "mock":
+            return ()
+        named = [*self.real_tools, *(n for n, m in self.tool_modes.items() if m == "real")]
+        return tuple(dict.fromkeys(named))
+
 
 @dataclass(slots=True)
 class Turn:

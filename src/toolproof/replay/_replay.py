@@ -540,6 +540,8 @@ async def _model_sample(
                 tags=["replay"],
             )
             new = result.trace
+        except MockBypassed:
+            raise
         except AgentRunError as exc:
             error = exc
             if exc.trace is None:  # pragma: no cover - the agent always attaches it
