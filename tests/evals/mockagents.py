@@ -85,9 +85,7 @@ TOOLS: list[Tool[..., Any]] = [refund, send_slack, get_weather, delegate]
 SIDE_EFFECT_TOOLS = ("refund", "send_slack")
 
 
-def own_toolset(
-    mode: str = "real", overrides: Mapping[str, str] | None = None
-) -> Toolset:
+def own_toolset(mode: str = "real", overrides: Mapping[str, str] | None = None) -> Toolset:
     """The agent's own toolset; by default it says refund and send_slack run for real."""
     chosen = {"refund": "real", "send_slack": "real"} if overrides is None else overrides
     return Toolset(TOOLS, mode=mode, overrides=dict(chosen))  # type: ignore[arg-type]

@@ -14,7 +14,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -91,9 +90,9 @@ def test_mock_tools_runs_a_tool_for_real_only_when_named() -> None:
         ("refund", True),
         ("send_slack", False),
     ]
-    with pytest.raises(UserError, match=r"'send_slak' is unknown \(did you mean 'send_slack'\?\)"):
-        with mock_tools(agent, real=["send_slak"]):
-            pass
+    unknown = r"'send_slak' is unknown \(did you mean 'send_slack'\?\)"
+    with pytest.raises(UserError, match=unknown), mock_tools(agent, real=["send_slak"]):
+        pass
 
 
 def test_faults_fall_back_to_the_mock_not_to_an_inherited_real_override() -> None:
@@ -278,9 +277,7 @@ def traces() -> list[Any]:
     ]
 
 
-@pytest.mark.parametrize(
-    "factory", [mockagents.build_agent, mockagents.build_agent_ignoring_tools]
-)
+@pytest.mark.parametrize("factory", [mockagents.build_agent, mockagents.build_agent_ignoring_tools])
 def test_replay_model_mode_answers_from_the_recording(traces: list[Any], factory: Any) -> None:
     report = replay(traces, mode="model", agent=factory, model="recorded")
     assert [s.grade for s in report.samples] == ["pass", "pass"], report.render_text()
@@ -346,7 +343,8 @@ def test_replay_cli_model_and_tools_mode(store: Path, capsys: pytest.CaptureFixt
     )
     assert code == 0 and "real tools: send_slack" in out
     assert SIDE_EFFECTS == ["slack hi"]
-    code, out, err = cli(capsys, *base, "--mode", "model", "--model", "recorded", "--real-tool", "x")
+    model = ["--mode", "model", "--model", "recorded"]
+    code, out, err = cli(capsys, *base, *model, "--real-tool", "x")
     assert code == 2 and err.startswith("toolproof: error: replay: real tool 'x' is unknown")
 
 
@@ -356,7 +354,7 @@ def test_replay_cli_stops_with_exit_2_on_a_bypass(
     path = tmp_path / "delegate.db"
     with TraceStore(path) as db:
         db.add(recorded([call("delegate", task="refund"), "done"], input="delegate"))
-    code, out, err = cli(
+    code, _, err = cli(
         capsys,
         "replay",
         "--store",
