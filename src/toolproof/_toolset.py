@@ -659,7 +659,10 @@ def _render(value: Any) -> tuple[Any, str]:
         return value, json.dumps(value)
     from pydantic_core import to_jsonable_python
 
-    jsonable = to_jsonable_python(value, fallback=str)
+    try:
+        jsonable = to_jsonable_python(value, fallback=str)
+    except UnicodeEncodeError:  # a lone surrogate in a key: escape the strings, then retry
+        jsonable = to_jsonable_python(_escape_strings(value), fallback=str)
     content = json.dumps(jsonable, ensure_ascii=False)
     try:
         content.encode("utf-8")
@@ -672,7 +675,7 @@ def _render(value: Any) -> tuple[Any, str]:
 def _escape_strings(value: Any) -> Any:
     if isinstance(value, str):
         return _escape_surrogates(value)
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return [_escape_strings(item) for item in value]
     if isinstance(value, dict):
         return {_escape_surrogates(str(k)): _escape_strings(v) for k, v in value.items()}
