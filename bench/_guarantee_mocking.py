@@ -202,8 +202,19 @@ def _mocking_rows() -> list[tuple[str, str, str]]:
     ]
 
 
+def _hostile(make: Any, thread: bool) -> Any:
+    from toolproof import tool
+
+    @tool(thread=thread)
+    def hostile() -> Any:
+        """Return something hostile."""
+        return make()
+
+    return hostile
+
+
 def _hostile_rows() -> list[tuple[str, str, str]]:
-    from toolproof import Agent, tool
+    from toolproof import Agent
     from toolproof.errors import ToolCrashed
     from toolproof.testing import ScriptedModel, call
 
@@ -242,13 +253,9 @@ def _hostile_rows() -> list[tuple[str, str, str]]:
     slowest = 0.0
     for make in makers:
         for runs_in_thread in (False, True):
-
-            @tool(thread=runs_in_thread)
-            def hostile() -> Any:
-                """Return something hostile."""
-                return make()
-
-            agent = Agent(ScriptedModel([call("hostile"), "done"]), [hostile])
+            agent = Agent(
+                ScriptedModel([call("hostile"), "done"]), [_hostile(make, runs_in_thread)]
+            )
             started = time.perf_counter()
             try:
                 trace = asyncio.run(agent.run("go")).trace
