@@ -138,6 +138,8 @@ class Toolset:
             mode a tool without a mock runs for real unless it has ``side_effects=True``, in
             which case the run fails naming the tool.
         overrides: Per-tool modes that win over ``mode`` (``{"get_weather": "real"}``).
+            Mocked runs (``mock_tools``, suites with ``tools: mock``, replay) drop the
+            ``"real"`` ones: there a tool runs for real only when named for that run.
         mocks: Extra mock implementations: a mapping of tool name to function, or providers
             such as fixture mocks; they win over mocks declared with ``@my_tool.mock``.
 
