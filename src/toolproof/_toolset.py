@@ -518,8 +518,9 @@ def check_uses_tools(used: Toolset, handed: Toolset, factory: str) -> None:
     function = factory.rpartition(":")[2] or factory
     raise MockBypassed(
         f"agent factory {factory} ignores its `tools` argument: the Agent it returned runs its "
-        "own tools instead of the ones toolproof passed it, so mocked tools would run for "
-        f"real. Pass `tools` into `Agent(...)`, e.g. `def {function}(model, tools=None): "
+        "own tools instead of the ones toolproof passed it, so mocks would be bypassed and "
+        f"real code would run. Pass `tools` into `Agent(...)`, e.g. `def {function}(model, "
+        "tools=None): "
         "return Agent(model, TOOLS if tools is None else tools)`",
         factory=factory,
     )
