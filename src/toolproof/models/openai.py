@@ -12,7 +12,10 @@ by :func:`toolproof.models.model_from_string`:
 The wire mapping is exact: assistant tool-call messages carry ``content: null`` and each
 call's arguments as the JSON text the model wrote (``ToolCall.arguments_json()``); tool
 messages carry their ``tool_call_id``; malformed arguments from the model never raise (they
-become ``ToolCall.arguments_error`` and the agent reports them to the model).
+become ``ToolCall.arguments_error`` and the agent reports them to the model). When such a
+call is sent back in the conversation, its arguments go as a JSON object wrapping the
+model's text (``{"unparsed_arguments": "..."}``), since servers that parse the history
+reject invalid JSON there; the trace keeps the text exactly.
 """
 
 from __future__ import annotations
@@ -48,6 +51,9 @@ if TYPE_CHECKING:
     import aiohttp
 
 __all__ = ["OpenAIChatModel"]
+
+#: The key under which arguments that are not a JSON object are sent back to the provider.
+UNPARSED_ARGUMENTS_KEY = "unparsed_arguments"
 
 _USAGE_MAPPED = frozenset(
     {
@@ -279,7 +285,7 @@ class OpenAIChatModel(Model):
                         {
                             "id": c.id,
                             "type": "function",
-                            "function": {"name": c.name, "arguments": c.arguments_json()},
+                            "function": {"name": c.name, "arguments": _wire_arguments(c)},
                         }
                         for c in m.tool_calls
                     ]
@@ -655,6 +661,41 @@ async def _drain(response: aiohttp.ClientResponse) -> None:
 
     with contextlib.suppress(asyncio.TimeoutError, aiohttp.ClientError):
         await asyncio.wait_for(response.content.read(), 1.0)
+
+
+def _wire_arguments(call: ToolCall) -> str:
+    """A call's arguments as sent back in the conversation: always a JSON object.
+
+    Valid arguments go back byte for byte. Servers that parse the history (llama.cpp's
+    server answers HTTP 500 "Failed to parse tool call arguments as JSON") reject anything
+    else, so blank arguments go back as ``{}`` and arguments that are not a JSON object as
+    ``{"unparsed_arguments": "<the model's text>"}``: the model still sees what it wrote,
+    and the error result that follows tells it what to fix. The trace keeps the raw text.
+    """
+    if call.arguments_error is not None:
+        return json.dumps(
+            {UNPARSED_ARGUMENTS_KEY: call.raw_arguments or ""},
+            ensure_ascii=False,
+            separators=(", ", ": "),
+        )
+    text = call.arguments_json()
+    if not text.strip():
+        return "{}"
+    if ("NaN" in text or "Infinity" in text) and not _strict_json(text):
+        # Python reads NaN and Infinity; the JSON parsers of servers do not.
+        return json.dumps({UNPARSED_ARGUMENTS_KEY: text}, ensure_ascii=False, separators=(", ", ": "))
+    return text
+
+
+def _strict_json(text: str) -> bool:
+    def reject(constant: str) -> Any:
+        raise ValueError(constant)
+
+    try:
+        json.loads(text, parse_constant=reject)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def _tool_call(item: dict[str, Any], position: int) -> ToolCall:
