@@ -45,7 +45,13 @@ from toolproof.errors import (
     UserError,
 )
 from toolproof.models._base import Model
-from toolproof.models._http import RetryPolicy, SessionPool, Timeout, parse_retry_after
+from toolproof.models._http import (
+    RetryPolicy,
+    SessionPool,
+    Timeout,
+    parse_retry_after,
+    rejects_request,
+)
 
 if TYPE_CHECKING:
     import aiohttp
@@ -210,7 +216,10 @@ class OpenAIChatModel(Model):
             try:
                 return await self._attempt(payload, messages)
             except (ModelHTTPError, ModelConnectionError) as exc:
-                if isinstance(exc, ModelHTTPError) and not exc.retryable:
+                if isinstance(exc, ModelHTTPError) and (
+                    not exc.retryable
+                    or rejects_request(exc.status, exc.provider_message, exc.error_type)
+                ):
                     raise
                 retry_after = exc.retry_after if isinstance(exc, ModelHTTPError) else None
                 elapsed = time.monotonic() - started
@@ -309,34 +318,61 @@ class OpenAIChatModel(Model):
 
         import aiohttp
 
+        from toolproof.models._http import Deadlines, Stalled
+
         session = await self._pool.session()
+        deadlines = Deadlines(self.timeout)
         try:
-            async with session.post(self.url, data=payload) as response:
-                if response.status >= 400:
-                    raw = await response.read()
-                    raise self._http_error(response.status, response.reason, raw, response.headers)
-                if response.content_type == "text/event-stream":
-                    return await self._read_stream(response, messages)
-                raw = await response.read()
+            response = await deadlines.wait(session.post(self.url, data=payload))
+            async with response:
+                try:
+                    if response.status >= 400:
+                        raw = await deadlines.wait(response.read())
+                        raise self._http_error(
+                            response.status, response.reason, raw, response.headers
+                        )
+                    if response.content_type == "text/event-stream":
+                        return await self._read_stream(response, messages, deadlines)
+                    raw = await self._read_body(response, deadlines)
+                except Stalled:
+                    response.close()  # the connection is in an unknown state: drop it
+                    raise
+        except Stalled as exc:
+            raise self._stalled_error(exc) from None
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
             raise self._connection_error(exc) from exc
         return self._parse_completion(raw, messages)
 
+    async def _read_body(self, response: aiohttp.ClientResponse, deadlines: Any) -> bytes:
+        """The whole body; keep-alive whitespace before the JSON is not progress."""
+        parts: list[bytes] = []
+        content = response.content
+        while True:
+            chunk = await deadlines.wait(content.readany())
+            if not chunk:
+                return b"".join(parts)
+            parts.append(chunk)
+            if chunk.strip():
+                deadlines.progress()
+
     async def _read_stream(
-        self, response: aiohttp.ClientResponse, messages: Sequence[Message]
+        self, response: aiohttp.ClientResponse, messages: Sequence[Message], deadlines: Any
     ) -> ModelResponse:
         from toolproof.models._sse import SSEDecoder
 
         decoder = SSEDecoder()
         stream = _StreamState()
         done = False
-        async for chunk in response.content.iter_any():
-            for event in decoder.feed(chunk):
-                done = done or stream.add(event.data, event.event, self.name)
-            if done:
+        content = response.content
+        while not done:
+            chunk = await deadlines.wait(content.readany())
+            if not chunk:
+                for event in decoder.close():
+                    done = done or stream.add(event.data, event.event, self.name)
                 break
-        else:
-            for event in decoder.close():
+            for event in decoder.feed(chunk):
+                if event.data:  # comments and blank lines (keep-alives) are not progress
+                    deadlines.progress()
                 done = done or stream.add(event.data, event.event, self.name)
         if done:
             if not response.content.at_eof():
@@ -476,6 +512,11 @@ class OpenAIChatModel(Model):
                 "Rate limited: lower the concurrency, wait, or allow more retries with "
                 "retry=RetryPolicy(...)"
             )
+        if status >= 500 and rejects_request(status, provider_message, None):
+            return (
+                "The server could not process this request (not retried: resending it would "
+                "fail the same way); check the conversation and tool schemas it was sent"
+            )
         if status >= 500:
             return "The provider failed; retry later"
         if "reasoning_content" in lowered:
@@ -493,6 +534,21 @@ class OpenAIChatModel(Model):
             "assistant message whose tool_calls it answers, with the same tool_call_id), the "
             f"tool schemas, and settings model {self.model!r} may not support"
         )
+
+    def _stalled_error(self, exc: Any) -> ModelConnectionError:
+        if exc.kind == "progress":
+            text = (
+                f"no answer from {self.url} for {exc.seconds:g} s: the server sent nothing, or "
+                "only keep-alives (progress timeout); raise it with "
+                "timeout=Timeout(progress=...) for slow models"
+            )
+        else:
+            text = (
+                f"the request to {self.url} took longer than the total timeout "
+                f"({exc.seconds:g} s), keep-alives included; raise it with "
+                "timeout=Timeout(total=...)"
+            )
+        return ModelConnectionError(f"{self.name}: {text}")
 
     def _connection_error(self, exc: BaseException) -> ModelConnectionError:
         import asyncio
