@@ -205,7 +205,7 @@ def test_toolproof_chat_against_a_stalled_server_returns(tmp_path: Any) -> None:
         spec = f"openai-compatible:m?base_url=http://127.0.0.1:{port}/v1&stream=true"
         started = time.monotonic()
         done = subprocess.run(
-            [sys.executable, "-m", "toolproof", "chat", "--model", spec + "&timeout=0.5"],
+            [sys.executable, "-m", "toolproof", "chat", "--model", spec + "&timeout=0.5&max_retries=0"],
             input="hello\nexit\n",
             capture_output=True,
             text=True,
