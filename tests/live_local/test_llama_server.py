@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import LlamaServer
 
+from conftest import LlamaServer
 from toolproof import Agent, tool
 from toolproof._messages import (
     Message,
@@ -146,7 +146,11 @@ def test_the_text_protocol_reads_a_tool_call_from_the_models_text(
     )
     response = ask(model, few_shot("Rome"))
     [call] = response.message.tool_calls
-    assert (call.name, call.arguments, call.arguments_error) == ("get_weather", {"city": "Rome"}, None)
+    assert (call.name, call.arguments, call.arguments_error) == (
+        "get_weather",
+        {"city": "Rome"},
+        None,
+    )
     assert "<tool_call>" not in (response.message.content or "")
     assert not response.usage.estimated and response.usage.input_tokens > 300
 

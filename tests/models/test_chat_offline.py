@@ -69,7 +69,7 @@ def chat(cwd: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[
 
 def test_a_script_file_drives_the_chat_with_malformed_arguments_corrected(workdir: Path) -> None:
     (workdir / "script.yaml").write_text(
-        "- call: {name: multiply_numbers, arguments: '{\"a\": 12, \"b\": '}\n"
+        '- call: {name: multiply_numbers, arguments: \'{"a": 12, "b": \'}\n'
         "- call: {name: multiply_numbers, arguments: {a: 12, b: 8}}\n"
         '- "12 x 8 = 96"\n',
         encoding="utf-8",

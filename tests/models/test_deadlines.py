@@ -101,16 +101,11 @@ def _model(base: str, name: str, **options: Any) -> OpenAIChatModel:
     return OpenAIChatModel("m", base_url=f"{base}/{name}/v1", **options)
 
 
-@pytest.fixture
-def _allow(allow_requests: None) -> None:
-    return None
-
-
 @pytest.mark.parametrize(
     ("name", "stream"), [("keepalive", True), ("blank", False), ("silent", False)]
 )
 async def test_keepalives_do_not_hold_a_request_past_the_progress_timeout(
-    hanging_server: str, name: str, stream: bool, _allow: None
+    hanging_server: str, name: str, stream: bool, allow_requests: None
 ) -> None:
     model = _model(hanging_server, name, stream=stream, timeout=Timeout(read=30, progress=0.6))
     started = time.monotonic()
@@ -127,7 +122,7 @@ async def test_keepalives_do_not_hold_a_request_past_the_progress_timeout(
 
 
 async def test_a_stream_that_makes_progress_forever_stops_at_the_total_timeout(
-    hanging_server: str, _allow: None
+    hanging_server: str, allow_requests: None
 ) -> None:
     model = _model(hanging_server, "slow", stream=True, timeout=Timeout(progress=0.5, total=1.0))
     started = time.monotonic()
@@ -139,7 +134,7 @@ async def test_a_stream_that_makes_progress_forever_stops_at_the_total_timeout(
 
 
 async def test_retries_of_a_stalled_server_stay_within_their_budget(
-    hanging_server: str, _allow: None
+    hanging_server: str, allow_requests: None
 ) -> None:
     model = _model(
         hanging_server,
@@ -205,7 +200,14 @@ def test_toolproof_chat_against_a_stalled_server_returns(tmp_path: Any) -> None:
         spec = f"openai-compatible:m?base_url=http://127.0.0.1:{port}/v1&stream=true"
         started = time.monotonic()
         done = subprocess.run(
-            [sys.executable, "-m", "toolproof", "chat", "--model", spec + "&timeout=0.5&max_retries=0"],
+            [
+                sys.executable,
+                "-m",
+                "toolproof",
+                "chat",
+                "--model",
+                spec + "&timeout=0.5&max_retries=0",
+            ],
             input="hello\nexit\n",
             capture_output=True,
             text=True,

@@ -1,7 +1,7 @@
 """``toolproof chat``: talk to an agent in the terminal and watch every step.
 
 Each model call, tool call (with its arguments), tool result, timing and token count is
-printed as it happens, like seed 003's step log. ``exit`` (or end of input) quits; Ctrl-C
+printed as it happens. ``exit`` (or end of input) quits; Ctrl-C
 during a turn cancels that turn and keeps the conversation; Ctrl-C at the prompt quits.
 """
 
@@ -80,6 +80,7 @@ def run_chat(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from toolproof._agent import Agent
+
     tools = _load_all(args.tools)
     system = _system_prompt(args.system)
     if args.max_steps < 1:

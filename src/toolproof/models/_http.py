@@ -180,11 +180,12 @@ class RetryPolicy:
 
     Rate limits (429), server errors (5xx), timeouts and connection errors are retried;
     other errors are not, nor are server errors whose message says the request itself
-    cannot be processed (``"Failed to parse tool call arguments as JSON"``). The wait doubles from ``initial_delay`` up to ``max_delay`` and is
-    shortened by a random fraction up to ``jitter`` so that many clients do not retry in
-    step. A ``Retry-After`` (or ``retry-after-ms``) header from the provider replaces the
-    computed wait. Retrying stops after ``max_retries`` retries, or when the next wait would
-    end more than ``max_elapsed`` seconds after the first attempt started.
+    cannot be processed (``"Failed to parse tool call arguments as JSON"``). The wait
+    doubles from ``initial_delay`` up to ``max_delay`` and is shortened by a random
+    fraction up to ``jitter`` so that many clients do not retry in step. A ``Retry-After``
+    (or ``retry-after-ms``) header from the provider replaces the computed wait. Retrying
+    stops after ``max_retries`` retries, or when the next wait would end more than
+    ``max_elapsed`` seconds after the first attempt started.
 
     Attributes:
         max_retries: Retries after the first attempt (0 disables retrying).

@@ -739,7 +739,9 @@ def _wire_arguments(call: ToolCall) -> str:
         return "{}"
     if ("NaN" in text or "Infinity" in text) and not _strict_json(text):
         # Python reads NaN and Infinity; the JSON parsers of servers do not.
-        return json.dumps({UNPARSED_ARGUMENTS_KEY: text}, ensure_ascii=False, separators=(", ", ": "))
+        return json.dumps(
+            {UNPARSED_ARGUMENTS_KEY: text}, ensure_ascii=False, separators=(", ", ": ")
+        )
     return text
 
 
