@@ -86,7 +86,8 @@ class OpenAIChatModel(Model):
             ``api_key`` nor ``api_key_env`` the requests carry no key (local servers).
         name: The name recorded in traces; defaults to ``model``.
         stream: Ask for a streamed (server-sent events) response; the result is the same.
-        timeout: A :class:`Timeout`, or a number of seconds for the read timeout.
+        timeout: A :class:`Timeout`, or a number of seconds for the read and progress
+            timeouts.
         retry: A :class:`RetryPolicy`, or a number of retries.
         headers: Extra HTTP headers sent with every request.
         max_connections: Most open connections per event loop.
