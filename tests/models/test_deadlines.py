@@ -65,6 +65,22 @@ async def _slow_tokens(request: web.Request) -> web.StreamResponse:
         await asyncio.sleep(0.1)
 
 
+async def _empty_chunks(request: web.Request) -> web.StreamResponse:
+    """Data events that carry nothing of the answer (empty deltas, empty text), forever."""
+    await request.read()
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await response.prepare(request)
+    chunks = [
+        {"choices": [{"index": 0, "delta": {}}]},
+        {"choices": [{"index": 0, "delta": {"content": "", "reasoning_content": ""}}]},
+        {"choices": []},
+    ]
+    while True:
+        for chunk in chunks:
+            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            await asyncio.sleep(0.05)
+
+
 async def _no_headers(request: web.Request) -> web.StreamResponse:
     await request.read()
     await asyncio.sleep(3600)
@@ -75,6 +91,7 @@ HANDLERS: dict[str, Handler] = {
     "keepalive": _keepalive_stream,
     "blank": _blank_lines_json,
     "slow": _slow_tokens,
+    "empty": _empty_chunks,
     "silent": _no_headers,
 }
 
@@ -102,7 +119,8 @@ def _model(base: str, name: str, **options: Any) -> OpenAIChatModel:
 
 
 @pytest.mark.parametrize(
-    ("name", "stream"), [("keepalive", True), ("blank", False), ("silent", False)]
+    ("name", "stream"),
+    [("keepalive", True), ("empty", True), ("blank", False), ("silent", False)],
 )
 async def test_keepalives_do_not_hold_a_request_past_the_progress_timeout(
     hanging_server: str, name: str, stream: bool, allow_requests: None

@@ -371,10 +371,12 @@ class OpenAIChatModel(Model):
                 for event in decoder.close():
                     done = done or stream.add(event.data, event.event, self.name)
                 break
+            parts = stream.parts
             for event in decoder.feed(chunk):
-                if event.data:  # comments and blank lines (keep-alives) are not progress
-                    deadlines.progress()
                 done = done or stream.add(event.data, event.event, self.name)
+            if stream.parts != parts or done:
+                # Comments, blank lines and empty chunks (keep-alives) are not progress.
+                deadlines.progress()
         if done:
             if not response.content.at_eof():
                 await _drain(response)
@@ -595,6 +597,7 @@ class _StreamState:
         "content",
         "finish_reason",
         "model",
+        "parts",
         "reasoning",
         "saw_choice",
         "usage",
@@ -608,6 +611,7 @@ class _StreamState:
         self.model: str | None = None
         self.usage: Any = None
         self.saw_choice = False
+        self.parts = 0  # pieces of the answer received (content, calls, finish, usage)
 
     def add(self, data: str, event: str, name: str) -> bool:
         """Apply one event; ``True`` when the stream is complete (``[DONE]``)."""
@@ -629,6 +633,7 @@ class _StreamState:
             raise UnexpectedModelOutput(f"{name}: the stream reported an error: {detail}", data)
         if chunk.get("usage"):
             self.usage = chunk["usage"]
+            self.parts += 1
         if chunk.get("model"):
             self.model = chunk["model"]
         for choice in chunk.get("choices") or ():
@@ -640,12 +645,14 @@ class _StreamState:
                 self._delta(delta)
             if choice.get("finish_reason"):
                 self.finish_reason = choice["finish_reason"]
+                self.parts += 1
         return False
 
     def _delta(self, delta: dict[str, Any]) -> None:
         text = _content_text(delta.get("content"))
         if text:
             self.content.append(text)
+            self.parts += 1
         reasoning = delta.get("reasoning_content")
         if not isinstance(reasoning, str):
             reasoning = delta.get("reasoning")
@@ -653,6 +660,7 @@ class _StreamState:
             if self.reasoning is None:
                 self.reasoning = []
             self.reasoning.append(reasoning)
+            self.parts += bool(reasoning)
         for item in delta.get("tool_calls") or ():
             if not isinstance(item, dict):
                 continue
@@ -663,11 +671,14 @@ class _StreamState:
             if isinstance(function, dict):
                 if function.get("name") and not slot["name"]:
                     slot["name"] = function["name"]
+                    self.parts += 1
                 arguments = function.get("arguments")
                 if isinstance(arguments, str):
                     slot["arguments"].append(arguments)
+                    self.parts += bool(arguments)
                 elif isinstance(arguments, (dict, list)):
                     slot["arguments"].append(json.dumps(arguments, ensure_ascii=False))
+                    self.parts += 1
 
     def _slot(self, item: dict[str, Any]) -> dict[str, Any]:
         index = item.get("index")
