@@ -137,12 +137,13 @@ def test_text_answers_streamed_and_plain_agree_and_length_is_reported(
     assert plain.usage.input_tokens == streamed.usage.input_tokens > 0
 
 
+@pytest.mark.parametrize("stream", ["false", "true"])
 def test_the_text_protocol_reads_a_tool_call_from_the_models_text(
-    llama_server: LlamaServer,
+    llama_server: LlamaServer, stream: str
 ) -> None:
     model = model_from_string(
         f"openai-compatible:gemma-3-270m?base_url={llama_server.base_url}&protocol=text"
-        "&max_retries=0"
+        f"&max_retries=0&stream={stream}"
     )
     response = ask(model, few_shot("Rome"))
     [call] = response.message.tool_calls
