@@ -9,9 +9,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 TOOLS = '''
 from toolproof import tool
@@ -151,3 +154,30 @@ def test_a_model_that_cannot_be_loaded_is_one_line_and_exit_2(
     assert done.returncode == 2
     assert message in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@settings(deadline=None, max_examples=200)
+@given(
+    spec=st.one_of(
+        st.text(alphabet=st.characters(blacklist_characters=":", codec="utf-8"), max_size=30),
+        st.builds(
+            lambda head, tail: f"{head}:{tail}",
+            st.sampled_from(["openai", "OLLAMA", "deepseek", "openai-compatible", "vllm"]),
+            st.text(max_size=20),
+        ),
+        st.builds(lambda name: name + ".yaml", st.text(max_size=10)),
+    )
+)
+def test_any_model_value_is_a_model_or_one_user_error(spec: str) -> None:
+    from toolproof.cli._chat import load_model
+    from toolproof.errors import UserError
+    from toolproof.models import Model
+
+    started = time.monotonic()
+    try:
+        model = load_model(spec)
+    except UserError as exc:
+        assert str(exc).strip()
+    else:
+        assert isinstance(model, Model)
+    assert time.monotonic() - started < 2.0

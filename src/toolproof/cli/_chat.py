@@ -1,8 +1,8 @@
 """``toolproof chat``: talk to an agent in the terminal and watch every step.
 
 Each model call, tool call (with its arguments), tool result, timing and token count is
-printed as it happens. ``exit`` (or end of input) quits; Ctrl-C
-during a turn cancels that turn and keeps the conversation; Ctrl-C at the prompt quits.
+printed as it happens. ``exit`` (or end of input) quits; Ctrl-C during a turn cancels that
+turn and keeps the conversation; Ctrl-C at the prompt quits.
 """
 
 from __future__ import annotations
@@ -287,7 +287,7 @@ def _scripted_model(path_text: str) -> Model:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise UserError(f"--model {path_text!r}: no such script file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError) as exc:  # ValueError: a NUL in the path
         raise UserError(f"--model {path_text!r}: cannot read the script file: {exc}") from None
     data, locator, structural = load_yaml(text, path)
     where: tuple[Any, ...] = ()
