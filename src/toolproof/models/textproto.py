@@ -183,7 +183,7 @@ def _unfence(text: str) -> str:
     closings: list[tuple[int, int]] = []
     for tag in _TAG.finditer(text):
         if tag.group(1):
-            after = _SPACES.match(text, tag.end()).end()
+            after = _skip(_SPACES, text, tag.end())
             if text.startswith(_FENCE, after):
                 closings.append((tag.start(), after))
     if not closings:
@@ -193,12 +193,12 @@ def _unfence(text: str) -> str:
     position = 0
     fence = text.find(_FENCE)
     while fence >= 0:
-        inner = _BLANKS.match(text, _LANG.match(text, fence + 3).end()).end()
+        inner = _skip(_BLANKS, text, _skip(_LANG, text, fence + 3))
         if text.startswith("\n", inner):
             inner += 1
-        tag = _TAG.match(text, _SPACES.match(text, inner).end())
-        if tag is not None and not tag.group(1):
-            at = bisect.bisect_left(starts, tag.end())
+        opening = _TAG.match(text, _skip(_SPACES, text, inner))
+        if opening is not None and not opening.group(1):
+            at = bisect.bisect_left(starts, opening.end())
             if at < len(closings):
                 closing_fence = closings[at][1]
                 out.append(text[position:fence])
@@ -211,11 +211,17 @@ def _unfence(text: str) -> str:
     return "".join(out)
 
 
+def _skip(pattern: re.Pattern[str], text: str, position: int) -> int:
+    """Where a run of ``pattern`` (which also matches nothing) starting at ``position`` ends."""
+    found = pattern.match(text, position)
+    return found.end() if found is not None else position
+
+
 def _inside_fence(text: str) -> str | None:
     """The inside of a code fence that spans all of ``text``, or ``None``."""
     if len(text) < 6 or not text.startswith(_FENCE) or not text.endswith(_FENCE):
         return None
-    inner = _BLANKS.match(text, _LANG.match(text, 3).end()).end()
+    inner = _skip(_BLANKS, text, _skip(_LANG, text, 3))
     if text.startswith("\n", inner):
         inner += 1
     body = text[inner : len(text) - 3]
