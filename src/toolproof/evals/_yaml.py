@@ -103,15 +103,20 @@ def load_yaml(text: str, file: Path) -> tuple[Any, Locator, list[str]]:
         structure itself (duplicate keys), formatted as ``file:line: message``.
 
     Raises:
-        ConfigError: The text is not valid YAML, or holds several documents.
+        ConfigError: The text is not valid YAML, holds several documents, or is beyond the
+            limits of ``toolproof._yaml`` (aliases, depth, size).
     """
     import yaml
 
+    from toolproof._yaml import check, loader_class
+
     locator = Locator(file)
-    # libyaml's parser keeps the marks too, and is about ten times faster.
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+    loader = None
     try:
         try:
+            check(text, file)
+            # libyaml's parser keeps the marks too, and is about ten times faster.
+            loader = loader_class()(text)
             node = loader.get_single_node()
             data = loader.construct_document(node) if node is not None else None
         except yaml.MarkedYAMLError as exc:
@@ -124,7 +129,8 @@ def load_yaml(text: str, file: Path) -> tuple[Any, Locator, list[str]]:
             message = f"{file}:1: invalid YAML: {exc}"
             raise ConfigError(message, [message]) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     problems: list[str] = []
     if node is not None:
         locator.lines[()] = node.start_mark.line + 1
