@@ -20,8 +20,9 @@ keeps its own wording for them. PyYAML is imported on first use.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
+from toolproof._text import clip
 from toolproof.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ __all__ = [
     "MAX_INT_CHARS",
     "check",
     "compose",
+    "load_document",
     "loader_class",
     "safe_load",
 ]
@@ -65,9 +67,36 @@ def loader_class() -> type[Any]:
         class BoundedSafeLoader(base):  # type: ignore[misc, valid-type]
             """The safe loader, refusing integers too long to convert quickly."""
 
+            def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+                # PyYAML's constructors raise bare ValueError, AttributeError... on values that
+                # do not fit their explicit tag (`!!timestamp x`): name the value and line.
+                try:
+                    return super().construct_object(node, deep)
+                except _UNREADABLE as exc:
+                    raise _Refused(node.start_mark.line + 1, _unreadable(node, exc)) from None
+
         BoundedSafeLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
         _loader = BoundedSafeLoader
     return _loader
+
+
+class _Refused(Exception):
+    """A value beyond the limits, found while constructing (the file is not known there)."""
+
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(message)
+        self.line = line
+        self.message = message
+
+
+_UNREADABLE = (ValueError, TypeError, AttributeError, OverflowError, KeyError, IndexError)
+
+
+def _unreadable(node: yaml.Node, exc: BaseException) -> str:
+    tag = str(node.tag).replace("tag:yaml.org,2002:", "!!")
+    value = node.value if isinstance(node.value, str) else None
+    what = f"the {tag} value {clip(value, 40)!r}" if value is not None else f"this {tag} value"
+    return f"{what} cannot be read ({type(exc).__name__}); fix the value or remove the tag"
 
 
 def _construct_int(loader: Any, node: yaml.ScalarNode) -> Any:
@@ -75,11 +104,9 @@ def _construct_int(loader: Any, node: yaml.ScalarNode) -> Any:
 
     value = loader.construct_scalar(node)
     if len(value) > MAX_INT_CHARS:
-        raise yaml.constructor.ConstructorError(
-            None,
-            None,
+        raise _Refused(
+            node.start_mark.line + 1,
             f"an integer longer than {MAX_INT_CHARS:,} characters; quote it to keep it as text",
-            node.start_mark,
         )
     return yaml.SafeLoader.construct_yaml_int(loader, node)
 
@@ -159,32 +186,51 @@ def _walk_events(loader: Any, source: str | Path, yaml: Any) -> None:
             stack[-1][0] += size
 
 
-def _refuse(source: str | Path, line: int, message: str) -> None:
+def _refuse(source: str | Path, line: int, message: str) -> NoReturn:
     text = f"{source}:{line}: {message}"
     raise ConfigError(text, [text])
 
 
-def safe_load(text: str, source: str | Path) -> Any:
-    """``yaml.safe_load`` of one document, after :func:`check`.
+def load_document(text: str, source: str | Path) -> tuple[Any, yaml.Node | None]:
+    """One document's data (as ``yaml.safe_load`` builds it) and its node tree (with marks).
 
     Raises:
         ConfigError: A limit is exceeded (the message names the file and line).
-        yaml.YAMLError: The text is not valid YAML.
+        yaml.YAMLError: The text is not valid YAML, or holds several documents.
     """
     check(text, source)
     loader = loader_class()(text)
     try:
-        return loader.get_single_data()
+        node: yaml.Node | None = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    except _Refused as exc:
+        _refuse(source, exc.line, exc.message)
+    except _UNREADABLE as exc:  # raised by a collection's constructor after its first pass
+        line = node.start_mark.line + 1 if node is not None else 1
+        _refuse(
+            source, line, f"a value cannot be read ({type(exc).__name__}: {clip(str(exc), 80)})"
+        )
     finally:
         loader.dispose()
+    return data, node
 
 
-def compose(text: str, source: str | Path) -> yaml.Node | None:
-    """``yaml.compose`` of one document (its node tree, with marks), after :func:`check`.
+def safe_load(text: str, source: str | Path) -> Any:
+    """``yaml.safe_load`` of one document, within the limits.
 
     Raises:
         ConfigError: A limit is exceeded (the message names the file and line).
-        yaml.YAMLError: The text is not valid YAML.
+        yaml.YAMLError: The text is not valid YAML, or holds several documents.
+    """
+    return load_document(text, source)[0]
+
+
+def compose(text: str, source: str | Path) -> yaml.Node | None:
+    """``yaml.compose`` of one document (its node tree, with marks), within the limits.
+
+    Raises:
+        ConfigError: A limit is exceeded (the message names the file and line).
+        yaml.YAMLError: The text is not valid YAML, or holds several documents.
     """
     check(text, source)
     loader = loader_class()(text)
