@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import toolproof.evals._pytest_plugin  # kept loaded across pytester runs
 from toolproof import _yaml
 from toolproof.errors import ConfigError, ToolproofError, UserError
 from toolproof.evals import load_suite
@@ -27,6 +28,8 @@ from toolproof.replay import Redactor, ReplayRules
 from toolproof.testing import ToolMock
 
 ROOT = Path(__file__).resolve().parents[2]
+
+pytest_plugins = ["pytester"]
 
 
 def laughs(levels: int = 9, fan_out: int = 9) -> str:
@@ -306,3 +309,20 @@ def test_deeply_nested_json_fixtures_get_a_config_error(tmp_path: Path) -> None:
     path.write_text('{"fixtures": ' + "[" * 100_000 + "]" * 100_000 + "}", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"fixtures\.json: invalid JSON \(it nests too deeply\)"):
         ToolMock.from_file(path)
+
+
+def test_the_pytest_plugin_reports_one_collection_error(pytester: pytest.Pytester) -> None:
+    pytester.makeini(
+        "[pytest]\n"
+        "asyncio_mode = auto\n"
+        "asyncio_default_fixture_loop_scope = function\n"
+        "addopts = -p no:cacheprovider\n"
+    )
+    (pytester.path / "laughs.eval.yaml").write_text(laughs(), encoding="utf-8")
+    started = time.perf_counter()
+    result = pytester.runpytest()
+    assert time.perf_counter() - started < 30
+    result.assert_outcomes(errors=1)
+    output = result.stdout.str()
+    assert "laughs.eval.yaml:6: the aliases expand the document by more than 100,000" in output
+    assert "Traceback" not in output
