@@ -42,7 +42,7 @@ from toolproof.models._base import Model
 __all__ = ["Agent", "Budget", "Recorder", "RunResult", "Session"]
 
 logger = logging.getLogger("toolproof")
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 CORRECTION_PREFIX = "Your last message contained a tool call that could not be parsed"
 
@@ -557,27 +557,32 @@ class Agent:
         """Run one step's calls; ``None`` when the run's time limit cut them off."""
         import asyncio
 
-        async def one(call: ToolCall) -> ToolResult:
+        finished: list[ToolResult | None] = [None] * len(calls)  # kept if time runs out
+
+        async def one(call: ToolCall, index: int) -> ToolResult:
             emit(ToolStarted(step.index, call))
             result = await toolset.execute(call, timeout=self.tool_timeout, approver=self.approver)
+            finished[index] = result
             emit(ToolFinished(step.index, call, result))
             return result
 
         async def run_all() -> list[ToolResult]:
             if len(calls) == 1:
-                return [await one(calls[0])]
+                return [await one(calls[0], 0)]
             outcomes: list[ToolResult | BaseException]
             if self.tool_timeout is None and all(toolset.runs_inline(c) for c in calls):
                 # Synchronous tools never suspend: tasks would run them one by one anyway, so
                 # run them in order directly, with the same semantics as gather() below.
                 outcomes = []
-                for c in calls:
+                for i, c in enumerate(calls):
                     try:
-                        outcomes.append(await one(c))
+                        outcomes.append(await one(c, i))
                     except Exception as exc:
                         outcomes.append(exc)
             else:
-                outcomes = await asyncio.gather(*(one(c) for c in calls), return_exceptions=True)
+                outcomes = await asyncio.gather(
+                    *(one(c, i) for i, c in enumerate(calls)), return_exceptions=True
+                )
             step.tool_results = [o for o in outcomes if isinstance(o, ToolResult)]
             for outcome in outcomes:  # the first failure in call order stops the run
                 if isinstance(outcome, BaseException):
@@ -593,6 +598,7 @@ class Agent:
             raise AgentRunError(str(exc), step=step.index) from exc
         except asyncio.TimeoutError:
             if deadline is not None and time.perf_counter() >= deadline - 1e-3:
+                step.tool_results = [r for r in finished if r is not None]
                 return None
             raise
 
@@ -673,7 +679,7 @@ class Session:
         return asyncio.run(self.run(input, **kwargs))
 
 
-async def _within(awaitable: Awaitable[T], deadline: float | None) -> T:
+async def _within(awaitable: Awaitable[_T], deadline: float | None) -> _T:
     """Await ``awaitable``, cancelling it at ``deadline`` (``asyncio.TimeoutError``)."""
     import asyncio
 

@@ -168,6 +168,28 @@ def test_a_hung_async_tool_ends_the_run_by_the_time_limit_with_its_trace() -> No
     assert any(isinstance(e, RunFinished) and e.trace is result.trace for e in finished)
 
 
+def test_parallel_calls_that_finished_stay_in_the_trace() -> None:
+    @tool
+    async def quick(x: int) -> int:
+        """Answer at once.
+
+        Args:
+            x: The value.
+        """
+        return x
+
+    model = ScriptedModel(
+        [[call("quick", x=1), call("wait_forever", reason="r"), call("quick", x=2)]]
+    )
+    agent = Agent(model, [quick, wait_forever], budget=Budget(max_seconds=0.3))
+    result = agent.run_sync("x")
+    assert result.stop_reason == "budget"
+    assert "while running quick(x=1), wait_forever(reason='r'), quick(x=2)" in (
+        result.stop_detail or ""
+    )
+    assert [r.content for r in result.trace.steps[0].tool_results] == ["1", "2"]
+
+
 def test_a_hung_model_ends_the_run_by_the_time_limit() -> None:
     agent = Agent(FunctionModel(hung_model), budget=Budget(max_seconds=0.3))
     started = time.perf_counter()
