@@ -34,7 +34,6 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_INT_CHARS",
     "check",
-    "compose",
     "load_document",
     "loader_class",
     "safe_load",
@@ -200,8 +199,9 @@ def load_document(text: str, source: str | Path) -> tuple[Any, yaml.Node | None]
     """
     check(text, source)
     loader = loader_class()(text)
+    node: yaml.Node | None = None
     try:
-        node: yaml.Node | None = loader.get_single_node()
+        node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
     except _Refused as exc:
         _refuse(source, exc.line, exc.message)
@@ -223,19 +223,3 @@ def safe_load(text: str, source: str | Path) -> Any:
         yaml.YAMLError: The text is not valid YAML, or holds several documents.
     """
     return load_document(text, source)[0]
-
-
-def compose(text: str, source: str | Path) -> yaml.Node | None:
-    """``yaml.compose`` of one document (its node tree, with marks), within the limits.
-
-    Raises:
-        ConfigError: A limit is exceeded (the message names the file and line).
-        yaml.YAMLError: The text is not valid YAML, or holds several documents.
-    """
-    check(text, source)
-    loader = loader_class()(text)
-    try:
-        node: yaml.Node | None = loader.get_single_node()
-        return node
-    finally:
-        loader.dispose()

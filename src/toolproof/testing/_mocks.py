@@ -312,11 +312,11 @@ class ToolMock:
         else:
             import yaml
 
-            from toolproof._yaml import safe_load
+            from toolproof._yaml import load_document
 
             try:
-                data = safe_load(text, path)
-                lines = _fixture_lines(text, path)
+                data, node = load_document(text, path)
+                lines = _fixture_lines(node)
             except yaml.YAMLError as exc:
                 mark = getattr(exc, "problem_mark", None)
                 where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
@@ -778,13 +778,10 @@ def _parse_error(
     return error_type(text) if text is not None else error_type()
 
 
-def _fixture_lines(text: str, path: Path) -> dict[int, int]:
-    """Line number (1-based) of each item of the ``fixtures`` list in a YAML document."""
+def _fixture_lines(node: Any) -> dict[int, int]:
+    """Line number (1-based) of each item of the ``fixtures`` list in a YAML node tree."""
     import yaml
 
-    from toolproof._yaml import compose
-
-    node = compose(text, path)
     sequence = None
     if isinstance(node, yaml.SequenceNode):
         sequence = node
