@@ -1,8 +1,9 @@
-"""No input keeps a run busy: the calculator's work is capped, every run has a time limit."""
+"""No input keeps a run busy: calculator and grounding work is bounded, runs have a time limit."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from toolproof import Agent, Budget, Memory, Message, tool
 from toolproof._agent import DEFAULT_MAX_SECONDS
 from toolproof._calculator import calculator, evaluate
+from toolproof._grounding import check_grounding, extract_claims
 from toolproof.errors import ToolError, UserError
 from toolproof.events import Event, RunFinished
 from toolproof.testing import FunctionModel, RequestInfo, ScriptedModel, call
@@ -248,3 +250,27 @@ def test_the_limit_is_set_per_run_and_none_opts_out() -> None:
 def test_a_time_limit_must_be_positive(seconds: float) -> None:
     with pytest.raises(UserError, match=r"Budget\(max_seconds=...\) must be a positive number"):
         Budget(max_seconds=seconds)
+
+
+# -- grounding checks read untrusted text (answers, tool results) ------------------------------
+
+_OLD_ID = re.compile(
+    r"(?<![\w])(?=[\w./-]*[A-Za-z])(?=[\w./-]*\d)[A-Za-z0-9][\w./-]*[A-Za-z0-9](?![\w])", re.ASCII
+)
+
+
+@settings(max_examples=300)
+@given(st.text(alphabet=st.sampled_from("aZ19_.-/ ,é员\n"), max_size=30))
+def test_ids_are_found_as_the_earlier_pattern_found_them(text: str) -> None:
+    ids, numbers = extract_claims(text, check_small_numbers=True)
+    assert ids == [m.group(0) for m in _OLD_ID.finditer(text)]
+    masked = _OLD_ID.sub(" ", text)
+    assert all(n in masked for n in numbers)
+
+
+@pytest.mark.parametrize("unit", ["a-", "1-", "a.", "a1/", "ab_", "9,999,"])
+def test_grounding_is_linear_in_the_text(unit: str) -> None:
+    text = unit * 50_000  # "a-" * 16,000 took 9 s with the earlier pattern
+    started = time.perf_counter()
+    check_grounding(text, [text, "E1001 and 12"])
+    assert time.perf_counter() - started < 2.0
