@@ -184,6 +184,19 @@ def _calculator(rng: random.Random) -> Row:
     )
 
 
+def _grounding() -> Row:
+    from toolproof._grounding import check_grounding
+
+    texts = [unit * 50_000 for unit in ("a-", "1-", "a.", "a1/", "ab_", "9,999,", "E1001 ")]
+    seconds = [_timed(lambda t=t: check_grounding(t, [t])) for t in texts]  # type: ignore[misc]
+    return (
+        "grounding checks are linear",
+        f"{len(texts)} answers and evidence texts of 100-300 KB built to make id patterns "
+        "rescan ('a-a-a-...' of 32 KB took 9 s before)",
+        f"max {max(seconds):.3f} s per text",
+    )
+
+
 def _run_limits() -> Row:
     from toolproof import Agent, Budget, Message, tool
     from toolproof.testing import FunctionModel, RequestInfo, ScriptedModel, call
@@ -227,6 +240,7 @@ def measure() -> list[Row]:
     with tempfile.TemporaryDirectory() as directory:
         rows = [_text_protocol(rng), *_yaml_loaders(rng, Path(directory))]
     rows.append(_calculator(rng))
+    rows.append(_grounding())
     rows.append(_run_limits())
     return rows
 
