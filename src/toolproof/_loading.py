@@ -110,10 +110,20 @@ def _dotted_name(path: Path) -> str | None:
 
 
 def _describe(exc: BaseException) -> str:
+    """One line: the error with every line of its message, and where the user's code failed."""
+    from toolproof._tracebacks import user_location
+
     if isinstance(exc, SyntaxError):
         return f"SyntaxError: {exc.msg} ({exc.filename}, line {exc.lineno})"
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    lines = [line.strip().removeprefix("- ") for line in str(exc).strip().splitlines()]
+    lines = [line for line in lines if line]
+    text = type(exc).__name__
+    if lines:
+        head, rest = lines[0], lines[1:]
+        joined = head + ((" " if head.endswith(":") else "; ") + "; ".join(rest) if rest else "")
+        text = f"{text}: {joined}"
+    where = user_location(exc)
+    return f"{text} ({where})" if where else text
 
 
 def tools_in(value: Any) -> list[Tool[..., Any]]:
