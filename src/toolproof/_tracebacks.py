@@ -81,9 +81,10 @@ def user_location(exc: BaseException) -> str | None:
 
 def _shown(filename: str) -> str:
     try:
-        return os.path.relpath(filename)
+        relative = os.path.relpath(filename)
     except ValueError:  # another drive on Windows
         return filename
+    return filename if relative.startswith("..") else relative
 
 
 def format_user_traceback(exc: BaseException) -> str:
