@@ -138,7 +138,7 @@ def _replay(args: argparse.Namespace) -> int:
         )
     if args.mode == "tools" and agent is None and tools is None:
         raise UserError("--mode tools needs today's tools: --agent, --tools or --schemas")
-    judge = _load_model(args.judge_model) if args.judge_model else None
+    judge = _load_model(args.judge_model, "--judge-model") if args.judge_model else None
     if judge == "recorded":
         raise UserError("--judge-model needs a real model, not 'recorded'")
 
@@ -184,22 +184,11 @@ def _load_agent(spec: str) -> Any:
     return target
 
 
-def _load_model(spec: str) -> Any:
-    from toolproof.errors import UserError
-    from toolproof.models import Model, model_from_string
+def _load_model(spec: str, option: str = "--model") -> Any:
+    from toolproof._loading import load_model_spec
+    from toolproof.models import model_from_string
 
-    if spec in ("recorded", "scripted"):
+    found = load_model_spec(spec, option=option, keywords=("recorded", "scripted"))
+    if found in ("recorded", "scripted"):
         return "recorded"
-    module, sep, _ = spec.partition(":")
-    if sep and ("." in module or "/" in module or module.endswith(".py")):
-        from toolproof._loading import load_target
-
-        target, label = load_target(spec)
-        if isinstance(target, Model):
-            return target
-        if callable(target):
-            made = target()
-            if isinstance(made, Model):
-                return made
-        raise UserError(f"--model {spec}: {label} is not a Model (nor a function returning one)")
-    return model_from_string(spec)
+    return model_from_string(found) if isinstance(found, str) else found

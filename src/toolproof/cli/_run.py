@@ -56,10 +56,13 @@ def register(subparsers: Any) -> None:
         "--model",
         "-m",
         metavar="MODEL",
-        help="model for every case (overrides the suites); 'scripted' runs each case's script",
+        help="model for every case (overrides the suites): a model string, MODULE:ATTR naming "
+        "a Model, or 'scripted' to run each case's script",
     )
     parser.add_argument(
-        "--judge-model", metavar="MODEL", help="model that grades the 'judge:' rubric lines"
+        "--judge-model",
+        metavar="MODEL",
+        help="model that grades the 'judge:' rubric lines (a model string or MODULE:ATTR)",
     )
     parser.add_argument(
         "--case",
@@ -148,8 +151,15 @@ def run_command(args: argparse.Namespace) -> int:
     from toolproof.evals._progress import default_progress
     from toolproof.evals._suite import load_suites, select_cases
 
+    from toolproof._loading import load_model_spec
+    from toolproof.errors import UserError
+
     specs = parse_report_specs(args.report)
     suites = load_suites(args.paths)
+    model = load_model_spec(args.model, keywords=("scripted",)) if args.model else None
+    judge_model = load_model_spec(args.judge_model, option="--judge-model") if args.judge_model else None
+    if isinstance(judge_model, str) and judge_model.strip().lower() == "scripted":
+        raise UserError("--judge-model needs a model that can grade, not 'scripted'")
     if args.list:
         console = Console(highlight=False)
         _list_cases(select_cases(suites, cases=args.case, tags=args.tag), console, args)
@@ -162,8 +172,8 @@ def run_command(args: argparse.Namespace) -> int:
     report = asyncio.run(
         _run(
             suites,
-            model=args.model,
-            judge_model=args.judge_model,
+            model=model,
+            judge_model=judge_model,
             cases=args.case,
             tags=args.tag,
             trials=args.trials,

@@ -196,8 +196,14 @@ def _headline(report: EvalReport) -> str:
         n = report.count("error", blocking=True)
         cases = f"{n} case{'s' if n != 1 else ''}"
         return f"⚠️ toolproof evals: no verdict for {cases} (infrastructure errors)"
+    if not report.ran:
+        n = len(report.cases)
+        return f"⏭️ toolproof evals: nothing ran ({n} case{'s' if n != 1 else ''} skipped)"
     passed = report.count("pass", blocking=True)
-    return f"✅ toolproof evals: {passed}/{blocking} blocking cases passed"
+    skipped = report.count("skipped", blocking=True)
+    ran = blocking - skipped
+    extra = f" ({skipped} skipped)" if skipped else ""
+    return f"✅ toolproof evals: {passed}/{ran} blocking cases passed{extra}"
 
 
 def _figures(report: EvalReport) -> str:

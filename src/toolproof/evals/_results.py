@@ -25,6 +25,7 @@ __all__ = [
     "EXIT_CONFIG_ERROR",
     "EXIT_INFRASTRUCTURE",
     "EXIT_INTERRUPTED",
+    "EXIT_NOTHING_RAN",
     "EXIT_OK",
     "CaseResult",
     "EvalReport",
@@ -33,11 +34,12 @@ __all__ = [
     "Verdict",
 ]
 
-#: Exit codes of ``toolproof run`` (documented in docs/evals.md).
+#: Exit codes of ``toolproof run``, the same as ``toolproof replay``'s (docs/evals.md).
 EXIT_OK = 0
 EXIT_BLOCKING_FAILED = 1
 EXIT_CONFIG_ERROR = 2
 EXIT_INFRASTRUCTURE = 3
+EXIT_NOTHING_RAN = 5
 EXIT_INTERRUPTED = 130
 
 TrialStatus = Literal["pass", "fail", "error"]
@@ -63,6 +65,8 @@ class TrialResult:
         model_calls: Model requests the last attempt sent.
         cached_calls: Model responses the last attempt took from the response cache.
         traces: The traces of the last attempt (one per turn), when the run keeps them.
+        traceback: When a bug in user code (a tool, a factory, a mock) stopped the trial, the
+            traceback of the user's frames (shown by ``--traceback`` and pytest).
     """
 
     index: int
@@ -78,6 +82,7 @@ class TrialResult:
     cached_calls: int = 0
     traces: list[Trace] | None = None
     spool: tuple[int, int] | None = field(default=None, repr=False)
+    traceback: str | None = field(default=None, repr=False)
 
     @property
     def failed_checks(self) -> list[CheckResult]:
@@ -220,8 +225,14 @@ class EvalReport:
         )
 
     @property
+    def ran(self) -> int:
+        """Cases that ran (every case but the skipped and not run ones)."""
+        return sum(1 for c in self.cases if c.verdict in ("pass", "fail", "error"))
+
+    @property
     def exit_code(self) -> int:
-        """0 all blocking cases pass; 1 a blocking case failed; 3 errors left one undecided.
+        """0 all blocking cases pass; 1 a blocking case failed; 3 the model provider failed
+        and left one undecided; 5 no case ran (all skipped).
 
         Advisory cases (``gate: advise``) never change it; an interrupted run exits 130.
         """
@@ -231,6 +242,8 @@ class EvalReport:
             return EXIT_BLOCKING_FAILED
         if self.count("error", blocking=True):
             return EXIT_INFRASTRUCTURE
+        if not self.ran:
+            return EXIT_NOTHING_RAN
         return EXIT_OK
 
     @property
