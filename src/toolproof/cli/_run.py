@@ -189,12 +189,30 @@ def run_command(args: argparse.Namespace) -> int:
     from toolproof.evals._report import print_summary
 
     print_summary(report, console)
+    _print_tracebacks(report, console)
     for spec in specs:
         if not spec.to_stdout:
             console.print(f"[dim]wrote {spec.format} report to {spec.path}[/]")
     if report.interrupted:
         console.print("[yellow]interrupted: the reports hold the cases finished so far[/]")
     return report.exit_code
+
+
+def _print_tracebacks(report: EvalReport, console: Console) -> None:
+    """With ``--traceback``: where the user's code failed, once per distinct traceback."""
+    from rich.markup import escape
+
+    from toolproof._tracebacks import traceback_enabled
+
+    if not traceback_enabled():
+        return
+    seen: set[str] = set()
+    for result in report.cases:
+        for trial in result.trials:
+            if trial.traceback and trial.traceback not in seen:
+                seen.add(trial.traceback)
+                console.print(f"[bold]{escape(result.case.id)}[/], trial {trial.index + 1}:")
+                console.print(escape(trial.traceback), highlight=False, soft_wrap=True)
 
 
 async def _run(suites: Any, **options: Any) -> EvalReport:

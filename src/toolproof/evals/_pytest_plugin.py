@@ -162,6 +162,11 @@ def _describe(result: CaseResult) -> str:
             if check.status in ("fail", "inconclusive"):
                 criterion = f" [{check.criterion}]" if check.criterion else ""
                 lines.append(f"    {check.status}: {check.label}{criterion}: {check.reason}")
+    crashed = [t for t in result.trials if t.status != "pass" and t.traceback]
+    if crashed:  # a bug in user code (a tool, a mock, the factory): show where
+        lines.append("")
+        lines.append(f"trial {crashed[0].index + 1} stopped on a bug in your code:")
+        lines.extend("  " + line for line in (crashed[0].traceback or "").splitlines())
     failed = [t for t in result.trials if t.status != "pass" and t.traces]
     if failed:
         lines.append("")
