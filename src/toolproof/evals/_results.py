@@ -126,6 +126,9 @@ class CaseResult:
         trials: Every trial, in order.
         model: The model the case ran with.
         judge_model: The judge's model, when the case has judged checks and one.
+        scripted: Whether the case ran with a scripted model (its ``script:``, or a
+            ``ScriptedModel`` / ``FunctionModel``): its trials check the wiring (tools,
+            mocks, checks), not a model, so they are left out of the run's pass^k figures.
     """
 
     case: Case
@@ -134,6 +137,7 @@ class CaseResult:
     trials: list[TrialResult] = field(default_factory=list)
     model: str | None = None
     judge_model: str | None = None
+    scripted: bool = False
 
     @property
     def blocking(self) -> bool:
@@ -184,6 +188,7 @@ class CaseResult:
             "trials_planned": config.trials,
             "model": self.model,
             "judge_model": self.judge_model,
+            "scripted": self.scripted,
             "verdict": self.verdict,
             "reason": self.reason,
             "passes": self.passes,
@@ -247,9 +252,20 @@ class EvalReport:
         return EXIT_OK
 
     @property
+    def scripted(self) -> bool:
+        """Whether every case that ran was scripted (so the run measured no model)."""
+        ran = [c for c in self.cases if c.trials]
+        return bool(ran) and all(c.scripted for c in ran)
+
+    @property
     def stats(self) -> SuiteStats:
-        """Suite figures: means of the cases' pass rate, pass@k and pass^k, and classes."""
-        return suite_stats(s for s in (c.stats for c in self.cases) if s is not None)
+        """Suite figures: means of the cases' pass rate, pass@k and pass^k, and classes.
+
+        Scripted cases are left out: repeating a deterministic script measures nothing.
+        """
+        return suite_stats(
+            s for s in (c.stats for c in self.cases if not c.scripted) if s is not None
+        )
 
     def summary(self) -> dict[str, Any]:
         """Counts and figures for reports."""
@@ -280,6 +296,7 @@ class EvalReport:
             "trials_passed": sum(c.passes for c in self.cases),
             "trials_failed": sum(c.failures for c in self.cases),
             "trials_errored": sum(c.errors for c in self.cases),
+            "scripted_cases": sum(1 for c in self.cases if c.scripted),
             "stats": stats.to_dict(),
             "usage": {
                 "input_tokens": usage.input_tokens,

@@ -446,10 +446,14 @@ class _Runner:
         case = plan.case
         config = case.config
         if plan.judge_slot is None:
-            reason = (
-                "no judge model: a scripted run judges only with --judge-model; otherwise set "
-                "judge_model in the suite (or the case's own model judges)"
-            )
+            if plan.scripted:
+                why = "the case ran scripted, and a scripted run judges only with --judge-model"
+            else:
+                why = (
+                    f"the case's model ({plan.model_name}) is scripted in Python, so it cannot "
+                    "judge its own trials; set judge_model in the suite or pass --judge-model"
+                )
+            reason = f"not judged: no judge model ({why})"
             return [
                 CheckResult("judge", "skip", reason, kind="judged", criterion=c) for c in case.judge
             ]
@@ -570,7 +574,12 @@ def _case_result(plan: _Plan, *, interrupted: bool) -> CaseResult:
         trials,
         model=plan.model_name,
         judge_model=plan.judge_slot.model.name if plan.judge_slot else None,
+        scripted=_scripted(plan),
     )
+
+
+def _scripted(plan: _Plan) -> bool:
+    return plan.scripted or (plan.slot is not None and not _judges_itself(plan.slot))
 
 
 # -- the public entry points --------------------------------------------------------------------
@@ -835,7 +844,9 @@ def _plan(
         if plan.skip is not None:
             plan.remaining = 0
             plan.results = []
-            plan.result = CaseResult(case, "skipped", plan.skip, model=plan.model_name)
+            plan.result = CaseResult(
+                case, "skipped", plan.skip, model=plan.model_name, scripted=_scripted(plan)
+            )
     if missing:
         shown = ", ".join(missing[:5]) + (
             f" and {len(missing) - 5} more" if len(missing) > 5 else ""
