@@ -203,9 +203,7 @@ def load_model_spec(spec: str, *, option: str = "--model", keywords: Iterable[st
             try:
                 made = target()
             except Exception as exc:
-                raise UserError(
-                    f"{option} {spec}: {label}() raised {_describe(exc)}"
-                ) from exc
+                raise UserError(f"{option} {spec}: {label}() raised {_describe(exc)}") from exc
             if isinstance(made, Model):
                 return made
         if isinstance(target, type) and issubclass(target, Model):

@@ -157,7 +157,9 @@ def run_command(args: argparse.Namespace) -> int:
     specs = parse_report_specs(args.report)
     suites = load_suites(args.paths)
     model = load_model_spec(args.model, keywords=("scripted",)) if args.model else None
-    judge_model = load_model_spec(args.judge_model, option="--judge-model") if args.judge_model else None
+    judge_model = (
+        load_model_spec(args.judge_model, option="--judge-model") if args.judge_model else None
+    )
     if isinstance(judge_model, str) and judge_model.strip().lower() == "scripted":
         raise UserError("--judge-model needs a model that can grade, not 'scripted'")
     if args.list:

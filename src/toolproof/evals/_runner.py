@@ -390,7 +390,10 @@ class _Runner:
             message = f"a check raised {type(exc).__name__}: {exc}"
             trial = self.finish(
                 TrialResult(
-                    index, "fail", [*checks, CheckResult("checks", "fail", message)], message,
+                    index,
+                    "fail",
+                    [*checks, CheckResult("checks", "fail", message)],
+                    message,
                     type(exc).__name__,
                 ),
                 traces,

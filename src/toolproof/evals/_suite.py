@@ -1211,14 +1211,20 @@ class _Builder:
                 f"expected a mapping (or JSON text), got {_type(arguments)}",
             )
             return None
-        if tools is not None and not unchecked and not self._script_call_fits(
-            body["name"], dict(arguments), tools, path
+        if (
+            tools is not None
+            and not unchecked
+            and not self._script_call_fits(body["name"], dict(arguments), tools, path)
         ):
             return None
         return ToolCall(body["name"], dict(arguments), call_id)
 
     def _script_call_fits(
-        self, name: str, arguments: dict[str, Any], tools: Mapping[str, Tool[..., Any]], path: DocPath
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        tools: Mapping[str, Tool[..., Any]],
+        path: DocPath,
     ) -> bool:
         """Whether a scripted call names one of the agent's tools with arguments that fit its
         schema (a call that is wrong on purpose says ``unchecked: true``)."""

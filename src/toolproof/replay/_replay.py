@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import copy
 import difflib
 import inspect
 import json
@@ -511,6 +512,12 @@ async def _model_sample(
     replay_tools = toolset.with_mode("mock", mocks=[_RecordedOnly(mock)])
     new_model = ReplayModel(trace) if model == "recorded" else model
     error: BaseException | None = None
+    cut = model == "recorded" and _ended_after_tool_call(trace)
+    if cut:
+        # The recording stops after its last tool call (the conversation was ended from
+        # outside): the replay runs the same steps and stops there too.
+        agent = copy.copy(agent)
+        agent.max_steps = len(trace.steps)
     with agent.override(model=new_model, tools=replay_tools):
         try:
             result = await agent.run(
@@ -525,6 +532,8 @@ async def _model_sample(
             if exc.trace is None:  # pragma: no cover - the agent always attaches it
                 raise
             new = exc.trace
+    if cut and new.stop_reason == "max_steps":
+        new.stop_reason, new.stop_detail = trace.stop_reason, trace.stop_detail
     findings = grade_answer(trace, new, rules)
     if not any(f.check in ("no_fixture", "run_error") for f in findings):
         findings = (
@@ -554,6 +563,17 @@ async def _model_sample(
         new_output=new.output,
         notes=notes,
         new_trace=new if keep_trace else None,
+    )
+
+
+def _ended_after_tool_call(trace: Trace) -> bool:
+    """Whether a recorded run was ended from outside after a tool call (a cancelled run, or an
+    imported conversation that ended there), without asking the model again."""
+    return (
+        trace.stop_reason == "cancelled"
+        and trace.output is None
+        and bool(trace.steps)
+        and bool(trace.steps[-1].response.tool_calls)
     )
 
 
