@@ -1,7 +1,7 @@
 """Import a user's module (dotted name, file path, or ``module:attr``) and find its tools.
 
-Used by the CLI (``run``, ``schema``, ``mocks check``, ``replay``, ``chat``). Every failure is a one-line
-``UserError`` (the CLI prints it and exits 2).
+Used by the CLI (``run``, ``schema``, ``mocks check``, ``replay``, ``chat``). Every failure is
+a one-line ``UserError`` (the CLI prints it and exits 2).
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ def _user_frames(exc: BaseException) -> list[traceback.FrameSummary]:
     out = []
     for frame in frames:
         name = frame.filename
-        if name.startswith("<frozen ") or name.startswith("<string"):
+        if name.startswith(("<frozen ", "<string")):
             continue
         try:
             resolved = str(Path(name).resolve())

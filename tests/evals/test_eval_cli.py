@@ -16,10 +16,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 HR_SUITE = ROOT / "examples" / "hr_assistant" / "hr.eval.yaml"
+# The subprocess imports this checkout's toolproof (not another installed copy).
+PYTHONPATH = os.pathsep.join([str(HERE), str(ROOT / "src")])
 
 
 def toolproof(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT / "src")]), "NO_COLOR": "1", "COLUMNS": "200"}
+    env = {**os.environ, "PYTHONPATH": PYTHONPATH, "NO_COLOR": "1", "COLUMNS": "200"}
     env.pop("DEEPSEEK_API_KEY", None)
     return subprocess.run(
         [sys.executable, "-m", "toolproof", *args],
@@ -191,7 +193,7 @@ def test_ctrl_c_writes_a_partial_report(tmp_path: Path) -> None:
           - {name: d, input: hi, script: [x]}
         """,
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT / "src")]), "NO_COLOR": "1"}
+    env = {**os.environ, "PYTHONPATH": PYTHONPATH, "NO_COLOR": "1"}
     process = subprocess.Popen(
         [
             sys.executable,

@@ -382,7 +382,7 @@ async def test_missing_keys_and_blocked_requests_are_configuration_errors(
         "DEEPSEEK_API_KEY (or pass api_key=...)"
     )
     assert missing.value.variable == "DEEPSEEK_API_KEY"
-    with pytest.raises(MissingAPIKey, match="^judge model deepseek:deepseek-chat needs"):
+    with pytest.raises(MissingAPIKey, match=r"^judge model deepseek:deepseek-chat needs"):
         await run(
             make_suite(tmp_path, HEAD + "cases: [{name: c, input: hi, judge: [polite]}]\n"),
             model=FunctionModel(lambda messages, info: "hi"),

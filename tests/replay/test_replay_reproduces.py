@@ -11,8 +11,8 @@ import time
 from typing import Any
 
 import pytest
-from _shared import shared_path
 
+from _shared import shared_path
 from toolproof import Agent, Tool, tool
 from toolproof._trace import ToolInfo, Trace
 from toolproof.replay import ReplayRules, replay
@@ -47,7 +47,7 @@ def schema_tool(info: ToolInfo) -> Tool[..., Any]:
         "    raise AssertionError('a replay must answer from the recording')\n"
     )
     namespace: dict[str, Any] = {"Any": Any}
-    exec(source, namespace)  # noqa: S102 - the test's own generated source
+    exec(source, namespace)
     return tool(namespace[info.name])
 
 

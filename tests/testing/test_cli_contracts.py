@@ -371,10 +371,10 @@ def test_broken_user_module_is_one_line(tmp_path):
     for path, message in [
         (broken, f"cannot import '{broken}': SyntaxError: invalid syntax ({broken}, line 1)"),
         (
-                raising,
-                f"cannot import '{raising}': RuntimeError: database not configured "
-                f"({raising}:1 in <module>)",
-            ),
+            raising,
+            f"cannot import '{raising}': RuntimeError: database not configured "
+            f"({raising}:1 in <module>)",
+        ),
     ]:
         result = subprocess.run(
             [sys.executable, "-m", "toolproof", "schema", "snapshot", str(path)],

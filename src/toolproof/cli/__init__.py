@@ -140,8 +140,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _one_line(exc: BaseException) -> str:
-    """The message of an error, and the lines of a multi-line one joined (a config error keeps
-    its listed problems, one per line)."""
+    """The message of an error on one line (a config error keeps its problems, one a line)."""
     from toolproof.errors import ConfigError
 
     text = str(exc).strip()

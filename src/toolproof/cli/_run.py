@@ -147,12 +147,11 @@ def run_command(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
+    from toolproof._loading import load_model_spec
     from toolproof._reporting import parse_report_specs
+    from toolproof.errors import UserError
     from toolproof.evals._progress import default_progress
     from toolproof.evals._suite import load_suites, select_cases
-
-    from toolproof._loading import load_model_spec
-    from toolproof.errors import UserError
 
     specs = parse_report_specs(args.report)
     suites = load_suites(args.paths)

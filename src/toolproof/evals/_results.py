@@ -236,10 +236,11 @@ class EvalReport:
 
     @property
     def exit_code(self) -> int:
-        """0 all blocking cases pass; 1 a blocking case failed; 3 the model provider failed
-        and left one undecided; 5 no case ran (all skipped).
+        """The exit code of ``toolproof run``.
 
-        Advisory cases (``gate: advise``) never change it; an interrupted run exits 130.
+        0 every blocking case passed; 1 a blocking case failed; 3 the model provider failed
+        and left one undecided; 5 no case ran (all skipped). Advisory cases (``gate:
+        advise``) never change it; an interrupted run exits 130.
         """
         if self.interrupted:
             return EXIT_INTERRUPTED

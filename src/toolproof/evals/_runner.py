@@ -782,8 +782,7 @@ def _plan(
     missing: list[str] = []
 
     def slot_for(spec: str | Model, role: str) -> _Slot:
-        """The shared model of ``spec``; a bad string, a missing key or blocked requests
-        are configuration errors, raised before anything runs."""
+        """The shared model of ``spec``; raises before anything runs when it cannot work."""
         key = spec if isinstance(spec, str) else f"<instance {id(spec)}>"
         if key not in slots:
             limiter = None

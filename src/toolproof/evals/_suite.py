@@ -1226,8 +1226,10 @@ class _Builder:
         tools: Mapping[str, Tool[..., Any]],
         path: DocPath,
     ) -> bool:
-        """Whether a scripted call names one of the agent's tools with arguments that fit its
-        schema (a call that is wrong on purpose says ``unchecked: true``)."""
+        """Whether a scripted call fits the agent's tools (names and arguments).
+
+        A call that is wrong on purpose says ``unchecked: true``.
+        """
         from toolproof._tools import ArgumentsInvalid
 
         hint = " (to send it anyway, to test how the agent copes, add 'unchecked: true')"

@@ -567,8 +567,10 @@ async def _model_sample(
 
 
 def _ended_after_tool_call(trace: Trace) -> bool:
-    """Whether a recorded run was ended from outside after a tool call (a cancelled run, or an
-    imported conversation that ended there), without asking the model again."""
+    """Whether a recorded run was ended from outside right after a tool call.
+
+    A cancelled run, or an imported conversation that ended there (a hand-off to a human).
+    """
     return (
         trace.stop_reason == "cancelled"
         and trace.output is None

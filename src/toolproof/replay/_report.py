@@ -121,8 +121,11 @@ class ReplayReport:
 
     @property
     def exit_code(self) -> int:
-        """0 when the gate passes, 1 when it fails, 3 when the model provider failed and left
-        it undecided, 5 when no sample was replayed."""
+        """The exit code of ``toolproof replay`` (the same table as ``toolproof run``'s).
+
+        0 the gate passed; 1 it failed; 3 the model provider failed and left it undecided;
+        5 no sample was replayed.
+        """
         if not self.gate_passed:
             return EXIT_GATE
         if self.errors:
