@@ -119,9 +119,9 @@ def _replay(args: argparse.Namespace) -> int:
     agent = _load_agent(args.agent) if args.agent else None
     tools: Any = None
     if args.schemas:
-        from toolproof.replay._import import load_tool_infos
+        from toolproof.replay._schema_check import load_schema_file
 
-        tools = load_tool_infos(args.schemas)
+        tools = load_schema_file(args.schemas)
     elif args.tools:
         from toolproof._loading import load_target, tools_in
 

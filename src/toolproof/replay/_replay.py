@@ -232,8 +232,11 @@ def _tools_sample(
         elif run_mocks and tool.mock is not None and tool.tool is not None:
             findings.extend(_compare_mock(tool, call, result))
     findings.extend(grade_calls(recorded, replayed, rules, compare_calls=False))
+    called = {call.name for call, _ in recorded}
     for info in trace.tools:
         tool = today.get(info.name)
+        if info.name not in called:
+            continue  # a change to a tool this sample never called says nothing about it
         if tool is not None and info.schema_hash and tool.schema_hash != info.schema_hash:
             notes.append(f"{info.name}: schema changed since recording")
     return SampleResult(
@@ -258,9 +261,7 @@ def _compare_mock(tool: _TodayTool, call: ToolCall, result: ToolResult) -> list[
     try:
         value = tool.mock(**tool.tool.validate(call.arguments))
         if inspect.isawaitable(value):
-            import asyncio
-
-            value = asyncio.run(_await(value))
+            value = _run_awaitable(value)
     except declared as exc:
         return (
             []
@@ -314,6 +315,18 @@ def _compare_mock(tool: _TodayTool, call: ToolCall, result: ToolResult) -> list[
 
 async def _await(value: Awaitable[Any]) -> Any:
     return await value
+
+
+def _run_awaitable(value: Awaitable[Any]) -> Any:
+    """The result of an async mock, even inside a running event loop (``areplay``).
+
+    The mock runs to completion on its own loop in a worker thread.
+    """
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1, thread_name_prefix="toolproof-mock") as pool:
+        return pool.submit(asyncio.run, _await(value)).result()
 
 
 def _shape(value: Any) -> Any:
