@@ -347,7 +347,7 @@ def test_mocks_check_with_tools_and_mocks_in_separate_modules(tmp_path, capsys, 
         ),
         (
             ["schema", "diff", "missing_old.json", "examples.hr_assistant.tools"],
-            "toolproof: error: cannot import 'missing_old.json': no module named 'missing_old'",
+            "toolproof: error: missing_old.json: no such snapshot file",
         ),
     ],
 )

@@ -179,8 +179,11 @@ def _load_side(spec: str) -> tuple[dict[str, Any], str]:
 
         try:
             return load_snapshot(path), spec  # keeps the snapshot's return schemas
-        except UserError:
-            return schema_snapshot(load_schema_file(path)), spec
+        except UserError as first:
+            try:
+                return schema_snapshot(load_schema_file(path)), spec
+            except UserError as second:
+                raise (first if "invalid JSON" in str(second) else second) from None
     from toolproof.testing._contracts import load_side
 
     return load_side(spec)
