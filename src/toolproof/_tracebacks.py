@@ -20,17 +20,27 @@ ENV_VARIABLE = "TOOLPROOF_TRACEBACK"
 _PACKAGE = str(Path(__file__).resolve().parent) + os.sep
 
 
-def _internal_roots() -> tuple[str, ...]:
-    import asyncio
-    import concurrent.futures
-    import importlib
-    import threading
+def _is_internal(filename: str) -> bool:
+    """Whether a frame is toolproof's or the standard library's (asyncio, pathlib...).
 
-    roots = [_PACKAGE]
-    for module in (asyncio, concurrent.futures, importlib):
-        roots.append(str(Path(module.__file__ or "").resolve().parent) + os.sep)
-    roots.append(str(Path(threading.__file__ or "").resolve()))
-    return tuple(roots)
+    Installed third-party packages count as the user's.
+    """
+    import sysconfig
+
+    try:
+        resolved = str(Path(filename).resolve())
+    except (OSError, ValueError):
+        resolved = filename
+    if resolved.startswith(_PACKAGE):
+        return True
+    paths = sysconfig.get_paths()
+    sites = {str(Path(paths[k]).resolve()) + os.sep for k in ("purelib", "platlib") if k in paths}
+    if any(resolved.startswith(site) for site in sites) or "site-packages" in resolved:
+        return False
+    stdlib = {
+        str(Path(paths[k]).resolve()) + os.sep for k in ("stdlib", "platstdlib") if k in paths
+    }
+    return any(resolved.startswith(root) for root in stdlib)
 
 
 def traceback_enabled() -> bool:
@@ -49,21 +59,12 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 
 def _user_frames(exc: BaseException) -> list[traceback.FrameSummary]:
-    roots = _internal_roots()
-    frames = traceback.extract_tb(exc.__traceback__)
-    out = []
-    for frame in frames:
-        name = frame.filename
-        if name.startswith(("<frozen ", "<string")):
-            continue
-        try:
-            resolved = str(Path(name).resolve())
-        except (OSError, ValueError):
-            resolved = name
-        if resolved.startswith(roots):
-            continue
-        out.append(frame)
-    return out
+    return [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if not frame.filename.startswith(("<frozen ", "<string"))
+        and not _is_internal(frame.filename)
+    ]
 
 
 def user_location(exc: BaseException) -> str | None:

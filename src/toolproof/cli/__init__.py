@@ -144,8 +144,8 @@ def _one_line(exc: BaseException) -> str:
     from toolproof.errors import ConfigError
 
     text = str(exc).strip()
-    if isinstance(exc, ConfigError):
-        return text
+    if isinstance(exc, ConfigError) and exc.problems:
+        return text  # "invalid ... (N problems):" and one problem a line
     lines = [line.strip().removeprefix("- ") for line in text.splitlines() if line.strip()]
     if not lines:
         return type(exc).__name__

@@ -102,10 +102,12 @@ def _rate(text: str) -> float:
 
 def _replay(args: argparse.Namespace) -> int:
     from toolproof._reporting import parse_report_specs
+    from toolproof.cli._run import check_report_paths
     from toolproof.errors import UserError
     from toolproof.replay import Aging, ReplayRules, TraceStore, replay
 
     specs = parse_report_specs(args.report)
+    check_report_paths(specs)
     rules = ReplayRules.from_file(args.rules) if args.rules else ReplayRules()
     aging = rules.aging
     if args.half_life or args.max_age:

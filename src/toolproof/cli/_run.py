@@ -121,6 +121,33 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run_command)
 
 
+def check_report_paths(specs: Any) -> None:
+    """Fail before anything runs when a report cannot be written where it should go.
+
+    Raises:
+        UserError: A report's folder cannot be created, or its path is a folder.
+    """
+    from pathlib import Path
+
+    from toolproof.errors import UserError
+
+    for spec in specs:
+        if spec.to_stdout:
+            continue
+        path = Path(spec.path)
+        where = f"--report {spec.format}:{spec.path}"
+        if path.is_dir():
+            raise UserError(f"{where}: {path} is a folder; give a file name")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(
+                f"{where}: cannot create the folder {path.parent}: {exc.strerror or exc}"
+            ) from None
+        if not os.access(path.parent, os.W_OK):
+            raise UserError(f"{where}: the folder {path.parent} is not writable")
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -154,6 +181,7 @@ def run_command(args: argparse.Namespace) -> int:
     from toolproof.evals._suite import load_suites, select_cases
 
     specs = parse_report_specs(args.report)
+    check_report_paths(specs)
     suites = load_suites(args.paths)
     model = load_model_spec(args.model, keywords=("scripted",)) if args.model else None
     judge_model = (

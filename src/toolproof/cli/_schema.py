@@ -179,6 +179,8 @@ def _load_side(spec: str) -> tuple[dict[str, Any], str]:
 
         try:
             return load_snapshot(path), spec  # keeps the snapshot's return schemas
+        except UnicodeDecodeError as exc:
+            raise UserError(f"{path} is not a schema file: not UTF-8 text ({exc.reason})") from None
         except UserError as first:
             try:
                 return schema_snapshot(load_schema_file(path)), spec
