@@ -517,13 +517,17 @@ def _completion(
         check.name == "stop_reason" for turn in case.turns for check in turn.checks
     )
     if run_error is not None:
+        from toolproof._tracebacks import user_location
+
         root = run_error.__cause__ or run_error
+        where = user_location(run_error)
         return [
             CheckResult(
                 "completed",
                 "fail",
                 f"the run stopped on an error of the agent or its tools at step "
-                f"{run_error.step}: {type(root).__name__}: {run_error}",
+                f"{run_error.step}: {type(root).__name__}: {run_error}"
+                + (f" (at {where})" if where else ""),
             )
         ]
     if expects_stop:
