@@ -182,7 +182,7 @@ async def test_agent_failures_are_not_infrastructure_errors(tmp_path: Path) -> N
     assert crash.error_type == "ZeroDivisionError"
     shown = crash.traceback or ""
     assert 'raise ZeroDivisionError("division by zero")' in shown
-    assert "_agent.py" not in shown and "_toolset.py" not in shown and "asyncio" not in shown
+    assert "_agent.py" not in shown and "_toolset.py" not in shown and "asyncio/" not in shown
     short = verdicts["script_too_short"].trials[0].checks[0].reason
     assert "ScriptExhausted" in short and "script ran out" in short
     unmocked = verdicts["unmocked_side_effect"].trials[0].checks[0].reason
