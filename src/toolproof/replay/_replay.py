@@ -908,7 +908,15 @@ def _build_agent(agent: Agent | AgentFactory, model: Model | str | None) -> Agen
         first = model_from_string(model)
     else:
         first = model
-    built = agent(first, None)
+    try:
+        built = agent(first, None)
+    except Exception as exc:  # a bug in the user's factory: one line naming where
+        from toolproof._tracebacks import user_location
+
+        where = user_location(exc)
+        raise UserError(
+            f"agent factory raised {type(exc).__name__}: {exc}" + (f" ({where})" if where else "")
+        ) from exc
     if not isinstance(built, Agent):
         raise UserError(f"the agent factory returned {built!r}, not an Agent")
     return built
