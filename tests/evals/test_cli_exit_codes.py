@@ -15,10 +15,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml  # noqa: F401 - loaded here, so in-process pytester runs share one YAML loader
 
 # pytester restores sys.modules after each in-process run; keep what inner runs import loaded.
 import toolproof.evals
 import toolproof.evals._pytest_plugin
+import toolproof.evals._suite
 import toolproof.models
 import toolproof.testing
 
@@ -50,6 +52,15 @@ def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text), encoding="utf-8")
     return path
+
+
+def inner_ini(pytester: pytest.Pytester) -> None:
+    pytester.makeini(
+        "[pytest]\n"
+        "asyncio_mode = auto\n"
+        "asyncio_default_fixture_loop_scope = function\n"
+        "addopts = --strict-markers -p no:cacheprovider\n"
+    )
 
 
 def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
@@ -316,12 +327,7 @@ def test_replay_agrees_with_run_on_every_code(tmp_path: Path) -> None:
 def test_the_pytest_plugin_shows_the_tools_traceback(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pytester.makeini(
-        "[pytest]\n"
-        "asyncio_mode = auto\n"
-        "asyncio_default_fixture_loop_scope = function\n"
-        "addopts = --strict-markers -p no:cacheprovider\n"
-    )
+    inner_ini(pytester)
     monkeypatch.syspath_prepend(str(HERE))
     write(pytester.path / "c.eval.yaml", CRASH)
     result = pytester.runpytest()
@@ -335,3 +341,74 @@ def test_the_pytest_plugin_shows_the_tools_traceback(
             "*ZeroDivisionError: division by zero",
         ]
     )
+
+
+def test_a_tool_bug_in_a_plain_pytest_test_shows_the_tools_frame(
+    pytester: pytest.Pytester,
+) -> None:
+    inner_ini(pytester)
+    pytester.makepyfile(
+        test_stock='''
+        from toolproof import Agent, tool
+        from toolproof.errors import ToolCrashed
+        from toolproof.testing import ScriptedModel, call
+
+        STOCK = {"A1": 3}
+
+        @tool
+        def get_stock(sku: str) -> int:
+            """Units in stock.
+
+            Args:
+                sku: The item.
+            """
+            return STOCK[sku]
+
+        def test_crash():
+            agent = Agent(ScriptedModel([call("get_stock", sku="B2"), "done"]), tools=[get_stock])
+            agent.run_sync("how many B2?")
+        '''
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            ">*return STOCK?sku?",  # fnmatch: ? stands for the brackets
+            "E*KeyError: 'B2'",
+            "test_stock.py:14: KeyError",
+            "*ToolCrashed: tool 'get_stock' raised KeyError*",
+        ]
+    )
+
+
+def test_the_pytest_plugin_reports_a_failing_factory_in_one_line(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inner_ini(pytester)
+    monkeypatch.syspath_prepend(str(HERE))
+    write(
+        pytester.path / "flaky_factory.py",
+        """\
+        from evalagents import build_agent
+
+        def factory(model, tools=None):
+            if model.name == "scripted":
+                raise RuntimeError("no endpoint configured")
+            return build_agent(model, tools)
+        """,
+    )
+    monkeypatch.syspath_prepend(str(pytester.path))
+    write(
+        pytester.path / "f.eval.yaml",
+        "suite: f\nagent: flaky_factory:factory\nmodel: scripted\n"
+        "cases: [{name: a, input: hi, script: [hello]}]\n",
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*f.eval.yaml:4: f::a: agent factory flaky_factory:factory failed with model "
+            "scripted: RuntimeError: no endpoint configured (flaky_factory.py:5 in factory)"
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()

@@ -25,8 +25,10 @@ examples:
   toolproof replay --mode model --agent myapp.agent:build_agent --model deepseek:deepseek-chat \\
       --rules replay.yaml --half-life 30d --max-age 90d --report junit:replay.xml
 
-exit codes: 0 gate passed, 1 failure rate above the gate, 2 usage error, 3 samples could not
-be graded (the model provider failed) and the gate passed without them.
+exit codes (the same as toolproof run's):
+  0  the gate passed                    3  the model provider or network failed: samples
+  1  failure rate above the gate           could not be graded, the gate passed without them
+  2  usage or configuration error       5  nothing was replayed
 """
 
 
@@ -62,7 +64,7 @@ def register(subparsers: Any) -> None:
         "--model",
         "-m",
         help="model mode: a model string, 'recorded' (replay the recorded outputs through the "
-        "whole loop), or MODULE:ATTR naming a Model",
+        "whole loop), or MODULE:ATTR naming a Model (as toolproof run --model)",
     )
     parser.add_argument("--rules", metavar="FILE", help="grading rules (YAML)")
     parser.add_argument(

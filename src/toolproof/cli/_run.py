@@ -1,9 +1,11 @@
 """``toolproof run``: run eval suites and gate CI on them.
 
-Exit codes: 0 every blocking case passed; 1 a blocking case failed; 2 usage or
-configuration error (nothing was run); 3 infrastructure errors (model unreachable, missing
-key) left a blocking case without a verdict; 130 interrupted (the reports are still written
-with the cases finished so far).
+Exit codes (shared with ``toolproof replay``; docs/evals.md): 0 every blocking case passed;
+1 a blocking case failed (a bug in the user's tools or factory fails its case); 2 usage or
+configuration error, found before anything ran (a missing key, an unknown model, a factory
+that fails with the model); 3 only the model provider or the network failed and left a
+blocking case without a verdict; 5 nothing ran (every case skipped); 130 interrupted (the
+reports are still written with the cases finished so far).
 """
 
 from __future__ import annotations
@@ -28,9 +30,10 @@ examples:
   toolproof run evals/ --tag smoke --report junit:out/evals.xml --report markdown:out/evals.md
   toolproof run evals/hr.eval.yaml --case 'leave_*' --no-cache
 
-exit codes:
-  0  every blocking case passed         2  usage or configuration error (nothing ran)
-  1  a blocking case failed             3  infrastructure errors left a case without a verdict
+exit codes (the same for toolproof replay):
+  0  every blocking case passed         3  the model provider or network failed: no verdict
+  1  a blocking case failed             5  nothing ran (every selected case was skipped)
+  2  usage or configuration error, found before anything ran (one line; --traceback for more)
 """
 
 

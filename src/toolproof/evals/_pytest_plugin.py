@@ -111,16 +111,21 @@ class EvalCaseItem(pytest.Item):
         if self.case.skip is not None:
             pytest.skip(self.case.skip)
         model = self._model()
+        from toolproof.errors import UserError
+
         one = Suite(self.suite.name, self.suite.file, [self.case], self.suite.description)
-        report = asyncio.run(
-            evaluate_async(
-                [one],
-                model=model,
-                cache=False,
-                keep_traces=True,
-                concurrency=max(1, self.case.config.trials),
+        try:
+            report = asyncio.run(
+                evaluate_async(
+                    [one],
+                    model=model,
+                    cache=False,
+                    keep_traces=True,
+                    concurrency=max(1, self.case.config.trials),
+                )
             )
-        )
+        except UserError as exc:  # a configuration problem found before the case ran
+            pytest.fail(f"{self.case.location}: {exc}", pytrace=False)
         result = report.cases[0]
         if result.verdict == "skipped":
             pytest.skip(result.reason)
