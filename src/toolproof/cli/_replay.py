@@ -110,7 +110,10 @@ def _replay(args: argparse.Namespace) -> int:
 
     specs = parse_report_specs(args.report)
     check_report_paths(specs)
-    rules = ReplayRules.from_file(args.rules) if args.rules else ReplayRules()
+    try:
+        rules = ReplayRules.from_file(args.rules) if args.rules else ReplayRules()
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{args.rules}: not UTF-8 text ({exc.reason})") from None
     aging = rules.aging
     if args.half_life or args.max_age:
         override = Aging.parse(args.half_life, args.max_age)
