@@ -645,8 +645,11 @@ async def evaluate_async(
 
     Raises:
         ConfigError: A suite is invalid (nothing was run).
-        UserError: Bad options: no model for a case, a filter matching nothing, an
-            unknown model provider.
+        MissingAPIKey: A case's model or judge model needs a key that is not set (nothing
+            was run).
+        UserError: Bad options, found before anything runs: no model for a case, a filter
+            matching nothing, an unknown model provider, real model requests switched off,
+            or an agent factory that fails when built with the case's model and tools.
         asyncio.CancelledError: The run was cancelled (Ctrl-C); the reports were written
             with the cases finished so far before it propagates.
     """
