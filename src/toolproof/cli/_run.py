@@ -184,18 +184,18 @@ def run_command(args: argparse.Namespace) -> int:
     from toolproof.evals._suite import load_suites, select_cases
 
     specs = parse_report_specs(args.report)
-    check_report_paths(specs)
     suites = load_suites(args.paths)
+    if args.list:  # lists what would run; needs no key and writes nothing
+        console = Console(highlight=False)
+        _list_cases(select_cases(suites, cases=args.case, tags=args.tag), console, args)
+        return 0
+    check_report_paths(specs)
     model = load_model_spec(args.model, keywords=("scripted",)) if args.model else None
     judge_model = (
         load_model_spec(args.judge_model, option="--judge-model") if args.judge_model else None
     )
     if isinstance(judge_model, str) and judge_model.strip().lower() == "scripted":
         raise UserError("--judge-model needs a model that can grade, not 'scripted'")
-    if args.list:
-        console = Console(highlight=False)
-        _list_cases(select_cases(suites, cases=args.case, tags=args.tag), console, args)
-        return 0
     stdout_taken = any(spec.to_stdout for spec in specs)
     console = Console(stderr=stdout_taken, highlight=False)
     if not console.is_terminal and "COLUMNS" not in os.environ:
