@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import time
 from pathlib import Path
 
@@ -81,3 +82,49 @@ def test_hostile_files_are_one_line_errors(folder: Path, content: bytes) -> None
             # A valid file can happen (an empty OpenAI list replays nothing: 5; a diff with
             # no changes: 0; rules with nothing in them: 5), never a crash.
             assert code in (0, 1, 5), (argv, content, code, err)
+
+
+def test_a_bug_in_toolproof_itself_exits_4_with_its_traceback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # No frame of the user's code: the error is toolproof's own, and a bug report needs the
+    # traceback (exit 4 keeps it apart from "a check failed").
+    import toolproof.cli._schema as schema_command
+
+    monkeypatch.setattr(schema_command, "run_diff", json.loads)  # raises TypeError in json
+    code, err = call("schema", "diff", "a.json", "b.json")
+    assert code == 4
+    assert err.startswith("Traceback (most recent call last):")
+    assert (
+        err.rstrip("\n")
+        .splitlines()[-1]
+        .startswith("toolproof: internal error: TypeError: the JSON object must be str")
+    )
+
+
+def test_a_bug_in_the_users_code_is_one_line_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import toolproof.cli._schema as schema_command
+
+    monkeypatch.delenv("TOOLPROOF_TRACEBACK", raising=False)
+
+    def buggy(args: object) -> int:
+        return {}["missing"]  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(schema_command, "run_diff", buggy)
+    code, err = call("schema", "diff", "a.json", "b.json")
+    here = Path(__file__)
+    line = (
+        here.read_text()
+        .splitlines()
+        .index('        return {}["missing"]  # type: ignore[no-any-return]')
+        + 1
+    )
+    assert (code, err) == (
+        2,
+        f"toolproof: error: KeyError: 'missing' ({here.relative_to(Path.cwd())}:{line} in buggy)\n",
+    )
+    code, err = call("--traceback", "schema", "diff", "a.json", "b.json")
+    assert code == 2
+    assert f'File "{here}", line {line}, in buggy' in err
+    assert "cli/__init__.py" not in err
+    assert "TOOLPROOF_TRACEBACK" not in os.environ  # the flag held for that call only

@@ -99,11 +99,23 @@ def _main(argv: Sequence[str] | None) -> int:
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     arguments = list(sys.argv[1:] if argv is None else argv)
-    # `--traceback` is global and may come anywhere before a `--`.
+    # `--traceback` is global and may come anywhere before a `--`; it holds for this call only.
     end = arguments.index("--") if "--" in arguments else len(arguments)
-    if "--traceback" in arguments[:end]:
-        arguments = [a for i, a in enumerate(arguments) if i >= end or a != "--traceback"]
-        os.environ[ENV_VARIABLE] = "1"
+    if "--traceback" not in arguments[:end]:
+        return _dispatch(arguments)
+    arguments = [a for i, a in enumerate(arguments) if i >= end or a != "--traceback"]
+    previous = os.environ.get(ENV_VARIABLE)
+    os.environ[ENV_VARIABLE] = "1"
+    try:
+        return _dispatch(arguments)
+    finally:
+        if previous is None:
+            os.environ.pop(ENV_VARIABLE, None)
+        else:
+            os.environ[ENV_VARIABLE] = previous
+
+
+def _dispatch(arguments: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(arguments)
     handler = getattr(args, "handler", None)
