@@ -119,10 +119,9 @@ def test_a_bug_in_the_users_code_is_one_line_naming_it(monkeypatch: pytest.Monke
         .index('        return {}["missing"]  # type: ignore[no-any-return]')
         + 1
     )
-    assert (code, err) == (
-        2,
-        f"toolproof: error: KeyError: 'missing' ({here.relative_to(Path.cwd())}:{line} in buggy)\n",
-    )
+    shown = os.path.relpath(here)  # relative to the working folder when below it
+    shown = str(here) if shown.startswith("..") else shown
+    assert (code, err) == (2, f"toolproof: error: KeyError: 'missing' ({shown}:{line} in buggy)\n")
     code, err = call("--traceback", "schema", "diff", "a.json", "b.json")
     assert code == 2
     assert f'File "{here}", line {line}, in buggy' in err
