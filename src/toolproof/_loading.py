@@ -1,7 +1,7 @@
 """Import a user's module (dotted name, file path, or ``module:attr``) and find its tools.
 
-Used by the CLI (``schema``, ``mocks check``, ``replay``, ``chat``). Every failure is a one-line
-``UserError`` (the CLI prints it and exits 2).
+Used by the CLI (``run``, ``schema``, ``mocks check``, ``replay``, ``chat``). Every failure is
+a one-line ``UserError`` (the CLI prints it and exits 2).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from toolproof._tools import Tool
 from toolproof._toolset import Toolset
 from toolproof.errors import UserError
 
-__all__ = ["collect_tools", "load_target", "tools_in"]
+__all__ = ["collect_tools", "load_model_spec", "load_target", "tools_in"]
 
 
 def load_target(spec: str) -> tuple[Any, str]:
@@ -110,10 +110,20 @@ def _dotted_name(path: Path) -> str | None:
 
 
 def _describe(exc: BaseException) -> str:
+    """One line: the error with every line of its message, and where the user's code failed."""
+    from toolproof._tracebacks import user_location
+
     if isinstance(exc, SyntaxError):
         return f"SyntaxError: {exc.msg} ({exc.filename}, line {exc.lineno})"
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    lines = [line.strip().removeprefix("- ") for line in str(exc).strip().splitlines()]
+    lines = [line for line in lines if line]
+    text = type(exc).__name__
+    if lines:
+        head, rest = lines[0], lines[1:]
+        joined = head + ((" " if head.endswith(":") else "; ") + "; ".join(rest) if rest else "")
+        text = f"{text}: {joined}"
+    where = user_location(exc)
+    return f"{text} ({where})" if where else text
 
 
 def tools_in(value: Any) -> list[Tool[..., Any]]:
@@ -162,3 +172,66 @@ def collect_tools(specs: Iterable[str]) -> tuple[list[Tool[..., Any]], list[Any]
                 raise UserError(f"two different tools are named {t.name!r} in {label}")
             tools[t.name] = t
     return [tools[name] for name in sorted(tools)], objects
+
+
+def load_model_spec(spec: str, *, option: str = "--model", keywords: Iterable[str] = ()) -> Any:
+    """What a ``--model`` option names: a keyword, a model string, or ``MODULE:ATTR``.
+
+    ``MODULE:ATTR`` (a dotted module, or a ``.py`` file, with an attribute) names a
+    :class:`~toolproof.models.Model` or a function returning one, and the model is returned.
+    A keyword (such as ``scripted`` or ``recorded``) is returned lower-cased; a model string
+    (``provider:model``) is checked (provider, options, API key) and returned as written.
+    ``toolproof run`` and ``toolproof replay`` take the same specs through this function.
+
+    Raises:
+        UserError: Unknown provider, a missing key, or an import path that does not name a
+            model (one line; :class:`~toolproof.errors.MissingAPIKey` for a key).
+    """
+    from toolproof.models import Model, model_from_string
+    from toolproof.models._registry import PROVIDERS
+
+    text = spec.strip()
+    if text.lower() in {k.lower() for k in keywords}:
+        return text.lower()
+    module, sep, _ = text.partition(":")
+    looks_imported = sep and module not in PROVIDERS and _importable(module)
+    if looks_imported:
+        target, label = load_target(text)
+        if isinstance(target, Model):
+            return target
+        if callable(target) and not isinstance(target, type):
+            try:
+                made = target()
+            except Exception as exc:
+                raise UserError(f"{option} {spec}: {label}() raised {_describe(exc)}") from exc
+            if isinstance(made, Model):
+                return made
+        if isinstance(target, type) and issubclass(target, Model):
+            try:
+                return target()
+            except Exception as exc:
+                raise UserError(f"{option} {spec}: {label}() raised {_describe(exc)}") from exc
+        raise UserError(
+            f"{option} {spec}: {label} is {type(target).__name__}, not a Model (nor a function "
+            "returning one)"
+        )
+    try:
+        model_from_string(text)  # checks the provider, the options and the key
+    except UserError as exc:
+        hint = ", or MODULE:ATTR naming a Model" if not sep or module not in PROVIDERS else ""
+        if type(exc) is UserError:
+            raise UserError(f"{option} {spec}: {exc}{hint}") from None
+        raise
+    return text
+
+
+def _importable(module: str) -> bool:
+    """Whether ``module`` is a .py file, a path, or a module that can be found."""
+    if module.endswith(".py") or "/" in module or "\\" in module:
+        return True
+    if not module or not all(part.isidentifier() for part in module.split(".")):
+        return False
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False

@@ -16,10 +16,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 HR_SUITE = ROOT / "examples" / "hr_assistant" / "hr.eval.yaml"
+# The subprocess imports this checkout's toolproof (not another installed copy).
+PYTHONPATH = os.pathsep.join([str(HERE), str(ROOT / "src")])
 
 
 def toolproof(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(HERE), "NO_COLOR": "1", "COLUMNS": "200"}
+    env = {**os.environ, "PYTHONPATH": PYTHONPATH, "NO_COLOR": "1", "COLUMNS": "200"}
     env.pop("DEEPSEEK_API_KEY", None)
     return subprocess.run(
         [sys.executable, "-m", "toolproof", *args],
@@ -121,10 +123,15 @@ def test_infrastructure_errors_exit_3(tmp_path: Path) -> None:
     assert "no verdict for 1 case (infrastructure errors)" in result.stdout
 
 
-def test_missing_api_key_exits_3_naming_the_variable(tmp_path: Path) -> None:
+def test_missing_api_key_exits_2_before_anything_runs(tmp_path: Path) -> None:
+    # A misnamed CI secret is a configuration error, not an outage CI might tolerate.
     result = toolproof("run", str(HR_SUITE), "--case", "multiply", cwd=tmp_path)
-    assert result.returncode == 3
-    assert "DEEPSEEK_API_KEY" in result.stdout
+    assert result.returncode == 2
+    assert result.stderr == (
+        "toolproof: error: model deepseek:deepseek-chat needs an API key: set the environment "
+        "variable DEEPSEEK_API_KEY (or pass api_key=...)\n"
+    )
+    assert result.stdout == ""
 
 
 def test_reports_and_stdout(tmp_path: Path) -> None:
@@ -186,7 +193,7 @@ def test_ctrl_c_writes_a_partial_report(tmp_path: Path) -> None:
           - {name: d, input: hi, script: [x]}
         """,
     )
-    env = {**os.environ, "PYTHONPATH": str(HERE), "NO_COLOR": "1"}
+    env = {**os.environ, "PYTHONPATH": PYTHONPATH, "NO_COLOR": "1"}
     process = subprocess.Popen(
         [
             sys.executable,

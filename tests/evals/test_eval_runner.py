@@ -178,7 +178,11 @@ async def test_agent_failures_are_not_infrastructure_errors(tmp_path: Path) -> N
         "the run stopped on an error of the agent or its tools at step 1: ZeroDivisionError: "
         "tool 'crash' raised ZeroDivisionError"
     )
+    assert crash.checks[0].reason.endswith("evalagents.py:67 in crash)")
     assert crash.error_type == "ZeroDivisionError"
+    shown = crash.traceback or ""
+    assert 'raise ZeroDivisionError("division by zero")' in shown
+    assert "_agent.py" not in shown and "_toolset.py" not in shown and "asyncio/" not in shown
     short = verdicts["script_too_short"].trials[0].checks[0].reason
     assert "ScriptExhausted" in short and "script ran out" in short
     unmocked = verdicts["unmocked_side_effect"].trials[0].checks[0].reason
@@ -358,7 +362,7 @@ async def test_timeouts_skips_and_missing_models(tmp_path: Path) -> None:
     assert (later.verdict, later.reason) == ("skipped", "waiting for the API")
     report = await run(suite, model="scripted", cases=["no_script"])
     assert report.cases[0].reason == "no script: the scripted model needs the case's 'script:'"
-    assert report.exit_code == 0
+    assert report.exit_code == 5  # nothing ran: never green
     with pytest.raises(UserError) as info:
         await run(suite)
     assert str(info.value) == (
@@ -367,26 +371,31 @@ async def test_timeouts_skips_and_missing_models(tmp_path: Path) -> None:
     )
 
 
-async def test_missing_keys_and_blocked_requests_are_errors(
+async def test_missing_keys_and_blocked_requests_are_configuration_errors(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Found before anything runs: a missing key is not an outage of the provider.
+    from toolproof.errors import MissingAPIKey, ModelRequestsDisabled
+
     monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
     suite = make_suite(tmp_path, HEAD + "cases: [{name: c, input: hi}]\n")
-    report = await run(suite, model="deepseek:deepseek-chat")
-    assert report.cases[0].verdict == "error"
-    assert report.cases[0].reason.startswith("MissingAPIKey: ")
-    assert "DEEPSEEK_API_KEY" in report.cases[0].reason
-    assert report.exit_code == 3
+    with pytest.raises(MissingAPIKey) as missing:
+        await run(suite, model="deepseek:deepseek-chat")
+    assert str(missing.value) == (
+        "model deepseek:deepseek-chat needs an API key: set the environment variable "
+        "DEEPSEEK_API_KEY (or pass api_key=...)"
+    )
+    assert missing.value.variable == "DEEPSEEK_API_KEY"
+    with pytest.raises(MissingAPIKey, match=r"^judge model deepseek:deepseek-chat needs"):
+        await run(
+            make_suite(tmp_path, HEAD + "cases: [{name: c, input: hi, judge: [polite]}]\n"),
+            model=FunctionModel(lambda messages, info: "hi"),
+            judge_model="deepseek:deepseek-chat",
+        )
     import toolproof.models as models
 
-    with models.override_allow_model_requests(False):
-        report = await run(suite, model="openai-compatible:m?base_url=http://127.0.0.1:9/v1")
-    [case] = report.cases
-    assert (case.verdict, case.trials[0].error_type, case.trials[0].attempts) == (
-        "error",
-        "ModelRequestsDisabled",
-        1,
-    )
+    with models.override_allow_model_requests(False), pytest.raises(ModelRequestsDisabled):
+        await run(suite, model="openai-compatible:m?base_url=http://127.0.0.1:9/v1")
 
 
 async def test_concurrency_bounds_trials_in_flight(tmp_path: Path) -> None:
@@ -633,7 +642,8 @@ async def test_trials_override_must_fit_the_pass_rule(tmp_path: Path) -> None:
     )
 
 
-async def test_mocks_that_fail_to_start_are_errors(tmp_path: Path) -> None:
+async def test_mocks_that_fail_to_start_fail_the_case(tmp_path: Path) -> None:
+    # A mock factory is the user's code: its failure is the case's, never "infrastructure".
     from evalagents import FailingMocks
 
     FailingMocks.calls = 0
@@ -644,5 +654,8 @@ async def test_mocks_that_fail_to_start_are_errors(tmp_path: Path) -> None:
     )
     report = await run(suite, model="scripted")
     [case] = report.cases
-    assert case.verdict == "error"
-    assert case.trials[0].error == "creating the mocks failed: OSError: fixture service unavailable"
+    assert (case.verdict, report.exit_code) == ("fail", 1)
+    error = case.trials[0].error or ""
+    assert error.startswith("creating the mocks failed: OSError: fixture service unavailable (")
+    assert error.endswith("evalagents.py:205 in __new__)")
+    assert 'raise OSError("fixture service unavailable")' in (case.trials[0].traceback or "")

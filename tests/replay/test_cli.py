@@ -162,7 +162,9 @@ def test_replay_reports(store: Path, tmp_path: Path, capsys: pytest.CaptureFixtu
     assert root.get("tests") == "3"
     assert root.get("failures") == "1"
     markdown = md_path.read_text()
-    assert markdown.startswith("## toolproof replay (tools): gate ✅ passed")
+    assert markdown.startswith(
+        "<!-- toolproof-replay -->\n## toolproof replay (tools): gate ✅ passed"
+    )
     assert "| 3 | 2 | 0 | 1 | 0 | 0 | 33.3% | 33.3% | 40.0% |" in markdown
     assert "### Failures" in markdown
 

@@ -347,7 +347,7 @@ def test_mocks_check_with_tools_and_mocks_in_separate_modules(tmp_path, capsys, 
         ),
         (
             ["schema", "diff", "missing_old.json", "examples.hr_assistant.tools"],
-            "toolproof: error: cannot import 'missing_old.json': no module named 'missing_old'",
+            "toolproof: error: missing_old.json: no such snapshot file",
         ),
     ],
 )
@@ -370,7 +370,11 @@ def test_broken_user_module_is_one_line(tmp_path):
     raising = write(tmp_path / "raising.py", "raise RuntimeError('database not configured')\n")
     for path, message in [
         (broken, f"cannot import '{broken}': SyntaxError: invalid syntax ({broken}, line 1)"),
-        (raising, f"cannot import '{raising}': RuntimeError: database not configured"),
+        (
+            raising,
+            f"cannot import '{raising}': RuntimeError: database not configured "
+            f"({raising}:1 in <module>)",
+        ),
     ]:
         result = subprocess.run(
             [sys.executable, "-m", "toolproof", "schema", "snapshot", str(path)],

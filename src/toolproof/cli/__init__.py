@@ -4,8 +4,21 @@ Each subcommand lives in its own module with a ``register(subparsers)`` function
 its parser and sets ``handler`` (a function ``(args) -> int`` returning the exit code).
 Heavy imports happen inside handlers, so ``toolproof --help`` stays fast.
 
-Exit codes: 0 success, 1 a check failed (evals, replay gate, schema check), 2 usage or
-configuration error, 3 infrastructure errors prevented a verdict, 130 interrupted.
+Exit codes (the same for every command; documented in docs/evals.md and docs/replay.md):
+
+====  ==========================================================================================
+0     success
+1     a check failed (a blocking eval case, the replay gate, a schema or mock check)
+2     usage or configuration error, found before anything ran (one line, no traceback)
+3     the model provider or the network failed, so some verdicts are missing
+4     toolproof itself failed (a bug in toolproof: the traceback is printed)
+5     nothing ran: every selected case was skipped, or no sample was replayed
+130   interrupted (Ctrl-C)
+141   the reader of the output went away (``toolproof traces list | head``)
+====  ==========================================================================================
+
+Errors are one line. ``toolproof --traceback ...`` (or ``TOOLPROOF_TRACEBACK=1``) adds the
+traceback of the user's own code (toolproof's and asyncio's frames hidden).
 """
 
 from __future__ import annotations
@@ -39,6 +52,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Build tool-calling LLM agents and prove that they work.",
     )
     parser.add_argument("--version", action="version", version=f"toolproof {__version__}")
+    parser.add_argument(
+        "--traceback",
+        action="store_true",
+        help="after an error, show the traceback of your own code (also TOOLPROOF_TRACEBACK=1; "
+        "accepted anywhere on the command line)",
+    )
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
     for name in COMMAND_MODULES:
         try:
@@ -73,12 +92,32 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    from toolproof._tracebacks import ENV_VARIABLE
+
     # User modules (agent factories, tool modules) are imported relative to the current
     # directory, as `python -m` would.
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    # `--traceback` is global and may come anywhere before a `--`; it holds for this call only.
+    end = arguments.index("--") if "--" in arguments else len(arguments)
+    if "--traceback" not in arguments[:end]:
+        return _dispatch(arguments)
+    arguments = [a for i, a in enumerate(arguments) if i >= end or a != "--traceback"]
+    previous = os.environ.get(ENV_VARIABLE)
+    os.environ[ENV_VARIABLE] = "1"
+    try:
+        return _dispatch(arguments)
+    finally:
+        if previous is None:
+            os.environ.pop(ENV_VARIABLE, None)
+        else:
+            os.environ[ENV_VARIABLE] = previous
+
+
+def _dispatch(arguments: list[str]) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(arguments)
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()
@@ -86,12 +125,54 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         code: int = handler(args)
     except UserError as exc:
-        print(f"toolproof: error: {exc}", file=sys.stderr)
+        _report_error(f"toolproof: error: {_one_line(exc)}", exc)
         return 2
     except KeyboardInterrupt:
         print("toolproof: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        raise  # main() ends quietly
+    except Exception as exc:
+        from toolproof._tracebacks import user_location
+
+        where = user_location(exc)
+        if where is None:  # nothing of the user's code: a bug in toolproof
+            import traceback
+
+            traceback.print_exc(file=sys.stderr)
+            print(
+                f"toolproof: internal error: {type(exc).__name__}: {exc} (a bug in toolproof; "
+                "please report it with the traceback above)",
+                file=sys.stderr,
+            )
+            return 4
+        _report_error(f"toolproof: error: {type(exc).__name__}: {_one_line(exc)} ({where})", exc)
+        return 2
     return code
+
+
+def _one_line(exc: BaseException) -> str:
+    """The message of an error on one line (a config error keeps its problems, one a line)."""
+    from toolproof.errors import ConfigError
+
+    text = str(exc).strip()
+    if isinstance(exc, ConfigError) and exc.problems:
+        return text  # "invalid ... (N problems):" and one problem a line
+    lines = [line.strip().removeprefix("- ") for line in text.splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    head, rest = lines[0], lines[1:]
+    if not rest:
+        return head
+    return head + (" " if head.endswith(":") else "; ") + "; ".join(rest)
+
+
+def _report_error(line: str, exc: BaseException) -> None:
+    from toolproof._tracebacks import format_user_traceback, traceback_enabled
+
+    print(line, file=sys.stderr)
+    if traceback_enabled():
+        print(format_user_traceback(exc), file=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover

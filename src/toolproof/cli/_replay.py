@@ -25,8 +25,10 @@ examples:
   toolproof replay --mode model --agent myapp.agent:build_agent --model deepseek:deepseek-chat \\
       --rules replay.yaml --half-life 30d --max-age 90d --report junit:replay.xml
 
-exit codes: 0 gate passed, 1 failure rate above the gate, 2 usage error, 3 samples could not
-be graded (the model provider failed) and the gate passed without them.
+exit codes (the same as toolproof run's):
+  0  the gate passed                    3  the model provider or network failed: samples
+  1  failure rate above the gate           could not be graded, the gate passed without them
+  2  usage or configuration error       5  nothing was replayed
 """
 
 
@@ -62,7 +64,7 @@ def register(subparsers: Any) -> None:
         "--model",
         "-m",
         help="model mode: a model string, 'recorded' (replay the recorded outputs through the "
-        "whole loop), or MODULE:ATTR naming a Model",
+        "whole loop), or MODULE:ATTR naming a Model (as toolproof run --model)",
     )
     parser.add_argument("--rules", metavar="FILE", help="grading rules (YAML)")
     parser.add_argument(
@@ -110,11 +112,16 @@ def _rate(text: str) -> float:
 
 def _replay(args: argparse.Namespace) -> int:
     from toolproof._reporting import parse_report_specs
+    from toolproof.cli._run import check_report_paths
     from toolproof.errors import UserError
     from toolproof.replay import Aging, ReplayRules, TraceStore, replay
 
     specs = parse_report_specs(args.report)
-    rules = ReplayRules.from_file(args.rules) if args.rules else ReplayRules()
+    check_report_paths(specs)
+    try:
+        rules = ReplayRules.from_file(args.rules) if args.rules else ReplayRules()
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{args.rules}: not UTF-8 text ({exc.reason})") from None
     aging = rules.aging
     if args.half_life or args.max_age:
         override = Aging.parse(args.half_life, args.max_age)
@@ -127,9 +134,9 @@ def _replay(args: argparse.Namespace) -> int:
     agent = _load_agent(args.agent) if args.agent else None
     tools: Any = None
     if args.schemas:
-        from toolproof.replay._import import load_tool_infos
+        from toolproof.replay._schema_check import load_schema_file
 
-        tools = load_tool_infos(args.schemas)
+        tools = load_schema_file(args.schemas)
     elif args.tools:
         from toolproof._loading import load_target, tools_in
 
@@ -146,7 +153,7 @@ def _replay(args: argparse.Namespace) -> int:
         )
     if args.mode == "tools" and agent is None and tools is None:
         raise UserError("--mode tools needs today's tools: --agent, --tools or --schemas")
-    judge = _load_model(args.judge_model) if args.judge_model else None
+    judge = _load_model(args.judge_model, "--judge-model") if args.judge_model else None
     if judge == "recorded":
         raise UserError("--judge-model needs a real model, not 'recorded'")
 
@@ -193,22 +200,11 @@ def _load_agent(spec: str) -> Any:
     return target
 
 
-def _load_model(spec: str) -> Any:
-    from toolproof.errors import UserError
-    from toolproof.models import Model, model_from_string
+def _load_model(spec: str, option: str = "--model") -> Any:
+    from toolproof._loading import load_model_spec
+    from toolproof.models import model_from_string
 
-    if spec in ("recorded", "scripted"):
+    found = load_model_spec(spec, option=option, keywords=("recorded", "scripted"))
+    if found in ("recorded", "scripted"):
         return "recorded"
-    module, sep, _ = spec.partition(":")
-    if sep and ("." in module or "/" in module or module.endswith(".py")):
-        from toolproof._loading import load_target
-
-        target, label = load_target(spec)
-        if isinstance(target, Model):
-            return target
-        if callable(target):
-            made = target()
-            if isinstance(made, Model):
-                return made
-        raise UserError(f"--model {spec}: {label} is not a Model (nor a function returning one)")
-    return model_from_string(spec)
+    return model_from_string(found) if isinstance(found, str) else found

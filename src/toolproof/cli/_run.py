@@ -1,9 +1,11 @@
 """``toolproof run``: run eval suites and gate CI on them.
 
-Exit codes: 0 every blocking case passed; 1 a blocking case failed; 2 usage or
-configuration error (nothing was run); 3 infrastructure errors (model unreachable, missing
-key) left a blocking case without a verdict; 130 interrupted (the reports are still written
-with the cases finished so far).
+Exit codes (shared with ``toolproof replay``; docs/evals.md): 0 every blocking case passed;
+1 a blocking case failed (a bug in the user's tools or factory fails its case); 2 usage or
+configuration error, found before anything ran (a missing key, an unknown model, a factory
+that fails with the model); 3 only the model provider or the network failed and left a
+blocking case without a verdict; 5 nothing ran (every case skipped); 130 interrupted (the
+reports are still written with the cases finished so far).
 """
 
 from __future__ import annotations
@@ -28,9 +30,10 @@ examples:
   toolproof run evals/ --tag smoke --report junit:out/evals.xml --report markdown:out/evals.md
   toolproof run evals/hr.eval.yaml --case 'leave_*' --no-cache
 
-exit codes:
-  0  every blocking case passed         2  usage or configuration error (nothing ran)
-  1  a blocking case failed             3  infrastructure errors left a case without a verdict
+exit codes (the same for toolproof replay):
+  0  every blocking case passed         3  the model provider or network failed: no verdict
+  1  a blocking case failed             5  nothing ran (every selected case was skipped)
+  2  usage or configuration error, found before anything ran (one line; --traceback for more)
 """
 
 
@@ -56,10 +59,13 @@ def register(subparsers: Any) -> None:
         "--model",
         "-m",
         metavar="MODEL",
-        help="model for every case (overrides the suites); 'scripted' runs each case's script",
+        help="model for every case (overrides the suites): a model string, MODULE:ATTR naming "
+        "a Model, or 'scripted' to run each case's script",
     )
     parser.add_argument(
-        "--judge-model", metavar="MODEL", help="model that grades the 'judge:' rubric lines"
+        "--judge-model",
+        metavar="MODEL",
+        help="model that grades the 'judge:' rubric lines (a model string or MODULE:ATTR)",
     )
     parser.add_argument(
         "--case",
@@ -118,6 +124,33 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run_command)
 
 
+def check_report_paths(specs: Any) -> None:
+    """Fail before anything runs when a report cannot be written where it should go.
+
+    Raises:
+        UserError: A report's folder cannot be created, or its path is a folder.
+    """
+    from pathlib import Path
+
+    from toolproof.errors import UserError
+
+    for spec in specs:
+        if spec.to_stdout:
+            continue
+        path = Path(spec.path)
+        where = f"--report {spec.format}:{spec.path}"
+        if path.is_dir():
+            raise UserError(f"{where}: {path} is a folder; give a file name")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(
+                f"{where}: cannot create the folder {path.parent}: {exc.strerror or exc}"
+            ) from None
+        if not os.access(path.parent, os.W_OK):
+            raise UserError(f"{where}: the folder {path.parent} is not writable")
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -144,16 +177,25 @@ def run_command(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
+    from toolproof._loading import load_model_spec
     from toolproof._reporting import parse_report_specs
+    from toolproof.errors import UserError
     from toolproof.evals._progress import default_progress
     from toolproof.evals._suite import load_suites, select_cases
 
     specs = parse_report_specs(args.report)
     suites = load_suites(args.paths)
-    if args.list:
+    if args.list:  # lists what would run; needs no key and writes nothing
         console = Console(highlight=False)
         _list_cases(select_cases(suites, cases=args.case, tags=args.tag), console, args)
         return 0
+    check_report_paths(specs)
+    model = load_model_spec(args.model, keywords=("scripted",)) if args.model else None
+    judge_model = (
+        load_model_spec(args.judge_model, option="--judge-model") if args.judge_model else None
+    )
+    if isinstance(judge_model, str) and judge_model.strip().lower() == "scripted":
+        raise UserError("--judge-model needs a model that can grade, not 'scripted'")
     stdout_taken = any(spec.to_stdout for spec in specs)
     console = Console(stderr=stdout_taken, highlight=False)
     if not console.is_terminal and "COLUMNS" not in os.environ:
@@ -162,8 +204,8 @@ def run_command(args: argparse.Namespace) -> int:
     report = asyncio.run(
         _run(
             suites,
-            model=args.model,
-            judge_model=args.judge_model,
+            model=model,
+            judge_model=judge_model,
             cases=args.case,
             tags=args.tag,
             trials=args.trials,
@@ -179,12 +221,30 @@ def run_command(args: argparse.Namespace) -> int:
     from toolproof.evals._report import print_summary
 
     print_summary(report, console)
+    _print_tracebacks(report, console)
     for spec in specs:
         if not spec.to_stdout:
             console.print(f"[dim]wrote {spec.format} report to {spec.path}[/]")
     if report.interrupted:
         console.print("[yellow]interrupted: the reports hold the cases finished so far[/]")
     return report.exit_code
+
+
+def _print_tracebacks(report: EvalReport, console: Console) -> None:
+    """With ``--traceback``: where the user's code failed, once per distinct traceback."""
+    from rich.markup import escape
+
+    from toolproof._tracebacks import traceback_enabled
+
+    if not traceback_enabled():
+        return
+    seen: set[str] = set()
+    for result in report.cases:
+        for trial in result.trials:
+            if trial.traceback and trial.traceback not in seen:
+                seen.add(trial.traceback)
+                console.print(f"[bold]{escape(result.case.id)}[/], trial {trial.index + 1}:")
+                console.print(escape(trial.traceback), highlight=False, soft_wrap=True)
 
 
 async def _run(suites: Any, **options: Any) -> EvalReport:

@@ -120,16 +120,10 @@ def run_snapshot(args: argparse.Namespace) -> int:
 
 def run_check(args: argparse.Namespace) -> int:
     """``schema check``."""
-    from toolproof.testing._contracts import (
-        diff_snapshots,
-        dump_snapshot,
-        load_side,
-        load_snapshot,
-        text_diff,
-    )
+    from toolproof.testing._contracts import diff_snapshots, dump_snapshot, text_diff
 
-    snapshot = load_snapshot(args.snapshot)
-    current, _ = load_side(args.module)
+    snapshot, _ = _load_side(args.snapshot)
+    current, _ = _load_side(args.module)
     old_text, new_text = dump_snapshot(snapshot), dump_snapshot(current)
     count = len(current["tools"])
     if old_text == new_text:
@@ -149,12 +143,12 @@ def run_check(args: argparse.Namespace) -> int:
 
 def run_diff(args: argparse.Namespace) -> int:
     """``schema diff``."""
-    from toolproof.testing._contracts import diff_snapshots, load_side
+    from toolproof.testing._contracts import diff_snapshots
 
     if args.examples < 0:
         raise UserError(f"--examples must be 0 or more, got {args.examples}")
-    old, old_label = load_side(args.old)
-    new, new_label = load_side(args.new)
+    old, old_label = _load_side(args.old)
+    new, new_label = _load_side(args.new)
     changes = diff_snapshots(old, new)
     breaking = sum(1 for c in changes if c.breaking)
     compatible = len(changes) - breaking
@@ -171,6 +165,30 @@ def run_diff(args: argparse.Namespace) -> int:
     if args.store:
         rejected = _report_rejections(args.store, new, args.examples)
     return 1 if breaking or rejected else 0
+
+
+def _load_side(spec: str) -> tuple[dict[str, Any], str]:
+    """A snapshot from a schema file (toolproof snapshot or OpenAI tools.json) or a module."""
+    from toolproof.testing._contracts import load_snapshot
+
+    path = Path(spec)
+    if path.suffix == ".json" and not path.exists():
+        load_snapshot(path)  # raises: no such snapshot file
+    if path.suffix != ".py" and path.is_file():
+        from toolproof.replay._schema_check import load_schema_file, schema_snapshot
+
+        try:
+            return load_snapshot(path), spec  # keeps the snapshot's return schemas
+        except UnicodeDecodeError as exc:
+            raise UserError(f"{path} is not a schema file: not UTF-8 text ({exc.reason})") from None
+        except UserError as first:
+            try:
+                return schema_snapshot(load_schema_file(path)), spec
+            except UserError as second:
+                raise (first if "invalid JSON" in str(second) else second) from None
+    from toolproof.testing._contracts import load_side
+
+    return load_side(spec)
 
 
 def _report_rejections(store: str, new: dict[str, Any], examples: int) -> int:

@@ -111,16 +111,23 @@ class EvalCaseItem(pytest.Item):
         if self.case.skip is not None:
             pytest.skip(self.case.skip)
         model = self._model()
+        from toolproof.errors import MockBypassed, UserError
+
         one = Suite(self.suite.name, self.suite.file, [self.case], self.suite.description)
-        report = asyncio.run(
-            evaluate_async(
-                [one],
-                model=model,
-                cache=False,
-                keep_traces=True,
-                concurrency=max(1, self.case.config.trials),
+        try:
+            report = asyncio.run(
+                evaluate_async(
+                    [one],
+                    model=model,
+                    cache=False,
+                    keep_traces=True,
+                    concurrency=max(1, self.case.config.trials),
+                )
             )
-        )
+        except MockBypassed:
+            raise  # shown by repr_failure, with what to change
+        except UserError as exc:  # a configuration problem found before the case ran
+            pytest.fail(f"{self.case.location}: {exc}", pytrace=False)
         result = report.cases[0]
         if result.verdict == "skipped":
             pytest.skip(result.reason)
@@ -166,6 +173,11 @@ def _describe(result: CaseResult) -> str:
             if check.status in ("fail", "inconclusive"):
                 criterion = f" [{check.criterion}]" if check.criterion else ""
                 lines.append(f"    {check.status}: {check.label}{criterion}: {check.reason}")
+    crashed = [t for t in result.trials if t.status != "pass" and t.traceback]
+    if crashed:  # a bug in user code (a tool, a mock, the factory): show where
+        lines.append("")
+        lines.append(f"trial {crashed[0].index + 1} stopped on a bug in your code:")
+        lines.extend("  " + line for line in (crashed[0].traceback or "").splitlines())
     failed = [t for t in result.trials if t.status != "pass" and t.traces]
     if failed:
         lines.append("")

@@ -8,13 +8,14 @@ The JSON report (``format: toolproof-eval-report``, ``version: 1``) is the compl
      judge_prompt_version,
      summary: {cases, passed, failed, errors, skipped, not_run, blocking_failed,
                advisory_failed, trials, trials_passed, trials_failed, trials_errored,
-               stats: {cases, trials, passed, pass_rate, pass_at_k, pass_hat_k,
+               scripted_cases, stats: {cases, trials, passed, pass_rate, pass_at_k, pass_hat_k,
                        stable_pass, stable_fail, flaky},
                usage, cost, model_calls, cached_calls, judge_calls, duration_s, exit_code},
      suites: [{name, file, cases}],
      cases: [{suite, name, id, file, line, description, tags, gate, pass_rule,
-              trials_planned, tools, real_tools, model, judge_model, verdict, reason, passes,
-              failures, errors, stats: {n, c, pass_rate, pass_at_k, pass_hat_k, classification},
+              trials_planned, tools, real_tools, model, judge_model, scripted, verdict, reason,
+              passes, failures, errors, stats: {n, c, pass_rate, pass_at_k, pass_hat_k,
+              classification},
               trials: [{index, status, attempts, duration_ms, usage, cost, model_calls,
                         cached_calls, error: {type, message} | null,
                         checks: [{check, kind, status, reason, turn?, criterion?}],
@@ -213,36 +214,68 @@ def _headline(report: EvalReport) -> str:
         n = report.count("error", blocking=True)
         cases = f"{n} case{'s' if n != 1 else ''}"
         return f"⚠️ toolproof evals: no verdict for {cases} (infrastructure errors)"
+    if not report.ran:
+        n = len(report.cases)
+        return f"⏭️ toolproof evals: nothing ran ({n} case{'s' if n != 1 else ''} skipped)"
     passed = report.count("pass", blocking=True)
-    return f"✅ toolproof evals: {passed}/{blocking} blocking cases passed"
+    skipped = report.count("skipped", blocking=True)
+    ran = blocking - skipped
+    extra = f" ({skipped} skipped)" if skipped else ""
+    return f"✅ toolproof evals: {passed}/{ran} blocking cases passed{extra}"
 
 
 def _figures(report: EvalReport) -> str:
     summary = report.summary()
     stats = report.stats
     parts = [f"{summary['trials_passed']}/{summary['trials']} trials passed"]
-    for k, value in stats.pass_hat.items():
-        if k in (1, max(stats.pass_hat)):
-            parts.append(f"pass^{k} {value:.3f}")
-    if stats.pass_at and max(stats.pass_at) > 1:
-        k = max(stats.pass_at)
-        parts.append(f"pass@{k} {stats.pass_at[k]:.3f}")
-    parts.append(f"{stats.flaky} flaky")
+    if report.scripted:
+        parts.append("scripted: checks the wiring (tools, mocks, checks), not the model")
+    else:
+        if summary["scripted_cases"]:
+            parts.append(f"pass^k over the {stats.cases} cases with a model")
+        for k, value in stats.pass_hat.items():
+            if k in (1, max(stats.pass_hat)):
+                parts.append(f"pass^{k} {value:.3f}")
+        if stats.pass_at and max(stats.pass_at) > 1:
+            k = max(stats.pass_at)
+            parts.append(f"pass@{k} {stats.pass_at[k]:.3f}")
+        parts.append(f"{stats.flaky} flaky")
     calls = summary["model_calls"] + summary["cached_calls"]
     if calls:
         parts.append(f"{summary['model_calls']} model calls ({summary['cached_calls']} cached)")
-    judged = summary["judged_checks"]
-    if judged["skip"] and not (judged["pass"] or judged["fail"] or judged["inconclusive"]):
-        parts.append(f"{judged['skip']} judged checks skipped (no judge model)")
-    elif any(judged.values()):
-        parts.append(
-            f"judge: {judged['pass']} pass, {judged['fail']} fail, "
-            f"{judged['inconclusive']} inconclusive, {judged['skip']} skipped"
-        )
+    parts.extend(_judged_figures(report))
     if summary["cost"] is not None:
         parts.append(f"${summary['cost']:.4f}")
     parts.append(f"{summary['duration_s']:.1f} s")
     return " · ".join(parts)
+
+
+def _judged_figures(report: EvalReport) -> list[str]:
+    """What the judge did, and why the judged checks it did not grade were skipped."""
+    judged = report.summary()["judged_checks"]
+    no_judge = after_failure = 0
+    for case in report.cases:
+        for trial in case.trials:
+            for check in trial.checks:
+                if check.kind == "judged" and check.status == "skip":
+                    if "no judge model" in check.reason:
+                        no_judge += 1
+                    else:
+                        after_failure += 1
+    graded = judged["pass"] + judged["fail"] + judged["inconclusive"]
+    if not graded and not no_judge and not after_failure:
+        return []
+    parts = []
+    if graded:
+        parts.append(
+            f"judge: {judged['pass']} pass, {judged['fail']} fail, "
+            f"{judged['inconclusive']} inconclusive"
+        )
+    if after_failure:
+        parts.append(f"{after_failure} judged checks not run (the objective checks failed)")
+    if no_judge:
+        parts.append(f"{no_judge} judged checks not run (no judge model)")
+    return parts
 
 
 def markdown_report(report: EvalReport, *, limit: int = 65536) -> str:
@@ -341,7 +374,7 @@ def print_summary(report: EvalReport, console: Console, *, all_cases: bool | Non
         table.add_column("reason", overflow="fold")
         for result in rows:
             stats = result.stats
-            hat = f"{stats.pass_hat[stats.n]:.2f}" if stats is not None else "-"
+            hat = f"{stats.pass_hat[stats.n]:.2f}" if stats and not result.scripted else "-"
             gate = "" if result.blocking else " (advise)"
             table.add_row(
                 f"[{styles[result.verdict]}]{result.verdict.upper()}[/]{gate}",

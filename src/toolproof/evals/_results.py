@@ -25,6 +25,7 @@ __all__ = [
     "EXIT_CONFIG_ERROR",
     "EXIT_INFRASTRUCTURE",
     "EXIT_INTERRUPTED",
+    "EXIT_NOTHING_RAN",
     "EXIT_OK",
     "CaseResult",
     "EvalReport",
@@ -33,11 +34,12 @@ __all__ = [
     "Verdict",
 ]
 
-#: Exit codes of ``toolproof run`` (documented in docs/evals.md).
+#: Exit codes of ``toolproof run``, the same as ``toolproof replay``'s (docs/evals.md).
 EXIT_OK = 0
 EXIT_BLOCKING_FAILED = 1
 EXIT_CONFIG_ERROR = 2
 EXIT_INFRASTRUCTURE = 3
+EXIT_NOTHING_RAN = 5
 EXIT_INTERRUPTED = 130
 
 TrialStatus = Literal["pass", "fail", "error"]
@@ -63,6 +65,8 @@ class TrialResult:
         model_calls: Model requests the last attempt sent.
         cached_calls: Model responses the last attempt took from the response cache.
         traces: The traces of the last attempt (one per turn), when the run keeps them.
+        traceback: When a bug in user code (a tool, a factory, a mock) stopped the trial, the
+            traceback of the user's frames (shown by ``--traceback`` and pytest).
     """
 
     index: int
@@ -78,6 +82,7 @@ class TrialResult:
     cached_calls: int = 0
     traces: list[Trace] | None = None
     spool: tuple[int, int] | None = field(default=None, repr=False)
+    traceback: str | None = field(default=None, repr=False)
 
     @property
     def failed_checks(self) -> list[CheckResult]:
@@ -121,6 +126,9 @@ class CaseResult:
         trials: Every trial, in order.
         model: The model the case ran with.
         judge_model: The judge's model, when the case has judged checks and one.
+        scripted: Whether the case ran with a scripted model (its ``script:``, or a
+            ``ScriptedModel`` / ``FunctionModel``): its trials check the wiring (tools,
+            mocks, checks), not a model, so they are left out of the run's pass^k figures.
     """
 
     case: Case
@@ -129,6 +137,7 @@ class CaseResult:
     trials: list[TrialResult] = field(default_factory=list)
     model: str | None = None
     judge_model: str | None = None
+    scripted: bool = False
 
     @property
     def blocking(self) -> bool:
@@ -181,6 +190,7 @@ class CaseResult:
             "real_tools": list(config.named_real_tools),
             "model": self.model,
             "judge_model": self.judge_model,
+            "scripted": self.scripted,
             "verdict": self.verdict,
             "reason": self.reason,
             "passes": self.passes,
@@ -222,10 +232,17 @@ class EvalReport:
         )
 
     @property
-    def exit_code(self) -> int:
-        """0 all blocking cases pass; 1 a blocking case failed; 3 errors left one undecided.
+    def ran(self) -> int:
+        """Cases that ran (every case but the skipped and not run ones)."""
+        return sum(1 for c in self.cases if c.verdict in ("pass", "fail", "error"))
 
-        Advisory cases (``gate: advise``) never change it; an interrupted run exits 130.
+    @property
+    def exit_code(self) -> int:
+        """The exit code of ``toolproof run``.
+
+        0 every blocking case passed; 1 a blocking case failed; 3 the model provider failed
+        and left one undecided; 5 no case ran (all skipped). Advisory cases (``gate:
+        advise``) never change it; an interrupted run exits 130.
         """
         if self.interrupted:
             return EXIT_INTERRUPTED
@@ -233,12 +250,25 @@ class EvalReport:
             return EXIT_BLOCKING_FAILED
         if self.count("error", blocking=True):
             return EXIT_INFRASTRUCTURE
+        if not self.ran:
+            return EXIT_NOTHING_RAN
         return EXIT_OK
 
     @property
+    def scripted(self) -> bool:
+        """Whether every case that ran was scripted (so the run measured no model)."""
+        ran = [c for c in self.cases if c.trials]
+        return bool(ran) and all(c.scripted for c in ran)
+
+    @property
     def stats(self) -> SuiteStats:
-        """Suite figures: means of the cases' pass rate, pass@k and pass^k, and classes."""
-        return suite_stats(s for s in (c.stats for c in self.cases) if s is not None)
+        """Suite figures: means of the cases' pass rate, pass@k and pass^k, and classes.
+
+        Scripted cases are left out: repeating a deterministic script measures nothing.
+        """
+        return suite_stats(
+            s for s in (c.stats for c in self.cases if not c.scripted) if s is not None
+        )
 
     def summary(self) -> dict[str, Any]:
         """Counts and figures for reports."""
@@ -269,6 +299,7 @@ class EvalReport:
             "trials_passed": sum(c.passes for c in self.cases),
             "trials_failed": sum(c.failures for c in self.cases),
             "trials_errored": sum(c.errors for c in self.cases),
+            "scripted_cases": sum(1 for c in self.cases if c.scripted),
             "stats": stats.to_dict(),
             "usage": {
                 "input_tokens": usage.input_tokens,

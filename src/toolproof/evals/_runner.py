@@ -31,7 +31,6 @@ from toolproof.errors import (
     MockBypassed,
     ModelConnectionError,
     ModelError,
-    ModelFailed,
     ModelHTTPError,
     ModelRequestsDisabled,
     UnexpectedModelOutput,
@@ -197,9 +196,11 @@ class _Infra:
 def infrastructure_error(exc: BaseException) -> _Infra | None:
     """Classify an exception: ``None`` when it is the agent's (or its tools') failure.
 
-    Model provider problems (unreachable, timeouts, HTTP errors, unreadable bodies, a
-    missing key, requests switched off) are infrastructure errors; 429 and 5xx responses,
-    connection errors and unreadable bodies are worth retrying.
+    Only failures of the model provider or the network are infrastructure errors
+    (unreachable, timeouts, HTTP errors, unreadable bodies); 429 and 5xx responses,
+    connection errors and unreadable bodies are worth retrying. A bug in user code (a tool,
+    an agent factory, a mock, a model written in Python) is a failure of the case, and
+    configuration problems (a missing key) are found before anything runs.
     """
     from toolproof.models.fake import ScriptExhausted
 
@@ -209,11 +210,11 @@ def infrastructure_error(exc: BaseException) -> _Infra | None:
         return None  # the scripted conversation does not fit the agent: a case failure
     if isinstance(root, ModelHTTPError):
         return _Infra(name, str(root), root.retryable, root.retry_after)
-    if isinstance(root, (ModelConnectionError, UnexpectedModelOutput, asyncio.TimeoutError)):
+    if isinstance(
+        root, (ModelConnectionError, UnexpectedModelOutput, asyncio.TimeoutError, OSError)
+    ):
         return _Infra(name, str(root) or "timed out", True)
     if isinstance(root, (MissingAPIKey, ModelRequestsDisabled, ModelError)):
-        return _Infra(name, str(root), False)
-    if isinstance(exc, ModelFailed):
         return _Infra(name, str(root), False)
     return None
 
@@ -230,7 +231,6 @@ class _Plan:
     scripted: bool = False
     judge_slot: _Slot | None = None
     skip: str | None = None
-    error: tuple[str, str] | None = None
     results: list[TrialResult | None] = field(default_factory=list)
     remaining: int = 0
     result: CaseResult | None = None
@@ -369,10 +369,17 @@ class _Runner:
                 agent = config.agent.build(model, toolset)
             except MockBypassed:
                 raise  # a configuration error: stop the whole run, nothing ran for real
-            except Exception as exc:  # setup problems are not the agent's failures
-                message = f"{step} failed: {type(exc).__name__}: {exc}"
-                trial = TrialResult(index, "error", error=message, error_type=type(exc).__name__)
-                return trial, _Infra(type(exc).__name__, message, retryable=False)
+            except Exception as exc:  # a bug in the user's mocks or factory: the case fails
+                from toolproof._tracebacks import user_location
+
+                where = user_location(exc)
+                message = f"{step} failed: {type(exc).__name__}: {exc}" + (
+                    f" ({where})" if where else ""
+                )
+                check = CheckResult("setup", "fail", message)
+                trial = TrialResult(index, "fail", [check], message, type(exc).__name__)
+                trial.traceback = _user_traceback(exc)
+                return trial, None
             session = agent.session()
             metadata = {
                 **case.metadata,
@@ -406,15 +413,22 @@ class _Runner:
             checks.extend(_completion(case, record, run_error))
             checks.extend(check(record) for check in case.checks)
             checks.extend(check(record) for turn in case.turns for check in turn.checks)
-        except Exception as exc:  # a bug in a check: no verdict rather than a false failure
+        except Exception as exc:  # a bug in a check fails the trial, naming the check's error
             message = f"a check raised {type(exc).__name__}: {exc}"
             trial = self.finish(
-                TrialResult(index, "error", error=message, error_type=type(exc).__name__),
+                TrialResult(
+                    index,
+                    "fail",
+                    [*checks, CheckResult("checks", "fail", message)],
+                    message,
+                    type(exc).__name__,
+                ),
                 traces,
                 counters,
                 started,
             )
-            return trial, _Infra(type(exc).__name__, message, retryable=False)
+            trial.traceback = _user_traceback(exc)
+            return trial, None
         if case.judge:
             try:
                 checks.extend(await self.judge(plan, record, checks))
@@ -434,6 +448,7 @@ class _Runner:
         if run_error is not None:
             root = run_error.__cause__ or run_error
             trial.error, trial.error_type = str(run_error), type(root).__name__
+            trial.traceback = _user_traceback(run_error)
         return self.finish(trial, traces, counters, started), None
 
     def finish(
@@ -461,10 +476,14 @@ class _Runner:
         case = plan.case
         config = case.config
         if plan.judge_slot is None:
-            reason = (
-                "no judge model: a scripted run judges only with --judge-model; otherwise set "
-                "judge_model in the suite (or the case's own model judges)"
-            )
+            if plan.scripted:
+                why = "the case ran scripted, and a scripted run judges only with --judge-model"
+            else:
+                why = (
+                    f"the case's model ({plan.model_name}) is scripted in Python, so it cannot "
+                    "judge its own trials; set judge_model in the suite or pass --judge-model"
+                )
+            reason = f"not judged: no judge model ({why})"
             return [
                 CheckResult("judge", "skip", reason, kind="judged", criterion=c) for c in case.judge
             ]
@@ -507,6 +526,13 @@ class _Runner:
         return offset, len(line) - 1
 
 
+def _user_traceback(exc: BaseException) -> str | None:
+    """The traceback of the user's frames (for ``--traceback`` and pytest), if any."""
+    from toolproof._tracebacks import format_user_traceback, user_location
+
+    return format_user_traceback(exc) if user_location(exc) is not None else None
+
+
 def _completion(
     case: Case, record: SessionRecord, run_error: AgentRunError | None
 ) -> list[CheckResult]:
@@ -518,13 +544,17 @@ def _completion(
         check.name == "stop_reason" for turn in case.turns for check in turn.checks
     )
     if run_error is not None:
+        from toolproof._tracebacks import user_location
+
         root = run_error.__cause__ or run_error
+        where = user_location(run_error)
         return [
             CheckResult(
                 "completed",
                 "fail",
                 f"the run stopped on an error of the agent or its tools at step "
-                f"{run_error.step}: {type(root).__name__}: {run_error}",
+                f"{run_error.step}: {type(root).__name__}: {run_error}"
+                + (f" (at {where})" if where else ""),
             )
         ]
     if expects_stop:
@@ -578,7 +608,12 @@ def _case_result(plan: _Plan, *, interrupted: bool) -> CaseResult:
         trials,
         model=plan.model_name,
         judge_model=plan.judge_slot.model.name if plan.judge_slot else None,
+        scripted=_scripted(plan),
     )
+
+
+def _scripted(plan: _Plan) -> bool:
+    return plan.scripted or (plan.slot is not None and not _judges_itself(plan.slot))
 
 
 # -- the public entry points --------------------------------------------------------------------
@@ -637,8 +672,11 @@ async def evaluate_async(
 
     Raises:
         ConfigError: A suite is invalid (nothing was run).
-        UserError: Bad options: no model for a case, a filter matching nothing, an
-            unknown model provider.
+        MissingAPIKey: A case's model or judge model needs a key that is not set (nothing
+            was run).
+        UserError: Bad options, found before anything runs: no model for a case, a filter
+            matching nothing, an unknown model provider, real model requests switched off,
+            or an agent factory that fails when built with the case's model and tools.
         asyncio.CancelledError: The run was cancelled (Ctrl-C); the reports were written
             with the cases finished so far before it propagates.
     """
@@ -752,6 +790,17 @@ def _as_suites(suites: Sequence[Suite] | Sequence[str | Path] | str | Path) -> l
     return load_suites([s for s in items if isinstance(s, (str, Path))])
 
 
+def _judges_itself(slot: _Slot) -> bool:
+    """Whether a case's model may judge its own trials when no judge model is set.
+
+    A scripted or function model answers from a script: as a judge it would consume the
+    script's responses and grade nothing, so it never judges unless named as the judge.
+    """
+    from toolproof.models.fake import FunctionModel, ScriptedModel
+
+    return not isinstance(slot.model, (FunctionModel, ScriptedModel))
+
+
 def _plan(
     cases: Iterable[Case],
     *,
@@ -765,12 +814,10 @@ def _plan(
     """Decide each case's model, judge and trials; build each distinct model once."""
     plans: list[_Plan] = []
     missing: list[str] = []
-    failures: dict[str, tuple[str, str]] = {}
 
-    def slot_for(spec: str | Model) -> _Slot | tuple[str, str]:
+    def slot_for(spec: str | Model, role: str) -> _Slot:
+        """The shared model of ``spec``; raises before anything runs when it cannot work."""
         key = spec if isinstance(spec, str) else f"<instance {id(spec)}>"
-        if key in failures:
-            return failures[key]
         if key not in slots:
             limiter = None
             if rpm or tpm:
@@ -780,13 +827,18 @@ def _plan(
             if isinstance(spec, Model):
                 slots[key] = _Slot(spec, limiter, owned=False)
             else:
-                from toolproof.models import model_from_string
+                from toolproof.models import check_allow_model_requests, model_from_string
 
                 try:
-                    slots[key] = _Slot(model_from_string(spec), limiter)
+                    built = model_from_string(spec)
+                    check_allow_model_requests(spec)
                 except MissingAPIKey as exc:
-                    failures[key] = ("MissingAPIKey", str(exc))
-                    return failures[key]
+                    raise MissingAPIKey(f"{role} {exc}", exc.variable) from None
+                except ModelRequestsDisabled:
+                    raise
+                except UserError as exc:
+                    raise UserError(f"{role} {spec}: {exc}") from None
+                slots[key] = _Slot(built, limiter)
         return slots[key]
 
     for case in cases:
@@ -811,39 +863,25 @@ def _plan(
             if case.script is None:
                 plan.skip = "no script: the scripted model needs the case's 'script:'"
         else:
-            slot = slot_for(chosen)
-            if isinstance(slot, tuple):
-                plan.error = slot
-                plan.model_name = chosen if isinstance(chosen, str) else chosen.name
-            else:
-                plan.slot = slot
-                plan.model_name = slot.model.name
-        if case.judge and plan.skip is None and plan.error is None:
+            plan.slot = slot_for(chosen, "model")
+            plan.model_name = plan.slot.model.name
+        if case.judge and plan.skip is None:
             judge_choice: str | Model | None = (
                 judge_model if judge_model is not None else case.config.judge_model
             )
             if plan.scripted and judge_model is None:
                 judge_choice = None  # a scripted run is offline: judge only with --judge-model
-            elif judge_choice is None:
-                judge_choice = chosen  # the case's own model judges when no judge is set
             if judge_choice is not None and not (
                 isinstance(judge_choice, str) and judge_choice.strip().lower() == SCRIPTED
             ):
-                judge_slot = slot_for(judge_choice)
-                if isinstance(judge_slot, tuple):
-                    plan.error = (judge_slot[0], f"judge model: {judge_slot[1]}")
-                else:
-                    plan.judge_slot = judge_slot
+                plan.judge_slot = slot_for(judge_choice, "judge model")
+            elif judge_choice is None and plan.slot is not None and _judges_itself(plan.slot):
+                plan.judge_slot = plan.slot  # the case's own (real) model judges
         if plan.skip is not None:
             plan.remaining = 0
             plan.results = []
-            plan.result = CaseResult(case, "skipped", plan.skip, model=plan.model_name)
-        elif plan.error is not None:
-            plan.remaining = 0
-            plan.results = []
-            error_type, message = plan.error
             plan.result = CaseResult(
-                case, "error", f"{error_type}: {message}", model=plan.model_name
+                case, "skipped", plan.skip, model=plan.model_name, scripted=_scripted(plan)
             )
     if missing:
         shown = ", ".join(missing[:5]) + (
@@ -853,4 +891,41 @@ def _plan(
             f"no model for {shown}: set 'model:' in the suite or the case, or pass --model "
             "(--model scripted runs each case's script, offline)"
         )
+    _dry_build(plans)
     return plans
+
+
+def _dry_build(plans: Sequence[_Plan]) -> None:
+    """Build each case's agent once with its model and toolset before anything runs.
+
+    Mocks are not created (they may hold state); the agent is built, not run. A factory
+    that fails here is a configuration error of the suite, reported before any trial.
+    """
+    from toolproof._tracebacks import user_location
+    from toolproof.models.fake import ScriptedModel
+
+    done: set[tuple[int, int, str, str]] = set()
+    for plan in plans:
+        if plan.skip is not None:
+            continue
+        config = plan.case.config
+        model: Model = plan.slot.model if plan.slot is not None else ScriptedModel([])
+        key = (id(config.agent), id(model), config.tools, repr(sorted(config.tool_modes.items())))
+        if key in done:
+            continue
+        done.add(key)
+        try:
+            toolset = config.agent.toolset.with_mode(
+                config.tools, overrides=config.tool_modes or None
+            )
+            config.agent.build(model, toolset)
+        except MockBypassed:
+            raise  # names the factory and the fix already
+        except UserError as exc:
+            raise UserError(f"{plan.case.id}: {exc}") from exc
+        except Exception as exc:
+            where = user_location(exc)
+            raise UserError(
+                f"{plan.case.id}: agent factory {config.agent.source} failed with model "
+                f"{model.name}: {type(exc).__name__}: {exc}" + (f" ({where})" if where else "")
+            ) from exc

@@ -856,7 +856,9 @@ class _Builder:
         judge = (
             self._judge(data["judge"], (*path, "judge")) if "judge" in data else list(suite_judge)
         )
-        script = self._script(data["script"], (*path, "script")) if "script" in data else None
+        script = (
+            self._script(data["script"], (*path, "script"), tools) if "script" in data else None
+        )
         tags = list(suite_tags)
         for tag in self._tags(data.get("tags"), (*path, "tags")) if "tags" in data else []:
             if tag not in tags:
@@ -1169,7 +1171,9 @@ class _Builder:
             return []
         return list(value)
 
-    def _script(self, value: Any, path: DocPath) -> list[ScriptItem] | None:
+    def _script(
+        self, value: Any, path: DocPath, tools: Mapping[str, Tool[..., Any]] | None = None
+    ) -> list[ScriptItem] | None:
         if not isinstance(value, list) or not value:
             self.add(
                 path, f"expected a list of responses ({CASE_KEYS['script']}), got {_type(value)}"
@@ -1177,16 +1181,18 @@ class _Builder:
             return None
         items: list[ScriptItem] = []
         for index, item in enumerate(value):
-            parsed = self._script_item(item, (*path, index))
+            parsed = self._script_item(item, (*path, index), tools)
             if parsed is not None:
                 items.append(parsed)
         return items
 
-    def _script_item(self, item: Any, path: DocPath) -> ScriptItem | None:
+    def _script_item(
+        self, item: Any, path: DocPath, tools: Mapping[str, Tool[..., Any]] | None
+    ) -> ScriptItem | None:
         if isinstance(item, str):
             return item
         if isinstance(item, list):
-            calls = [self._script_call(entry, (*path, i)) for i, entry in enumerate(item)]
+            calls = [self._script_call(entry, (*path, i), tools) for i, entry in enumerate(item)]
             if not item:
                 self.add(path, "a list of calls must not be empty")
                 return None
@@ -1196,7 +1202,7 @@ class _Builder:
         if isinstance(item, Mapping) and "raise" in item:
             return self._script_error(item, path)
         if isinstance(item, Mapping) and "call" in item:
-            return self._script_call(item, path)
+            return self._script_call(item, path, tools)
         self.add(
             path,
             f"a script item is text, {{call: {{name, arguments}}}}, a list of calls (parallel), or "
@@ -1204,7 +1210,9 @@ class _Builder:
         )
         return None
 
-    def _script_call(self, item: Any, path: DocPath) -> ToolCall | None:
+    def _script_call(
+        self, item: Any, path: DocPath, tools: Mapping[str, Tool[..., Any]] | None
+    ) -> ToolCall | None:
         if not isinstance(item, Mapping) or set(item) != {"call"}:
             self.add(path, "expected {call: {name: ..., arguments: {...}}}")
             return None
@@ -1214,9 +1222,17 @@ class _Builder:
                 (*path, "call"), "a call needs a 'name' (string) and optional 'arguments' (mapping)"
             )
             return None
-        self.unknown_keys(body, {"name": "", "arguments": "", "id": ""}, (*path, "call"))
+        self.unknown_keys(
+            body,
+            {"name": "", "arguments": "", "id": "", "unchecked": "send it as written"},
+            (*path, "call"),
+        )
         arguments = body.get("arguments", {})
         call_id = str(body.get("id", ""))
+        unchecked = body.get("unchecked", False)
+        if not isinstance(unchecked, bool):
+            self.add((*path, "call", "unchecked"), f"expected true or false, got {unchecked!r}")
+            return None
         if isinstance(arguments, str):  # raw JSON text, possibly malformed on purpose
             return ToolCall.from_json_arguments(body["name"], arguments, call_id)
         if not isinstance(arguments, Mapping):
@@ -1225,7 +1241,41 @@ class _Builder:
                 f"expected a mapping (or JSON text), got {_type(arguments)}",
             )
             return None
+        if (
+            tools is not None
+            and not unchecked
+            and not self._script_call_fits(body["name"], dict(arguments), tools, path)
+        ):
+            return None
         return ToolCall(body["name"], dict(arguments), call_id)
+
+    def _script_call_fits(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        tools: Mapping[str, Tool[..., Any]],
+        path: DocPath,
+    ) -> bool:
+        """Whether a scripted call fits the agent's tools (names and arguments).
+
+        A call that is wrong on purpose says ``unchecked: true``.
+        """
+        from toolproof._tools import ArgumentsInvalid
+
+        hint = " (to send it anyway, to test how the agent copes, add 'unchecked: true')"
+        found = tools.get(name)
+        if found is None:
+            self.add((*path, "call", "name"), "script calls " + _unknown_tool(name, tools) + hint)
+            return False
+        try:
+            found.validate(arguments)
+        except ArgumentsInvalid as exc:
+            self.add(
+                (*path, "call", "arguments"),
+                f"script call of {name!r} does not fit its schema: {exc}{hint}",
+            )
+            return False
+        return True
 
     def _script_error(self, item: Mapping[str, Any], path: DocPath) -> ScriptItem | None:
         from toolproof import errors

@@ -177,8 +177,10 @@ def _fill_steps(trace: Trace, messages: list[Message], where: str) -> None:
         trace.output = last.response.content or ""
         trace.stop_reason = "final"
     else:
+        # The conversation was ended from outside (a hand-off, the user left): the run did
+        # not finish with an answer, and a replay must stop at the same point.
         trace.output = None
-        trace.stop_reason = "final"
+        trace.stop_reason = "cancelled"
         trace.stop_detail = "the recorded conversation ended after a tool call, without an answer"
 
 

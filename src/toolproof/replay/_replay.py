@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import difflib
 import inspect
 import json
@@ -237,8 +238,11 @@ def _tools_sample(
         elif run_mocks and tool.mock is not None and tool.tool is not None:
             findings.extend(_compare_mock(tool, call, result))
     findings.extend(grade_calls(recorded, replayed, rules, compare_calls=False))
+    called = {call.name for call, _ in recorded}
     for info in trace.tools:
         tool = today.get(info.name)
+        if info.name not in called:
+            continue  # a change to a tool this sample never called says nothing about it
         if tool is not None and info.schema_hash and tool.schema_hash != info.schema_hash:
             notes.append(f"{info.name}: schema changed since recording")
     return SampleResult(
@@ -263,9 +267,7 @@ def _compare_mock(tool: _TodayTool, call: ToolCall, result: ToolResult) -> list[
     try:
         value = tool.mock(**tool.tool.validate(call.arguments))
         if inspect.isawaitable(value):
-            import asyncio
-
-            value = asyncio.run(_await(value))
+            value = _run_awaitable(value)
     except declared as exc:
         return (
             []
@@ -319,6 +321,18 @@ def _compare_mock(tool: _TodayTool, call: ToolCall, result: ToolResult) -> list[
 
 async def _await(value: Awaitable[Any]) -> Any:
     return await value
+
+
+def _run_awaitable(value: Awaitable[Any]) -> Any:
+    """The result of an async mock, even inside a running event loop (``areplay``).
+
+    The mock runs to completion on its own loop in a worker thread.
+    """
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1, thread_name_prefix="toolproof-mock") as pool:
+        return pool.submit(asyncio.run, _await(value)).result()
 
 
 def _shape(value: Any) -> Any:
@@ -521,6 +535,12 @@ async def _model_sample(
     mock = mock_from_trace(trace, tools=toolset, rules=rules)
     new_model = ReplayModel(trace) if model == "recorded" else model
     error: BaseException | None = None
+    cut = model == "recorded" and _ended_after_tool_call(trace)
+    if cut:
+        # The recording stops after its last tool call (the conversation was ended from
+        # outside): the replay runs the same steps and stops there too.
+        agent = copy.copy(agent)
+        agent.max_steps = len(trace.steps)
     with (
         mock_context(
             toolset,
@@ -547,6 +567,8 @@ async def _model_sample(
             if exc.trace is None:  # pragma: no cover - the agent always attaches it
                 raise
             new = exc.trace
+    if cut and new.stop_reason == "max_steps":
+        new.stop_reason, new.stop_detail = trace.stop_reason, trace.stop_detail
     findings = grade_answer(trace, new, rules)
     if not any(f.check in ("no_fixture", "run_error") for f in findings):
         findings = (
@@ -576,6 +598,19 @@ async def _model_sample(
         new_output=new.output,
         notes=notes,
         new_trace=new if keep_trace else None,
+    )
+
+
+def _ended_after_tool_call(trace: Trace) -> bool:
+    """Whether a recorded run was ended from outside right after a tool call.
+
+    A cancelled run, or an imported conversation that ended there (a hand-off to a human).
+    """
+    return (
+        trace.stop_reason == "cancelled"
+        and trace.output is None
+        and bool(trace.steps)
+        and bool(trace.steps[-1].response.tool_calls)
     )
 
 
@@ -948,7 +983,15 @@ def _build_agent(agent: Agent | AgentFactory, model: Model | str | None) -> Agen
         first = model_from_string(model)
     else:
         first = model
-    built = agent(first, None)
+    try:
+        built = agent(first, None)
+    except Exception as exc:  # a bug in the user's factory: one line naming where
+        from toolproof._tracebacks import user_location
+
+        where = user_location(exc)
+        raise UserError(
+            f"agent factory raised {type(exc).__name__}: {exc}" + (f" ({where})" if where else "")
+        ) from exc
     if not isinstance(built, Agent):
         raise UserError(f"the agent factory returned {built!r}, not an Agent")
     return built

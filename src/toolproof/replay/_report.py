@@ -28,10 +28,14 @@ from toolproof._text import clip
 from toolproof.replay._grading import Finding, SampleResult
 from toolproof.replay._rules import Aging
 
-__all__ = ["ReplayReport"]
+__all__ = ["MARKDOWN_MARKER", "ReplayReport"]
 
-#: Exit codes of ``toolproof replay``.
-EXIT_OK, EXIT_GATE, EXIT_INFRA = 0, 1, 3
+#: First line of the Markdown report: CI finds (and updates) its earlier comment by it
+#: (the eval report's is ``<!-- toolproof-evals -->``, so both comments can live side by side).
+MARKDOWN_MARKER = "<!-- toolproof-replay -->"
+
+#: Exit codes of ``toolproof replay``, the same as ``toolproof run``'s (docs/replay.md).
+EXIT_OK, EXIT_GATE, EXIT_INFRA, EXIT_NOTHING_RAN = 0, 1, 3, 5
 
 
 @dataclass(slots=True)
@@ -120,11 +124,17 @@ class ReplayReport:
 
     @property
     def exit_code(self) -> int:
-        """0 when the gate passes, 1 when it fails, 3 when errors left it undecided."""
+        """The exit code of ``toolproof replay`` (the same table as ``toolproof run``'s).
+
+        0 the gate passed; 1 it failed; 3 the model provider failed and left it undecided;
+        5 no sample was replayed.
+        """
         if not self.gate_passed:
             return EXIT_GATE
         if self.errors:
             return EXIT_INFRA
+        if not self.samples:
+            return EXIT_NOTHING_RAN
         return EXIT_OK
 
     # -- formats -----------------------------------------------------------------------------
@@ -146,7 +156,7 @@ class ReplayReport:
             "weighted_fail_rate": round(self.weighted_fail_rate, 6),
             "aging": self.aging.describe(),
             "gate": {
-                "threshold": self.gate,
+                "threshold": 0.0 if self.gate is None else self.gate,
                 "rate": round(self.gate_rate, 6),
                 "passed": self.gate_passed,
             },
@@ -164,6 +174,8 @@ class ReplayReport:
         weighted = f" (weighted {self.weighted_fail_rate:.1%})" if self.aging.half_life else ""
         threshold = "0" if self.gate is None else f"{self.gate:.1%}"
         verdict = "PASSED" if self.gate_passed else "FAILED"
+        if not self.samples:
+            verdict = "nothing replayed"
         extra = f", {self.expired} expired" if self.expired else ""
         errors = f", {c['error']} error" if c["error"] else ""
         real = f"; real tools: {', '.join(self.real_tools)}" if self.real_tools else ""
@@ -222,8 +234,13 @@ class ReplayReport:
         """A Markdown report for pull-request comments and job summaries."""
         c = self.counts
         verdict = "✅ passed" if self.gate_passed else "❌ failed"
+        if self.gate_passed and self.errors:
+            verdict = "⚠️ undecided (the model could not be reached)"
+        elif not self.samples:
+            verdict = "⏭️ nothing replayed"
         threshold = "0 (any failure)" if self.gate is None else f"{self.gate:.1%}"
         parts = [
+            MARKDOWN_MARKER,
             f"## toolproof replay ({self.mode}): gate {verdict}",
             "",
             md_table(

@@ -1,4 +1,9 @@
-"""Counting the recorded calls a new tool schema would reject (``schema diff --store``)."""
+"""Tool schema files, and the recorded calls a new schema would reject (``schema diff --store``).
+
+:func:`load_schema_file` is the one reader of schema files for every command
+(``schema diff`` / ``check``, ``replay --schemas``): it takes a toolproof schema snapshot
+(``toolproof schema snapshot``) or OpenAI tool schemas (``tools.json``).
+"""
 
 from __future__ import annotations
 
@@ -6,14 +11,78 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolproof.errors import UserError
 from toolproof.replay._grading import _mask_value
 from toolproof.replay._rules import _DEFAULT_MASK
 from toolproof.replay._store import TraceFilter, TraceStore
 
-__all__ = ["SchemaRejections", "count_schema_rejections"]
+if TYPE_CHECKING:
+    from toolproof._trace import ToolInfo
+
+
+def load_schema_file(path: str | Path) -> list[ToolInfo]:
+    """The tools of a schema file: a toolproof snapshot, or OpenAI tool schemas.
+
+    OpenAI form is ``[{"type": "function", "function": {name, description, parameters}}]``
+    (or ``{"tools": [...]}``, or bare ``{name, description, parameters}`` objects).
+
+    Raises:
+        UserError: The file cannot be read, is not JSON, or is neither form.
+    """
+    from toolproof._trace import ToolInfo, stable_hash
+    from toolproof.replay._import import load_tool_infos
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such schema file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise UserError(f"{path}: invalid JSON ({exc})") from None
+    if isinstance(data, Mapping) and "format" in data:
+        from toolproof.testing._contracts import _check_snapshot
+
+        snapshot = _check_snapshot(data, str(path))
+        infos = []
+        for name, entry in snapshot["tools"].items():
+            description = str(entry.get("description") or "")
+            parameters = dict(entry.get("parameters") or {"type": "object", "properties": {}})
+            schema_hash = stable_hash(
+                {"name": name, "description": description, "parameters": parameters}
+            )
+            infos.append(ToolInfo(name, description, parameters, schema_hash))
+        return infos
+    try:
+        return load_tool_infos(data)
+    except UserError as exc:
+        detail = str(exc).removeprefix("tools").removeprefix(": ")
+        raise UserError(
+            f"{path} is neither a toolproof schema snapshot nor OpenAI tool schemas: {detail}"
+        ) from None
+
+
+def schema_snapshot(infos: Sequence[ToolInfo]) -> dict[str, Any]:
+    """A schema snapshot (as ``schema snapshot`` writes) of tools known by their schemas."""
+    from toolproof.testing._contracts import SNAPSHOT_FORMAT, SNAPSHOT_VERSION
+
+    entries = {
+        info.name: {"description": info.description, "parameters": info.parameters, "returns": None}
+        for info in infos
+    }
+    return {
+        "format": SNAPSHOT_FORMAT,
+        "version": SNAPSHOT_VERSION,
+        "tools": dict(sorted(entries.items())),
+    }
+
+
+__all__ = ["SchemaRejections", "count_schema_rejections", "load_schema_file", "schema_snapshot"]
 
 
 @dataclass(slots=True)
