@@ -2,8 +2,18 @@
 
 Format invariant: ``version`` is bumped whenever a field is removed or changes meaning; new
 optional fields with defaults do not bump it. Reading a trace with a version this code does
-not know raises a ``UserError`` that says how to migrate. The JSON codec is one pydantic
-``TypeAdapter`` built on first use (so ``import toolproof`` does not import pydantic).
+not know raises a ``TraceFormatError`` that says how to migrate. The JSON codec is one
+pydantic ``TypeAdapter`` built on first use (so ``import toolproof`` does not import pydantic).
+
+Round-trip contract: whatever the encoder writes, the decoder reads back equal. Construction
+makes every field storable (ids and names given as numbers become strings, free-form values
+become plain JSON data, see ``json_data``); the encoder refuses, with a ``TraceFormatError``
+naming the field, a value that was changed after construction into something JSON cannot hold.
+Non-finite floats in numeric fields (``cost``, durations) are written as the strings
+``"NaN"``, ``"Infinity"`` and ``"-Infinity"``, which the decoder reads back as floats.
+
+The decoder raises only ``TraceFormatError`` (a ``UserError``): for text that is not JSON,
+nests too deeply, has an unknown version or has invalid fields.
 """
 
 from __future__ import annotations
@@ -15,8 +25,16 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from toolproof._messages import Message, ToolCall, ToolResult, Usage
-from toolproof.errors import UserError
+from toolproof._messages import (
+    Message,
+    ToolCall,
+    ToolResult,
+    Usage,
+    _as_opt_str,
+    _as_str,
+    json_data,
+)
+from toolproof.errors import TraceFormatError
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
@@ -67,6 +85,12 @@ class ToolInfo:
     parameters: dict[str, Any]
     schema_hash: str
 
+    def __post_init__(self) -> None:
+        self.name = _as_str(self.name)
+        self.description = _as_str(self.description)
+        self.schema_hash = _as_str(self.schema_hash)
+        self.parameters = json_data(self.parameters, f"tool {self.name}: parameters")
+
 
 @dataclass(slots=True)
 class RequestSummary:
@@ -115,6 +139,14 @@ class Step:
     parse_errors: list[str] = field(default_factory=list)
     cost: float | None = None
 
+    def __post_init__(self) -> None:
+        if self.model_name is not None and type(self.model_name) is not str:
+            self.model_name = _as_str(self.model_name)
+        if self.finish_reason is not None and type(self.finish_reason) is not str:
+            self.finish_reason = _as_str(self.finish_reason)
+        if self.parse_errors:
+            self.parse_errors = [_as_str(error) for error in self.parse_errors]
+
 
 @dataclass(slots=True)
 class ErrorInfo:
@@ -129,6 +161,11 @@ class ErrorInfo:
     type: str
     message: str
     tool_name: str | None = None
+
+    def __post_init__(self) -> None:
+        self.type = _as_str(self.type)
+        self.message = _as_str(self.message)
+        self.tool_name = _as_opt_str(self.tool_name)
 
 
 @dataclass(slots=True)
@@ -182,6 +219,24 @@ class Trace:
     duration_ms: float = 0.0
     metadata: dict[str, Any] = field(default_factory=dict)
     tags: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if type(self.id) is not str or not self.id.isascii():
+            self.id = _as_str(self.id)
+        if type(self.input) is not str or not self.input.isascii():
+            self.input = _as_str(self.input)
+        if type(self.model) is not str or not self.model.isascii():
+            self.model = _as_str(self.model)
+        for name in ("output", "system_prompt", "system_prompt_hash", "stop_detail"):
+            value = getattr(self, name)
+            if value is not None and (type(value) is not str or not value.isascii()):
+                setattr(self, name, _as_str(value))
+        if self.tags:
+            self.tags = [_as_str(tag) for tag in self.tags]
+        if self.metadata:
+            self.metadata = json_data(self.metadata, "metadata")
+        if self.settings:
+            self.settings = json_data(self.settings, "settings")
 
     # -- views -------------------------------------------------------------------------------
 
@@ -247,23 +302,69 @@ class Trace:
     # -- codec -------------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """The trace as plain JSON-compatible data."""
-        data: dict[str, Any] = _adapter().dump_python(self, mode="json")
+        """The trace as plain JSON-compatible data.
+
+        Raises:
+            TraceFormatError: A field was set after construction to a value JSON cannot
+                hold exactly (the message names it).
+        """
+        self._check_encodable()
+        try:
+            data: dict[str, Any] = _adapter().dump_python(self, mode="json", warnings="error")
+        except ValueError as exc:  # pydantic's serialization errors are ValueErrors
+            raise TraceFormatError(f"trace {self.id}: cannot be encoded: {_first(exc)}") from None
         return data
 
     def to_json(self, *, indent: int | None = None) -> str:
-        """The trace as JSON text (readable with ``indent=2``)."""
-        return _adapter().dump_json(self, indent=indent).decode()
+        """The trace as JSON text (readable with ``indent=2``).
+
+        Raises:
+            TraceFormatError: A field was set after construction to a value JSON cannot
+                hold exactly (the message names it).
+        """
+        self._check_encodable()
+        try:
+            return _adapter().dump_json(self, indent=indent, warnings="error").decode()
+        except ValueError as exc:
+            raise TraceFormatError(f"trace {self.id}: cannot be encoded: {_first(exc)}") from None
+
+    def _check_encodable(self) -> None:
+        """Refuse free-form values that are no longer plain JSON data (changed after init)."""
+        where = f"trace {self.id!r}: "
+        json_data(self.metadata, where + "metadata", strict=True)
+        json_data(self.settings, where + "settings", strict=True)
+        for info in self.tools:
+            json_data(info.parameters, f"{where}tool {info.name}: parameters", strict=True)
+        for message in self.history:
+            for call in message.tool_calls:
+                json_data(call.arguments, f"{where}history: {call.name} arguments", strict=True)
+        for step in self.steps:
+            usage = step.usage
+            for call in step.response.tool_calls:
+                json_data(call.arguments, f"{where}step {step.index}: arguments", strict=True)
+            for result in step.tool_results:
+                json_data(result.value, f"{where}step {step.index}: value", strict=True)
+            if min(usage.input_tokens, usage.output_tokens, usage.cached_tokens) < 0:
+                raise TraceFormatError(f"{where}step {step.index}: negative token counts")
+        usage = self.usage
+        if min(usage.input_tokens, usage.output_tokens, usage.cached_tokens) < 0:
+            raise TraceFormatError(f"{where}usage: negative token counts")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Trace:
         """Read a trace from plain data produced by :meth:`to_dict`.
 
         Raises:
-            UserError: The data is not a trace of a known version.
+            TraceFormatError: The data is not a trace of a known version, or a field is
+                invalid (the message names the first one).
         """
-        _check_version(data.get("version") if isinstance(data, dict) else None)
-        trace: Trace = _adapter().validate_python(data)
+        if not isinstance(data, dict):
+            raise TraceFormatError("not a toolproof trace: expected a JSON object")
+        _check_version(data.get("version"))
+        try:
+            trace: Trace = _adapter().validate_python(data)
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise TraceFormatError(_invalid(exc)) from None
         return trace
 
     @classmethod
@@ -271,35 +372,97 @@ class Trace:
         """Read a trace from JSON produced by :meth:`to_json`.
 
         Raises:
-            UserError: The text is not a trace of a known version.
+            TraceFormatError: The text is not JSON, not a trace of a known version, or a
+                field is invalid (the message names the first one).
         """
+        if not isinstance(text, (str, bytes, bytearray)):
+            raise TraceFormatError(
+                f"not a toolproof trace: expected JSON text, got {type(text).__name__}"
+            )
         try:
-            data = json.loads(text)
+            trace: Trace = _adapter().validate_json(text)
+        except (ValueError, TypeError, RecursionError) as exc:
+            failure: BaseException = exc
+        else:
+            if trace.version != TRACE_VERSION:
+                _check_version(trace.version)
+            return trace
+        # Say why, in the order a reader needs it: JSON, object, version, then the field.
+        from pydantic_core import from_json
+
+        try:
+            data = from_json(text)
         except ValueError as exc:
-            raise UserError(f"not a toolproof trace: invalid JSON ({exc})") from exc
+            raise TraceFormatError(f"not a toolproof trace: invalid JSON ({_first(exc)})") from None
         if not isinstance(data, dict):
-            raise UserError("not a toolproof trace: expected a JSON object")
-        return cls.from_dict(data)
+            raise TraceFormatError("not a toolproof trace: expected a JSON object")
+        _check_version(data.get("version"))
+        raise TraceFormatError(_invalid(failure)) from None
+
+
+def _first(exc: BaseException) -> str:
+    """The first line of an error's message that says something."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    text = lines[0] if lines else type(exc).__name__
+    if "Pydantic serializer warnings" in text and len(lines) > 1:
+        text = lines[1]
+    return text[:300]
+
+
+def _invalid(exc: BaseException) -> str:
+    """One line naming the first invalid field of a trace (from a pydantic error)."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            found = errors(include_url=False, include_input=False)
+        except Exception:  # pragma: no cover - errors() itself failing
+            found = []
+        if found:
+            first = found[0]
+            where = ".".join(str(part) for part in first.get("loc", ())) or "trace"
+            message = str(first.get("msg", "invalid")).removeprefix("Value error, ")
+            more = f" (and {len(found) - 1} more problems)" if len(found) > 1 else ""
+            return f"not a valid toolproof trace: {where}: {message}"[:400] + more
+    if isinstance(exc, RecursionError):
+        return "not a valid toolproof trace: it nests too deeply"
+    return f"not a valid toolproof trace: {_first(exc)}"
 
 
 def _check_version(version: object) -> None:
-    if version == TRACE_VERSION:
+    if version == TRACE_VERSION and type(version) is int:
         return
-    if not isinstance(version, int):
-        raise UserError("not a toolproof trace: it has no integer 'version' field")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise TraceFormatError("not a toolproof trace: it has no integer 'version' field")
     if version > TRACE_VERSION:
-        raise UserError(
+        raise TraceFormatError(
             f"trace format version {version} is newer than this toolproof understands "
             f"(version {TRACE_VERSION}); upgrade toolproof to read it"
         )
-    raise UserError(
+    raise TraceFormatError(
         f"trace format version {version} is no longer supported (current: {TRACE_VERSION}); "
         "re-record the trace or convert it with an older toolproof release"
     )
+
+
+#: Codec settings of every trace dataclass: numbers in text fields (``"model": 123`` from
+#: older files) are read as text, and non-finite floats are written as strings, not ``null``.
+_CODEC_CONFIG = {"ser_json_inf_nan": "strings", "coerce_numbers_to_str": True}
 
 
 @cache
 def _adapter() -> TypeAdapter[Trace]:
     from pydantic import TypeAdapter
 
+    for cls in (
+        Trace,
+        Step,
+        ErrorInfo,
+        ToolInfo,
+        RequestSummary,
+        Message,
+        ToolCall,
+        ToolResult,
+        Usage,
+    ):
+        cls.__pydantic_config__ = _CODEC_CONFIG  # type: ignore[attr-defined]
     return TypeAdapter(Trace)
