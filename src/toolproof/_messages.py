@@ -225,10 +225,10 @@ def _count(value: Any, name: str) -> int:
     if type(value) is int and 0 <= value < 2**63:
         return value
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TraceFormatError(f"usage: {name} must be an integer, got {value!r}"[:200])
+        raise TraceFormatError(f"token count {name} must be an integer, got {value!r}"[:200])
     if value < 0:
-        raise TraceFormatError(f"usage: {name} must not be negative, got {value}")
-    raise TraceFormatError(f"usage: {name} is too large ({value.bit_length()} bits)")
+        raise TraceFormatError(f"token count {name} must not be negative, got {value}")
+    raise TraceFormatError(f"token count {name} is too large ({value.bit_length()} bits)")
 
 
 @dataclass(slots=True)
