@@ -91,7 +91,7 @@ def _plain(value: Any, depth: int) -> bool:
     if value is None or kind is bool:
         return True
     if kind is int:
-        return value.bit_length() <= _MAX_INT_BITS
+        return bool(value.bit_length() <= _MAX_INT_BITS)
     if kind is float:
         return math.isfinite(value)
     if depth >= MAX_JSON_DEPTH:
@@ -147,14 +147,14 @@ def _convert(value: Any, depth: int, strict: bool) -> Any:
 
         return str(decimal.Decimal(number))  # int -> str refuses more than 4,300 digits
     if isinstance(value, float):
-        number = float(value)
-        if math.isfinite(number):
+        real = float(value)
+        if math.isfinite(real):
             if strict and type(value) is not float:
                 raise _Unfit(f"{type(value).__name__} is not a plain float")
-            return number
+            return real
         if strict:
-            raise _Unfit(f"{number!r} is not a JSON number; store it as a string")
-        return _NON_FINITE[repr(number)]
+            raise _Unfit(f"{real!r} is not a JSON number; store it as a string")
+        return _NON_FINITE[repr(real)]
     if depth >= MAX_JSON_DEPTH:
         raise _Unfit(f"nested more than {MAX_JSON_DEPTH} levels deep")
     if isinstance(value, dict):

@@ -453,7 +453,7 @@ _CODEC_CONFIG = {"ser_json_inf_nan": "strings", "coerce_numbers_to_str": True}
 def _adapter() -> TypeAdapter[Trace]:
     from pydantic import TypeAdapter
 
-    for cls in (
+    classes: tuple[type, ...] = (
         Trace,
         Step,
         ErrorInfo,
@@ -463,6 +463,7 @@ def _adapter() -> TypeAdapter[Trace]:
         ToolCall,
         ToolResult,
         Usage,
-    ):
-        cls.__pydantic_config__ = _CODEC_CONFIG  # type: ignore[attr-defined]
+    )
+    for cls in classes:
+        setattr(cls, "__pydantic_config__", _CODEC_CONFIG)  # noqa: B010 - a class attribute
     return TypeAdapter(Trace)

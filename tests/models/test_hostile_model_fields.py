@@ -55,7 +55,11 @@ def toolproof_cli(*argv: str) -> subprocess.CompletedProcess[str]:
 def test_numbers_for_names_and_ids_are_recorded_as_text_and_read_back(
     server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
-    call = {"id": 5, "type": "function", "function": {"name": "lookup", "arguments": '{"user_id": 1}'}}
+    call = {
+        "id": 5,
+        "type": "function",
+        "function": {"name": "lookup", "arguments": '{"user_id": 1}'},
+    }
     server.queue(
         completion({"role": "assistant", "content": None, "tool_calls": [call]}),
         completion({"role": "assistant", "content": "User 1."}),

@@ -80,9 +80,7 @@ def test_python_readers_skip_bad_rows_with_a_warning(
         caplog.clear()
         assert len(list(traces.query_with_time(TraceFilter(tools=["query_users"])))) == 2
         assert len(list(traces.payloads())) == 2
-        assert {row.id for row in traces.rows(check=True)} == {
-            t.id for t in traces.query()
-        }
+        assert {row.id for row in traces.rows(check=True)} == {t.id for t in traces.query()}
         assert skipped_ids(caplog) == set(BAD_ROWS)
         # without check, listing columns only: prune can still find and delete them
         assert len(traces.rows()) == 2 + len(BAD_ROWS)
@@ -131,9 +129,7 @@ def test_a_store_migrated_from_version_1_keeps_bad_rows_and_skips_them(db_path: 
     conn.execute("INSERT INTO schema_version VALUES (1)")
     _MIGRATIONS[0](conn)
     good = user_trace(1)
-    conn.execute(
-        "INSERT INTO traces (id, ts, payload) VALUES (?, 1, ?)", (good.id, good.to_json())
-    )
+    conn.execute("INSERT INTO traces (id, ts, payload) VALUES (?, 1, ?)", (good.id, good.to_json()))
     conn.execute("INSERT INTO traces (id, ts, payload) VALUES ('bad', 2, 'garbage{')")
     conn.close()
     with TraceStore(db_path) as traces:
@@ -145,7 +141,10 @@ def test_a_store_migrated_from_version_1_keeps_bad_rows_and_skips_them(db_path: 
 
 
 def cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests" / "replay")])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests" / "replay")]),
+    }
     env.pop("TOOLPROOF_STORE", None)
     return subprocess.run(
         [sys.executable, "-m", "toolproof", *argv],

@@ -540,7 +540,7 @@ class TraceStore:
             ).fetchall()
         exact = [row for row in rows if row[0] == trace_id]
         if exact:
-            return exact[0]
+            return str(exact[0][0]), exact[0][1], int(exact[0][2])
         if not rows:
             raise UserError(
                 f"no trace {trace_id!r} in {self.path}; `toolproof traces list` shows the ids"
@@ -550,7 +550,7 @@ class TraceStore:
             raise UserError(
                 f"trace id prefix {trace_id!r} is ambiguous ({shown}, ...); give more of it"
             )
-        return rows[0]  # type: ignore[no-any-return]
+        return str(rows[0][0]), rows[0][1], int(rows[0][2])
 
     def rows(
         self,

@@ -764,14 +764,13 @@ def _settings_problems(settings: Mapping[str, Any], label: str) -> list[str]:
         problems.append(f"{label}: 'mask' must be a list of argument names, got {mask!r}")
     key_args = settings.get("key_args", {})
     if not isinstance(key_args, Mapping) or not all(
-        isinstance(tool, str)
-        and isinstance(names, list)
-        and all(isinstance(n, str) for n in names)
+        isinstance(tool, str) and isinstance(names, list) and all(isinstance(n, str) for n in names)
         for tool, names in key_args.items()
     ):
         problems.append(
-            f"{label}: 'key_args' must map tool names to lists of argument names, got "
-            f"{key_args!r}"[:300]
+            f"{label}: 'key_args' must map tool names to lists of argument names, got {key_args!r}"[
+                :300
+            ]
         )
     return problems
 
