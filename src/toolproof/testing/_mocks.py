@@ -764,15 +764,17 @@ def _settings_problems(settings: Mapping[str, Any], label: str) -> list[str]:
         problems.append(f"{label}: 'mask' must be a list of argument names, got {mask!r}")
     key_args = settings.get("key_args", {})
     if not isinstance(key_args, Mapping) or not all(
-        isinstance(tool, str) and isinstance(names, list) and all(isinstance(n, str) for n in names)
-        for tool, names in key_args.items()
+        isinstance(tool, str) and _names(names) for tool, names in key_args.items()
     ):
+        shown = repr(key_args)[:200]
         problems.append(
-            f"{label}: 'key_args' must map tool names to lists of argument names, got {key_args!r}"[
-                :300
-            ]
+            f"{label}: 'key_args' must map tool names to lists of argument names, got {shown}"
         )
     return problems
+
+
+def _names(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(n, str) for n in value)
 
 
 def _exception_class(name: str) -> Any:
