@@ -247,9 +247,9 @@ def _fixture_document(rng: random.Random) -> Any:
 
 
 def _fuzz_fixtures(rng: random.Random, folder: Path) -> tuple[str, str, str]:
-    import yaml
-
     import sys
+
+    import yaml
 
     warm = folder / "warm.yaml"
     warm.write_text("fixtures: [{tool: t, match: {a: {range: [1, 2]}}}]\n", encoding="utf-8")
