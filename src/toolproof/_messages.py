@@ -85,24 +85,36 @@ def json_data(value: Any, where: str = "value", *, strict: bool = False) -> Any:
 
 
 def _plain(value: Any, depth: int) -> bool:
+    # The hot path of every ToolCall, ToolResult and Trace: plain loops, exact type checks.
     kind = type(value)
     if kind is str:
         return value.isascii() or _encodable(value)
-    if value is None or kind is bool:
-        return True
     if kind is int:
         return bool(value.bit_length() <= _MAX_INT_BITS)
+    if value is None or kind is bool:
+        return True
     if kind is float:
         return math.isfinite(value)
     if depth >= MAX_JSON_DEPTH:
         return False
     if kind is dict:
-        return all(
-            type(k) is str and (k.isascii() or _encodable(k)) and _plain(v, depth + 1)
-            for k, v in value.items()
-        )
+        for key, item in value.items():
+            if type(key) is not str or not (key.isascii() or _encodable(key)):
+                return False
+            if type(item) is str:
+                if not item.isascii() and not _encodable(item):
+                    return False
+            elif not _plain(item, depth + 1):
+                return False
+        return True
     if kind is list:
-        return all(_plain(item, depth + 1) for item in value)
+        for item in value:
+            if type(item) is str:
+                if not item.isascii() and not _encodable(item):
+                    return False
+            elif not _plain(item, depth + 1):
+                return False
+        return True
     return False
 
 
@@ -221,8 +233,11 @@ def _as_opt_str(value: Any) -> str | None:
     return _as_str(value)
 
 
+_MAX_COUNT = 2**63
+
+
 def _count(value: Any, name: str) -> int:
-    if type(value) is int and 0 <= value < 2**63:
+    if type(value) is int and 0 <= value < _MAX_COUNT:
         return value
     if isinstance(value, bool) or not isinstance(value, int):
         raise TraceFormatError(f"token count {name} must be an integer, got {value!r}"[:200])
@@ -469,11 +484,26 @@ class Usage:
     details: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.input_tokens = _count(self.input_tokens, "input_tokens")
-        self.output_tokens = _count(self.output_tokens, "output_tokens")
-        self.cached_tokens = _count(self.cached_tokens, "cached_tokens")
-        self.reasoning_tokens = _count(self.reasoning_tokens, "reasoning_tokens")
-        self.requests = _count(self.requests, "requests")
+        a, b, c, d, e = (
+            self.input_tokens,
+            self.output_tokens,
+            self.cached_tokens,
+            self.reasoning_tokens,
+            self.requests,
+        )
+        if not (
+            type(a) is int
+            and type(b) is int
+            and type(c) is int
+            and type(d) is int
+            and type(e) is int
+            and 0 <= (a | b | c | d | e) < _MAX_COUNT  # one check for all five
+        ):
+            self.input_tokens = _count(self.input_tokens, "input_tokens")
+            self.output_tokens = _count(self.output_tokens, "output_tokens")
+            self.cached_tokens = _count(self.cached_tokens, "cached_tokens")
+            self.reasoning_tokens = _count(self.reasoning_tokens, "reasoning_tokens")
+            self.requests = _count(self.requests, "requests")
         if self.details:
             self.details = {_as_str(k): _count(v, "details") for k, v in self.details.items()}
 

@@ -227,11 +227,18 @@ class Trace:
             self.input = _as_str(self.input)
         if type(self.model) is not str or not self.model.isascii():
             self.model = _as_str(self.model)
-        for name in ("output", "system_prompt", "system_prompt_hash", "stop_detail"):
-            value = getattr(self, name)
-            if value is not None and (type(value) is not str or not value.isascii()):
-                setattr(self, name, _as_str(value))
-        if self.tags:
+        output = self.output
+        if output is not None and (type(output) is not str or not output.isascii()):
+            self.output = _as_str(output)
+        prompt = self.system_prompt
+        if prompt is not None and (type(prompt) is not str or not prompt.isascii()):
+            self.system_prompt = _as_str(prompt)
+        if self.system_prompt_hash is not None and type(self.system_prompt_hash) is not str:
+            self.system_prompt_hash = _as_str(self.system_prompt_hash)
+        detail = self.stop_detail
+        if detail is not None and (type(detail) is not str or not detail.isascii()):
+            self.stop_detail = _as_str(detail)
+        if self.tags and not all(type(tag) is str and tag.isascii() for tag in self.tags):
             self.tags = [_as_str(tag) for tag in self.tags]
         if self.metadata:
             self.metadata = json_data(self.metadata, "metadata")
