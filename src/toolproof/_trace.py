@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolproof._messages import (
+    _NON_FINITE,
     Message,
     ToolCall,
     ToolResult,
@@ -320,6 +322,7 @@ class Trace:
             data: dict[str, Any] = _adapter().dump_python(self, mode="json", warnings="error")
         except ValueError as exc:  # pydantic's serialization errors are ValueErrors
             raise TraceFormatError(f"trace {self.id}: cannot be encoded: {_first(exc)}") from None
+        _finite_numbers(data)
         return data
 
     def to_json(self, *, indent: int | None = None) -> str:
@@ -405,6 +408,19 @@ class Trace:
             raise TraceFormatError("not a toolproof trace: expected a JSON object")
         _check_version(data.get("version"))
         raise TraceFormatError(_invalid(failure)) from None
+
+
+def _finite_numbers(data: dict[str, Any]) -> None:
+    """Non-finite floats of numeric fields as strings, as ``to_json`` writes them."""
+    holders: list[tuple[dict[str, Any], tuple[str, ...]]] = [(data, ("cost", "duration_ms"))]
+    for step in data.get("steps", ()):
+        holders.append((step, ("offset_ms", "latency_ms", "cost")))
+        holders.extend((result, ("duration_ms",)) for result in step.get("tool_results", ()))
+    for holder, keys in holders:
+        for key in keys:
+            value = holder.get(key)
+            if type(value) is float and not math.isfinite(value):
+                holder[key] = _NON_FINITE[repr(value)]
 
 
 def _first(exc: BaseException) -> str:
