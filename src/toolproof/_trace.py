@@ -24,7 +24,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from toolproof._messages import (
     _NON_FINITE,
@@ -339,26 +339,34 @@ class Trace:
             raise TraceFormatError(f"trace {self.id}: cannot be encoded: {_first(exc)}") from None
 
     def _check_encodable(self) -> None:
-        """Refuse free-form values that are no longer plain JSON data (changed after init)."""
+        """Refuse what would not read back.
+
+        That is: values changed after construction into ones JSON cannot hold, and the
+        fields the serializer does not check (the version, literal fields).
+        """
         where = f"trace {self.id!r}: "
+        if self.version != TRACE_VERSION or type(self.version) is not int:
+            raise TraceFormatError(
+                f"{where}version {self.version!r}: this toolproof writes version {TRACE_VERSION}"
+            )
+        if self.stop_reason not in _STOP_REASONS:
+            raise TraceFormatError(f"{where}unknown stop_reason {self.stop_reason!r}")
         json_data(self.metadata, where + "metadata", strict=True)
         json_data(self.settings, where + "settings", strict=True)
         for info in self.tools:
             json_data(info.parameters, f"{where}tool {info.name}: parameters", strict=True)
         for message in self.history:
-            for call in message.tool_calls:
-                json_data(call.arguments, f"{where}history: {call.name} arguments", strict=True)
+            _check_message(message, where + "history")
         for step in self.steps:
-            usage = step.usage
-            for call in step.response.tool_calls:
-                json_data(call.arguments, f"{where}step {step.index}: arguments", strict=True)
+            _check_message(step.response, f"{where}step {step.index}")
             for result in step.tool_results:
+                if result.status not in ("ok", "error"):
+                    raise TraceFormatError(
+                        f"{where}step {step.index}: tool result status {result.status!r}"
+                    )
                 json_data(result.value, f"{where}step {step.index}: value", strict=True)
-            if min(usage.input_tokens, usage.output_tokens, usage.cached_tokens) < 0:
-                raise TraceFormatError(f"{where}step {step.index}: negative token counts")
-        usage = self.usage
-        if min(usage.input_tokens, usage.output_tokens, usage.cached_tokens) < 0:
-            raise TraceFormatError(f"{where}usage: negative token counts")
+            _check_usage(step.usage, f"{where}step {step.index}: usage")
+        _check_usage(self.usage, where + "usage")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Trace:
@@ -408,6 +416,32 @@ class Trace:
             raise TraceFormatError("not a toolproof trace: expected a JSON object")
         _check_version(data.get("version"))
         raise TraceFormatError(_invalid(failure)) from None
+
+
+_STOP_REASONS = frozenset(get_args(StopReason))
+_ROLES = frozenset(("system", "user", "assistant", "tool"))
+
+
+def _check_message(message: Message, where: str) -> None:
+    if message.role not in _ROLES:
+        raise TraceFormatError(f"{where}: unknown message role {message.role!r}")
+    if message.status not in (None, "ok", "error"):
+        raise TraceFormatError(f"{where}: unknown message status {message.status!r}")
+    for call in message.tool_calls:
+        json_data(call.arguments, f"{where}: {call.name} arguments", strict=True)
+
+
+def _check_usage(usage: Usage, where: str) -> None:
+    counts = (
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cached_tokens,
+        usage.reasoning_tokens,
+        usage.requests,
+        *usage.details.values(),
+    )
+    if not all(type(n) is int and n >= 0 for n in counts):
+        raise TraceFormatError(f"{where}: token counts must be integers, not negative")
 
 
 def _finite_numbers(data: dict[str, Any]) -> None:

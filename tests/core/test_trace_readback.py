@@ -117,6 +117,22 @@ def test_the_encoder_refuses_values_changed_after_construction() -> None:
     trace.model = 123  # type: ignore[assignment]
     with pytest.raises(TraceFormatError, match="cannot be encoded"):
         trace.to_json()
+    trace.model = "m"
+    trace.stop_reason = "exploded"  # type: ignore[assignment]
+    with pytest.raises(TraceFormatError, match="unknown stop_reason 'exploded'"):
+        trace.to_json()
+    trace.stop_reason = "final"
+    trace.history = [Message(role="robot", content="hi")]  # type: ignore[arg-type]
+    with pytest.raises(TraceFormatError, match="history: unknown message role 'robot'"):
+        trace.to_json()
+    trace.history = []
+    trace.version = 2
+    with pytest.raises(TraceFormatError, match="this toolproof writes version 1"):
+        trace.to_json()
+    trace.version = 1
+    trace.usage.input_tokens = -1
+    with pytest.raises(TraceFormatError, match="usage: token counts"):
+        trace.to_json()
 
 
 def test_non_finite_numbers_in_numeric_fields_read_back() -> None:
