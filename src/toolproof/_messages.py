@@ -85,7 +85,8 @@ def json_data(value: Any, where: str = "value", *, strict: bool = False) -> Any:
 
 
 def _plain(value: Any, depth: int) -> bool:
-    # The hot path of every ToolCall, ToolResult and Trace: plain loops, exact type checks.
+    # The hot path of every ToolCall, ToolResult and Trace: exact type checks, and leaves of
+    # containers checked inline (a function call per leaf would double the cost).
     kind = type(value)
     if kind is str:
         return value.isascii() or _encodable(value)
@@ -101,16 +102,24 @@ def _plain(value: Any, depth: int) -> bool:
         for key, item in value.items():
             if type(key) is not str or not (key.isascii() or _encodable(key)):
                 return False
-            if type(item) is str:
+            leaf = type(item)
+            if leaf is str:
                 if not item.isascii() and not _encodable(item):
+                    return False
+            elif leaf is int or leaf is bool or item is None:
+                if leaf is int and item.bit_length() > _MAX_INT_BITS:
                     return False
             elif not _plain(item, depth + 1):
                 return False
         return True
     if kind is list:
         for item in value:
-            if type(item) is str:
+            leaf = type(item)
+            if leaf is str:
                 if not item.isascii() and not _encodable(item):
+                    return False
+            elif leaf is int or leaf is bool or item is None:
+                if leaf is int and item.bit_length() > _MAX_INT_BITS:
                     return False
             elif not _plain(item, depth + 1):
                 return False

@@ -34,6 +34,7 @@ from toolproof._messages import (
     Usage,
     _as_opt_str,
     _as_str,
+    _plain,
     json_data,
 )
 from toolproof.errors import TraceFormatError
@@ -351,22 +352,27 @@ class Trace:
             )
         if self.stop_reason not in _STOP_REASONS:
             raise TraceFormatError(f"{where}unknown stop_reason {self.stop_reason!r}")
-        json_data(self.metadata, where + "metadata", strict=True)
-        json_data(self.settings, where + "settings", strict=True)
+        # Where-strings are built only for a value that fails: this runs on every encode.
+        if not _plain(self.metadata, 0):
+            json_data(self.metadata, where + "metadata", strict=True)
+        if not _plain(self.settings, 0):
+            json_data(self.settings, where + "settings", strict=True)
         for info in self.tools:
-            json_data(info.parameters, f"{where}tool {info.name}: parameters", strict=True)
+            if not _plain(info.parameters, 0):
+                json_data(info.parameters, f"{where}tool {info.name}: parameters", strict=True)
         for message in self.history:
-            _check_message(message, where + "history")
+            _check_message(message, where, None)
         for step in self.steps:
-            _check_message(step.response, f"{where}step {step.index}")
+            _check_message(step.response, where, step.index)
             for result in step.tool_results:
-                if result.status not in ("ok", "error"):
+                if result.status != "ok" and result.status != "error":
                     raise TraceFormatError(
                         f"{where}step {step.index}: tool result status {result.status!r}"
                     )
-                json_data(result.value, f"{where}step {step.index}: value", strict=True)
-            _check_usage(step.usage, f"{where}step {step.index}: usage")
-        _check_usage(self.usage, where + "usage")
+                if not _plain(result.value, 0):
+                    json_data(result.value, f"{where}step {step.index}: value", strict=True)
+            _check_usage(step.usage, where, step.index)
+        _check_usage(self.usage, where, None)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Trace:
@@ -422,26 +428,41 @@ _STOP_REASONS = frozenset(get_args(StopReason))
 _ROLES = frozenset(("system", "user", "assistant", "tool"))
 
 
-def _check_message(message: Message, where: str) -> None:
+def _part(step: int | None) -> str:
+    return "history" if step is None else f"step {step}"
+
+
+def _check_message(message: Message, where: str, step: int | None) -> None:
     if message.role not in _ROLES:
-        raise TraceFormatError(f"{where}: unknown message role {message.role!r}")
-    if message.status not in (None, "ok", "error"):
-        raise TraceFormatError(f"{where}: unknown message status {message.status!r}")
+        raise TraceFormatError(f"{where}{_part(step)}: unknown message role {message.role!r}")
+    if message.status is not None and message.status != "ok" and message.status != "error":
+        raise TraceFormatError(f"{where}{_part(step)}: unknown message status {message.status!r}")
     for call in message.tool_calls:
-        json_data(call.arguments, f"{where}: {call.name} arguments", strict=True)
+        if not _plain(call.arguments, 0):
+            part = f"{where}{_part(step)}: {call.name} arguments"
+            json_data(call.arguments, part, strict=True)
 
 
-def _check_usage(usage: Usage, where: str) -> None:
-    counts = (
+def _check_usage(usage: Usage, where: str, step: int | None) -> None:
+    a, b, c, d, e = (
         usage.input_tokens,
         usage.output_tokens,
         usage.cached_tokens,
         usage.reasoning_tokens,
         usage.requests,
-        *usage.details.values(),
     )
-    if not all(type(n) is int and n >= 0 for n in counts):
-        raise TraceFormatError(f"{where}: token counts must be integers, not negative")
+    if (
+        type(a) is int
+        and type(b) is int
+        and type(c) is int
+        and type(d) is int
+        and type(e) is int
+        and (a | b | c | d | e) >= 0
+        and all(type(n) is int and n >= 0 for n in usage.details.values())
+    ):
+        return
+    part = "usage" if step is None else f"step {step}: usage"
+    raise TraceFormatError(f"{where}{part}: token counts must be integers, not negative")
 
 
 def _finite_numbers(data: dict[str, Any]) -> None:
