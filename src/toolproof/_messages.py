@@ -3,13 +3,21 @@
 These are plain (slotted) dataclasses so that building them on the agent's hot path costs
 about a microsecond, and ``import toolproof`` stays free of pydantic. Their JSON codec lives
 in ``_trace.py`` (one ``TypeAdapter`` for the whole trace).
+
+Whatever is built here can be written as JSON and read back equal: construction turns ids
+and names given as numbers into strings, replaces lone surrogates in text with U+FFFD, and
+makes free-form values (arguments, tool values, metadata) plain JSON data with
+:func:`json_data`. Negative token counts are refused.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
+
+from toolproof.errors import TraceFormatError
 
 __all__ = [
     "Message",
@@ -24,6 +32,227 @@ __all__ = [
 
 Role = Literal["system", "user", "assistant", "tool"]
 ToolStatus = Literal["ok", "error"]
+
+#: Containers nested deeper than this in a free-form value are refused: the trace decoder
+#: reads at most about 200 levels in the whole document, and the trace's own structure
+#: takes up to 8 of them.
+MAX_JSON_DEPTH = 64
+
+#: Integers longer than this many bits are kept as decimal strings: Python refuses to read
+#: integers of more than 4,300 digits from JSON (about 14,280 bits).
+_MAX_INT_BITS = 14_000
+
+_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+class _Unfit(Exception):
+    """A value that is not plain JSON data; ``path`` grows while the walk unwinds."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.path: list[str] = []
+
+
+def json_data(value: Any, where: str = "value", *, strict: bool = False) -> Any:
+    """``value`` as plain JSON data that encodes and decodes back equal.
+
+    Plain data is returned as it is (the same object). Otherwise a converted copy is
+    returned: tuples become lists, dictionary keys that are numbers, booleans or ``None``
+    become their JSON text, ``NaN`` and infinities become the strings ``"NaN"``,
+    ``"Infinity"`` and ``"-Infinity"``, integers of more than 4,000 digits become decimal
+    strings, lone surrogates in strings become U+FFFD, and other objects pydantic knows how
+    to write (datetimes, enums, sets, dataclasses...) become their JSON form.
+
+    Args:
+        value: The value.
+        where: Names the value in error messages (``"metadata"``).
+        strict: Refuse anything that is not already plain data instead of converting it
+            (what the encoder does with values changed after construction).
+
+    Raises:
+        TraceFormatError: The value nests containers more than ``MAX_JSON_DEPTH`` deep, has
+            an object that has no JSON form, or (with ``strict``) is not plain data. The
+            message names the path of the offending part.
+    """
+    if _plain(value, 0):
+        return value
+    try:
+        return _convert(value, 0, strict)
+    except _Unfit as exc:
+        path = "".join(reversed(exc.path))
+        raise TraceFormatError(f"{where}{path}: {exc.reason}") from None
+
+
+def _plain(value: Any, depth: int) -> bool:
+    # The hot path of every ToolCall, ToolResult and Trace: exact type checks, and leaves of
+    # containers checked inline (a function call per leaf would double the cost).
+    kind = type(value)
+    if kind is str:
+        return value.isascii() or _encodable(value)
+    if kind is int:
+        return bool(value.bit_length() <= _MAX_INT_BITS)
+    if value is None or kind is bool:
+        return True
+    if kind is float:
+        return math.isfinite(value)
+    if depth >= MAX_JSON_DEPTH:
+        return False
+    if kind is dict:
+        for key, item in value.items():
+            if type(key) is not str or not (key.isascii() or _encodable(key)):
+                return False
+            leaf = type(item)
+            if leaf is str:
+                if not item.isascii() and not _encodable(item):
+                    return False
+            elif leaf is int or leaf is bool or item is None:
+                if leaf is int and item.bit_length() > _MAX_INT_BITS:
+                    return False
+            elif not _plain(item, depth + 1):
+                return False
+        return True
+    if kind is list:
+        for item in value:
+            leaf = type(item)
+            if leaf is str:
+                if not item.isascii() and not _encodable(item):
+                    return False
+            elif leaf is int or leaf is bool or item is None:
+                if leaf is int and item.bit_length() > _MAX_INT_BITS:
+                    return False
+            elif not _plain(item, depth + 1):
+                return False
+        return True
+    return False
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _clean_text(text: str) -> str:
+    """``text`` with lone surrogates (which UTF-8 cannot hold) replaced by U+FFFD."""
+    if text.isascii() or _encodable(text):
+        return text
+    return "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in text)
+
+
+def _convert(value: Any, depth: int, strict: bool) -> Any:
+    if isinstance(value, str):
+        text = str.__str__(value)
+        if _plain(text, depth):
+            if strict and type(value) is not str:
+                raise _Unfit(f"{type(value).__name__} is not a plain string")
+            return text
+        if strict:
+            raise _Unfit("the string has lone surrogates, which UTF-8 cannot hold")
+        return _clean_text(text)
+    if value is None or isinstance(value, bool):
+        if strict and value is not None and type(value) is not bool:  # pragma: no cover
+            raise _Unfit(f"{type(value).__name__} is not a plain boolean")
+        return value if value is None else bool(value)
+    if isinstance(value, int):
+        number = int(value)
+        if number.bit_length() <= _MAX_INT_BITS:
+            if strict and type(value) is not int:
+                raise _Unfit(f"{type(value).__name__} is not a plain integer")
+            return number
+        if strict:
+            raise _Unfit("an integer of more than 4,000 digits; store it as a string")
+        import decimal
+
+        return str(decimal.Decimal(number))  # int -> str refuses more than 4,300 digits
+    if isinstance(value, float):
+        real = float(value)
+        if math.isfinite(real):
+            if strict and type(value) is not float:
+                raise _Unfit(f"{type(value).__name__} is not a plain float")
+            return real
+        if strict:
+            raise _Unfit(f"{real!r} is not a JSON number; store it as a string")
+        return _NON_FINITE[repr(real)]
+    if depth >= MAX_JSON_DEPTH:
+        raise _Unfit(f"nested more than {MAX_JSON_DEPTH} levels deep")
+    if isinstance(value, dict):
+        if strict and type(value) is not dict:
+            raise _Unfit(f"{type(value).__name__} is not a plain dict")
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            name = _key(key, strict)
+            try:
+                out[name] = _convert(item, depth + 1, strict)
+            except _Unfit as exc:
+                exc.path.append(f"[{name!r}]")
+                raise
+        return out
+    if isinstance(value, (list, tuple)):
+        if strict and type(value) is not list:
+            raise _Unfit(f"{type(value).__name__} is not a plain list")
+        items = []
+        for index, item in enumerate(value):
+            try:
+                items.append(_convert(item, depth + 1, strict))
+            except _Unfit as exc:
+                exc.path.append(f"[{index}]")
+                raise
+        return items
+    if strict:
+        raise _Unfit(f"{type(value).__name__} is not JSON data")
+    try:
+        from pydantic_core import to_jsonable_python
+
+        converted = to_jsonable_python(value)
+    except Exception:  # unknown types, cycles, too deep: all mean "no JSON form"
+        raise _Unfit(f"{type(value).__name__} is not JSON data") from None
+    if type(converted) is type(value):  # pragma: no cover - a converter that changes nothing
+        raise _Unfit(f"{type(value).__name__} is not JSON data")
+    return _convert(converted, depth, strict)
+
+
+def _key(key: Any, strict: bool) -> str:
+    if type(key) is str and (key.isascii() or _encodable(key)):
+        return key
+    if strict:
+        raise _Unfit(f"the key {key!r} is not a plain string")
+    if isinstance(key, str):
+        return _clean_text(str.__str__(key))
+    if key is None or isinstance(key, (bool, int, float)):
+        text = json.dumps(_convert(key, 0, False))
+        return text.strip('"')
+    raise _Unfit(f"the key {key!r} is not a string")
+
+
+def _as_str(value: Any) -> str:
+    """A text field: strings kept (lone surrogates replaced), numbers and others as text."""
+    if type(value) is str:
+        return value if value.isascii() else _clean_text(value)
+    if value is None:
+        return ""
+    return _clean_text(str(value))
+
+
+def _as_opt_str(value: Any) -> str | None:
+    if value is None:
+        return None
+    return _as_str(value)
+
+
+_MAX_COUNT = 2**63
+
+
+def _count(value: Any, name: str) -> int:
+    if type(value) is int and 0 <= value < _MAX_COUNT:
+        return value
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TraceFormatError(f"token count {name} must be an integer, got {value!r}"[:200])
+    if value < 0:
+        raise TraceFormatError(f"token count {name} must not be negative, got {value}")
+    raise TraceFormatError(f"token count {name} is too large ({value.bit_length()} bits)")
 
 
 @dataclass(slots=True)
@@ -45,6 +274,26 @@ class ToolCall:
     raw_arguments: str | None = None
     arguments_error: str | None = None
 
+    def __post_init__(self) -> None:
+        if type(self.name) is not str or not self.name.isascii():
+            self.name = _as_str(self.name)
+        if type(self.id) is not str or not self.id.isascii():
+            self.id = _as_str(self.id)
+        if self.raw_arguments is not None and type(self.raw_arguments) is not str:
+            self.raw_arguments = _as_str(self.raw_arguments)
+        elif self.raw_arguments is not None and not self.raw_arguments.isascii():
+            self.raw_arguments = _clean_text(self.raw_arguments)
+        if self.arguments_error is not None:
+            self.arguments_error = _as_str(self.arguments_error)
+        if type(self.arguments) is not dict or self.arguments:
+            arguments = json_data(self.arguments, "arguments")
+            if not isinstance(arguments, dict):
+                raise TraceFormatError(
+                    f"tool call {self.name}: arguments must be a dict, got "
+                    f"{type(arguments).__name__}"
+                )
+            self.arguments = arguments
+
     @classmethod
     def from_json_arguments(cls, name: str, raw: str | None, id: str = "") -> ToolCall:
         """Build a call from a provider's JSON-text arguments, never raising.
@@ -60,12 +309,21 @@ class ToolCall:
         if raw is None or not raw.strip():
             return cls(name=name, arguments={}, id=id, raw_arguments=raw)
         try:
-            parsed = json.loads(raw)
+            parsed = json.loads(raw, parse_constant=_no_constant)
         except (ValueError, RecursionError) as exc:
             return cls(name, {}, id, raw, f"arguments are not valid JSON ({exc})")
         if not isinstance(parsed, dict):
             return cls(
                 name, {}, id, raw, f"arguments must be a JSON object, got {type(parsed).__name__}"
+            )
+        if not _plain(parsed, 0):
+            return cls(
+                name,
+                {},
+                id,
+                raw,
+                f"arguments nest more than {MAX_JSON_DEPTH} levels deep, or hold an integer "
+                "of more than 4,000 digits",
             )
         return cls(name=name, arguments=parsed, id=id, raw_arguments=raw)
 
@@ -113,6 +371,18 @@ class ToolResult:
     duration_ms: float = 0.0
     mocked: bool = False
 
+    def __post_init__(self) -> None:
+        if type(self.call_id) is not str or not self.call_id.isascii():
+            self.call_id = _as_str(self.call_id)
+        if type(self.name) is not str or not self.name.isascii():
+            self.name = _as_str(self.name)
+        if type(self.content) is not str or not self.content.isascii():
+            self.content = _as_str(self.content)
+        if self.error_type is not None and type(self.error_type) is not str:
+            self.error_type = _as_str(self.error_type)
+        if self.value is not None:
+            self.value = json_data(self.value, f"tool result {self.name}: value")
+
     @property
     def ok(self) -> bool:
         """Whether the tool succeeded."""
@@ -143,6 +413,18 @@ class Message:
     name: str | None = None
     reasoning: str | None = None
     status: ToolStatus | None = None
+
+    def __post_init__(self) -> None:
+        content = self.content
+        if content is not None and (type(content) is not str or not content.isascii()):
+            self.content = _as_str(content)
+        if self.tool_call_id is not None and type(self.tool_call_id) is not str:
+            self.tool_call_id = _as_str(self.tool_call_id)
+        if self.name is not None and type(self.name) is not str:
+            self.name = _as_str(self.name)
+        reasoning = self.reasoning
+        if reasoning is not None and (type(reasoning) is not str or not reasoning.isascii()):
+            self.reasoning = _as_str(reasoning)
 
     @classmethod
     def system(cls, content: str) -> Message:
@@ -209,6 +491,30 @@ class Usage:
     requests: int = 0
     estimated: bool = False
     details: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        a, b, c, d, e = (
+            self.input_tokens,
+            self.output_tokens,
+            self.cached_tokens,
+            self.reasoning_tokens,
+            self.requests,
+        )
+        if not (
+            type(a) is int
+            and type(b) is int
+            and type(c) is int
+            and type(d) is int
+            and type(e) is int
+            and 0 <= (a | b | c | d | e) < _MAX_COUNT  # one check for all five
+        ):
+            self.input_tokens = _count(self.input_tokens, "input_tokens")
+            self.output_tokens = _count(self.output_tokens, "output_tokens")
+            self.cached_tokens = _count(self.cached_tokens, "cached_tokens")
+            self.reasoning_tokens = _count(self.reasoning_tokens, "reasoning_tokens")
+            self.requests = _count(self.requests, "requests")
+        if self.details:
+            self.details = {_as_str(k): _count(v, "details") for k, v in self.details.items()}
 
     @property
     def total_tokens(self) -> int:
@@ -330,6 +636,16 @@ class ModelResponse:
     model_name: str | None = None
     finish_reason: str | None = None
     parse_errors: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.model_name is not None and type(self.model_name) is not str:
+            self.model_name = _as_str(self.model_name)
+        if self.finish_reason is not None and type(self.finish_reason) is not str:
+            self.finish_reason = _as_str(self.finish_reason)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def _short(value: Any, limit: int = 60) -> str:

@@ -2,21 +2,42 @@
 
 Format invariant: ``version`` is bumped whenever a field is removed or changes meaning; new
 optional fields with defaults do not bump it. Reading a trace with a version this code does
-not know raises a ``UserError`` that says how to migrate. The JSON codec is one pydantic
-``TypeAdapter`` built on first use (so ``import toolproof`` does not import pydantic).
+not know raises a ``TraceFormatError`` that says how to migrate. The JSON codec is one
+pydantic ``TypeAdapter`` built on first use (so ``import toolproof`` does not import pydantic).
+
+Round-trip contract: whatever the encoder writes, the decoder reads back equal. Construction
+makes every field storable (ids and names given as numbers become strings, free-form values
+become plain JSON data, see ``json_data``); the encoder refuses, with a ``TraceFormatError``
+naming the field, a value that was changed after construction into something JSON cannot hold.
+Non-finite floats in numeric fields (``cost``, durations) are written as the strings
+``"NaN"``, ``"Infinity"`` and ``"-Infinity"``, which the decoder reads back as floats.
+
+The decoder raises only ``TraceFormatError`` (a ``UserError``): for text that is not JSON,
+nests too deeply, has an unknown version or has invalid fields.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from toolproof._messages import Message, ToolCall, ToolResult, Usage
-from toolproof.errors import UserError
+from toolproof._messages import (
+    _NON_FINITE,
+    Message,
+    ToolCall,
+    ToolResult,
+    Usage,
+    _as_opt_str,
+    _as_str,
+    _plain,
+    json_data,
+)
+from toolproof.errors import TraceFormatError
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
@@ -67,6 +88,12 @@ class ToolInfo:
     parameters: dict[str, Any]
     schema_hash: str
 
+    def __post_init__(self) -> None:
+        self.name = _as_str(self.name)
+        self.description = _as_str(self.description)
+        self.schema_hash = _as_str(self.schema_hash)
+        self.parameters = json_data(self.parameters, f"tool {self.name}: parameters")
+
 
 @dataclass(slots=True)
 class RequestSummary:
@@ -115,6 +142,14 @@ class Step:
     parse_errors: list[str] = field(default_factory=list)
     cost: float | None = None
 
+    def __post_init__(self) -> None:
+        if self.model_name is not None and type(self.model_name) is not str:
+            self.model_name = _as_str(self.model_name)
+        if self.finish_reason is not None and type(self.finish_reason) is not str:
+            self.finish_reason = _as_str(self.finish_reason)
+        if self.parse_errors:
+            self.parse_errors = [_as_str(error) for error in self.parse_errors]
+
 
 @dataclass(slots=True)
 class ErrorInfo:
@@ -129,6 +164,11 @@ class ErrorInfo:
     type: str
     message: str
     tool_name: str | None = None
+
+    def __post_init__(self) -> None:
+        self.type = _as_str(self.type)
+        self.message = _as_str(self.message)
+        self.tool_name = _as_opt_str(self.tool_name)
 
 
 @dataclass(slots=True)
@@ -182,6 +222,31 @@ class Trace:
     duration_ms: float = 0.0
     metadata: dict[str, Any] = field(default_factory=dict)
     tags: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if type(self.id) is not str or not self.id.isascii():
+            self.id = _as_str(self.id)
+        if type(self.input) is not str or not self.input.isascii():
+            self.input = _as_str(self.input)
+        if type(self.model) is not str or not self.model.isascii():
+            self.model = _as_str(self.model)
+        output = self.output
+        if output is not None and (type(output) is not str or not output.isascii()):
+            self.output = _as_str(output)
+        prompt = self.system_prompt
+        if prompt is not None and (type(prompt) is not str or not prompt.isascii()):
+            self.system_prompt = _as_str(prompt)
+        if self.system_prompt_hash is not None and type(self.system_prompt_hash) is not str:
+            self.system_prompt_hash = _as_str(self.system_prompt_hash)
+        detail = self.stop_detail
+        if detail is not None and (type(detail) is not str or not detail.isascii()):
+            self.stop_detail = _as_str(detail)
+        if self.tags and not all(type(tag) is str and tag.isascii() for tag in self.tags):
+            self.tags = [_as_str(tag) for tag in self.tags]
+        if self.metadata:
+            self.metadata = json_data(self.metadata, "metadata")
+        if self.settings:
+            self.settings = json_data(self.settings, "settings")
 
     # -- views -------------------------------------------------------------------------------
 
@@ -247,23 +312,83 @@ class Trace:
     # -- codec -------------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """The trace as plain JSON-compatible data."""
-        data: dict[str, Any] = _adapter().dump_python(self, mode="json")
+        """The trace as plain JSON-compatible data.
+
+        Raises:
+            TraceFormatError: A field was set after construction to a value JSON cannot
+                hold exactly (the message names it).
+        """
+        self._check_encodable()
+        try:
+            data: dict[str, Any] = _adapter().dump_python(self, mode="json", warnings="error")
+        except ValueError as exc:  # pydantic's serialization errors are ValueErrors
+            raise TraceFormatError(f"trace {self.id}: cannot be encoded: {_first(exc)}") from None
+        _finite_numbers(data)
         return data
 
     def to_json(self, *, indent: int | None = None) -> str:
-        """The trace as JSON text (readable with ``indent=2``)."""
-        return _adapter().dump_json(self, indent=indent).decode()
+        """The trace as JSON text (readable with ``indent=2``).
+
+        Raises:
+            TraceFormatError: A field was set after construction to a value JSON cannot
+                hold exactly (the message names it).
+        """
+        self._check_encodable()
+        try:
+            return _adapter().dump_json(self, indent=indent, warnings="error").decode()
+        except ValueError as exc:
+            raise TraceFormatError(f"trace {self.id}: cannot be encoded: {_first(exc)}") from None
+
+    def _check_encodable(self) -> None:
+        """Refuse what would not read back.
+
+        That is: values changed after construction into ones JSON cannot hold, and the
+        fields the serializer does not check (the version, literal fields).
+        """
+        where = f"trace {self.id!r}: "
+        if self.version != TRACE_VERSION or type(self.version) is not int:
+            raise TraceFormatError(
+                f"{where}version {self.version!r}: this toolproof writes version {TRACE_VERSION}"
+            )
+        if self.stop_reason not in _STOP_REASONS:
+            raise TraceFormatError(f"{where}unknown stop_reason {self.stop_reason!r}")
+        # Where-strings are built only for a value that fails: this runs on every encode.
+        if not _plain(self.metadata, 0):
+            json_data(self.metadata, where + "metadata", strict=True)
+        if not _plain(self.settings, 0):
+            json_data(self.settings, where + "settings", strict=True)
+        for info in self.tools:
+            if not _plain(info.parameters, 0):
+                json_data(info.parameters, f"{where}tool {info.name}: parameters", strict=True)
+        for message in self.history:
+            _check_message(message, where, None)
+        for step in self.steps:
+            _check_message(step.response, where, step.index)
+            for result in step.tool_results:
+                if result.status != "ok" and result.status != "error":
+                    raise TraceFormatError(
+                        f"{where}step {step.index}: tool result status {result.status!r}"
+                    )
+                if not _plain(result.value, 0):
+                    json_data(result.value, f"{where}step {step.index}: value", strict=True)
+            _check_usage(step.usage, where, step.index)
+        _check_usage(self.usage, where, None)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Trace:
         """Read a trace from plain data produced by :meth:`to_dict`.
 
         Raises:
-            UserError: The data is not a trace of a known version.
+            TraceFormatError: The data is not a trace of a known version, or a field is
+                invalid (the message names the first one).
         """
-        _check_version(data.get("version") if isinstance(data, dict) else None)
-        trace: Trace = _adapter().validate_python(data)
+        if not isinstance(data, dict):
+            raise TraceFormatError("not a toolproof trace: expected a JSON object")
+        _check_version(data.get("version"))
+        try:
+            trace: Trace = _adapter().validate_python(data)
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise TraceFormatError(_invalid(exc)) from None
         return trace
 
     @classmethod
@@ -271,35 +396,152 @@ class Trace:
         """Read a trace from JSON produced by :meth:`to_json`.
 
         Raises:
-            UserError: The text is not a trace of a known version.
+            TraceFormatError: The text is not JSON, not a trace of a known version, or a
+                field is invalid (the message names the first one).
         """
+        if not isinstance(text, (str, bytes, bytearray)):
+            raise TraceFormatError(
+                f"not a toolproof trace: expected JSON text, got {type(text).__name__}"
+            )
         try:
-            data = json.loads(text)
+            trace: Trace = _adapter().validate_json(text)
+        except (ValueError, TypeError, RecursionError) as exc:
+            failure: BaseException = exc
+        else:
+            if trace.version != TRACE_VERSION:
+                _check_version(trace.version)
+            return trace
+        # Say why, in the order a reader needs it: JSON, object, version, then the field.
+        from pydantic_core import from_json
+
+        try:
+            data = from_json(text)
         except ValueError as exc:
-            raise UserError(f"not a toolproof trace: invalid JSON ({exc})") from exc
+            raise TraceFormatError(f"not a toolproof trace: invalid JSON ({_first(exc)})") from None
         if not isinstance(data, dict):
-            raise UserError("not a toolproof trace: expected a JSON object")
-        return cls.from_dict(data)
+            raise TraceFormatError("not a toolproof trace: expected a JSON object")
+        _check_version(data.get("version"))
+        raise TraceFormatError(_invalid(failure)) from None
+
+
+_STOP_REASONS = frozenset(get_args(StopReason))
+_ROLES = frozenset(("system", "user", "assistant", "tool"))
+
+
+def _part(step: int | None) -> str:
+    return "history" if step is None else f"step {step}"
+
+
+def _check_message(message: Message, where: str, step: int | None) -> None:
+    if message.role not in _ROLES:
+        raise TraceFormatError(f"{where}{_part(step)}: unknown message role {message.role!r}")
+    if message.status is not None and message.status != "ok" and message.status != "error":
+        raise TraceFormatError(f"{where}{_part(step)}: unknown message status {message.status!r}")
+    for call in message.tool_calls:
+        if not _plain(call.arguments, 0):
+            part = f"{where}{_part(step)}: {call.name} arguments"
+            json_data(call.arguments, part, strict=True)
+
+
+def _check_usage(usage: Usage, where: str, step: int | None) -> None:
+    a, b, c, d, e = (
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cached_tokens,
+        usage.reasoning_tokens,
+        usage.requests,
+    )
+    if (
+        type(a) is int
+        and type(b) is int
+        and type(c) is int
+        and type(d) is int
+        and type(e) is int
+        and (a | b | c | d | e) >= 0
+        and all(type(n) is int and n >= 0 for n in usage.details.values())
+    ):
+        return
+    part = "usage" if step is None else f"step {step}: usage"
+    raise TraceFormatError(f"{where}{part}: token counts must be integers, not negative")
+
+
+def _finite_numbers(data: dict[str, Any]) -> None:
+    """Non-finite floats of numeric fields as strings, as ``to_json`` writes them."""
+    holders: list[tuple[dict[str, Any], tuple[str, ...]]] = [(data, ("cost", "duration_ms"))]
+    for step in data.get("steps", ()):
+        holders.append((step, ("offset_ms", "latency_ms", "cost")))
+        holders.extend((result, ("duration_ms",)) for result in step.get("tool_results", ()))
+    for holder, keys in holders:
+        for key in keys:
+            value = holder.get(key)
+            if type(value) is float and not math.isfinite(value):
+                holder[key] = _NON_FINITE[repr(value)]
+
+
+def _first(exc: BaseException) -> str:
+    """The first line of an error's message that says something."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    text = lines[0] if lines else type(exc).__name__
+    if "Pydantic serializer warnings" in text and len(lines) > 1:
+        text = lines[1]
+    return text[:300]
+
+
+def _invalid(exc: BaseException) -> str:
+    """One line naming the first invalid field of a trace (from a pydantic error)."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            found = errors(include_url=False, include_input=False)
+        except Exception:  # pragma: no cover - errors() itself failing
+            found = []
+        if found:
+            first = found[0]
+            where = ".".join(str(part) for part in first.get("loc", ())) or "trace"
+            message = str(first.get("msg", "invalid")).removeprefix("Value error, ")
+            more = f" (and {len(found) - 1} more problems)" if len(found) > 1 else ""
+            return f"not a valid toolproof trace: {where}: {message}"[:400] + more
+    if isinstance(exc, RecursionError):
+        return "not a valid toolproof trace: it nests too deeply"
+    return f"not a valid toolproof trace: {_first(exc)}"
 
 
 def _check_version(version: object) -> None:
-    if version == TRACE_VERSION:
+    if version == TRACE_VERSION and type(version) is int:
         return
-    if not isinstance(version, int):
-        raise UserError("not a toolproof trace: it has no integer 'version' field")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise TraceFormatError("not a toolproof trace: it has no integer 'version' field")
     if version > TRACE_VERSION:
-        raise UserError(
+        raise TraceFormatError(
             f"trace format version {version} is newer than this toolproof understands "
             f"(version {TRACE_VERSION}); upgrade toolproof to read it"
         )
-    raise UserError(
+    raise TraceFormatError(
         f"trace format version {version} is no longer supported (current: {TRACE_VERSION}); "
         "re-record the trace or convert it with an older toolproof release"
     )
+
+
+#: Codec settings of every trace dataclass: numbers in text fields (``"model": 123`` from
+#: older files) are read as text, and non-finite floats are written as strings, not ``null``.
+_CODEC_CONFIG = {"ser_json_inf_nan": "strings", "coerce_numbers_to_str": True}
 
 
 @cache
 def _adapter() -> TypeAdapter[Trace]:
     from pydantic import TypeAdapter
 
+    classes: tuple[type, ...] = (
+        Trace,
+        Step,
+        ErrorInfo,
+        ToolInfo,
+        RequestSummary,
+        Message,
+        ToolCall,
+        ToolResult,
+        Usage,
+    )
+    for cls in classes:
+        setattr(cls, "__pydantic_config__", _CODEC_CONFIG)  # noqa: B010 - a class attribute
     return TypeAdapter(Trace)

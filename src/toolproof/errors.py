@@ -5,6 +5,7 @@ The tree::
     ToolproofError
     ├── UserError                  the developer must fix code or configuration
     │   ├── ConfigError            a suite, fixture or settings file is invalid (file, line)
+    │   ├── TraceFormatError       a trace cannot be written or read back (names the field)
     │   ├── MissingAPIKey          a provider key is not set (names the variable)
     │   └── ModelRequestsDisabled  a real model was called while requests are switched off
     ├── ToolError                  raised inside a tool: the message goes back to the model
@@ -47,6 +48,7 @@ __all__ = [
     "ToolCrashed",
     "ToolError",
     "ToolproofError",
+    "TraceFormatError",
     "UnexpectedModelOutput",
     "UnmockedToolCall",
     "UserError",
@@ -71,6 +73,23 @@ class ConfigError(UserError):
     def __init__(self, message: str, problems: list[str] | None = None) -> None:
         super().__init__(message)
         self.problems = problems or []
+
+
+class TraceFormatError(UserError, ValueError):
+    """A trace holds data that cannot be stored as JSON, or stored data is not a valid trace.
+
+    Raised when a trace is built or encoded with a value JSON cannot hold exactly (a
+    non-finite float or a huge integer in a field that must be a number, a negative token
+    count, nesting deeper than the format allows), and when a trace is read from JSON or
+    from the store and is not a trace this toolproof can read.
+
+    Attributes:
+        trace_id: The id of the stored trace, when the problem is with a stored row.
+    """
+
+    def __init__(self, message: str, *, trace_id: str | None = None) -> None:
+        super().__init__(message)
+        self.trace_id = trace_id
 
 
 class MissingAPIKey(UserError):

@@ -208,8 +208,13 @@ TAGS = st.sampled_from(
         "\\",
     ]
 )
+# JSON data: no NaN or infinities (a ToolCall keeps those as the strings "NaN", "Infinity").
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=10),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=10),
     lambda children: (
         st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3)
     ),

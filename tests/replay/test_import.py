@@ -153,3 +153,78 @@ def test_ids_are_deterministic_so_reimports_are_idempotent(tau: Path) -> None:
     assert isinstance(
         Trace.from_json(next(iter(read_trace_file(tau / "gpt-4o-airline.json"))).to_json()), Trace
     )
+
+
+def test_records_with_equal_messages_stay_separate_traces(tau: Path, tmp_path: Path) -> None:
+    """Three τ-bench trials of one task that went the same way: three traces, not one."""
+    run = json.loads((tau / "gpt-4o-airline.json").read_text())[0]
+    trials = [{**run, "trial": n, "reward": float(n == 1)} for n in range(3)]
+    path = tmp_path / "trials.json"
+    path.write_text(json.dumps(trials))
+    traces = list(read_trace_file(path, turns="last"))
+    assert len({t.id for t in traces}) == 3
+    assert [(t.metadata["trial"], t.tags) for t in traces] == [
+        (0, ["reward:0"]),
+        (1, ["reward:1"]),
+        (2, ["reward:0"]),
+    ]
+    # the same file again gives the same ids; a copy elsewhere too
+    copy = tmp_path / "copy.json"
+    copy.write_text(path.read_text())
+    assert [t.id for t in read_trace_file(copy, turns="last")] == [t.id for t in traces]
+    # even records equal in every field are told apart by their place in the file
+    same = tmp_path / "same.jsonl"
+    same.write_text("\n".join(json.dumps(run) for _ in range(3)))
+    assert len({t.id for t in read_trace_file(same, turns="last")}) == 3
+
+
+def test_numbers_for_ids_and_names_are_read_as_text(tmp_path: Path) -> None:
+    messages = [
+        {"role": "user", "content": "2+2?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": 5, "function": {"name": "add", "arguments": "{}"}}],
+        },
+        {"role": "tool", "tool_call_id": 5, "name": 7, "content": "4"},
+        {"role": "assistant", "content": "4"},
+    ]
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps({"messages": messages, "model": "m", "big": 10**30}))
+    (trace,) = read_trace_file(path)
+    assert trace.tool_calls[0].id == trace.tool_results[0].call_id == "5"
+    assert trace.tool_results[0].name == "7"
+    assert Trace.from_json(trace.to_json()) == trace
+
+
+def test_cli_import_twice_is_idempotent_and_keeps_trials_apart(tau: Path, tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    run = json.loads((tau / "gpt-4o-airline.json").read_text())[0]
+    path = tmp_path / "trials.json"
+    path.write_text(json.dumps([{**run, "trial": n} for n in range(3)]))
+    db = tmp_path / "traces.db"
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root / "src")}
+
+    def toolproof(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "toolproof", *argv],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+
+    first = toolproof("traces", "import", str(path), "--turns", "last", "--store", str(db))
+    assert first.returncode == 0 and "Traceback" not in first.stderr, first.stderr
+    assert first.stdout.startswith("imported 3 of 3 traces")
+    again = toolproof("traces", "import", str(path), "--turns", "last", "--store", str(db))
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith("imported 0 of 3 traces") and "3 already present" in again.stdout
+    listing = toolproof("traces", "list", "--json", "--store", str(db))
+    assert listing.returncode == 0 and listing.stderr == ""
+    assert len(listing.stdout.splitlines()) == 3

@@ -160,8 +160,8 @@ def _list(args: argparse.Namespace) -> int:
     from toolproof.replay._store import open_store
 
     with open_store(store_path(args)) as store:
-        rows = store.rows(filter_from_args(args))
-        total = store.count(filter_from_args(args))
+        rows = store.rows(filter_from_args(args), check=True)
+        total = store.count(filter_from_args(args)) - len(store.skipped)
     if args.json:
         for row in rows:
             print(

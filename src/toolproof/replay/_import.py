@@ -12,6 +12,11 @@ All turns of a conversation share ``metadata["conversation"]`` and carry
 ``metadata["turn"]`` (1-based) and ``metadata["turns"]``; ``turns="last"`` keeps only the
 last answered turn, whose history then holds the whole conversation.
 
+Trace ids are hashes of the record: its messages, its position among the file's records and
+its other top-level fields. Importing the same file again gives the same ids (the store
+keeps one copy); records with equal messages (two trials that went the same way) stay
+separate traces. Ids, names and model names given as numbers are read as text.
+
 Top-level fields of a conversation record other than the messages (``task_id``,
 ``trial``...) become metadata when they are plain values; a numeric ``reward`` also
 becomes a ``reward:<value>`` tag, so ``--tag reward:0`` selects failed τ-bench runs.
@@ -94,8 +99,13 @@ def conversation_to_traces(
     tags: Sequence[str] = (),
     turns: Turns = "all",
     where: str = "conversation",
+    source: Any = None,
 ) -> list[Trace]:
     """Cut one OpenAI-format conversation into traces, one per answered user turn.
+
+    Trace ids are content hashes, so importing the same conversation again gives the same
+    ids (and the store keeps one copy). ``source`` tells apart records whose messages are
+    equal (several trials of one task that went the same way): it is hashed with them.
 
     Args:
         messages: The conversation's messages.
@@ -105,6 +115,8 @@ def conversation_to_traces(
         tags: Recorded in every trace.
         turns: ``"all"`` for one trace per answered turn, ``"last"`` for the last one only.
         where: Names the conversation in error messages.
+        source: What identifies the record besides its messages (JSON data, such as its
+            position in the file and its other fields); ``None`` for the messages alone.
 
     Raises:
         UserError: A message is malformed (the message names it).
@@ -113,7 +125,10 @@ def conversation_to_traces(
     system_prompt = None
     if converted and converted[0].role == "system":
         system_prompt = converted.pop(0).content or ""
-    conversation_id = stable_hash([_plain(m) for m in messages])
+    plain = [_plain(m) for m in messages]
+    conversation_id = stable_hash(
+        plain if source is None else {"messages": plain, "source": source}
+    )
     user_positions = [i for i, m in enumerate(converted) if m.role == "user"]
     pieces: list[tuple[int, int]] = []  # (index of the user message, end of its turn)
     for n, start in enumerate(user_positions):
@@ -276,7 +291,7 @@ def read_trace_file(
     except UnicodeDecodeError as exc:
         raise UserError(f"{path} is not UTF-8 text ({exc.reason})") from exc
     records = list(_records(text, path))
-    for number, record in records:
+    for ordinal, (number, record) in enumerate(records, 1):
         kind = format if format != "auto" else _kind(record)
         where = f"{path}:{number}" if number else str(path)
         if kind == "toolproof":
@@ -290,7 +305,7 @@ def read_trace_file(
                 raise UserError(f"{where}: not a valid toolproof trace ({_first(exc)})") from None
             continue
         yield from _conversation_record(
-            record, where=where, tools=tools, model=model, tags=tags, turns=turns
+            record, where=where, tools=tools, model=model, tags=tags, turns=turns, ordinal=ordinal
         )
 
 
@@ -339,6 +354,7 @@ def _conversation_record(
     model: str,
     tags: Sequence[str],
     turns: Turns,
+    ordinal: int,
 ) -> Iterable[Trace]:
     metadata: dict[str, Any] = {}
     record_tags = list(tags)
@@ -376,6 +392,9 @@ def _conversation_record(
         tags=record_tags,
         turns=turns,
         where=where,
+        # The record's place in the file and its own fields (task, trial...) tell apart
+        # records with equal messages; tags and the model given on import do not.
+        source={"record": ordinal, "fields": metadata},
     )
 
 

@@ -14,10 +14,18 @@ Layout (schema version 2):
 The file runs in WAL mode with ``synchronous=NORMAL``: a committed batch survives the
 process being killed, readers never block the writer, and writers from several processes
 queue on a busy timeout instead of failing.
+
+Nothing is written that cannot be read back: every payload is decoded before it is stored
+(``TraceFormatError`` otherwise). A row that cannot be decoded all the same (written by
+hand, by an older toolproof, or damaged) never breaks a reader: iteration, listing with
+checks and export skip it with a warning on the ``toolproof.replay`` logger that names its
+id, and record it in ``TraceStore.skipped``; ``get`` of that id raises a
+``TraceFormatError`` that says why.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 import time
@@ -28,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolproof._trace import TRACE_VERSION, Trace
-from toolproof.errors import UserError
+from toolproof.errors import TraceFormatError, UserError
 from toolproof.replay._time import parse_time, parse_timestamp
 
 if TYPE_CHECKING:
@@ -63,6 +71,8 @@ STATUSES = (
 )
 
 _INPUT_PREVIEW = 200
+
+logger = logging.getLogger("toolproof.replay")
 
 
 # -- migrations ----------------------------------------------------------------------------
@@ -124,23 +134,25 @@ def _migrate_2(conn: sqlite3.Connection) -> None:
 
     rows = conn.execute("SELECT id, payload, ts FROM traces").fetchall()
     for trace_id, payload, ts in rows:
-        data = from_json(payload)
-        tools = _tool_counts(
-            call.get("name", "")
-            for step in data.get("steps", ())
-            for call in step.get("response", {}).get("tool_calls", ())
-        )
-        conn.execute(
-            "UPDATE traces SET format_version = ?, input = ?, tool_calls = ?, duration_ms = ?, "
-            "recorded_at = ? WHERE id = ?",
-            (
+        try:
+            data = from_json(payload)
+            tools = _tool_counts(
+                str(call.get("name", ""))
+                for step in data.get("steps", ())
+                for call in step.get("response", {}).get("tool_calls", ())
+            )
+            values = (
                 int(data.get("version", 1)),
                 str(data.get("input", ""))[:_INPUT_PREVIEW],
                 sum(tools.values()),
                 float(data.get("duration_ms", 0.0)),
-                ts,
-                trace_id,
-            ),
+            )
+        except (ValueError, TypeError, AttributeError, OverflowError):
+            continue  # an undecodable row keeps the defaults; readers skip it with a warning
+        conn.execute(
+            "UPDATE traces SET format_version = ?, input = ?, tool_calls = ?, duration_ms = ?, "
+            "recorded_at = ? WHERE id = ?",
+            (*values, ts, trace_id),
         )
         conn.executemany(
             "INSERT OR IGNORE INTO trace_tools (tool, trace_id, calls) VALUES (?, ?, ?)",
@@ -282,6 +294,10 @@ class TraceStore:
         UserError: The file is missing (with ``create=False``), is not a toolproof store,
             or was written by a newer toolproof.
 
+    Attributes:
+        skipped: Ids of stored rows that readers skipped because they cannot be decoded
+            (each also logged as a warning on the ``toolproof.replay`` logger).
+
     Example:
         ```python
         with TraceStore(".toolproof/traces.db") as store:
@@ -312,6 +328,7 @@ class TraceStore:
             elif self.path.is_dir():
                 raise UserError(f"trace store path {self.path} is a directory, not a file")
         self._lock = threading.RLock()
+        self.skipped: list[str] = []
         try:
             self._conn = sqlite3.connect(
                 str(path) if memory else str(self.path),
@@ -497,15 +514,23 @@ class TraceStore:
 
         Raises:
             UserError: No trace matches, or the prefix is ambiguous.
+            TraceFormatError: The stored row cannot be decoded (the message says why).
         """
-        return _decode(*self._payload(trace_id))
+        found, payload, version = self._payload(trace_id)
+        return _decode(payload, version, found)
 
     def get_json(self, trace_id: str) -> str:
-        """The stored JSON of one trace (id or unique prefix), exactly as written."""
-        payload, _ = self._payload(trace_id)
-        return payload.decode() if isinstance(payload, bytes) else str(payload)
+        """The stored JSON of one trace (id or unique prefix), exactly as written.
 
-    def _payload(self, trace_id: str) -> tuple[bytes, int]:
+        Raises:
+            UserError: No trace matches, or the prefix is ambiguous.
+            TraceFormatError: The stored row cannot be decoded (the message says why).
+        """
+        found, payload, version = self._payload(trace_id)
+        _decode(payload, version, found)
+        return _text(payload)
+
+    def _payload(self, trace_id: str) -> tuple[str, bytes, int]:
         with self._lock:
             rows = self._conn.execute(
                 "SELECT id, payload, format_version FROM traces WHERE id = ? "
@@ -515,7 +540,7 @@ class TraceStore:
             ).fetchall()
         exact = [row for row in rows if row[0] == trace_id]
         if exact:
-            return exact[0][1], exact[0][2]
+            return str(exact[0][0]), exact[0][1], int(exact[0][2])
         if not rows:
             raise UserError(
                 f"no trace {trace_id!r} in {self.path}; `toolproof traces list` shows the ids"
@@ -525,22 +550,39 @@ class TraceStore:
             raise UserError(
                 f"trace id prefix {trace_id!r} is ambiguous ({shown}, ...); give more of it"
             )
-        return rows[0][1], rows[0][2]
+        return str(rows[0][0]), rows[0][1], int(rows[0][2])
 
     def rows(
-        self, filter: TraceFilter | None = None, *, newest_first: bool = True
+        self,
+        filter: TraceFilter | None = None,
+        *,
+        newest_first: bool = True,
+        check: bool = False,
     ) -> list[StoreRow]:
-        """The listing columns of matching traces, with their tools and tags."""
+        """The listing columns of matching traces, with their tools and tags.
+
+        Args:
+            filter: Which traces.
+            newest_first: The order.
+            check: Also decode each row's payload and leave out (with a warning) those
+                that cannot be decoded, as the other readers do. Without it nothing but
+                the listing columns is read, so rows that cannot be decoded are listed
+                (``prune`` uses this to delete them).
+        """
         filter = filter or TraceFilter()
         where, params = filter.where()
         order = "DESC" if newest_first else "ASC"
         limit = f" LIMIT {int(filter.limit)}" if filter.limit else ""
+        extra = ", payload, format_version" if check else ""
         with self._lock:
             found = self._conn.execute(
-                "SELECT id, ts, started_at, model, status, input, tool_calls, duration_ms "
-                f"FROM traces t WHERE {where} ORDER BY t.ts {order}, t.id{limit}",
+                "SELECT id, ts, started_at, model, status, input, tool_calls, duration_ms"
+                f"{extra} FROM traces t WHERE {where} ORDER BY t.ts {order}, t.id{limit}",
                 params,
             ).fetchall()
+        if check:
+            found = [row[:8] for row in found if self._readable(row[0], row[8], row[9])]
+        with self._lock:
             out = [StoreRow(*row) for row in found]
             by_id = {row.id: row for row in out}
             for chunk in _chunks(list(by_id), 500):
@@ -561,21 +603,57 @@ class TraceStore:
     def query(
         self, filter: TraceFilter | None = None, *, newest_first: bool = True
     ) -> Iterator[Trace]:
-        """Decode matching traces, most recent first (read lazily, in chunks)."""
-        for _, payload, version in self.payloads(filter, newest_first=newest_first):
-            yield _decode(payload, version)
+        """Decode matching traces, most recent first (read lazily, in chunks).
+
+        Rows that cannot be decoded are skipped with a warning (see :attr:`skipped`).
+        """
+        for _, _, trace in self._decoded(filter, newest_first=newest_first):
+            yield trace
 
     def query_with_time(
         self, filter: TraceFilter | None = None, *, newest_first: bool = True
     ) -> Iterator[tuple[Trace, float]]:
         """Like :meth:`query`, with each trace's stored time (epoch seconds)."""
-        for ts, payload, version in self.payloads(filter, newest_first=newest_first):
-            yield _decode(payload, version), ts
+        for ts, _, trace in self._decoded(filter, newest_first=newest_first):
+            yield trace, ts
 
     def payloads(
         self, filter: TraceFilter | None = None, *, newest_first: bool = True
     ) -> Iterator[tuple[float, bytes, int]]:
-        """The stored JSON of matching traces: ``(ts, payload, format_version)`` tuples."""
+        """The stored JSON of matching traces: ``(ts, payload, format_version)`` tuples.
+
+        Each payload is decoded first: rows that cannot be decoded are skipped with a
+        warning (see :attr:`skipped`), so every payload returned is a readable trace.
+        """
+        for ts, (payload, version), _ in self._decoded(filter, newest_first=newest_first):
+            yield ts, payload, version
+
+    def _decoded(
+        self, filter: TraceFilter | None, *, newest_first: bool
+    ) -> Iterator[tuple[float, tuple[bytes, int], Trace]]:
+        for trace_id, ts, payload, version in self._raw(filter, newest_first=newest_first):
+            try:
+                trace = _decode(payload, version, trace_id)
+            except TraceFormatError as exc:
+                self._skip(trace_id, exc)
+                continue
+            yield ts, (payload, version), trace
+
+    def _readable(self, trace_id: str, payload: bytes, version: int) -> bool:
+        try:
+            _decode(payload, version, trace_id)
+        except TraceFormatError as exc:
+            self._skip(trace_id, exc)
+            return False
+        return True
+
+    def _skip(self, trace_id: str, exc: TraceFormatError) -> None:
+        self.skipped.append(trace_id)
+        logger.warning("%s; skipped", exc)
+
+    def _raw(
+        self, filter: TraceFilter | None = None, *, newest_first: bool = True
+    ) -> Iterator[tuple[str, float, bytes, int]]:
         filter = filter or TraceFilter()
         where, params = filter.where()
         order = "DESC" if newest_first else "ASC"
@@ -583,7 +661,7 @@ class TraceStore:
         with self._lock:
             cursor = self._conn.cursor()
             cursor.execute(
-                f"SELECT ts, payload, format_version FROM traces t WHERE {where} "
+                f"SELECT id, ts, payload, format_version FROM traces t WHERE {where} "
                 f"ORDER BY t.ts {order}, t.id{limit}",
                 params,
             )
@@ -647,6 +725,7 @@ class _Row:
 
 
 def _row_from_trace(trace: Trace) -> _Row:
+    # The encoder refuses what it cannot write so that it reads back (see _trace.py).
     return _Row(
         id=trace.id,
         ts=parse_timestamp(trace.started_at),
@@ -663,10 +742,22 @@ def _row_from_trace(trace: Trace) -> _Row:
 
 
 def row_from_dict(data: dict[str, Any], payload: bytes) -> _Row:
-    """A row from a trace's plain data (``Trace.to_dict`` form) and its JSON payload."""
+    """A row from a trace's plain data (``Trace.to_dict`` form) and its JSON payload.
+
+    Raises:
+        TraceFormatError: The payload does not decode as a trace, or not as this one
+            (data changed after ``to_dict`` into something that cannot be read back).
+    """
+    trace_id = str(data.get("id", ""))
+    trace = _decode(payload, TRACE_VERSION, trace_id, writing=True)
+    if trace.id != trace_id:
+        raise TraceFormatError(
+            f"trace {trace_id} cannot be stored: its JSON holds the id {trace.id!r}",
+            trace_id=trace_id,
+        )
     started_at = str(data.get("started_at") or "")
     return _Row(
-        id=str(data["id"]),
+        id=trace_id,
         ts=parse_timestamp(started_at),
         started_at=started_at,
         model=str(data.get("model") or ""),
@@ -691,17 +782,28 @@ def _tool_counts(names: Iterable[str]) -> dict[str, int]:
     return counts
 
 
-def _decode(payload: bytes | str, version: int) -> Trace:
-    if version == TRACE_VERSION:
-        from toolproof._trace import _adapter
-
-        try:
-            trace: Trace = _adapter().validate_json(payload)
-        except ValueError:
-            pass
+def _decode(payload: Any, version: Any, trace_id: str, *, writing: bool = False) -> Trace:
+    """Decode a stored payload; ``TraceFormatError`` naming the id and the reason if not."""
+    try:
+        if not isinstance(payload, (bytes, str)):
+            raise TraceFormatError(f"the payload is {type(payload).__name__}, not JSON text")
+        trace = Trace.from_json(payload)
+        if version != trace.version:
+            raise TraceFormatError(
+                f"its format_version column ({version!r}) does not match the payload's "
+                f"version ({trace.version})"
+            )
+    except TraceFormatError as exc:
+        if writing:
+            message = f"trace {trace_id} cannot be stored: it would not read back ({exc})"
         else:
-            return trace
-    return Trace.from_json(payload)  # the codec's own checks and messages
+            message = f"stored trace {trace_id} cannot be decoded: {exc}"
+        raise TraceFormatError(message, trace_id=trace_id) from None
+    return trace
+
+
+def _text(payload: bytes | str) -> str:
+    return payload.decode() if isinstance(payload, bytes) else str(payload)
 
 
 def _existing_ids(conn: sqlite3.Connection, ids: list[str]) -> set[str]:

@@ -14,6 +14,7 @@ import copy
 import importlib
 import inspect
 import json
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -112,7 +113,7 @@ class _NamedError:
         raise UserError(
             f"{where} raises {self.name!r}, which is neither a built-in exception nor one of "
             f"the errors tool '{tool.name}' declares ({declared}); use one of those, "
-            "'ToolError', or a dotted path such as 'myapp.errors.NotFound'"
+            "'ToolError', or a dotted path such as 'myapp.errors.NotFound' (of an imported module)"
         )
 
 
@@ -260,8 +261,11 @@ class ToolMock:
         ``assert_all_used``; keyword ``options`` win over those. ``match`` maps argument
         names to matcher specs of ``toolproof.evals`` (``{range: [1, 20]}``...);
         ``raises`` is ``"KeyError"``, ``"KeyError: message"`` or ``{type:, message:}``, where
-        the type is a built-in exception, ``ToolError``, a dotted import path, or the name of
-        one of the tool's declared errors.
+        the type is a built-in exception, one of toolproof's errors (``ToolError``...), the
+        name of one of the tool's declared errors, or a dotted path ``module.Class`` to an
+        exception class of a module that is already imported. Loading fixtures never
+        imports anything: import such a module first (in ``conftest.py``, or by importing
+        the tools that raise it), or name the error as the tool declares it.
 
         Raises:
             ConfigError: The data is not a valid fixture set; every problem is listed.
@@ -271,6 +275,9 @@ class ToolMock:
     @classmethod
     def from_file(cls, path: str | Path, **options: Any) -> ToolMock:
         """Load fixtures from a YAML (``.yaml``/``.yml``) or JSON (``.json``) file.
+
+        The file's form is that of :meth:`from_dict`, which says how ``raises`` names an
+        exception (loading never imports code).
 
         Example file:
             ```yaml
@@ -286,8 +293,21 @@ class ToolMock:
             ```
 
         Raises:
-            ConfigError: The file is missing, unreadable, or not a valid fixture set.
+            ConfigError: The file is missing, unreadable, or not a valid fixture set (the
+                message names the file, and the line where it can).
         """
+        try:
+            return cls._from_file(path, **options)
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{path}: not UTF-8 text ({exc.reason})") from None
+        except RecursionError:
+            raise ConfigError(f"{path}: the file nests too deeply to be a fixture set") from None
+        except (TypeError, AttributeError, ValueError) as exc:  # a shape no check above knew
+            raise ConfigError(f"{path}: not a valid fixture set ({exc})") from None
+
+    @classmethod
+    def _from_file(cls, path: str | Path, **options: Any) -> ToolMock:
+        """:meth:`from_file` without its last-resort conversion of errors."""
         path = Path(path)
         suffix = path.suffix.lower()
         if suffix not in (".yaml", ".yml", ".json"):
@@ -350,6 +370,7 @@ class ToolMock:
         settings = {
             k: data[k] for k in ("key_args", "mask", "strict", "assert_all_used") if k in data
         }
+        problems.extend(_settings_problems(settings, label))
         settings.update(options)
         items = data.get("fixtures", [])
         if not isinstance(items, list):
@@ -736,6 +757,51 @@ def _compile_matcher(spec: Any, where: str) -> Any:
     return compile_value_matcher(spec, where=where)
 
 
+def _settings_problems(settings: Mapping[str, Any], label: str) -> list[str]:
+    """What is wrong with a fixture file's own settings (types only; the mock checks more)."""
+    problems = []
+    for flag in ("strict", "assert_all_used"):
+        if flag in settings and not isinstance(settings[flag], bool):
+            problems.append(f"{label}: {flag!r} must be true or false, got {settings[flag]!r}")
+    mask = settings.get("mask", [])
+    if not isinstance(mask, list) or not all(isinstance(m, str) for m in mask):
+        problems.append(f"{label}: 'mask' must be a list of argument names, got {mask!r}")
+    key_args = settings.get("key_args", {})
+    if not isinstance(key_args, Mapping) or not all(
+        isinstance(tool, str) and _names(names) for tool, names in key_args.items()
+    ):
+        shown = repr(key_args)[:200]
+        problems.append(
+            f"{label}: 'key_args' must map tool names to lists of argument names, got {shown}"
+        )
+    return problems
+
+
+def _names(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(n, str) for n in value)
+
+
+def _exception_class(name: str) -> Any:
+    """The class a fixture file names, found without importing anything.
+
+    Built-in exceptions and toolproof's errors by name, and ``module.Class`` for a module
+    that is already imported (its namespace is read; module ``__getattr__`` hooks, which
+    may import, are not run). ``None`` when the name is none of those.
+    """
+    if "." not in name:
+        from toolproof import errors
+
+        found = getattr(builtins, name, None)
+        if found is None and name in errors.__all__:
+            found = getattr(errors, name)
+        return found
+    module_name, _, attr = name.rpartition(".")
+    module = sys.modules.get(module_name)
+    if module is None:
+        return None
+    return vars(module).get(attr)
+
+
 def _parse_error(
     spec: Any, where: str, problems: list[str]
 ) -> BaseException | type[BaseException] | _NamedError | None:
@@ -758,24 +824,30 @@ def _parse_error(
     if not name.replace("_", "a").replace(".", "a").isalnum():
         problems.append(f"{where}: {name!r} is not an exception name")
         return None
-    error_type: Any = None
-    if name == "ToolError":
-        error_type = ToolError
-    elif "." in name:
-        module_name, _, attr = name.rpartition(".")
-        try:
-            error_type = getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError) as exc:
-            problems.append(f"{where}: cannot import exception {name!r} ({exc})")
-            return None
-    else:
-        error_type = getattr(builtins, name, None)
-        if error_type is None:
-            return _NamedError(name, text)
+    error_type = ToolError if name == "ToolError" else _exception_class(name)
+    if error_type is None and "." in name:
+        module_name = name.rpartition(".")[0]
+        if module_name not in sys.modules:
+            problems.append(
+                f"{where}: {name!r} names a module that is not imported ({module_name!r}); "
+                "fixture files never import code: import it before loading the fixtures "
+                "(for example in conftest.py), or name an error the tool declares"
+            )
+        else:
+            problems.append(f"{where}: module {module_name!r} has no {name.rpartition('.')[2]!r}")
+        return None
+    if error_type is None:
+        return _NamedError(name, text)
     if not (isinstance(error_type, type) and issubclass(error_type, BaseException)):
         problems.append(f"{where}: {name!r} is not an exception class")
         return None
-    return error_type(text) if text is not None else error_type()
+    try:
+        return error_type(text) if text is not None else error_type()
+    except Exception as exc:  # an exception class that needs other arguments
+        problems.append(
+            f"{where}: {name!r} cannot be created from a message ({type(exc).__name__}: {exc})"
+        )
+        return None
 
 
 def _fixture_lines(node: Any) -> dict[int, int]:
