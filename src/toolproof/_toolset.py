@@ -449,7 +449,16 @@ class Toolset:
             raise _crashed(t, exc) from exc
         try:
             jsonable, content = _render(value)
-        except Exception as exc:  # a value JSON cannot hold is a bug in the tool
+            return ToolResult(
+                call_id=call.id,
+                name=call.name,
+                status="ok",
+                content=content,
+                value=jsonable,
+                duration_ms=(time.perf_counter() - started) * 1000,
+                mocked=mocked,
+            )
+        except Exception as exc:  # a value a trace cannot hold is a bug in the tool
             raise ToolCrashed(
                 f"tool '{t.name}' returned a value that cannot be turned into JSON "
                 f"({type(exc).__name__}: {_text(exc, 200)}); a bug in the tool: return "
@@ -457,15 +466,6 @@ class Toolset:
                 "dataclasses)",
                 tool_name=t.name,
             ) from exc
-        return ToolResult(
-            call_id=call.id,
-            name=call.name,
-            status="ok",
-            content=content,
-            value=jsonable,
-            duration_ms=(time.perf_counter() - started) * 1000,
-            mocked=mocked,
-        )
 
 
 @contextmanager
