@@ -193,9 +193,9 @@ def _claims(text: str, *, check_small_numbers: bool) -> list[_Claim]:
     masked = _mask(text, [*spans, *markers])
     for m in _NUMBER.finditer(masked):
         token = m.group(0)
-        value = _number_value(token)
-        if value is not None:
-            numbers.append(_Claim("number", token, value, _is_small(token, value)))
+        number = _number_value(token)
+        if number is not None:
+            numbers.append(_Claim("number", token, number, _is_small(token, number)))
     numbers.sort(key=lambda claim: text.find(claim.token))
     claims = [*ids, *times, *numbers]
     if not check_small_numbers:
