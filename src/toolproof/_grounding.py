@@ -56,8 +56,8 @@ _NUMBER = re.compile(
 )
 # A time of day: 07:00, 7:00:00, 07:00 PM, 9 am, 9 a.m.
 _TIME = re.compile(
-    r"(?:(?<=\dT)|(?<![\w:.]))(\d{1,2})(?::([0-5]\d)(?::[0-5]\d(?:\.\d+)?)?(?:\s*([AaPp])\.?[Mm]\b\.?)?"
-    r"|\s*([AaPp])\.?[Mm]\b\.?)(?![\w:])",
+    r"(?:(?<=\dT)|(?<![\w:.]))(\d{1,2})(?::([0-5]\d)(?::[0-5]\d(?:\.\d+)?)?"
+    r"(?:\s*([AaPp])(?:\.[Mm]\.?|[Mm]\b))?|\s*([AaPp])(?:\.[Mm]\.?|[Mm]\b))(?![\w:])",
     re.ASCII,
 )
 # A run of digits anywhere, even inside a word (the 7504069 of gift_card_7504069).
@@ -171,27 +171,21 @@ def _list_items(text: str) -> tuple[list[tuple[int, int]], set[int]]:
 
 
 def _claims(text: str, *, check_small_numbers: bool) -> list[_Claim]:
-    """The claims of ``text``: ids, then times, then numbers (list markers are not claims)."""
+    """The claims of ``text``: ids, times, then numbers (list markers are not claims)."""
+    times = [_Claim("time", m.group(0).strip(), clock) for m, clock in _times(text)]
+    spans = [m.span() for m, _ in _times(text)]
     ids: list[_Claim] = []
     numbers: list[_Claim] = []
-    spans: list[tuple[int, int]] = []
-    for token, span in _ids(text):
+    for token, span in _ids(_mask(text, spans)):
         numeric = _NUMERIC_ID.fullmatch(token)
-        if numeric is not None:
+        if numeric is not None:  # 10th, 24-hour
             value = float(numeric.group(1))
-            small = _is_small(numeric.group(1), value)
-            numbers.append(_Claim("number", token, value, small))
+            numbers.append(_Claim("number", token, value, _is_small(numeric.group(1), value)))
         else:
             ids.append(_Claim("id", token, token.lower()))
         spans.append(span)
-    masked = _mask(text, spans)
-    times = []
-    for m, clock in _times(masked):
-        times.append(_Claim("time", m.group(0).strip(), clock))
-        spans.append(m.span())
     markers, _ = _list_items(text)
-    masked = _mask(text, [*spans, *markers])
-    for m in _NUMBER.finditer(masked):
+    for m in _NUMBER.finditer(_mask(text, [*spans, *markers])):
         token = m.group(0)
         number = _number_value(token)
         if number is not None:
