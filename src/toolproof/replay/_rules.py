@@ -13,7 +13,7 @@ The YAML form (every key optional)::
       "*": {forbid_extra_args: true}    # defaults for every tool (globs allowed)
     answer:
       grounding: true                   # numbers and ids must come from input or tool results
-      check_small_numbers: false
+      check_small_numbers: true         # false: skip integers 0-10
     order: warn                         # same calls in another order: ignore | warn | fail
     mask: [user_id, order_id]           # argument names never shown in messages
     gate: 0.05                          # fail the replay above this failure rate
