@@ -1,4 +1,4 @@
-"""Workplace tools of seed 001: Slack, JIRA and account support, each real and mocked.
+"""Workplace tools: Slack, JIRA and account support, each real and mocked.
 
 Every tool has a real implementation (it calls the service's HTTP API with a token from the
 environment) and a mock declared with ``@tool.mock`` that returns static test data, as in
@@ -188,7 +188,7 @@ def _mock_account_delete(user_id: str) -> str:
     return "deleted"
 
 
-#: Slack and JIRA tools (the HR assistant has them too: the suite in the issue uses them).
+#: Slack and JIRA tools (the HR assistant is given them too).
 WORKPLACE_TOOLS: list[Tool[..., Any]] = [
     slack_get_message,
     jira_get_ticket,

@@ -1,8 +1,8 @@
-"""Seed 003's agent: weather and a safe calculator, a step limit, and memory that trims.
+"""A small agent: weather and a safe calculator, a step limit, and memory that trims.
 
-Seed 003 builds the loop by hand (config, tool registry, memory, ``MAX_ITERATIONS = 5``);
-with toolproof the same agent is a few lines, and its eval set is a YAML suite
-(``toolchain.eval.yaml``).
+Built by hand, such an agent is a loop with a config, a tool registry, memory and a step
+limit (``MAX_ITERATIONS = 5``); with toolproof the same agent is a few lines, and its eval
+set is a YAML suite (``toolchain.eval.yaml``).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def build_agent(
     """Build the toolchain agent: at most 5 model calls per turn, history trimmed to fit.
 
     The memory budget is small on purpose, so the eval set's long conversation exercises
-    trimming (seed 003: "上下文裁剪正常无崩溃").
+    trimming (a long conversation must trim its context without crashing).
     """
     options.setdefault("memory", Memory(max_tokens=250))
     return Agent(

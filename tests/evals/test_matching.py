@@ -135,7 +135,7 @@ class TestRange:
         assert matcher.describe() == "range(1, 20)"
 
     def test_min_and_max_alone(self) -> None:
-        max_top_k = compile_value_matcher({"max": 20})  # seed 004's max_top_k
+        max_top_k = compile_value_matcher({"max": 20})  # caps a top_k argument
         assert max_top_k(20) is None
         assert max_top_k(50) == "expected a number <= 20, got 50"
         assert max_top_k.describe() == "range(max=20)"

@@ -1,4 +1,4 @@
-"""Layer 3 (seed 000): a scripted model checks our orchestration, deterministically.
+"""Layer 3: a scripted model checks our orchestration, deterministically.
 
 The scripted model does not prove that a real model picks the right tool; it proves that
 the agent offers the tools, runs the call, and sends the result back with the right id.

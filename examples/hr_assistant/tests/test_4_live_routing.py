@@ -1,11 +1,11 @@
-"""Layer 4 (seed 000): a real model must route correctly and not invent anything.
+"""Layer 4: a real model must route correctly and not invent anything.
 
 Skipped unless run with ``--toolproof-live`` (or ``TOOLPROOF_LIVE=1``) and
 ``DEEPSEEK_API_KEY`` set::
 
     DEEPSEEK_API_KEY=... pytest examples/hr_assistant --toolproof-live -k live
 
-Seed 000's live run routed all three questions correctly and still answered "I can also add
+A live run can route all three questions correctly and still answer "I can also add
 numbers ... for example employee E1001": the grounding check catches that kind of answer.
 """
 

@@ -1,8 +1,9 @@
 """``toolproof chat``: talk to an agent in the terminal and watch every step.
 
 Each model call, tool call (with its arguments), tool result, timing and token count is
-printed as it happens, like seed 003's step log. ``exit`` (or end of input) quits; Ctrl-C
-during a turn cancels that turn and keeps the conversation; Ctrl-C at the prompt quits.
+printed as it happens, like the step log of a hand-built agent loop. ``exit`` (or end of
+input) quits; Ctrl-C during a turn cancels that turn and keeps the conversation; Ctrl-C at
+the prompt quits.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The text tool protocol, for models without native function calling (seed 003).
+"""The text tool protocol, for models without native function calling (many local models).
 
 :class:`TextProtocolModel` wraps any model. It describes the tools in the system prompt,
 sends no native ``tools``, and turns the ``<tool_call>{"name": ..., "arguments": {...}}

@@ -238,8 +238,9 @@ def assert_grounded(
 ) -> None:
     """Assert that every number and id in the final answer comes from the input or a tool.
 
-    Seed 000's live model answered "I can also look up employee E1001" with no such employee
-    anywhere: this flags such claims (see ``toolproof._grounding``).
+    A live model can route correctly and still answer "I can also look up employee E1001"
+    with no such employee anywhere, or "7 days" when the tool said 5: this flags such claims
+    (the rules are in ``toolproof._grounding`` and ``docs/evals.md``).
 
     Args:
         trace: The run.
