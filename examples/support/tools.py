@@ -22,7 +22,7 @@ CURRENT_MESSAGE: dict[str, str] = {
     "ts": "1718000000.000100",
     "channel": "C042SUPPORT",
     "user": "mia.li",
-    "text": "登录页一直报 500，工单在这里 https://acme.atlassian.net/browse/PROJ-123",
+    "text": "The login page keeps returning 500, ticket: https://acme.atlassian.net/browse/PROJ-123",
 }
 TICKETS: dict[str, dict[str, str]] = {
     "PROJ-123": {

@@ -26,14 +26,14 @@ pytestmark = pytest.mark.live_model(MODEL)
 
 
 def test_multiplication_routes_to_the_multiply_tool(live_model, run_agent):
-    result = run_agent(build_agent(live_model), "12乘以8是多少")
+    result = run_agent(build_agent(live_model), "What is 12 times 8?")
     assert_tool_called(result, "multiply_numbers", a=12, b=8)
     assert "96" in (result.output or "")
     assert_grounded(result)
 
 
 def test_leave_question_routes_to_the_leave_tool(live_model, run_agent):
-    result = run_agent(build_agent(live_model), "查询员工E001的剩余年假")
+    result = run_agent(build_agent(live_model), "How much annual leave does E001 have left?")
     assert_tool_order(result, ["get_leave_balance"])
     assert_tool_called(result, "get_leave_balance", employee_id=lambda v: v.upper() == "E001")
     assert "5" in (result.output or "")
@@ -41,7 +41,7 @@ def test_leave_question_routes_to_the_leave_tool(live_model, run_agent):
 
 
 def test_greeting_calls_no_tool_and_invents_nothing(live_model, run_agent):
-    result = run_agent(build_agent(live_model), "你好，请介绍一下自己")
+    result = run_agent(build_agent(live_model), "Hello, what can you do?")
     assert result.trace.tool_calls == []
     assert_tool_not_called(result, "multiply_numbers")
     assert_grounded(result)
