@@ -7,11 +7,11 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from toolproof._memory import Memory, MemoryState, estimate_message_tokens
 from toolproof._messages import Message, ModelSettings, ToolCall, ToolResult, Usage
@@ -42,6 +42,7 @@ from toolproof.models._base import Model
 __all__ = ["Agent", "Budget", "Recorder", "RunResult", "Session"]
 
 logger = logging.getLogger("toolproof")
+_T = TypeVar("_T")
 
 CORRECTION_PREFIX = "Your last message contained a tool call that could not be parsed"
 
@@ -56,6 +57,10 @@ class Recorder(Protocol):
         """Store (or queue) one finished trace."""
 
 
+#: The wall-clock limit of a run unless its ``Budget`` says otherwise, in seconds.
+DEFAULT_MAX_SECONDS = 600.0
+
+
 @dataclass(frozen=True, slots=True)
 class Budget:
     """Limits of one run; hitting one ends the run with ``stop_reason="budget"``.
@@ -64,13 +69,22 @@ class Budget:
         max_model_calls: Model requests per run.
         max_tokens: Input plus output tokens per run.
         max_cost: USD per run (needs a known price for the model).
-        max_seconds: Wall-clock time per run.
+        max_seconds: Wall-clock time per run, 600 s unless set; ``None`` for no limit. It
+            covers waiting for the model, for tools (a hung async tool is cancelled) and for
+            memory's summarizer; the run ends with ``stop_reason="budget"`` and its trace.
     """
 
     max_model_calls: int | None = None
     max_tokens: int | None = None
     max_cost: float | None = None
-    max_seconds: float | None = None
+    max_seconds: float | None = DEFAULT_MAX_SECONDS
+
+    def __post_init__(self) -> None:
+        if self.max_seconds is not None and not self.max_seconds > 0:
+            raise UserError(
+                f"Budget(max_seconds=...) must be a positive number of seconds, or None for no "
+                f"time limit; got {self.max_seconds!r}"
+            )
 
 
 @dataclass(slots=True)
@@ -134,7 +148,8 @@ class Agent:
         max_steps: Most model calls per run; reaching it ends the run with
             ``stop_reason="max_steps"`` and no output.
         settings: Generation settings sent with every request.
-        budget: Token, cost, call-count and time limits per run.
+        budget: Token, cost, call-count and time limits per run; by default only the time
+            limit, ``Budget().max_seconds`` (600 s).
         tool_timeout: Default time limit of one tool call, in seconds.
         approver: Decides about calls to tools marked ``requires_approval=True``.
         memory: Trims history to a token budget; without it the whole conversation is sent.
@@ -213,6 +228,7 @@ class Agent:
         tags: Sequence[str] = (),
         settings: ModelSettings | None = None,
         memory_state: MemoryState | None = None,
+        budget: Budget | None = None,
     ) -> RunResult:
         """Run the agent on one user message.
 
@@ -223,6 +239,7 @@ class Agent:
             tags: Labels recorded in the trace.
             settings: Generation settings for this run, over the agent's.
             memory_state: Memory calibration and summary to carry across runs.
+            budget: Limits of this run, instead of the agent's.
 
         Returns:
             The result, whose ``stop_reason`` is ``"final"``, ``"max_steps"``, ``"budget"``
@@ -248,6 +265,7 @@ class Agent:
             metadata=dict(metadata or {}),
             tags=list(tags),
             memory_state=memory_state or MemoryState(),
+            budget=budget or self.budget,
         )
 
     def run_sync(
@@ -258,6 +276,7 @@ class Agent:
         metadata: Mapping[str, Any] | None = None,
         tags: Sequence[str] = (),
         settings: ModelSettings | None = None,
+        budget: Budget | None = None,
     ) -> RunResult:
         """Run the agent from synchronous code; wraps :meth:`run` in ``asyncio.run``.
 
@@ -268,7 +287,14 @@ class Agent:
         import asyncio
 
         return asyncio.run(
-            self.run(input, history=history, metadata=metadata, tags=tags, settings=settings)
+            self.run(
+                input,
+                history=history,
+                metadata=metadata,
+                tags=tags,
+                settings=settings,
+                budget=budget,
+            )
         )
 
     def session(self) -> Session:
@@ -309,12 +335,23 @@ class Agent:
         metadata: dict[str, Any],
         tags: list[str],
         memory_state: MemoryState,
+        budget: Budget,
     ) -> RunResult:
         import asyncio  # imported on first run, not by `import toolproof` (it costs ~40 ms)
 
         clock = time.perf_counter
         started = clock()
-        deadline = started + self.budget.max_seconds if self.budget.max_seconds else None
+        deadline = None if budget.max_seconds is None else started + budget.max_seconds
+        seconds = budget.max_seconds
+        time_limit = f"time limit reached ({seconds:g} s)" if seconds is not None else ""
+
+        def out_of_time(exc: BaseException) -> bool:
+            return (
+                isinstance(exc, asyncio.TimeoutError)
+                and deadline is not None
+                and clock() >= deadline - 1e-3
+            )
+
         if self.name and "agent" not in metadata:
             metadata["agent"] = self.name
         trace = Trace(
@@ -370,21 +407,26 @@ class Agent:
                         detail=f"stopped after {step_index} model calls without a final answer "
                         f"(max_steps={self.max_steps}); the last step called {pending}",
                     )
-                if (
-                    self.budget.max_model_calls is not None
-                    and step_index >= self.budget.max_model_calls
-                ):
+                if budget.max_model_calls is not None and step_index >= budget.max_model_calls:
                     return finish(
                         "budget",
-                        detail=f"model call limit reached ({self.budget.max_model_calls} calls)",
+                        detail=f"model call limit reached ({budget.max_model_calls} calls)",
                     )
 
                 # 2. Ask the model.
                 step_index += 1
                 if self.memory is not None:
-                    prepared = await self.memory.prepare(
-                        system, conversation, counts, memory_state, protect=protect
-                    )
+                    try:
+                        prepared = await _within(
+                            self.memory.prepare(
+                                system, conversation, counts, memory_state, protect=protect
+                            ),
+                            deadline,
+                        )
+                    except asyncio.TimeoutError as exc:
+                        if not out_of_time(exc):
+                            raise
+                        return finish("budget", detail=f"{time_limit} while preparing memory")
                     request_messages = prepared.messages
                     summary = RequestSummary(
                         len(request_messages),
@@ -398,22 +440,14 @@ class Agent:
                     summary = RequestSummary(len(request_messages), estimated)
                 step_started = clock()
                 try:
-                    coro = model.request(request_messages, definitions, settings)
-                    if deadline is None:
-                        response = await coro
-                    else:
-                        response = await asyncio.wait_for(coro, max(deadline - clock(), 0.0))
+                    response = await _within(
+                        model.request(request_messages, definitions, settings), deadline
+                    )
                 except AgentRunError:
                     raise
                 except Exception as exc:
-                    if (
-                        isinstance(exc, asyncio.TimeoutError)
-                        and deadline is not None
-                        and clock() >= deadline - 1e-3
-                    ):
-                        return finish(
-                            "budget", detail=f"time limit reached ({self.budget.max_seconds:g} s)"
-                        )
+                    if out_of_time(exc):
+                        return finish("budget", detail=time_limit)
                     raise ModelFailed(
                         f"model {model.name} failed at step {step_index}: {exc}", step=step_index
                     ) from exc
@@ -461,7 +495,7 @@ class Agent:
                     return finish("final", message.content or "", detail)
 
                 # 4. Budgets and loops are checked before running any tool.
-                over = self._over_budget(usage, cost)
+                over = self._over_budget(budget, usage, cost)
                 if over is not None:
                     return finish("budget", detail=over)
                 if self.max_repeated_calls is not None:
@@ -479,9 +513,8 @@ class Agent:
                 # 5. Run the tools (parallel calls concurrently), results in call order.
                 results = await self._run_tools(message.tool_calls, toolset, step, emit, deadline)
                 if results is None:
-                    return finish(
-                        "budget", detail=f"time limit reached ({self.budget.max_seconds:g} s)"
-                    )
+                    running = ", ".join(c.signature() for c in message.tool_calls)
+                    return finish("budget", detail=f"{time_limit} while running {running}")
                 step.tool_results = results
                 for result in results:
                     tool_message = Message.tool(result)
@@ -524,27 +557,32 @@ class Agent:
         """Run one step's calls; ``None`` when the run's time limit cut them off."""
         import asyncio
 
-        async def one(call: ToolCall) -> ToolResult:
+        finished: list[ToolResult | None] = [None] * len(calls)  # kept if time runs out
+
+        async def one(call: ToolCall, index: int) -> ToolResult:
             emit(ToolStarted(step.index, call))
             result = await toolset.execute(call, timeout=self.tool_timeout, approver=self.approver)
+            finished[index] = result
             emit(ToolFinished(step.index, call, result))
             return result
 
         async def run_all() -> list[ToolResult]:
             if len(calls) == 1:
-                return [await one(calls[0])]
+                return [await one(calls[0], 0)]
             outcomes: list[ToolResult | BaseException]
             if self.tool_timeout is None and all(toolset.runs_inline(c) for c in calls):
                 # Synchronous tools never suspend: tasks would run them one by one anyway, so
                 # run them in order directly, with the same semantics as gather() below.
                 outcomes = []
-                for c in calls:
+                for i, c in enumerate(calls):
                     try:
-                        outcomes.append(await one(c))
+                        outcomes.append(await one(c, i))
                     except Exception as exc:
                         outcomes.append(exc)
             else:
-                outcomes = await asyncio.gather(*(one(c) for c in calls), return_exceptions=True)
+                outcomes = await asyncio.gather(
+                    *(one(c, i) for i, c in enumerate(calls)), return_exceptions=True
+                )
             step.tool_results = [o for o in outcomes if isinstance(o, ToolResult)]
             for outcome in outcomes:  # the first failure in call order stops the run
                 if isinstance(outcome, BaseException):
@@ -552,9 +590,7 @@ class Agent:
             return step.tool_results
 
         try:
-            if deadline is None:
-                return await run_all()
-            return await asyncio.wait_for(run_all(), max(deadline - time.perf_counter(), 0.0))
+            return await _within(run_all(), deadline)
         except AgentRunError as exc:
             exc.step = step.index
             raise
@@ -562,11 +598,11 @@ class Agent:
             raise AgentRunError(str(exc), step=step.index) from exc
         except asyncio.TimeoutError:
             if deadline is not None and time.perf_counter() >= deadline - 1e-3:
+                step.tool_results = [r for r in finished if r is not None]
                 return None
             raise
 
-    def _over_budget(self, usage: Usage, cost: float | None) -> str | None:
-        budget = self.budget
+    def _over_budget(self, budget: Budget, usage: Usage, cost: float | None) -> str | None:
         if budget.max_tokens is not None and usage.total_tokens > budget.max_tokens:
             return f"token budget exceeded ({usage.total_tokens} > {budget.max_tokens} tokens)"
         if budget.max_cost is not None and cost is not None and cost > budget.max_cost:
@@ -641,6 +677,15 @@ class Session:
         import asyncio
 
         return asyncio.run(self.run(input, **kwargs))
+
+
+async def _within(awaitable: Awaitable[_T], deadline: float | None) -> _T:
+    """Await ``awaitable``, cancelling it at ``deadline`` (``asyncio.TimeoutError``)."""
+    import asyncio
+
+    if deadline is None:
+        return await awaitable
+    return await asyncio.wait_for(awaitable, max(deadline - time.perf_counter(), 0.0))
 
 
 def _args_key(call: ToolCall) -> str:

@@ -1,4 +1,9 @@
-"""A safe arithmetic tool: parsed with ``ast``, evaluated by hand, bounded in size and work."""
+"""A safe arithmetic tool: parsed with ``ast``, evaluated by hand, bounded in size and work.
+
+Every operation whose cost grows with its operands (``**``, ``*``, ``round`` with many
+digits, int-to-float conversion) is checked before it runs, so no expression keeps the
+event loop busy: the worst case is a few milliseconds.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +22,9 @@ MAX_EXPRESSION_CHARS = 500
 MAX_NODES = 200
 MAX_INT_BITS = 4096  # about 1,233 decimal digits
 MAX_ABS_FLOAT = 1e300
+MAX_EXPONENT = 10_000
+MAX_ROUND_DIGITS = 1_300  # more than the digits of the largest integer result
+_TOO_LARGE = "the result is too large"
 
 _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
@@ -67,7 +75,7 @@ def evaluate(expression: str) -> int | float:
     if sum(1 for _ in ast.walk(tree)) > MAX_NODES:
         raise ToolError(f"the expression has more than {MAX_NODES} parts")
     try:
-        result: int | float = _eval(tree.body)
+        result: int | float = _check_size(_eval(tree.body))
         return result
     except ZeroDivisionError:
         raise ToolError("division by zero") from None
@@ -88,6 +96,8 @@ def _eval(node: ast.expr) -> Any:
         left, right = _eval(node.left), _eval(node.right)
         if isinstance(node.op, ast.Pow):
             _check_power(left, right)
+        elif isinstance(node.op, ast.Mult):
+            _check_product(left, right)
         result = _BINARY[type(node.op)](left, right)
         return _check_size(result)
     if (
@@ -96,7 +106,10 @@ def _eval(node: ast.expr) -> Any:
         and node.func.id in _FUNCTIONS
         and not node.keywords
     ):
-        return _check_size(_FUNCTIONS[node.func.id](*(_eval(arg) for arg in node.args)))
+        arguments = [_eval(arg) for arg in node.args]
+        if node.func.id == "round":
+            _check_round(arguments)
+        return _check_size(_FUNCTIONS[node.func.id](*arguments))
     allowed = "numbers, + - * / // % ** ( ), pi, e, " + ", ".join(sorted(_FUNCTIONS))
     raise ToolError(f"unsupported element '{ast.unparse(node)}'; allowed: {allowed}")
 
@@ -106,22 +119,51 @@ def _check_power(base: Any, exponent: Any) -> None:
         raise ToolError("complex numbers are not supported")
     if abs(base) in (0, 1):
         return
-    if abs(exponent) > 10_000 or (
+    if abs(exponent) > MAX_EXPONENT or (
         isinstance(base, int)
         and isinstance(exponent, int)
         and exponent > 0
-        and abs(base).bit_length() * exponent > MAX_INT_BITS
+        and (abs(base).bit_length() - 1) * exponent > MAX_INT_BITS
     ):
-        raise ToolError("the result is too large")
+        raise ToolError(_TOO_LARGE)
+
+
+def _check_product(left: Any, right: Any) -> None:
+    """Refuse a product of integers whose result could not be returned (before computing it)."""
+    if (
+        isinstance(left, int)
+        and isinstance(right, int)
+        and left.bit_length() + right.bit_length() > MAX_INT_BITS + 1
+    ):
+        raise ToolError(_TOO_LARGE)
+
+
+def _check_round(arguments: list[Any]) -> None:
+    """``round(x, n)`` with a huge ``n`` costs time in ``n`` (``round(1, -10**7)``)."""
+    if len(arguments) == 2 and isinstance(arguments[1], int):
+        digits = arguments[1]
+        if abs(digits) > MAX_ROUND_DIGITS:
+            raise ToolError(
+                f"round(x, n) takes n between -{MAX_ROUND_DIGITS} and {MAX_ROUND_DIGITS}, "
+                f"got {_short(digits)}"
+            )
+
+
+def _short(number: int) -> str:
+    """A number for a message, without converting a huge one to text in full."""
+    if number.bit_length() > 64:
+        sign = "-" if number < 0 else ""
+        return f"{sign}a number of about {int(number.bit_length() * 0.30103)} digits"
+    return str(number)
 
 
 def _check_size(value: Any) -> Any:
     if isinstance(value, complex):
         raise ToolError("the result is not a real number")
     if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
-        raise ToolError("the result is too large")
+        raise ToolError(_TOO_LARGE)
     if isinstance(value, float) and (math.isinf(value) or abs(value) > MAX_ABS_FLOAT):
-        raise ToolError("the result is too large")
+        raise ToolError(_TOO_LARGE)
     return value
 
 

@@ -49,7 +49,7 @@ _WORD = re.compile(r"(?<![\w])[A-Za-z0-9][\w./-]*", re.ASCII)
 _LETTER = re.compile(r"[A-Za-z]", re.ASCII)
 _DIGIT = re.compile(r"\d", re.ASCII)
 # Tokens shaped like ids that are numbers: ordinals (10th, 1st) and compounds (24-hour).
-_NUMERIC_ID = re.compile(r"(\d+(?:\.\d+)?)(?:st|nd|rd|th|(?:-[A-Za-z]+)+)", re.ASCII | re.I)
+_NUMERIC_ID = re.compile(r"(\d+(?:\.\d+)?)(?:st|nd|rd|th|(?:-[a-z]{3,})+)", re.ASCII)
 # A number: optional sign, thousands separators, decimals. Not part of a word.
 _NUMBER = re.compile(
     r"(?<![\w.])[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.])[-+]?\d+(?:\.\d+)?", re.ASCII
@@ -94,11 +94,22 @@ class _Claim:
 
 
 def _ids(text: str) -> Iterator[tuple[str, tuple[int, int]]]:
-    """The ids of ``text`` and their spans."""
+    """The ids of ``text`` and their spans.
+
+    An id starts at a letter or digit not preceded by a word character, runs over word
+    characters and ``. / -``, ends at the last letter or digit that ends the run or comes
+    before one of ``. / -``, is at least two characters long, and its run holds a letter and
+    a digit (``E1001``, ``ORD-123``, ``v2.0``; not ``E1001_``).
+    """
     for m in _WORD.finditer(text):
-        token = m.group(0).rstrip("./-")
-        if len(token) > 1 and _LETTER.search(token) and _DIGIT.search(token):
-            yield token, (m.start(), m.start() + len(token))
+        word = m.group(0)
+        if not (_LETTER.search(word) and _DIGIT.search(word)):
+            continue
+        end, size = len(word), len(word)
+        while end > 1 and not (word[end - 1].isalnum() and (end == size or word[end] in "./-")):
+            end -= 1
+        if end > 1:
+            yield word[:end], (m.start(), m.start() + end)
 
 
 def _clock(hour: int, minute: int, meridiem: str | None) -> tuple[int, int] | None:

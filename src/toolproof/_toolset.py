@@ -4,15 +4,27 @@ A call is validated, approved, run (real or mock) and turned into a ``ToolResult
 
 The error contract lives here: declared errors, ``ToolError``, validation failures,
 malformed JSON and unknown tool names become ``status="error"`` results for the model; any
-other exception is a bug and stops the run (``ToolCrashed``).
+other exception is a bug and stops the run (``ToolCrashed``), as do a return value that
+cannot become JSON and ``SystemExit`` / ``KeyboardInterrupt`` / ``GeneratorExit`` raised by
+a tool.
+
+Mock isolation lives here too. Every mocked run (an eval suite with ``tools: mock``,
+replay, ``mock_tools()``, the pytest plugin's ``run_agent``) enters :func:`mock_context`,
+which hands out a mock-mode toolset and marks the context as mocked. One method,
+:meth:`Toolset._check_real`, decides whether a tool with side effects may run its real
+code: inside a mocked context only when the tool was named as a real tool for that context
+and the call goes through the toolset the context handed out; any other toolset (an agent
+factory that ignored its ``tools`` argument) is refused with :class:`MockBypassed`.
 """
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import json
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -22,6 +34,7 @@ from toolproof._trace import ToolInfo
 from toolproof.errors import (
     AgentRunError,
     MissingFixture,
+    MockBypassed,
     ToolCrashed,
     ToolError,
     UnmockedToolCall,
@@ -95,6 +108,22 @@ class ApprovalRequest:
     arguments: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class _MockContext:
+    """A mocked run in progress: where it is, which tools may run for real, and its tools."""
+
+    where: str
+    real: frozenset[str]
+    lineage: object
+    how: str  # how to name a real tool here, with {} for its name
+    factory: str | None = None
+
+
+_active: contextvars.ContextVar[_MockContext | None] = contextvars.ContextVar(
+    "toolproof_mock_context", default=None
+)
+
+
 #: An approver returns an :class:`Approval` (or ``True`` / ``False`` as shorthand), directly
 #: or from a coroutine.
 Approver = Callable[[ApprovalRequest], Approval | bool | Awaitable[Approval | bool]]
@@ -109,6 +138,8 @@ class Toolset:
             mode a tool without a mock runs for real unless it has ``side_effects=True``, in
             which case the run fails naming the tool.
         overrides: Per-tool modes that win over ``mode`` (``{"get_weather": "real"}``).
+            Mocked runs (``mock_tools``, suites with ``tools: mock``, replay) drop the
+            ``"real"`` ones: there a tool runs for real only when named for that run.
         mocks: Extra mock implementations: a mapping of tool name to function, or providers
             such as fixture mocks; they win over mocks declared with ``@my_tool.mock``.
 
@@ -148,6 +179,10 @@ class Toolset:
         self._definitions: list[ToolDefinition] | None = None
         self._infos: list[ToolInfo] | None = None
         self._add_mocks(mocks)
+        #: Tools named as real for the mocked run this toolset was handed out for.
+        self.real_tools: tuple[str, ...] = ()
+        # Copies made with with_mode() share it; a mocked context recognises its tools by it.
+        self._lineage: object = object()
 
     def _add_mocks(
         self,
@@ -226,13 +261,49 @@ class Toolset:
         | Iterable[MockProvider]
         | None = None,
     ) -> Toolset:
-        """A copy of this toolset in another mode, with extra overrides and mocks."""
+        """A copy of this toolset in another mode, with extra overrides and mocks.
+
+        Switching a real-mode toolset to ``"mock"`` drops its ``"real"`` overrides: in mock
+        mode a tool runs for real only when ``overrides`` here asks for it.
+        """
+        inherited = self.overrides
+        if mode == "mock" and self.mode != "mock":
+            inherited = {name: value for name, value in inherited.items() if value != "real"}
+        copy = Toolset(self.tools.values(), mode=mode, overrides={**inherited, **(overrides or {})})
+        copy._mock_map = dict(self._mock_map)
+        copy._providers = list(self._providers)
+        copy._add_mocks(mocks)
+        copy.real_tools = self.real_tools
+        copy._lineage = self._lineage
+        return copy
+
+    def _mocked(
+        self,
+        real: Iterable[str],
+        overrides: Mapping[str, ToolMode] | None,
+        mocks: Mapping[str, Callable[..., Any]] | MockProvider | Iterable[MockProvider] | None,
+        where: str,
+    ) -> Toolset:
+        """A mock-mode copy for a new mocked run, with a lineage of its own.
+
+        Only ``real`` (and ``"real"`` overrides given here) run for real; inherited
+        ``"real"`` overrides are dropped.
+        """
+        given = dict(overrides or {})
+        names = [*real, *(name for name, value in given.items() if value == "real")]
+        for name in names:
+            if not isinstance(name, str) or name not in self.tools:
+                raise UserError(f"{where}: real tool {unknown_tool(name, self.tools)}")
+        kept = {name: value for name, value in self.overrides.items() if value == "mock"}
         copy = Toolset(
-            self.tools.values(), mode=mode, overrides={**self.overrides, **(overrides or {})}
+            self.tools.values(),
+            mode="mock",
+            overrides={**kept, **given, **dict.fromkeys(names, "real")},
         )
         copy._mock_map = dict(self._mock_map)
         copy._providers = list(self._providers)
         copy._add_mocks(mocks)
+        copy.real_tools = tuple(dict.fromkeys(names))
         return copy
 
     def mode_of(self, name: str) -> ToolMode:
@@ -243,26 +314,62 @@ class Toolset:
         """The function that answers ``t`` now, and whether it is a mock.
 
         Raises:
-            UnmockedToolCall: Mock mode, the tool has side effects, and no mock exists.
+            UnmockedToolCall: The tool has side effects, no mock answers it, and it was not
+                allowed to run for real (mock mode, or a mocked run that did not name it).
+            MockBypassed: A mocked run is in progress and this toolset is not the one it
+                handed out, so the tool's real code must not run.
         """
-        if self.mode_of(t.name) == "real":
-            return t.function, False
-        for provider in reversed(self._providers):
-            found = provider.mock_for(t)
-            if found is not None:
-                return found, True
-        if t.name in self._mock_map:
-            return self._mock_map[t.name], True
-        if t.mock_function is not None:
-            return t.mock_function, True
-        if t.side_effects:
+        mode = self.mode_of(t.name)
+        if mode == "mock":
+            for provider in reversed(self._providers):
+                found = provider.mock_for(t)
+                if found is not None:
+                    return found, True
+            if t.name in self._mock_map:
+                return self._mock_map[t.name], True
+            if t.mock_function is not None:
+                return t.mock_function, True
+        self._check_real(t, mode)
+        return t.function, False
+
+    def _check_real(self, t: Tool[..., Any], mode: ToolMode) -> None:
+        """Decide whether ``t``'s real code may run now (the one place that decides it).
+
+        Tools without side effects always may. Outside a mocked run, the toolset's own mode
+        decides. Inside one, only a tool named as real for that run, through the toolset
+        the run handed out.
+        """
+        if not t.side_effects:
+            return
+        context = _active.get()
+        if context is None:
+            if mode == "real":
+                return
             raise UnmockedToolCall(
-                f"tool '{t.name}' has side effects and no mock, so mock mode refuses to run its "
-                f"real code; declare one with @{t.name}.mock, pass mocks={{'{t.name}': ...}}, "
-                f"or allow the real tool with overrides={{'{t.name}': 'real'}}",
+                f"tool '{t.name}' has side effects and no mock, so mock mode refuses to run "
+                f"its real code; declare one with @{t.name}.mock, pass mocks={{'{t.name}': "
+                f"...}}, or allow the real tool with overrides={{'{t.name}': 'real'}}",
                 tool_name=t.name,
             )
-        return t.function, False
+        if self._lineage is not context.lineage:
+            by = f" (agent factory {context.factory})" if context.factory else ""
+            raise MockBypassed(
+                f"tool '{t.name}' has side effects and {context.where} runs tools mocked, but "
+                f"the agent{by} is not using the mocked tools toolproof handed it: its real "
+                f"code was not run. Pass `tools` into `Agent(...)` (a factory must not build "
+                f"its own tools when it is given some); to run the tool for real on purpose, "
+                f"name it: {context.how.format(t.name)}",
+                tool_name=t.name,
+                factory=context.factory,
+            )
+        if mode == "real" and t.name in context.real:
+            return
+        raise UnmockedToolCall(
+            f"tool '{t.name}' has side effects and no mock, so {context.where} refuses to run "
+            f"its real code; give it a mock, or name it to run it for real: "
+            f"{context.how.format(t.name)}",
+            tool_name=t.name,
+        )
 
     # -- execution ---------------------------------------------------------------------------
 
@@ -328,22 +435,28 @@ class Toolset:
         try:
             value = await _invoke(function, kwargs, limit, thread=t.thread)
         except ToolError as exc:
-            return _error(call, "ToolError", str(exc), started, mocked)
+            return _error(call, "ToolError", _text(exc), started, mocked)
         except (AgentRunError, MissingFixture):
             raise
+        except _Exited as exc:  # SystemExit, KeyboardInterrupt, GeneratorExit
+            raise _crashed(t, exc.error) from exc.error
         except Exception as exc:
             if limit is not None and _is_timeout(exc):
                 message = f"Tool '{t.name}' timed out after {limit:g} s."
                 return _error(call, "Timeout", message, started, mocked)
             if t.errors and isinstance(exc, t.errors):
                 return _error(call, type(exc).__name__, _exception_text(exc), started, mocked)
+            raise _crashed(t, exc) from exc
+        try:
+            jsonable, content = _render(value)
+        except Exception as exc:  # a value JSON cannot hold is a bug in the tool
             raise ToolCrashed(
-                f"tool '{t.name}' raised {type(exc).__name__}: {exc} (a bug in the tool: declare "
-                f"expected errors with @tool(errors=(...)) or raise ToolError to report them to "
-                "the model)",
+                f"tool '{t.name}' returned a value that cannot be turned into JSON "
+                f"({type(exc).__name__}: {_text(exc, 200)}); a bug in the tool: return "
+                "JSON-friendly data (strings, numbers, lists, dicts, pydantic models, "
+                "dataclasses)",
                 tool_name=t.name,
             ) from exc
-        jsonable, content = _render(value)
         return ToolResult(
             call_id=call.id,
             name=call.name,
@@ -353,6 +466,81 @@ class Toolset:
             duration_ms=(time.perf_counter() - started) * 1000,
             mocked=mocked,
         )
+
+
+@contextmanager
+def mock_context(
+    toolset: Toolset,
+    *,
+    where: str,
+    how: str,
+    real: Iterable[str] = (),
+    overrides: Mapping[str, ToolMode] | None = None,
+    mocks: Mapping[str, Callable[..., Any]] | MockProvider | Iterable[MockProvider] | None = None,
+    factory: str | None = None,
+) -> Iterator[Toolset]:
+    """Run the block as a mocked run; yields the mock-mode toolset to hand to the agent.
+
+    Every mocked entry point goes through here. Inside the block a tool with side effects
+    runs its real code only when it is in ``real`` (or a ``"real"`` entry of ``overrides``),
+    and only through the yielded toolset (or copies of it): inherited ``"real"`` overrides
+    are dropped, and any other toolset is refused with :class:`MockBypassed`.
+
+    Args:
+        toolset: The agent's own toolset.
+        where: The mocked run, for messages (``"the eval case 'x' (tools: mock)"``).
+        how: How the user names a real tool there, with ``{}`` for its name.
+        real: Tools that run for real on purpose.
+        overrides: Per-tool modes given for this run.
+        mocks: Mocks for this run.
+        factory: The agent factory (``module:function``), for messages.
+
+    Raises:
+        UserError: ``real`` names a tool the toolset does not have.
+    """
+    mocked = toolset._mocked(real, overrides, mocks, where)
+    context = _MockContext(where, frozenset(mocked.real_tools), mocked._lineage, how, factory)
+    token = _active.set(context)
+    try:
+        yield mocked
+    finally:
+        _active.reset(token)
+
+
+def check_uses_tools(used: Toolset, handed: Toolset, factory: str) -> None:
+    """Stop before anything runs when an agent factory ignored the toolset it was handed.
+
+    Raises:
+        MockBypassed: ``used`` is neither ``handed`` nor a copy of it.
+    """
+    if used._lineage is handed._lineage:
+        return
+    function = factory.rpartition(":")[2] or factory
+    raise MockBypassed(
+        f"agent factory {factory} ignores its `tools` argument: the Agent it returned runs its "
+        "own tools instead of the ones toolproof passed it, so mocks would be bypassed and "
+        f"real code would run. Pass `tools` into `Agent(...)`, e.g. `def {function}(model, "
+        "tools=None): "
+        "return Agent(model, TOOLS if tools is None else tools)`",
+        factory=factory,
+    )
+
+
+def factory_name(factory: object) -> str:
+    """``module:function`` of an agent factory, for messages."""
+    module = getattr(factory, "__module__", None) or "?"
+    name = getattr(factory, "__qualname__", None) or type(factory).__qualname__
+    return f"{module}:{name}"
+
+
+def unknown_tool(name: object, tools: Iterable[str]) -> str:
+    """``'nme' is unknown (did you mean 'name'?); tools: ...`` for a name no tool has."""
+    import difflib
+
+    known = sorted(tools)
+    close = difflib.get_close_matches(str(name), known, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"{name!r} is unknown{hint}; the agent's tools are: {', '.join(known) or '(none)'}"
 
 
 async def _ask(
@@ -380,6 +568,34 @@ def _is_timeout(exc: BaseException) -> bool:
     return isinstance(exc, (asyncio.TimeoutError, TimeoutError))
 
 
+class _Exited(Exception):
+    """Carries a ``SystemExit``, ``KeyboardInterrupt`` or ``GeneratorExit`` out of a tool.
+
+    Raised as they are, they would stop the event loop (or the process) instead of the run.
+    """
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(type(error).__name__)
+        self.error = error
+
+
+_EXITS = (SystemExit, KeyboardInterrupt, GeneratorExit)
+
+
+async def _contained(awaitable: Awaitable[Any]) -> Any:
+    try:
+        return await awaitable
+    except _EXITS as exc:
+        raise _Exited(exc) from exc
+
+
+def _call_contained(function: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    try:
+        return function(**kwargs)
+    except _EXITS as exc:
+        raise _Exited(exc) from exc
+
+
 async def _invoke(
     function: Callable[..., Any], kwargs: dict[str, Any], limit: float | None, *, thread: bool
 ) -> Any:
@@ -387,37 +603,95 @@ async def _invoke(
 
     if inspect.iscoroutinefunction(function):
         if limit is None:
-            return await function(**kwargs)
-        return await asyncio.wait_for(function(**kwargs), limit)
+            return await _contained(_call_contained(function, kwargs))
+        return await asyncio.wait_for(_contained(_call_contained(function, kwargs)), limit)
     if thread or limit is not None:
         loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(None, lambda: function(**kwargs))
+        future = loop.run_in_executor(None, lambda: _call_contained(function, kwargs))
         return await (future if limit is None else asyncio.wait_for(future, limit))
-    value = function(**kwargs)
+    value = _call_contained(function, kwargs)
     if inspect.isawaitable(value):  # a sync callable (e.g. a mock object) returning a coroutine
+        value = _contained(value)
         value = await (value if limit is None else asyncio.wait_for(value, limit))
     return value
+
+
+def _crashed(t: Tool[..., Any], exc: BaseException) -> ToolCrashed:
+    return ToolCrashed(
+        f"tool '{t.name}' raised {type(exc).__name__}: {_text(exc)} (a bug in the tool: declare "
+        f"expected errors with @tool(errors=(...)) or raise ToolError to report them to "
+        "the model)",
+        tool_name=t.name,
+    )
+
+
+def _text(exc: BaseException, limit: int | None = None) -> str:
+    """``str(exc)``, even when its ``__str__`` raises, with lone surrogates escaped."""
+    try:
+        text = str(exc)
+    except Exception:
+        text = f"<{type(exc).__name__} whose message cannot be shown>"
+    if limit is not None and len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return _escape_surrogates(text)
+
+
+def _escape_surrogates(text: str) -> str:
+    """Lone surrogates cannot be written as UTF-8: escape them as backslash text."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 _PLAIN = (str, int, float, bool, type(None))
 
 
 def _render(value: Any) -> tuple[Any, str]:
-    """The JSON form of a tool's return value, and the text the model sees."""
+    """The JSON form of a tool's return value, and the text the model sees.
+
+    Raises:
+        Exception: The value cannot become JSON (undecodable bytes, a cycle, very deep
+            nesting, an int too large to print, an object whose ``__str__`` raises).
+    """
     if isinstance(value, str):
+        value = _escape_surrogates(str(value))
         return value, value
     if type(value) in _PLAIN:
         return value, json.dumps(value)
     from pydantic_core import to_jsonable_python
 
-    jsonable = to_jsonable_python(value, fallback=str)
-    return jsonable, json.dumps(jsonable, ensure_ascii=False)
+    try:
+        jsonable = to_jsonable_python(value, fallback=str)
+    except UnicodeEncodeError:  # a lone surrogate in a key: escape the strings, then retry
+        jsonable = to_jsonable_python(_escape_strings(value), fallback=str)
+    content = json.dumps(jsonable, ensure_ascii=False)
+    try:
+        content.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates somewhere inside: escape every string
+        jsonable = _escape_strings(jsonable)
+        content = json.dumps(jsonable, ensure_ascii=False)
+    return jsonable, content
+
+
+def _escape_strings(value: Any) -> Any:
+    if isinstance(value, str):
+        return _escape_surrogates(value)
+    if isinstance(value, (list, tuple)):
+        return [_escape_strings(item) for item in value]
+    if isinstance(value, dict):
+        return {_escape_surrogates(str(k)): _escape_strings(v) for k, v in value.items()}
+    return value
 
 
 def _exception_text(exc: BaseException) -> str:
-    if len(exc.args) == 1:
-        return str(exc.args[0])
-    return str(exc) or type(exc).__name__
+    try:
+        if len(exc.args) == 1:
+            return _escape_surrogates(str(exc.args[0]))
+    except Exception:
+        return f"<{type(exc).__name__} whose message cannot be shown>"
+    return _text(exc) or type(exc).__name__
 
 
 def _error(

@@ -16,6 +16,8 @@ The tree::
     │   ├── ToolCrashed            a tool raised an exception it did not declare (a bug)
     │   ├── ModelFailed            the model request failed (cause in ``__cause__``)
     │   └── UnmockedToolCall       a tool could not be run in mock mode (side effects, no mock)
+    │       └── MockBypassed       a mocked run would run real code: the agent is not using
+    │                              the toolset toolproof handed it (also a UserError)
     └── ReplayError                replay could not proceed
         └── MissingFixture         a tool call has no recorded response
 
@@ -35,6 +37,7 @@ __all__ = [
     "ConfigError",
     "MissingAPIKey",
     "MissingFixture",
+    "MockBypassed",
     "ModelConnectionError",
     "ModelError",
     "ModelFailed",
@@ -222,6 +225,34 @@ class UnmockedToolCall(AgentRunError):
     ) -> None:
         super().__init__(message, trace=trace, step=step)
         self.tool_name = tool_name
+
+
+class MockBypassed(UnmockedToolCall, UserError):
+    """A mocked run would run a tool's real code: the agent does not use its mocked tools.
+
+    Typically an agent factory ignores its ``tools`` argument, so the agent runs its own
+    real tools although toolproof handed it mocked ones. The run stops before the real code
+    runs (``trace`` holds the partial trace when it stopped mid-run), and being a
+    :class:`UserError` it stops the whole eval or replay run (the CLI exits 2).
+
+    Attributes:
+        tool_name: The tool that was refused (``""`` when the agent was refused before any
+            tool ran).
+        factory: The agent factory as ``module:function``, when one is known.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        tool_name: str | None = None,
+        factory: str | None = None,
+        trace: Trace | None = None,
+        step: int | None = None,
+    ) -> None:
+        super().__init__(message, tool_name=tool_name or "", trace=trace, step=step)
+        self.tool_name = tool_name or ""
+        self.factory = factory
 
 
 class ReplayError(ToolproofError):

@@ -6,6 +6,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml  # noqa: F401  (kept loaded across inner runs, like the modules below)
 
 # pytester restores sys.modules after each in-process run; keep what inner runs import loaded.
 import toolproof.evals
@@ -134,3 +135,34 @@ def test_plain_yaml_files_are_not_collected(inner: pytest.Pytester) -> None:
     write(inner, "data.yml", "cases: []\n")
     result = inner.runpytest()
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+def test_a_suite_item_whose_factory_ignores_its_tools_fails_with_one_message(
+    inner: pytest.Pytester,
+) -> None:
+    import mockagents
+
+    write(
+        inner,
+        "careless.eval.yaml",
+        """\
+        suite: careless
+        agent: mockagents:build_agent_ignoring_tools
+        model: scripted
+        cases:
+          - name: refund
+            input: refund ZZZ
+            script: [{call: {name: refund, arguments: {order_id: ZZZ, amount: 999.0}}}, ok]
+        """,
+    )
+    mockagents.SIDE_EFFECTS.clear()
+    result = inner.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*careless.eval.yaml:5: careless::refund: agent factory "
+            "mockagents:build_agent_ignoring_tools ignores its `tools` argument*",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+    assert mockagents.SIDE_EFFECTS == []

@@ -369,3 +369,86 @@ def test_schema_snapshot_fixture_fails_on_change_and_updates_on_request(inner):
     inner.runpytest("--toolproof-update-snapshots").assert_outcomes(passed=1)
     inner.runpytest().assert_outcomes(passed=1)
     assert "staff_id" in snapshot_path.read_text()
+
+
+SIDE_EFFECTS_SOURCE = '''
+from toolproof import Toolset, tool
+
+DONE = []
+
+@tool(side_effects=True)
+def refund(order_id: str) -> str:
+    """Refund an order.
+
+    Args:
+        order_id: The order.
+    """
+    DONE.append(f"refund {order_id}")
+    return "refunded"
+
+@refund.mock
+def _refund(order_id: str) -> str:
+    return "mock refund"
+
+@tool(side_effects=True)
+def post(text: str) -> str:
+    """Post to the team channel (no mock).
+
+    Args:
+        text: The message.
+    """
+    DONE.append(f"post {text}")
+    return "posted"
+
+# The agent's own toolset says both run for real: run_agent's mock mode must not inherit it.
+TOOLSET = Toolset([refund, post], overrides={"refund": "real", "post": "real"})
+'''
+
+
+def test_run_agent_never_runs_real_side_effects_unless_named(inner):
+    inner.makepyfile(effects=SIDE_EFFECTS_SOURCE)
+    inner.makepyfile(
+        """
+        import pytest
+        from toolproof import Agent
+        from toolproof.errors import MockBypassed, UnmockedToolCall
+        from toolproof.testing import ScriptedModel, call
+        from effects import DONE, TOOLSET
+
+        @pytest.fixture(autouse=True)
+        def clean():
+            DONE.clear()
+            yield
+            DONE.clear()
+
+        def agent():
+            return Agent(ScriptedModel(["unused"]), TOOLSET)
+
+        def test_mocked(run_agent):
+            script = [call("refund", order_id="A"), "ok"]
+            result = run_agent(agent(), "x", script=script, mode="mock")
+            assert result.trace.tool_results[0].content == "mock refund"
+            assert DONE == []
+
+        def test_unmocked_side_effect_refused(run_agent):
+            with pytest.raises(UnmockedToolCall, match="run_agent.. refuses to run its real code"):
+                run_agent(agent(), "x", script=[call("post", text="hi"), "ok"], mode="mock")
+            assert DONE == [] and run_agent.traces[-1].stop_reason == "error"
+
+        def test_named_real_tool_runs(run_agent):
+            result = run_agent(agent(), "x", script=[call("post", text="hi"), "ok"], real=["post"])
+            assert DONE == ["post hi"] and result.trace.tool_results[0].mocked is False
+
+        def test_a_stray_agent_inside_a_mock_is_refused(run_agent):
+            async def sneaky(text):
+                stray = Agent(ScriptedModel([call("refund", order_id="B"), "x"]), TOOLSET)
+                return (await stray.run(text)).output
+
+            with pytest.raises(MockBypassed, match="Pass `tools` into `Agent"):
+                run_agent(
+                    agent(), "x", script=[call("post", text="hi"), "ok"], mocks=[{"post": sneaky}]
+                )
+            assert DONE == []
+        """
+    )
+    inner.runpytest().assert_outcomes(passed=4)

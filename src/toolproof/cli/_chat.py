@@ -1,9 +1,8 @@
 """``toolproof chat``: talk to an agent in the terminal and watch every step.
 
 Each model call, tool call (with its arguments), tool result, timing and token count is
-printed as it happens, like the step log of a hand-built agent loop. ``exit`` (or end of
-input) quits; Ctrl-C during a turn cancels that turn and keeps the conversation; Ctrl-C at
-the prompt quits.
+printed as it happens. ``exit`` (or end of input) quits; Ctrl-C during a turn cancels that
+turn and keeps the conversation; Ctrl-C at the prompt quits.
 """
 
 from __future__ import annotations
@@ -23,8 +22,9 @@ if TYPE_CHECKING:
     from toolproof._tools import Tool
     from toolproof._toolset import Toolset
     from toolproof.events import Event
+    from toolproof.models import Model
 
-__all__ = ["load_tools", "register"]
+__all__ = ["load_model", "load_tools", "register"]
 
 EXIT_WORDS = frozenset({"exit", "quit", "/exit", "/quit", ":q"})
 
@@ -43,7 +43,8 @@ def register(subparsers: Any) -> None:
             "examples:\n"
             "  toolproof chat --model deepseek:deepseek-chat \\\n"
             "      --tools examples/hr_assistant/tools.py\n"
-            "  toolproof chat --model 'ollama:qwen2.5:7b?protocol=text' --tools my_tools:TOOLS"
+            "  toolproof chat --model 'ollama:qwen2.5:7b?protocol=text' --tools my_tools:TOOLS\n"
+            "  toolproof chat --model script.yaml --tools tools.py      # offline, scripted"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -51,7 +52,9 @@ def register(subparsers: Any) -> None:
         "--model",
         "-m",
         required=True,
-        help="model string, e.g. deepseek:deepseek-chat, openai:gpt-4o-mini, ollama:qwen2.5:7b",
+        help="model string (deepseek:deepseek-chat, openai:gpt-4o-mini, ollama:qwen2.5:7b), a "
+        "script file (script.yaml: the responses of a scripted model, as in eval suites) or "
+        "MODULE:ATTR naming a Model or a function returning one",
     )
     parser.add_argument(
         "--tools",
@@ -77,13 +80,12 @@ def run_chat(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from toolproof._agent import Agent
-    from toolproof.models import model_from_string
 
     tools = _load_all(args.tools)
     system = _system_prompt(args.system)
     if args.max_steps < 1:
         raise UserError(f"--max-steps must be at least 1, got {args.max_steps}")
-    model = model_from_string(args.model)
+    model = load_model(args.model)
     console = Console(highlight=False, soft_wrap=True)
     agent = Agent(
         model,
@@ -219,6 +221,90 @@ class _StepPrinter:
                 f"[dim]\\[step {event.step}][/]   {_esc(event.call.name)} {mark}: "
                 f"{_esc(clip(result.content, 500))} [dim]({result.duration_ms:.1f} ms)[/]"
             )
+
+
+def load_model(spec: str) -> Model:
+    """The model named by a ``--model`` value.
+
+    Args:
+        spec: A model string (``deepseek:deepseek-chat``; its provider prefix decides), a
+            script file (``.yaml``, ``.yml`` or ``.json``: a list of responses in the format
+            of an eval case's ``script:``, or a mapping with a ``script:`` list), or
+            ``module:attr`` / ``file.py:attr`` naming a ``Model`` or a function (or class)
+            that returns one when called without arguments.
+
+    Raises:
+        UserError: The value is none of these, the file is not a valid script, or the
+            import fails or names something that is not a model.
+    """
+    from toolproof.models import Model, model_from_string
+    from toolproof.models._registry import PROVIDERS
+
+    text = spec.strip()
+    if text.partition(":")[0].strip().lower() in PROVIDERS:
+        return model_from_string(text)
+    if text.lower().endswith((".yaml", ".yml", ".json")):
+        return _scripted_model(text)
+    if ":" not in text:
+        return model_from_string(text)  # its error lists the valid forms
+    from toolproof._loading import load_target
+
+    try:
+        target, label = load_target(text)
+    except UserError as exc:
+        try:
+            model_from_string(text)
+        except UserError as not_a_string:
+            raise UserError(f"{not_a_string}; as MODULE:ATTR naming a Model: {exc}") from None
+        raise
+    made = target
+    if not isinstance(made, Model) and callable(made):
+        try:
+            made = made()
+        except Exception as exc:
+            raise UserError(
+                f"--model {spec!r}: calling {label} failed: {type(exc).__name__}: {exc}"
+            ) from None
+    if not isinstance(made, Model):
+        raise UserError(
+            f"--model {spec!r}: {label} is {type(made).__name__}, not a Model (nor a function "
+            "returning one)"
+        )
+    return made
+
+
+def _scripted_model(path_text: str) -> Model:
+    """A ScriptedModel from a script file, checked like an eval case's ``script:``."""
+    from pathlib import Path
+
+    from toolproof.errors import ConfigError
+    from toolproof.evals._suite import _Builder, _Resolver
+    from toolproof.evals._yaml import Problems, load_yaml
+    from toolproof.models.fake import ScriptedModel
+
+    path = Path(path_text)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"--model {path_text!r}: no such script file") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:  # ValueError: a NUL in the path
+        raise UserError(f"--model {path_text!r}: cannot read the script file: {exc}") from None
+    data, locator, structural = load_yaml(text, path)
+    where: tuple[Any, ...] = ()
+    if isinstance(data, dict) and "script" in data:
+        data, where = data["script"], ("script",)
+    problems = Problems(locator)
+    script = _Builder(path, locator, problems, _Resolver())._script(data, where)
+    formatted = structural + problems.formatted()
+    if formatted or script is None:
+        lines = formatted or [f"{path}:1: not a script"]
+        raise ConfigError(
+            f"invalid script file {path_text!r} (a list of responses: text, "
+            "{call: {name, arguments}}, a list of calls, or {raise: ...}):\n"
+            + "\n".join(f"  {line}" for line in lines),
+            lines,
+        )
+    return ScriptedModel(script, name=f"scripted:{path.name}")
 
 
 def load_tools(spec: str) -> list[Tool[..., Any]] | Toolset:

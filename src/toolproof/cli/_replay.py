@@ -76,6 +76,14 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="tools mode: run today's declared mocks and compare their return structure",
     )
+    parser.add_argument(
+        "--real-tool",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run this tool's real code instead of the recording (model mode) or its mock "
+        "(tools mode with --run-mocks); no other tool's real code runs (repeatable)",
+    )
     parser.add_argument("--concurrency", type=int, default=4, help="model mode (default 4)")
     parser.add_argument(
         "--report",
@@ -156,6 +164,7 @@ def _replay(args: argparse.Namespace) -> int:
             judge=judge,
             run_mocks=args.run_mocks,
             concurrency=args.concurrency,
+            real_tools=args.real_tool,
         )
     to_stdout = any(spec.to_stdout for spec in specs)
     console = sys.stderr if to_stdout else sys.stdout

@@ -231,6 +231,8 @@ def _list_cases(cases: list[Case], console: Console, args: argparse.Namespace) -
         trials = args.trials or config.trials
         flags = [f"model={model}", f"trials={trials}", f"pass_rule={config.pass_rule.describe()}"]
         flags.append(f"tools={config.tools}")
+        if config.named_real_tools:
+            flags.append("real_tools=" + ",".join(config.named_real_tools))
         if config.gate != "block":
             flags.append(f"gate={config.gate}")
         if case.tags:

@@ -138,6 +138,10 @@ class EvalCaseItem(pytest.Item):
         """Failing checks per trial and trace summaries, instead of a traceback."""
         if isinstance(excinfo.value, CaseFailed):
             return _describe(excinfo.value.result)
+        from toolproof.errors import MockBypassed
+
+        if isinstance(excinfo.value, MockBypassed):  # a configuration error: say what to fix
+            return f"{self.case.location}: {self.case.id}: {excinfo.value}"
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Path, int, str]:

@@ -13,8 +13,8 @@ The JSON report (``format: toolproof-eval-report``, ``version: 1``) is the compl
                usage, cost, model_calls, cached_calls, judge_calls, duration_s, exit_code},
      suites: [{name, file, cases}],
      cases: [{suite, name, id, file, line, description, tags, gate, pass_rule,
-              trials_planned, model, judge_model, verdict, reason, passes, failures,
-              errors, stats: {n, c, pass_rate, pass_at_k, pass_hat_k, classification},
+              trials_planned, tools, real_tools, model, judge_model, verdict, reason, passes,
+              failures, errors, stats: {n, c, pass_rate, pass_at_k, pass_hat_k, classification},
               trials: [{index, status, attempts, duration_ms, usage, cost, model_calls,
                         cached_calls, error: {type, message} | null,
                         checks: [{check, kind, status, reason, turn?, criterion?}],
@@ -152,6 +152,22 @@ def _trial_lines(result: CaseResult) -> list[str]:
     return lines
 
 
+def _real_line(result: CaseResult, prefix: str) -> str:
+    """``real tools: a, b`` for a mocked case that runs some tools for real, else ``""``."""
+    names = result.case.config.named_real_tools
+    return f"{prefix}real tools: {', '.join(names)}" if names else ""
+
+
+def real_tools_summary(report: EvalReport, code: bool = False) -> str | None:
+    """One line naming the tools that ran for real in mocked cases, or ``None``."""
+    names = [n for c in report.cases for n in c.case.config.named_real_tools]
+    if not names:
+        return None
+    cases = sum(1 for c in report.cases if c.case.config.named_real_tools)
+    shown = ", ".join(md_code(n) if code else n for n in dict.fromkeys(names))
+    return f"real tools: {shown} (in {cases} mocked case{'s' if cases != 1 else ''})"
+
+
 def junit_suites(report: EvalReport) -> list[JUnitSuite]:
     """One ``<testsuite>`` per eval suite, one ``<testcase>`` per case."""
     suites: dict[str, JUnitSuite] = {}
@@ -159,11 +175,12 @@ def junit_suites(report: EvalReport) -> list[JUnitSuite]:
         case = result.case
         suite = suites.setdefault(case.suite, JUnitSuite(case.suite, timestamp=report.started_at))
         details = "\n".join(_trial_lines(result))
+        out = case.location + _real_line(result, "\n")
         item = JUnitCase(
             name=case.name,
             classname=case.suite,
             time_s=result.duration_ms / 1000,
-            system_out=f"{case.location}\n{details}" if details else case.location,
+            system_out=f"{out}\n{details}" if details else out,
         )
         advisory = "" if result.blocking else "[advisory, gate: advise] "
         if result.verdict == "fail":
@@ -244,6 +261,9 @@ def markdown_report(report: EvalReport, *, limit: int = 65536) -> str:
         ["skipped", str(summary["skipped"] + summary["not_run"])],
     ]
     lines += [md_table([c[0] for c in counts], [[c[1] for c in counts]]), "", _figures(report), ""]
+    real = real_tools_summary(report, code=True)
+    if real is not None:
+        lines += [real, ""]
     attention = [c for c in report.cases if c.verdict in ("fail", "error", "not_run")]
     flaky = [
         c
@@ -336,6 +356,9 @@ def print_summary(report: EvalReport, console: Console, *, all_cases: bool | Non
         if hidden:
             console.print(f"[dim]{hidden} stable passing cases not shown[/]")
     console.print(escape(_figures(report)), highlight=False)
+    real = real_tools_summary(report)
+    if real is not None:
+        console.print(f"[yellow]{escape(real)}[/]", highlight=False)
     headline = _headline(report)
     style = "green" if report.exit_code == 0 else "red" if report.exit_code == 1 else "yellow"
     console.print(f"[bold {style}]{escape(headline)}[/]  (exit code {report.exit_code})")

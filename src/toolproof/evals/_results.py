@@ -177,6 +177,8 @@ class CaseResult:
             "gate": config.gate,
             "pass_rule": config.pass_rule.describe(),
             "trials_planned": config.trials,
+            "tools": config.tools,
+            "real_tools": list(config.named_real_tools),
             "model": self.model,
             "judge_model": self.judge_model,
             "verdict": self.verdict,

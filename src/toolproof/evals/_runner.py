@@ -24,9 +24,11 @@ from typing import IO, TYPE_CHECKING, Any
 
 from toolproof._messages import Message, ModelResponse, ModelSettings, ToolDefinition
 from toolproof._reporting import ReportSpec, parse_report_specs
+from toolproof._toolset import Toolset, mock_context
 from toolproof.errors import (
     AgentRunError,
     MissingAPIKey,
+    MockBypassed,
     ModelConnectionError,
     ModelError,
     ModelFailed,
@@ -157,6 +159,26 @@ class _MappingMocks:
 
     def mock_for(self, tool: Tool[..., Any]) -> Callable[..., Any] | None:
         return self.functions.get(tool.name)
+
+
+def _trial_tools(case: Case, providers: list[Any]) -> contextlib.AbstractContextManager[Toolset]:
+    """The toolset of one trial; with ``tools: mock`` the trial is a mocked run."""
+    config = case.config
+    if config.tools == "real":
+        toolset = config.agent.toolset.with_mode(
+            "real", overrides=config.tool_modes or None, mocks=providers or None
+        )
+        toolset._lineage = object()  # the trial's own: an agent ignoring it is caught
+        return contextlib.nullcontext(toolset)
+    return mock_context(
+        config.agent.toolset,
+        where=f"the eval case {case.id} (tools: mock)",
+        how="real_tools: [{}] in the suite or the case",
+        real=config.real_tools,
+        overrides=config.tool_modes or None,
+        mocks=providers or None,
+        factory=config.agent.source,
+    )
 
 
 # -- errors -------------------------------------------------------------------------------------
@@ -337,41 +359,46 @@ class _Runner:
             model = _TrialModel(plan.slot, index, counters, self.cache)
         mocks: list[Any] = []
         step = "creating the mocks"
-        try:
-            for spec in config.mocks:
-                mocks.extend(spec.create())
-            providers = [_MappingMocks(m) if isinstance(m, Mapping) else m for m in mocks]
-            toolset = config.agent.toolset.with_mode(
-                config.tools, overrides=config.tool_modes or None, mocks=providers or None
-            )
-            step = "building the agent"
-            agent = config.agent.build(model, toolset)
-        except Exception as exc:  # setup problems are not the agent's failures
-            message = f"{step} failed: {type(exc).__name__}: {exc}"
-            trial = TrialResult(index, "error", error=message, error_type=type(exc).__name__)
-            return trial, _Infra(type(exc).__name__, message, retryable=False)
-        session = agent.session()
-        metadata = {
-            **case.metadata,
-            "eval": {"suite": case.suite, "case": case.name, "trial": index},
-        }
-        run_error: AgentRunError | None = None
-        try:
-            for turn in case.turns:
-                await session.run(
-                    turn.input, metadata=metadata, tags=case.tags, settings=config.settings
-                )
-        except AgentRunError as exc:
-            infra = infrastructure_error(exc)
-            if infra is not None:
-                trial = self.finish(
-                    TrialResult(index, "error", error=infra.message, error_type=infra.error_type),
-                    session.traces,
-                    counters,
-                    started,
-                )
-                return trial, infra
-            run_error = exc
+        with contextlib.ExitStack() as isolation:
+            try:
+                for spec in config.mocks:
+                    mocks.extend(spec.create())
+                providers = [_MappingMocks(m) if isinstance(m, Mapping) else m for m in mocks]
+                toolset = isolation.enter_context(_trial_tools(case, providers))
+                step = "building the agent"
+                agent = config.agent.build(model, toolset)
+            except MockBypassed:
+                raise  # a configuration error: stop the whole run, nothing ran for real
+            except Exception as exc:  # setup problems are not the agent's failures
+                message = f"{step} failed: {type(exc).__name__}: {exc}"
+                trial = TrialResult(index, "error", error=message, error_type=type(exc).__name__)
+                return trial, _Infra(type(exc).__name__, message, retryable=False)
+            session = agent.session()
+            metadata = {
+                **case.metadata,
+                "eval": {"suite": case.suite, "case": case.name, "trial": index},
+            }
+            run_error: AgentRunError | None = None
+            try:
+                for turn in case.turns:
+                    await session.run(
+                        turn.input, metadata=metadata, tags=case.tags, settings=config.settings
+                    )
+            except MockBypassed:
+                raise
+            except AgentRunError as exc:
+                infra = infrastructure_error(exc)
+                if infra is not None:
+                    trial = self.finish(
+                        TrialResult(
+                            index, "error", error=infra.message, error_type=infra.error_type
+                        ),
+                        session.traces,
+                        counters,
+                        started,
+                    )
+                    return trial, infra
+                run_error = exc
         traces = list(session.traces)
         record = SessionRecord(traces, mocks)
         checks: list[CheckResult] = []

@@ -75,6 +75,7 @@ DEFAULT_KEYS: dict[str, str] = {
     "judge_model": "a model string for the judged checks",
     "tools": "real or mock",
     "tool_modes": "a mapping of tool name to real or mock",
+    "real_tools": "a list of tool names that run their real code although tools are mocked",
     "mocks": (
         "a fixture file (.yaml, .yml, .json), an import path 'module:factory' returning mock "
         "providers, or a list of them"
@@ -134,6 +135,7 @@ _DEFAULTS: dict[str, Any] = {
     "judge_model": None,
     "tools": "mock",
     "tool_modes": {},
+    "real_tools": [],
     "mocks": [],
     "trials": 1,
     "pass_rule": "all",
@@ -249,6 +251,7 @@ class AgentSpec:
 
         Raises:
             UserError: The factory failed or did not return an ``Agent``.
+            MockBypassed: The agent does not use ``toolset`` (the factory ignored it).
         """
         from toolproof._agent import Agent
 
@@ -262,6 +265,9 @@ class AgentSpec:
             raise UserError(
                 f"agent factory {self.source} returned {type(agent).__name__}, not an Agent"
             )
+        from toolproof._toolset import check_uses_tools
+
+        check_uses_tools(agent.toolset, toolset, self.source)
         return agent
 
 
@@ -275,6 +281,9 @@ class CaseConfig:
         judge_model: The judge's model string.
         tools: ``"mock"`` or ``"real"``.
         tool_modes: Per-tool modes over ``tools``.
+        real_tools: With ``tools: mock``, the tools that run their real code on purpose (a
+            ``real`` entry of ``tool_modes`` counts too); every other tool with side
+            effects never does.
         mocks: Mock providers to create for each trial.
         trials: How many times the case runs.
         pass_rule: How trials become the verdict.
@@ -291,6 +300,7 @@ class CaseConfig:
     judge_model: str | None = None
     tools: ToolModeName = "mock"
     tool_modes: Mapping[str, ToolModeName] = field(default_factory=dict)
+    real_tools: tuple[str, ...] = ()
     mocks: tuple[MockSpec, ...] = ()
     trials: int = 1
     pass_rule: PassRule = field(default_factory=PassRule)
@@ -300,6 +310,14 @@ class CaseConfig:
     settings: ModelSettings | None = None
     retries: int = 2
     timeout: float | None = None
+
+    @property
+    def named_real_tools(self) -> tuple[str, ...]:
+        """With ``tools: mock``, the tools that run their real code on purpose, for reports."""
+        if self.tools != "mock":
+            return ()
+        named = [*self.real_tools, *(n for n, m in self.tool_modes.items() if m == "real")]
+        return tuple(dict.fromkeys(named))
 
 
 @dataclass(slots=True)
@@ -935,6 +953,17 @@ class _Builder:
                         (*where_of("tool_modes"), tool_name), f"expected real or mock, got {mode!r}"
                     )
                     ok = False
+        real_tools = values["real_tools"]
+        if not isinstance(real_tools, list) or not all(isinstance(n, str) for n in real_tools):
+            bad("real_tools", f"expected {DEFAULT_KEYS['real_tools']}, got {_type(real_tools)}")
+            real_tools = []
+        elif agent is not None:
+            for position, tool_name in enumerate(real_tools):
+                if tool_name not in agent.tools:
+                    self.add(
+                        (*where_of("real_tools"), position), _unknown_tool(tool_name, agent.tools)
+                    )
+                    ok = False
         mocks = self._mocks(values["mocks"], where_of("mocks"), agent)
         if mocks is None:
             ok = False
@@ -971,6 +1000,7 @@ class _Builder:
             judge_model=values["judge_model"],
             tools=tools_mode,
             tool_modes=dict(tool_modes),
+            real_tools=tuple(dict.fromkeys(real_tools)),
             mocks=tuple(mocks),
             trials=trials,
             pass_rule=rule,

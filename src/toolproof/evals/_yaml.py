@@ -103,28 +103,26 @@ def load_yaml(text: str, file: Path) -> tuple[Any, Locator, list[str]]:
         structure itself (duplicate keys), formatted as ``file:line: message``.
 
     Raises:
-        ConfigError: The text is not valid YAML, or holds several documents.
+        ConfigError: The text is not valid YAML, holds several documents, or is beyond the
+            limits of ``toolproof._yaml`` (aliases, depth, size).
     """
     import yaml
 
+    from toolproof._yaml import load_document
+
     locator = Locator(file)
-    # libyaml's parser keeps the marks too, and is about ten times faster.
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
     try:
-        try:
-            node = loader.get_single_node()
-            data = loader.construct_document(node) if node is not None else None
-        except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            line = mark.line + 1 if mark is not None else 1
-            reason = exc.problem or exc.context or "invalid YAML"
-            message = f"{file}:{line}: invalid YAML: {reason}"
-            raise ConfigError(message, [message]) from None
-        except yaml.YAMLError as exc:
-            message = f"{file}:1: invalid YAML: {exc}"
-            raise ConfigError(message, [message]) from None
-    finally:
-        loader.dispose()
+        # libyaml's parser (when installed) keeps the marks too, and is about ten times faster.
+        data, node = load_document(text, file)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else 1
+        reason = exc.problem or exc.context or "invalid YAML"
+        message = f"{file}:{line}: invalid YAML: {reason}"
+        raise ConfigError(message, [message]) from None
+    except yaml.YAMLError as exc:
+        message = f"{file}:1: invalid YAML: {exc}"
+        raise ConfigError(message, [message]) from None
     problems: list[str] = []
     if node is not None:
         locator.lines[()] = node.start_mark.line + 1

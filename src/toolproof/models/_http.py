@@ -25,7 +25,16 @@ if TYPE_CHECKING:
 
     import aiohttp
 
-__all__ = ["RetryPolicy", "SessionPool", "Timeout", "env_proxy", "parse_retry_after"]
+__all__ = [
+    "Deadlines",
+    "RetryPolicy",
+    "SessionPool",
+    "Stalled",
+    "Timeout",
+    "env_proxy",
+    "parse_retry_after",
+    "rejects_request",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,16 +46,36 @@ class Timeout:
         read: Waiting for the next bytes of the response (the first byte included). Long
             enough for reasoning models that think before answering; DeepSeek keeps the
             connection alive with blank lines while it thinks.
-        total: The whole attempt, from sending to the last byte.
+        progress: Waiting for the next part of the answer itself: a data event of a
+            stream, or the body of a plain response. Keep-alives (SSE comments, blank
+            lines) do not count, so a server that only keeps the connection alive fails
+            after this long instead of holding the request forever.
+        total: The whole attempt, from sending to the last byte; nothing resets it.
     """
 
     connect: float | None = 10.0
     read: float | None = 300.0
+    progress: float | None = 300.0
     total: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("connect", "read", "progress", "total"):
+            value = getattr(self, name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0
+            ):
+                raise UserError(
+                    f"Timeout({name}=...) must be a positive number of seconds or None, "
+                    f"got {value!r}"
+                )
 
     @classmethod
     def coerce(cls, value: float | Timeout | None) -> Timeout:
-        """``Timeout`` from a number (the read timeout), a ``Timeout``, or ``None`` (defaults)."""
+        """``Timeout`` from a number, a ``Timeout``, or ``None`` (defaults).
+
+        A number is both the read and the progress timeout: no answer within that many
+        seconds of silence or keep-alives fails the attempt.
+        """
         if value is None:
             return cls()
         if isinstance(value, Timeout):
@@ -55,7 +84,94 @@ class Timeout:
             raise UserError(
                 f"timeout must be a positive number of seconds or a Timeout(...), got {value!r}"
             )
-        return cls(read=float(value))
+        return cls(read=float(value), progress=float(value))
+
+
+class Stalled(Exception):
+    """An attempt saw no progress (or ran out of time) before its deadline."""
+
+    def __init__(self, kind: str, seconds: float) -> None:
+        super().__init__(kind, seconds)
+        self.kind = kind  # "progress" or "total"
+        self.seconds = seconds
+
+
+class Deadlines:
+    """The progress and total deadlines of one attempt, on the running loop's clock.
+
+    ``wait(awaitable)`` awaits with the nearer deadline and raises :class:`Stalled` when it
+    passes; ``progress()`` pushes the progress deadline back (a part of the answer came).
+    """
+
+    __slots__ = ("_loop", "_progress", "_progress_at", "_total", "_total_at")
+
+    def __init__(self, timeout: Timeout) -> None:
+        import asyncio
+
+        self._loop = asyncio.get_running_loop()
+        now = self._loop.time()
+        self._progress = timeout.progress
+        self._total = timeout.total
+        self._progress_at = None if timeout.progress is None else now + timeout.progress
+        self._total_at = None if timeout.total is None else now + timeout.total
+
+    def progress(self) -> None:
+        """A part of the answer arrived."""
+        if self._progress is not None:
+            self._progress_at = self._loop.time() + self._progress
+
+    async def wait(self, awaitable: Awaitable[Any]) -> Any:
+        """Await ``awaitable`` until the nearer deadline; :class:`Stalled` past it."""
+        import asyncio
+
+        kind, at = self._nearest()
+        if at is None:
+            return await awaitable
+        remaining = at - self._loop.time()
+        try:
+            return await asyncio.wait_for(awaitable, max(remaining, 0.0))
+        except asyncio.TimeoutError:
+            kind, at = self._nearest()
+            if at is not None and self._loop.time() >= at - 0.001:
+                seconds = self._progress if kind == "progress" else self._total
+                raise Stalled(kind, seconds or 0.0) from None
+            raise
+
+    def _nearest(self) -> tuple[str, float | None]:
+        p, t = self._progress_at, self._total_at
+        if p is None:
+            return "total", t
+        if t is None or p < t:
+            return "progress", p
+        return "total", t
+
+
+def rejects_request(status: int, message: str | None, error_type: str | None) -> bool:
+    """Whether a server error (5xx) says the request itself is bad, so resending cannot help.
+
+    Some servers answer 500 for requests they cannot process, for example llama.cpp's
+    ``"Failed to parse tool call arguments as JSON"``; retrying the same request fails the
+    same way, so such answers are not retried.
+    """
+    if status < 500:
+        return False
+    if error_type and error_type.lower() in _BAD_REQUEST_TYPES:
+        return True
+    if not message:
+        return False
+    import re
+
+    return re.search(_BAD_REQUEST_PATTERN, message[:2000], re.IGNORECASE) is not None
+
+
+_BAD_REQUEST_TYPES = frozenset({"invalid_request_error", "invalid_request", "bad_request"})
+_BAD_REQUEST_PATTERN = (
+    r"\b(?:failed to parse|could not parse|cannot parse|unable to parse|parse error|"
+    r"invalid (?:json|request|argument|arguments|parameter|value|tool|message|role|schema)|"
+    r"malformed|not valid json|unsupported (?:parameter|value|content|role)|"
+    r"does not support|is not supported|chat template|template error|"
+    r"exceeds? the (?:available )?context|context (?:length|size|window)|too many tokens)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,11 +179,13 @@ class RetryPolicy:
     """When and how long to wait before retrying a failed model request.
 
     Rate limits (429), server errors (5xx), timeouts and connection errors are retried;
-    other errors are not. The wait doubles from ``initial_delay`` up to ``max_delay`` and is
-    shortened by a random fraction up to ``jitter`` so that many clients do not retry in
-    step. A ``Retry-After`` (or ``retry-after-ms``) header from the provider replaces the
-    computed wait. Retrying stops after ``max_retries`` retries, or when the next wait would
-    end more than ``max_elapsed`` seconds after the first attempt started.
+    other errors are not, nor are server errors whose message says the request itself
+    cannot be processed (``"Failed to parse tool call arguments as JSON"``). The wait
+    doubles from ``initial_delay`` up to ``max_delay`` and is shortened by a random
+    fraction up to ``jitter`` so that many clients do not retry in step. A ``Retry-After``
+    (or ``retry-after-ms``) header from the provider replaces the computed wait. Retrying
+    stops after ``max_retries`` retries, or when the next wait would end more than
+    ``max_elapsed`` seconds after the first attempt started.
 
     Attributes:
         max_retries: Retries after the first attempt (0 disables retrying).
@@ -251,7 +369,9 @@ class SessionPool:
         return aiohttp.ClientSession(
             connector=connector,
             headers=self.headers,
-            timeout=aiohttp.ClientTimeout(total=t.total, sock_connect=t.connect, sock_read=t.read),
+            # The total and progress deadlines are kept by the adapter (Deadlines), which can tell
+            # keep-alives from progress and say which limit was reached.
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=t.connect, sock_read=t.read),
             skip_auto_headers=("User-Agent",),
             proxy=proxy,
             proxy_auth=aiohttp.BasicAuth.from_url(URL(proxy)) if proxy else None,

@@ -104,7 +104,7 @@ STRING_OPTIONS = {
     "api_key_env": "the environment variable holding the key",
     "stream": "true or false: streamed responses",
     "protocol": "native (default) or text: describe tools in the prompt (TextProtocolModel)",
-    "timeout": "read timeout in seconds",
+    "timeout": "read and progress timeout in seconds",
     "max_retries": "retries on 429, 5xx and connection errors",
 }
 

@@ -12,7 +12,10 @@ by :func:`toolproof.models.model_from_string`:
 The wire mapping is exact: assistant tool-call messages carry ``content: null`` and each
 call's arguments as the JSON text the model wrote (``ToolCall.arguments_json()``); tool
 messages carry their ``tool_call_id``; malformed arguments from the model never raise (they
-become ``ToolCall.arguments_error`` and the agent reports them to the model).
+become ``ToolCall.arguments_error`` and the agent reports them to the model). When such a
+call is sent back in the conversation, its arguments go as a JSON object wrapping the
+model's text (``{"unparsed_arguments": "..."}``), since servers that parse the history
+reject invalid JSON there; the trace keeps the text exactly.
 """
 
 from __future__ import annotations
@@ -42,12 +45,21 @@ from toolproof.errors import (
     UserError,
 )
 from toolproof.models._base import Model
-from toolproof.models._http import RetryPolicy, SessionPool, Timeout, parse_retry_after
+from toolproof.models._http import (
+    RetryPolicy,
+    SessionPool,
+    Timeout,
+    parse_retry_after,
+    rejects_request,
+)
 
 if TYPE_CHECKING:
     import aiohttp
 
 __all__ = ["OpenAIChatModel"]
+
+#: The key under which arguments that are not a JSON object are sent back to the provider.
+UNPARSED_ARGUMENTS_KEY = "unparsed_arguments"
 
 _USAGE_MAPPED = frozenset(
     {
@@ -74,7 +86,8 @@ class OpenAIChatModel(Model):
             ``api_key`` nor ``api_key_env`` the requests carry no key (local servers).
         name: The name recorded in traces; defaults to ``model``.
         stream: Ask for a streamed (server-sent events) response; the result is the same.
-        timeout: A :class:`Timeout`, or a number of seconds for the read timeout.
+        timeout: A :class:`Timeout`, or a number of seconds for the read and progress
+            timeouts.
         retry: A :class:`RetryPolicy`, or a number of retries.
         headers: Extra HTTP headers sent with every request.
         max_connections: Most open connections per event loop.
@@ -204,7 +217,10 @@ class OpenAIChatModel(Model):
             try:
                 return await self._attempt(payload, messages)
             except (ModelHTTPError, ModelConnectionError) as exc:
-                if isinstance(exc, ModelHTTPError) and not exc.retryable:
+                if isinstance(exc, ModelHTTPError) and (
+                    not exc.retryable
+                    or rejects_request(exc.status, exc.provider_message, exc.error_type)
+                ):
                     raise
                 retry_after = exc.retry_after if isinstance(exc, ModelHTTPError) else None
                 elapsed = time.monotonic() - started
@@ -279,7 +295,7 @@ class OpenAIChatModel(Model):
                         {
                             "id": c.id,
                             "type": "function",
-                            "function": {"name": c.name, "arguments": c.arguments_json()},
+                            "function": {"name": c.name, "arguments": _wire_arguments(c)},
                         }
                         for c in m.tool_calls
                     ]
@@ -303,35 +319,64 @@ class OpenAIChatModel(Model):
 
         import aiohttp
 
+        from toolproof.models._http import Deadlines, Stalled
+
         session = await self._pool.session()
+        deadlines = Deadlines(self.timeout)
         try:
-            async with session.post(self.url, data=payload) as response:
-                if response.status >= 400:
-                    raw = await response.read()
-                    raise self._http_error(response.status, response.reason, raw, response.headers)
-                if response.content_type == "text/event-stream":
-                    return await self._read_stream(response, messages)
-                raw = await response.read()
+            response = await deadlines.wait(session.post(self.url, data=payload))
+            async with response:
+                try:
+                    if response.status >= 400:
+                        raw = await deadlines.wait(response.read())
+                        raise self._http_error(
+                            response.status, response.reason, raw, response.headers
+                        )
+                    if response.content_type == "text/event-stream":
+                        return await self._read_stream(response, messages, deadlines)
+                    raw = await self._read_body(response, deadlines)
+                except Stalled:
+                    response.close()  # the connection is in an unknown state: drop it
+                    raise
+        except Stalled as exc:
+            raise self._stalled_error(exc) from None
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
             raise self._connection_error(exc) from exc
         return self._parse_completion(raw, messages)
 
+    async def _read_body(self, response: aiohttp.ClientResponse, deadlines: Any) -> bytes:
+        """The whole body; keep-alive whitespace before the JSON is not progress."""
+        parts: list[bytes] = []
+        content = response.content
+        while True:
+            chunk = await deadlines.wait(content.readany())
+            if not chunk:
+                return b"".join(parts)
+            parts.append(chunk)
+            if chunk.strip():
+                deadlines.progress()
+
     async def _read_stream(
-        self, response: aiohttp.ClientResponse, messages: Sequence[Message]
+        self, response: aiohttp.ClientResponse, messages: Sequence[Message], deadlines: Any
     ) -> ModelResponse:
         from toolproof.models._sse import SSEDecoder
 
         decoder = SSEDecoder()
         stream = _StreamState()
         done = False
-        async for chunk in response.content.iter_any():
+        content = response.content
+        while not done:
+            chunk = await deadlines.wait(content.readany())
+            if not chunk:
+                for event in decoder.close():
+                    done = done or stream.add(event.data, event.event, self.name)
+                break
+            parts = stream.parts
             for event in decoder.feed(chunk):
                 done = done or stream.add(event.data, event.event, self.name)
-            if done:
-                break
-        else:
-            for event in decoder.close():
-                done = done or stream.add(event.data, event.event, self.name)
+            if stream.parts != parts or done:
+                # Comments, blank lines and empty chunks (keep-alives) are not progress.
+                deadlines.progress()
         if done:
             if not response.content.at_eof():
                 await _drain(response)
@@ -470,6 +515,11 @@ class OpenAIChatModel(Model):
                 "Rate limited: lower the concurrency, wait, or allow more retries with "
                 "retry=RetryPolicy(...)"
             )
+        if status >= 500 and rejects_request(status, provider_message, None):
+            return (
+                "The server could not process this request (not retried: resending it would "
+                "fail the same way); check the conversation and tool schemas it was sent"
+            )
         if status >= 500:
             return "The provider failed; retry later"
         if "reasoning_content" in lowered:
@@ -487,6 +537,21 @@ class OpenAIChatModel(Model):
             "assistant message whose tool_calls it answers, with the same tool_call_id), the "
             f"tool schemas, and settings model {self.model!r} may not support"
         )
+
+    def _stalled_error(self, exc: Any) -> ModelConnectionError:
+        if exc.kind == "progress":
+            text = (
+                f"no answer from {self.url} for {exc.seconds:g} s: the server sent nothing, or "
+                "only keep-alives (progress timeout); raise it with "
+                "timeout=Timeout(progress=...) for slow models"
+            )
+        else:
+            text = (
+                f"the request to {self.url} took longer than the total timeout "
+                f"({exc.seconds:g} s), keep-alives included; raise it with "
+                "timeout=Timeout(total=...)"
+            )
+        return ModelConnectionError(f"{self.name}: {text}")
 
     def _connection_error(self, exc: BaseException) -> ModelConnectionError:
         import asyncio
@@ -532,6 +597,7 @@ class _StreamState:
         "content",
         "finish_reason",
         "model",
+        "parts",
         "reasoning",
         "saw_choice",
         "usage",
@@ -545,6 +611,7 @@ class _StreamState:
         self.model: str | None = None
         self.usage: Any = None
         self.saw_choice = False
+        self.parts = 0  # pieces of the answer received (content, calls, finish, usage)
 
     def add(self, data: str, event: str, name: str) -> bool:
         """Apply one event; ``True`` when the stream is complete (``[DONE]``)."""
@@ -566,6 +633,7 @@ class _StreamState:
             raise UnexpectedModelOutput(f"{name}: the stream reported an error: {detail}", data)
         if chunk.get("usage"):
             self.usage = chunk["usage"]
+            self.parts += 1
         if chunk.get("model"):
             self.model = chunk["model"]
         for choice in chunk.get("choices") or ():
@@ -577,12 +645,14 @@ class _StreamState:
                 self._delta(delta)
             if choice.get("finish_reason"):
                 self.finish_reason = choice["finish_reason"]
+                self.parts += 1
         return False
 
     def _delta(self, delta: dict[str, Any]) -> None:
         text = _content_text(delta.get("content"))
         if text:
             self.content.append(text)
+            self.parts += 1
         reasoning = delta.get("reasoning_content")
         if not isinstance(reasoning, str):
             reasoning = delta.get("reasoning")
@@ -590,6 +660,7 @@ class _StreamState:
             if self.reasoning is None:
                 self.reasoning = []
             self.reasoning.append(reasoning)
+            self.parts += bool(reasoning)
         for item in delta.get("tool_calls") or ():
             if not isinstance(item, dict):
                 continue
@@ -600,11 +671,14 @@ class _StreamState:
             if isinstance(function, dict):
                 if function.get("name") and not slot["name"]:
                     slot["name"] = function["name"]
+                    self.parts += 1
                 arguments = function.get("arguments")
                 if isinstance(arguments, str):
                     slot["arguments"].append(arguments)
+                    self.parts += bool(arguments)
                 elif isinstance(arguments, (dict, list)):
                     slot["arguments"].append(json.dumps(arguments, ensure_ascii=False))
+                    self.parts += 1
 
     def _slot(self, item: dict[str, Any]) -> dict[str, Any]:
         index = item.get("index")
@@ -655,6 +729,43 @@ async def _drain(response: aiohttp.ClientResponse) -> None:
 
     with contextlib.suppress(asyncio.TimeoutError, aiohttp.ClientError):
         await asyncio.wait_for(response.content.read(), 1.0)
+
+
+def _wire_arguments(call: ToolCall) -> str:
+    """A call's arguments as sent back in the conversation: always a JSON object.
+
+    Valid arguments go back byte for byte. Servers that parse the history (llama.cpp's
+    server answers HTTP 500 "Failed to parse tool call arguments as JSON") reject anything
+    else, so blank arguments go back as ``{}`` and arguments that are not a JSON object as
+    ``{"unparsed_arguments": "<the model's text>"}``: the model still sees what it wrote,
+    and the error result that follows tells it what to fix. The trace keeps the raw text.
+    """
+    if call.arguments_error is not None:
+        return json.dumps(
+            {UNPARSED_ARGUMENTS_KEY: call.raw_arguments or ""},
+            ensure_ascii=False,
+            separators=(", ", ": "),
+        )
+    text = call.arguments_json()
+    if not text.strip():
+        return "{}"
+    if ("NaN" in text or "Infinity" in text) and not _strict_json(text):
+        # Python reads NaN and Infinity; the JSON parsers of servers do not.
+        return json.dumps(
+            {UNPARSED_ARGUMENTS_KEY: text}, ensure_ascii=False, separators=(", ", ": ")
+        )
+    return text
+
+
+def _strict_json(text: str) -> bool:
+    def reject(constant: str) -> Any:
+        raise ValueError(constant)
+
+    try:
+        json.loads(text, parse_constant=reject)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def _tool_call(item: dict[str, Any], position: int) -> ToolCall:

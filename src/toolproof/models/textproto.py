@@ -1,4 +1,4 @@
-"""The text tool protocol, for models without native function calling (many local models).
+"""The text tool protocol, for models without native function calling.
 
 :class:`TextProtocolModel` wraps any model. It describes the tools in the system prompt,
 sends no native ``tools``, and turns the ``<tool_call>{"name": ..., "arguments": {...}}
@@ -16,6 +16,7 @@ records the error in ``Step.parse_errors``. The parser raises nothing but
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from collections.abc import Sequence
@@ -53,13 +54,13 @@ Available tools (one JSON object per line):
 {tools}"""
 
 _OPEN = "<tool_call>"
-_BLOCK = re.compile(
-    r"<tool_call\s*>(?P<body>.*?)(?:</tool_call\s*>|(?=<tool_call\s*>)|\Z)", re.S | re.I
-)
-_FENCED = re.compile(
-    r"```[\w+-]*[ \t]*\n?(?P<inner>\s*(?:<tool_call\s*>.*?</tool_call\s*>\s*)+)```", re.S | re.I
-)
-_FENCE_INSIDE = re.compile(r"\A```[\w+-]*[ \t]*\n?(?P<inner>.*?)\n?```\Z", re.S)
+# The scanner's pieces: each is matched at one position and has a single quantifier, so
+# no input makes them backtrack. The parser runs in time linear in the text's length.
+_TAG = re.compile(r"<(/?)tool_call\s*>", re.I)
+_LANG = re.compile(r"[\w+-]*")
+_BLANKS = re.compile(r"[ \t]*")
+_SPACES = re.compile(r"\s*")
+_FENCE = "```"
 
 
 class ToolCallParseError(UnexpectedModelOutput, ValueError):
@@ -98,9 +99,9 @@ def parse_tool_call_block(block: str) -> list[ToolCall]:
         ToolCallParseError: The block holds no usable call; the message says why.
     """
     text = block.strip()
-    fenced = _FENCE_INSIDE.match(text)
-    if fenced:
-        text = fenced.group("inner").strip()
+    inner = _inside_fence(text)
+    if inner is not None:
+        text = inner.strip()
     if not text:
         raise ToolCallParseError("the <tool_call> block is empty", body=block)
     value = _load_json(text, block)
@@ -120,29 +121,111 @@ def parse_tool_calls(text: str, *, first_id: int = 1) -> ParsedToolCalls:
     Returns:
         The remaining text, the calls and one error message per unparsable block.
     """
-    if "<" not in text or not _BLOCK.search(text):
+    if "<" not in text or not any(not m.group(1) for m in _TAG.finditer(text)):
         return ParsedToolCalls(text.strip() or None)
-    text = _FENCED.sub(lambda m: m.group("inner"), text)
+    text = _unfence(text)
     calls: list[ToolCall] = []
     errors: list[str] = []
     kept: list[str] = []
     position = 0
     number = 0
-    for match in _BLOCK.finditer(text):
+    for start, body_start, body_end, end in _blocks(text):
         number += 1
-        kept.append(text[position : match.start()])
-        position = match.end()
+        kept.append(text[position:start])
+        position = end
+        whole = text[start:end]
         try:
-            found = parse_tool_call_block(match.group("body"))
+            found = parse_tool_call_block(text[body_start:body_end])
         except ToolCallParseError as exc:
-            errors.append(f"block {number} ({_excerpt(match.group(0))}): {exc}")
-            kept.append(match.group(0))
+            errors.append(f"block {number} ({_excerpt(whole)}): {exc}")
+            kept.append(whole)
             continue
         for call in found:
             calls.append(call.with_id(f"call_{first_id + len(calls)}"))
     kept.append(text[position:])
     rest = re.sub(r"\n{3,}", "\n\n", "".join(kept)).strip()
     return ParsedToolCalls(rest or None, calls, errors)
+
+
+def _blocks(text: str) -> list[tuple[int, int, int, int]]:
+    """Every ``<tool_call>`` block: (start, body start, body end, end), in order.
+
+    A block's body runs from its opening tag to the next tag: a closing tag ends the block
+    (and belongs to it), another opening tag or the end of the text ends it unclosed.
+    Closing tags outside a block stay in the text.
+    """
+    tags = list(_TAG.finditer(text))
+    found: list[tuple[int, int, int, int]] = []
+    for index, tag in enumerate(tags):
+        if tag.group(1):
+            continue
+        following = tags[index + 1] if index + 1 < len(tags) else None
+        if following is None:
+            found.append((tag.start(), tag.end(), len(text), len(text)))
+        elif following.group(1):
+            found.append((tag.start(), tag.end(), following.start(), following.end()))
+        else:
+            found.append((tag.start(), tag.end(), following.start(), following.start()))
+    return found
+
+
+def _unfence(text: str) -> str:
+    """Remove the code fences around runs of ``<tool_call>`` blocks.
+
+    A fence is removed when, after its opening line (three backticks, a language name,
+    blanks, one newline), the first thing is an opening tag, and a closing tag followed only
+    by whitespace comes before a closing fence; the first such closing fence ends the run.
+    Everything between the fences, prose included, is kept.
+    """
+    if _FENCE not in text:
+        return text
+    # Each closing tag directly followed (after whitespace) by a fence: (tag start, fence).
+    closings: list[tuple[int, int]] = []
+    for tag in _TAG.finditer(text):
+        if tag.group(1):
+            after = _skip(_SPACES, text, tag.end())
+            if text.startswith(_FENCE, after):
+                closings.append((tag.start(), after))
+    if not closings:
+        return text
+    starts = [start for start, _ in closings]
+    out: list[str] = []
+    position = 0
+    fence = text.find(_FENCE)
+    while fence >= 0:
+        inner = _skip(_BLANKS, text, _skip(_LANG, text, fence + 3))
+        if text.startswith("\n", inner):
+            inner += 1
+        opening = _TAG.match(text, _skip(_SPACES, text, inner))
+        if opening is not None and not opening.group(1):
+            at = bisect.bisect_left(starts, opening.end())
+            if at < len(closings):
+                closing_fence = closings[at][1]
+                out.append(text[position:fence])
+                out.append(text[inner:closing_fence])
+                position = closing_fence + 3
+                fence = text.find(_FENCE, position)
+                continue
+        fence = text.find(_FENCE, fence + 1)
+    out.append(text[position:])
+    return "".join(out)
+
+
+def _skip(pattern: re.Pattern[str], text: str, position: int) -> int:
+    """Where a run of ``pattern`` (which also matches nothing) starting at ``position`` ends."""
+    found = pattern.match(text, position)
+    return found.end() if found is not None else position
+
+
+def _inside_fence(text: str) -> str | None:
+    """The inside of a code fence that spans all of ``text``, or ``None``."""
+    if len(text) < 6 or not text.startswith(_FENCE) or not text.endswith(_FENCE):
+        return None
+    inner = _skip(_BLANKS, text, _skip(_LANG, text, 3))
+    if text.startswith("\n", inner):
+        inner += 1
+    body = text[inner : len(text) - 3]
+    return body[:-1] if body.endswith("\n") else body
 
 
 def render_tool_call(call: ToolCall) -> str:

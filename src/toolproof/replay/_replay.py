@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import inspect
 import json
@@ -32,9 +33,16 @@ from toolproof._messages import (
     ToolResult,
 )
 from toolproof._tools import ArgumentsInvalid, Tool
-from toolproof._toolset import Toolset
+from toolproof._toolset import Toolset, factory_name, mock_context, unknown_tool
 from toolproof._trace import ToolInfo, Trace
-from toolproof.errors import AgentRunError, MissingFixture, ReplayError, ToolError, UserError
+from toolproof.errors import (
+    AgentRunError,
+    MissingFixture,
+    MockBypassed,
+    ReplayError,
+    ToolError,
+    UserError,
+)
 from toolproof.models._base import Model
 from toolproof.replay._grading import (
     REJECTED,
@@ -125,18 +133,16 @@ class _TodayTool:
 
 def _today_tools(tools: Any) -> dict[str, _TodayTool]:
     if isinstance(tools, Toolset):
+        # `tools` is the mocked toolset of the replay: a tool runs its real code only when
+        # it was named as a real tool (the toolset's guard decides).
         out = {}
         for tool in tools:
-            mock = None
             try:
-                if tools.mode_of(tool.name) == "mock":
-                    mock, mocked = tools.implementation(tool)
-                    mock = mock if mocked else None
-                elif tool.mock_function is not None:
-                    mock = tool.mock_function
+                function, mocked = tools.implementation(tool)
             except AgentRunError:
-                mock = None
-            out[tool.name] = _from_tool(tool, mock)
+                function, mocked = None, False
+            real = tool.name in tools.real_tools
+            out[tool.name] = _from_tool(tool, function if mocked or real else None)
         return out
     if isinstance(tools, Mapping):
         items: list[Any] = [
@@ -472,6 +478,9 @@ def _add(
         mock.add(name, arguments, raises=ToolError(result.content), times=times)
 
 
+_REAL_TOOL_HOW = "--real-tool {0} (Python: replay(..., real_tools=['{0}']))"
+
+
 class _RecordedOnly:
     """Mock provider: answers every tool from the recording, never from real code."""
 
@@ -505,13 +514,24 @@ async def _model_sample(
     rules: ReplayRules,
     judge: Model | None,
     keep_trace: bool,
+    real_tools: Sequence[str] = (),
+    factory: str | None = None,
 ) -> SampleResult:
     toolset = agent.toolset
     mock = mock_from_trace(trace, tools=toolset, rules=rules)
-    replay_tools = toolset.with_mode("mock", mocks=[_RecordedOnly(mock)])
     new_model = ReplayModel(trace) if model == "recorded" else model
     error: BaseException | None = None
-    with agent.override(model=new_model, tools=replay_tools):
+    with (
+        mock_context(
+            toolset,
+            where="replay (model mode)",
+            how=_REAL_TOOL_HOW,
+            real=real_tools,
+            mocks=[_RecordedOnly(mock)],
+            factory=factory,
+        ) as replay_tools,
+        agent.override(model=new_model, tools=replay_tools),
+    ):
         try:
             result = await agent.run(
                 trace.input,
@@ -520,6 +540,8 @@ async def _model_sample(
                 tags=["replay"],
             )
             new = result.trace
+        except MockBypassed:
+            raise
         except AgentRunError as exc:
             error = exc
             if exc.trace is None:  # pragma: no cover - the agent always attaches it
@@ -632,6 +654,7 @@ def replay(
     concurrency: int = 4,
     keep_traces: bool = False,
     now: float | datetime | None = None,
+    real_tools: Sequence[str] = (),
 ) -> ReplayReport:
     """Replay recorded samples and grade them (see :func:`areplay` for the arguments).
 
@@ -660,6 +683,7 @@ def replay(
             concurrency=concurrency,
             keep_traces=keep_traces,
             now=now,
+            real_tools=real_tools,
         )
     )
 
@@ -680,6 +704,7 @@ async def areplay(
     concurrency: int = 4,
     keep_traces: bool = False,
     now: float | datetime | None = None,
+    real_tools: Sequence[str] = (),
 ) -> ReplayReport:
     """Replay recorded samples in tools or model mode and grade each one.
 
@@ -706,13 +731,19 @@ async def areplay(
         concurrency: Model mode: samples replayed at once.
         keep_traces: Model mode: keep each new run's trace in its result.
         now: The time ages are measured from (default: now).
+        real_tools: Tools that run their real code on purpose. Replay never runs any other
+            tool's real code: in model mode the tools answer from the recordings, and in
+            tools mode (with ``run_mocks``) these tools run for real on the recorded
+            arguments instead of their mocks.
 
     Returns:
         The report (``report.exit_code`` is what ``toolproof replay`` exits with).
 
     Raises:
         UserError: Model mode without an agent, tools mode without tools or agent, or a
-            bad option.
+            bad option (such as a real tool the agent does not have).
+        MockBypassed: A tool's real code was about to run although it was not named in
+            ``real_tools`` (the agent does not use the tools replay handed it).
     """
     started = time.perf_counter()
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
@@ -758,15 +789,24 @@ async def areplay(
                     "(--agent module:factory) whose tools are used"
                 )
             tools = built.toolset
-        today = _today_tools(tools)
-        clock = time.perf_counter
-        for trace, age in samples:
-            begin = clock()
-            result = _tools_sample(trace, today, rules, run_mocks=run_mocks)
-            result.age_s = age
-            result.weight = aging.weight(age)
-            result.duration_ms = (clock() - begin) * 1000
-            report.samples.append(result)
+        tools = _as_toolset(tools, real_tools)
+        with contextlib.ExitStack() as isolation:
+            if isinstance(tools, Toolset):
+                tools = isolation.enter_context(
+                    mock_context(
+                        tools, where="replay (tools mode)", how=_REAL_TOOL_HOW, real=real_tools
+                    )
+                )
+                report.real_tools = list(tools.real_tools)
+            today = _today_tools(tools)
+            clock = time.perf_counter
+            for trace, age in samples:
+                begin = clock()
+                result = _tools_sample(trace, today, rules, run_mocks=run_mocks)
+                result.age_s = age
+                result.weight = aging.weight(age)
+                result.duration_ms = (clock() - begin) * 1000
+                report.samples.append(result)
     else:
         if built is None:
             raise UserError(
@@ -787,8 +827,22 @@ async def areplay(
             report.new_model = "recorded"
         else:
             report.new_model = (new_model or built.model).name
+        for name in real_tools:
+            if name not in built.toolset:
+                raise UserError(f"replay: real tool {unknown_tool(name, built.toolset.names)}")
+        report.real_tools = list(dict.fromkeys(real_tools))
+        factory = None if isinstance(agent, _agent_class()) else factory_name(agent)
         report.samples = await _run_model_mode(
-            list(samples), built, new_model, rules, judge, aging, concurrency, keep_traces
+            list(samples),
+            built,
+            new_model,
+            rules,
+            judge,
+            aging,
+            concurrency,
+            keep_traces,
+            report.real_tools,
+            factory,
         )
     report.duration_s = time.perf_counter() - started
     return report
@@ -803,6 +857,8 @@ async def _run_model_mode(
     aging: Aging,
     concurrency: int,
     keep_traces: bool,
+    real_tools: Sequence[str] = (),
+    factory: str | None = None,
 ) -> list[SampleResult]:
     import asyncio
 
@@ -813,7 +869,11 @@ async def _run_model_mode(
         async with semaphore:
             begin = time.perf_counter()
             try:
-                result = await _model_sample(trace, agent, model, rules, judge, keep_traces)
+                result = await _model_sample(
+                    trace, agent, model, rules, judge, keep_traces, real_tools, factory
+                )
+            except MockBypassed:
+                raise  # a configuration error: stop the replay, nothing ran for real
             except Exception as exc:
                 result = SampleResult(
                     trace_id=trace.id,
@@ -838,6 +898,21 @@ async def _run_model_mode(
         return list(await asyncio.gather(*(one(trace, age) for trace, age in samples)))
     finally:
         agent.recorder = recorder
+
+
+def _as_toolset(tools: Any, real_tools: Sequence[str]) -> Any:
+    """Python tools as a toolset (so the mock guard applies); schemas stay as they are."""
+    if not isinstance(tools, (Toolset, Mapping)):
+        tools = list(tools)
+        if tools and all(
+            isinstance(i, Tool) or (callable(i) and not isinstance(i, ToolInfo)) for i in tools
+        ):
+            return Toolset(tools)
+    if real_tools and not isinstance(tools, Toolset):
+        raise UserError(
+            "real tools need today's Python tools (an agent, or --tools MODULE), not schemas"
+        )
+    return tools
 
 
 def _rules(rules: ReplayRules | Mapping[str, Any] | str | Path | None) -> ReplayRules:

@@ -48,6 +48,8 @@ class ReplayReport:
         duration_s: Wall time of the replay.
         source: Where the samples came from (the store path).
         new_model: The model answering in model mode.
+        real_tools: Tools that ran their real code on purpose (every other tool was mocked
+            or, in tools mode, not run).
     """
 
     mode: str
@@ -59,6 +61,7 @@ class ReplayReport:
     duration_s: float = 0.0
     source: str | None = None
     new_model: str | None = None
+    real_tools: list[str] = field(default_factory=list)
 
     # -- figures -----------------------------------------------------------------------------
 
@@ -133,6 +136,7 @@ class ReplayReport:
             "mode": self.mode,
             "source": self.source,
             "new_model": self.new_model,
+            "real_tools": list(self.real_tools),
             "started_at": self.started_at,
             "duration_s": round(self.duration_s, 3),
             "samples": len(self.samples),
@@ -162,10 +166,11 @@ class ReplayReport:
         verdict = "PASSED" if self.gate_passed else "FAILED"
         extra = f", {self.expired} expired" if self.expired else ""
         errors = f", {c['error']} error" if c["error"] else ""
+        real = f"; real tools: {', '.join(self.real_tools)}" if self.real_tools else ""
         return (
             f"replay ({self.mode}): {len(self.samples)} samples: {c['pass']} pass, "
             f"{c['warn']} warn, {c['fail']} fail{errors}{extra}; failure rate "
-            f"{self.fail_rate:.1%}{weighted}; gate {threshold}: {verdict}"
+            f"{self.fail_rate:.1%}{weighted}; gate {threshold}: {verdict}{real}"
         )
 
     def render_text(self, *, max_samples: int = 20) -> str:
@@ -194,6 +199,7 @@ class ReplayReport:
     def junit_suites(self) -> list[JUnitSuite]:
         """One suite, one case per sample."""
         suite = JUnitSuite(name=f"toolproof replay ({self.mode})", timestamp=self.started_at)
+        real = f"real tools: {', '.join(self.real_tools)}" if self.real_tools else ""
         for sample in self.samples:
             text = _findings_text(sample.findings)
             case = JUnitCase(
@@ -207,6 +213,8 @@ class ReplayReport:
                 case.error = text
             elif sample.grade == "warn":
                 case.system_out = "WARN (spot check)\n" + text
+            if real:
+                case.system_out = f"{case.system_out}\n{real}" if case.system_out else real
             suite.cases.append(case)
         return [suite]
 
@@ -245,6 +253,8 @@ class ReplayReport:
                 ],
             ),
         ]
+        if self.real_tools:
+            parts += ["", "real tools: " + ", ".join(md_code(n) for n in self.real_tools)]
         if self.failures:
             parts += ["", "### Failures", ""]
             parts.append(_md_findings(self.failures[:max_samples]))

@@ -290,9 +290,11 @@ class ReplayRules:
         """
         import yaml
 
+        from toolproof._yaml import safe_load
+
         path = Path(path)
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            data = safe_load(path.read_text(encoding="utf-8"), path)
         except OSError as exc:
             raise ConfigError(f"cannot read replay rules {path}: {exc.strerror}") from exc
         except yaml.YAMLError as exc:

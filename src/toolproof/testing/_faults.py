@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from toolproof._toolset import MockProvider, ToolMode, Toolset
+from toolproof._toolset import MockProvider, ToolMode, Toolset, mock_context
 from toolproof.errors import ToolError, UserError
 from toolproof.testing._matchers import compare, format_call
 
@@ -258,21 +258,32 @@ def mock_tools(
     faults: Sequence[Fault] = (),
     overrides: Mapping[str, ToolMode] | None = None,
     mode: ToolMode = "mock",
+    real: Iterable[str] = (),
 ) -> Iterator[Toolset]:
     """Run ``agent``'s tools in mock mode (with extra mocks and faults) inside the block.
 
     It uses :meth:`Agent.override`, so it is local to the current context and undone on exit.
+    Inside the block a tool with ``side_effects=True`` never runs its real code unless it is
+    named in ``real`` (or as ``"real"`` in ``overrides``): ``"real"`` overrides the agent's
+    toolset already had are dropped, and a real call through any other toolset is refused
+    with :class:`~toolproof.errors.MockBypassed`.
 
     Args:
         agent: The agent.
         *mocks: Mock providers (``ToolMock``, ``StatefulMock``...) or ``{name: function}``
             mappings; later ones win.
         faults: Faults to inject (see :class:`Fault`).
-        overrides: Per-tool modes (``{"get_weather": "real"}``).
-        mode: The mode of the other tools.
+        overrides: Per-tool modes (``{"get_weather": "mock"}``); ``"real"`` entries run
+            those tools for real, like ``real``.
+        mode: The mode of the other tools; ``"real"`` runs the agent's tools as they are
+            (only ``mocks`` of tools overridden to ``"mock"``, and faults, apply).
+        real: Tools that run their real implementation on purpose (``["get_weather"]``).
 
     Yields:
         The toolset in use.
+
+    Raises:
+        UserError: ``real`` or ``overrides`` names a tool the agent does not have.
 
     Example:
         ```python
@@ -280,9 +291,36 @@ def mock_tools(
             result = agent.run_sync("weather in Beijing?")
         ```
     """
-    toolset = agent.toolset.with_mode(mode, overrides=overrides)
-    for mock in mocks:
-        toolset = toolset.with_mode(mode, mocks=mock)
-    toolset = with_faults(toolset, *faults)
-    with agent.override(tools=toolset):
+    with (
+        mocked_tools(agent, mocks, faults, overrides, mode, real, "mock_tools()") as toolset,
+        agent.override(tools=toolset),
+    ):
         yield toolset
+
+
+@contextmanager
+def mocked_tools(
+    agent: Agent,
+    mocks: Sequence[MockProvider | Mapping[str, Callable[..., Any]]],
+    faults: Sequence[Fault],
+    overrides: Mapping[str, ToolMode] | None,
+    mode: ToolMode,
+    real: Iterable[str],
+    where: str,
+) -> Iterator[Toolset]:
+    """The toolset of :func:`mock_tools` (and ``run_agent``), as a mocked run when mocked."""
+    if mode == "real":
+        if list(real):
+            raise UserError(f"{where}: real=... names tools to run for real in mock mode")
+        toolset = agent.toolset.with_mode(mode, overrides=overrides)
+        for mock in mocks:
+            toolset = toolset.with_mode(mode, mocks=mock)
+        yield with_faults(toolset, *faults)
+        return
+    how = where.replace("()", "(..., real=['{}'])")
+    with mock_context(
+        agent.toolset, where=where, how=how, real=real, overrides=overrides
+    ) as toolset:
+        for mock in mocks:
+            toolset = toolset.with_mode("mock", mocks=mock)
+        yield with_faults(toolset, *faults)

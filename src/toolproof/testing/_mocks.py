@@ -307,12 +307,16 @@ class ToolMock:
                 data = json.loads(text)
             except ValueError as exc:
                 raise ConfigError(f"{path}: invalid JSON ({exc})") from None
+            except RecursionError:
+                raise ConfigError(f"{path}: invalid JSON (it nests too deeply)") from None
         else:
             import yaml
 
+            from toolproof._yaml import load_document
+
             try:
-                data = yaml.safe_load(text)
-                lines = _fixture_lines(text)
+                data, node = load_document(text, path)
+                lines = _fixture_lines(node)
             except yaml.YAMLError as exc:
                 mark = getattr(exc, "problem_mark", None)
                 where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
@@ -774,11 +778,10 @@ def _parse_error(
     return error_type(text) if text is not None else error_type()
 
 
-def _fixture_lines(text: str) -> dict[int, int]:
-    """Line number (1-based) of each item of the ``fixtures`` list in a YAML document."""
+def _fixture_lines(node: Any) -> dict[int, int]:
+    """Line number (1-based) of each item of the ``fixtures`` list in a YAML node tree."""
     import yaml
 
-    node = yaml.compose(text, Loader=yaml.SafeLoader)
     sequence = None
     if isinstance(node, yaml.SequenceNode):
         sequence = node

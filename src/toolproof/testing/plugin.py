@@ -22,6 +22,7 @@ Markers:
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
@@ -263,6 +264,7 @@ class AgentRunner:
         faults: Sequence[Fault] = (),
         mode: ToolMode | None = None,
         overrides: Mapping[str, ToolMode] | None = None,
+        real: Sequence[str] = (),
         **run_options: Any,
     ) -> RunResult:
         """Run ``agent`` on ``input`` and return the result.
@@ -276,7 +278,10 @@ class AgentRunner:
             faults: Faults to inject for this run (see ``Fault``).
             mode: The tool mode (default: ``"mock"`` when mocks or faults are given, else
                 the agent's).
-            overrides: Per-tool modes.
+            overrides: Per-tool modes; in mock mode ``"real"`` entries run those tools for
+                real, like ``real``.
+            real: Tools that run their real implementation on purpose in mock mode. Other
+                tools with ``side_effects=True`` never do (see ``mock_tools``).
             **run_options: Passed to ``Agent.run`` (``history``, ``metadata``...).
         """
         import asyncio
@@ -295,6 +300,7 @@ class AgentRunner:
                 faults=faults,
                 mode=mode,
                 overrides=overrides,
+                real=real,
                 **run_options,
             )
         )
@@ -310,23 +316,27 @@ class AgentRunner:
         faults: Sequence[Fault] = (),
         mode: ToolMode | None = None,
         overrides: Mapping[str, ToolMode] | None = None,
+        real: Sequence[str] = (),
         **run_options: Any,
     ) -> RunResult:
         """Like calling the runner, for async tests."""
         from toolproof.errors import AgentRunError, UserError
-        from toolproof.testing import ScriptedModel, with_faults
+        from toolproof.testing import ScriptedModel
+        from toolproof.testing._faults import mocked_tools
 
         if model is not None and script is not None:
             raise UserError("run_agent: pass model= or script=, not both")
         if script is not None:
             model = ScriptedModel(script)
-        toolset = None
-        if mocks or faults or mode or overrides:
-            toolset = agent.toolset.with_mode(mode or "mock", overrides=overrides)
-            for mock in mocks:
-                toolset = toolset.with_mode(toolset.mode, mocks=mock)
-            toolset = with_faults(toolset, *faults)
-        with agent.override(model=model, tools=toolset):
+        with contextlib.ExitStack() as stack:
+            toolset = None
+            if mocks or faults or mode or overrides or real:
+                toolset = stack.enter_context(
+                    mocked_tools(
+                        agent, mocks, faults, overrides, mode or "mock", real, "run_agent()"
+                    )
+                )
+            stack.enter_context(agent.override(model=model, tools=toolset))
             try:
                 result = await agent.run(input, **run_options)
             except AgentRunError as exc:

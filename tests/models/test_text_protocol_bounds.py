@@ -1,0 +1,195 @@
+"""The text-protocol parser is linear: no model output can stall the event loop.
+
+The parser's earlier patterns stay here as the reference: on short inputs, where they are
+fast, the scanner must give exactly their results.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from toolproof import Agent, ToolCall, tool
+from toolproof.models import TextProtocolModel, textproto
+from toolproof.models.textproto import (
+    ParsedToolCalls,
+    ToolCallParseError,
+    parse_tool_call_block,
+    parse_tool_calls,
+)
+from toolproof.testing import ScriptedModel
+
+CALL = '<tool_call>{"name": "add", "arguments": {"a": 1, "b": 2}}</tool_call>'
+
+# Pieces an adversary combines: fences with and without language, tags in every spelling,
+# blanks, JSON and broken JSON, stray backticks.
+PIECES = [
+    "```",
+    "```json\n",
+    "```py ",
+    "`",
+    "<tool_call>",
+    "</tool_call>",
+    "<TOOL_CALL >",
+    "</tool_call\n>",
+    "<tool_call",
+    "</tool_call",
+    "<",
+    ">",
+    " ",
+    "\n",
+    "\t",
+    "x",
+    '{"name": "a"}',
+    '{"name": "a", "arguments": {"x": 1}}',
+    '[{"name": "b"}]',
+    '{"name": ',
+    "[" * 5,
+    "{",
+    '"',
+    "json",
+]
+
+# The parser's patterns before the scanner (exponential on some inputs; fine on short ones).
+_OLD_BLOCK = re.compile(
+    r"<tool_call\s*>(?P<body>.*?)(?:</tool_call\s*>|(?=<tool_call\s*>)|\Z)", re.S | re.I
+)
+_OLD_FENCED = re.compile(
+    r"```[\w+-]*[ \t]*\n?(?P<inner>\s*(?:<tool_call\s*>.*?</tool_call\s*>\s*)+)```", re.S | re.I
+)
+_OLD_FENCE_INSIDE = re.compile(r"\A```[\w+-]*[ \t]*\n?(?P<inner>.*?)\n?```\Z", re.S)
+
+
+def old_parse(text: str) -> ParsedToolCalls:
+    """The earlier parser, pattern for pattern, as the reference."""
+    if "<" not in text or not _OLD_BLOCK.search(text):
+        return ParsedToolCalls(text.strip() or None)
+    text = _OLD_FENCED.sub(lambda m: m.group("inner"), text)
+    calls: list[ToolCall] = []
+    errors: list[str] = []
+    kept: list[str] = []
+    position = number = 0
+    for match in _OLD_BLOCK.finditer(text):
+        number += 1
+        kept.append(text[position : match.start()])
+        position = match.end()
+        try:
+            # inside a block only the fence stripping changed; it is compared on its own below
+            found = parse_tool_call_block(match.group("body"))
+        except ToolCallParseError as exc:
+            errors.append(f"block {number} ({textproto._excerpt(match.group(0))}): {exc}")
+            kept.append(match.group(0))
+            continue
+        calls.extend(found)
+    kept.append(text[position:])
+    rest = re.sub(r"\n{3,}", "\n\n", "".join(kept)).strip()
+    return ParsedToolCalls(rest or None, calls, errors)
+
+
+def timed_parse(text: str) -> tuple[ParsedToolCalls, float]:
+    started = time.perf_counter()
+    parsed = parse_tool_calls(text)
+    return parsed, time.perf_counter() - started
+
+
+def test_blocks_after_an_unclosed_fence_parse_in_linear_time() -> None:
+    # 22 blocks after an unclosed fence took 13-20 s with the earlier pattern.
+    for count in (22, 200, 5_000):
+        parsed, seconds = timed_parse("```\n" + CALL * count)
+        assert len(parsed.calls) == count and not parsed.errors
+        assert seconds < 2.0, (count, seconds)
+
+
+def test_hostile_shapes_parse_quickly() -> None:
+    n = 20_000
+    shapes = {
+        "open tags": "<tool_call>" * n,
+        "close tags": "</tool_call>" * n,
+        "fences": "```" * n,
+        "fence and blanks": "```" + " " * n + "x",
+        "tag and blanks": ("<tool_call" + " " * 50) * 2_000,
+        "fenced pairs without closing fence": "```json\n<tool_call></tool_call> x " * 2_000,
+        "many fenced runs": ("```\n" + CALL + "\n```\n") * 2_000,
+        "fenced block body": "<tool_call>```" + "a" * n + "</tool_call>",
+        "long word fence": "<tool_call>```" + "a" * n + "```</tool_call>",
+        "deep JSON": "<tool_call>" + "[" * n + "</tool_call>",
+    }
+    for name, text in shapes.items():
+        parsed, seconds = timed_parse(text)
+        assert isinstance(parsed, ParsedToolCalls)
+        assert seconds < 2.0, (name, seconds)
+
+
+def test_a_fenced_run_loses_its_fences_and_keeps_its_prose() -> None:
+    text = f"Sure.\n```json\n{CALL}\nthen\n{CALL}\n```\nDone."
+    parsed = parse_tool_calls(text)
+    assert [c.name for c in parsed.calls] == ["add", "add"]
+    assert parsed.text == "Sure.\n\nthen\n\nDone."
+    unclosed = parse_tool_calls(f"```json\n{CALL} and prose")
+    assert len(unclosed.calls) == 1 and unclosed.text == "```json\n and prose"
+
+
+@settings(max_examples=400)
+@given(st.lists(st.sampled_from(PIECES), max_size=10))
+def test_the_scanner_gives_the_earlier_results(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    new, old = parse_tool_calls(text), old_parse(text)
+    assert new.text == old.text and new.errors == old.errors
+    assert [(c.name, c.arguments) for c in new.calls] == [(c.name, c.arguments) for c in old.calls]
+
+
+@settings(max_examples=300)
+@given(st.lists(st.sampled_from(PIECES), max_size=10))
+def test_a_fence_around_a_block_body_is_stripped_as_before(pieces: list[str]) -> None:
+    text = "".join(pieces).strip()
+    old = _OLD_FENCE_INSIDE.match(text)
+    assert textproto._inside_fence(text) == (old.group("inner") if old else None)
+
+
+@settings(max_examples=60)
+@given(st.lists(st.sampled_from(PIECES), min_size=1, max_size=40), st.integers(1, 300))
+def test_repeated_hostile_pieces_never_raise_and_stay_fast(pieces: list[str], times: int) -> None:
+    text = "".join(pieces) * times
+    parsed, seconds = timed_parse(text)
+    assert seconds < 1.0, (len(text), seconds)
+    assert all(c.id.startswith("call_") for c in parsed.calls)
+    assert parsed.text is None or parsed.text == parsed.text.strip()
+
+
+@settings(max_examples=100)
+@given(st.text(alphabet=st.sampled_from('`<>/ \n{}[]":,tool_call'), max_size=2_000))
+def test_blocks_raise_only_the_documented_error(text: str) -> None:
+    started = time.perf_counter()
+    outcome: list[ToolCall] | ToolCallParseError
+    try:
+        outcome = parse_tool_call_block(text)
+    except ToolCallParseError as exc:
+        outcome = exc
+    assert time.perf_counter() - started < 1.0
+    if isinstance(outcome, ToolCallParseError):
+        assert str(outcome) and outcome.body == text
+    else:
+        assert outcome and all(c.name for c in outcome)
+
+
+def test_a_text_protocol_run_on_hostile_output_ends_quickly() -> None:
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add.
+
+        Args:
+            a: First.
+            b: Second.
+        """
+        return a + b
+
+    hostile = "```\n" + CALL * 3_000
+    agent = Agent(TextProtocolModel(ScriptedModel([hostile, "3"])), [add], max_repeated_calls=None)
+    started = time.perf_counter()
+    result = agent.run_sync("add")
+    assert result.output == "3"
+    assert len(result.trace.steps[0].tool_results) == 3_000
+    assert time.perf_counter() - started < 10.0
