@@ -19,7 +19,9 @@ HR_SUITE = ROOT / "examples" / "hr_assistant" / "hr.eval.yaml"
 
 
 def toolproof(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(HERE), "NO_COLOR": "1", "COLUMNS": "200"}
+    # The checkout's own toolproof (src/), not whichever copy is installed.
+    path = os.pathsep.join([str(ROOT / "src"), str(HERE)])
+    env = {**os.environ, "PYTHONPATH": path, "NO_COLOR": "1", "COLUMNS": "200"}
     env.pop("DEEPSEEK_API_KEY", None)
     return subprocess.run(
         [sys.executable, "-m", "toolproof", *args],
@@ -186,7 +188,11 @@ def test_ctrl_c_writes_a_partial_report(tmp_path: Path) -> None:
           - {name: d, input: hi, script: [x]}
         """,
     )
-    env = {**os.environ, "PYTHONPATH": str(HERE), "NO_COLOR": "1"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(HERE)]),
+        "NO_COLOR": "1",
+    }
     process = subprocess.Popen(
         [
             sys.executable,
