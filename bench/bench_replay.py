@@ -1,6 +1,6 @@
 """Replay benchmarks: store ingest, tools-mode replay and grading, recorder overhead.
 
-Targets (issue 6): replay + grading in tools mode >= 5,000 recorded traces/s on one core
+Targets: replay + grading in tools mode >= 5,000 recorded traces/s on one core
 (a 10,000-trace store of runs with ~4 tool calls each, model time excluded); recorder
 overhead on the agent's hot path <= 20 µs per run; store ingest >= 10,000 traces/s in
 batches. Every figure is measured in this process, against a baseline measured in the same

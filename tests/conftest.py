@@ -1,4 +1,4 @@
-"""Shared test configuration. Helpers for ``../shared`` material live in ``_shared.py``."""
+"""Shared test configuration. Helpers for the vendored ``tests/data`` live in ``_shared.py``."""
 
 from __future__ import annotations
 

@@ -1,1 +1,1 @@
-"""The HR assistant of seed 000: multiply, annual leave, weather, and the calculator."""
+"""An HR assistant: multiply, annual leave, weather, and the calculator."""

@@ -18,7 +18,7 @@ SYSTEM_PROMPT = (
     "else. If a tool reports an error, explain it to the user."
 )
 
-#: Seed 000's HR tools and seed 001's Slack and JIRA tools (the issue's eval suite uses both).
+#: The HR tools, plus the workplace Slack and JIRA tools of the support example.
 TOOLS: list[Tool[..., Any]] = [
     multiply_numbers,
     get_leave_balance,

@@ -18,10 +18,10 @@ from toolproof.events import StepPrinter
 from toolproof.testing import FunctionModel, RequestInfo, call
 
 QUESTIONS = [
-    "12乘以8是多少",
-    "查询员工E001的剩余年假",
-    "查询员工E999的剩余年假",
-    "你好，请介绍一下自己",
+    "What is 12 times 8?",
+    "How many days of annual leave does employee E001 have left?",
+    "How much annual leave does employee E999 have?",
+    "Hello, what can you do?",
 ]
 
 
@@ -31,22 +31,23 @@ def offline_model(messages: list[Message], info: RequestInfo) -> object:
     if last.role == "tool":
         question = next(m.content or "" for m in reversed(messages) if m.role == "user")
         if last.status == "error":
-            return f"查询失败：{last.content}。请核实员工编号。"
+            return f"The lookup failed: {last.content}. Please check the employee id."
         if last.name == "multiply_numbers":
             a, b = re.findall(r"\d+(?:\.\d+)?", question)[:2]
-            return f"{a}乘以{b}等于{float(last.content or 0):g}。"
+            return f"{a} times {b} is {float(last.content or 0):g}."
         if last.name == "get_leave_balance":
             employee = re.search(r"[A-Za-z]\d+", question)
-            return f"员工{employee.group(0) if employee else ''}的剩余年假为{last.content}天。"
-        return f"结果：{last.content}"
+            who = f"Employee {employee.group(0)}" if employee else "The employee"
+            return f"{who} has {last.content} days of annual leave left."
+        return f"Result: {last.content}"
     text = last.content or ""
     numbers = re.findall(r"\d+(?:\.\d+)?", text)
-    if ("乘" in text or "times" in text) and len(numbers) >= 2:
+    if "times" in text and len(numbers) >= 2:
         return call("multiply_numbers", a=float(numbers[0]), b=float(numbers[1]))
     employee = re.search(r"[A-Za-z]\d+", text)
-    if employee and ("年假" in text or "leave" in text):
+    if employee and "leave" in text:
         return call("get_leave_balance", employee_id=employee.group(0))
-    return "你好！我是 HR 助手，可以计算乘法、查询员工年假和天气。"
+    return "Hello! I am the HR assistant: I can multiply numbers and look up annual leave."
 
 
 def main(argv: list[str]) -> int:

@@ -1,4 +1,4 @@
-"""Seed 004's story, end to end: record, upgrade, replay fails the gate, schema diff says why.
+"""A model upgrade, end to end: record, upgrade, replay fails the gate, schema diff says why.
 
 Run it from the project root: ``python -m examples.ops_agent.demo``.
 """

@@ -2,7 +2,7 @@
 
 ``old_model`` calls ``query_users({"user_id": 123})``. ``new_model`` behaves the same,
 except that for questions asking for account *details* it sends
-``{"user_id": 123, "options": {"format": "json"}}``, the shape change seed 004 describes.
+``{"user_id": 123, "options": {"format": "json"}}``, a shape change the old tools never saw.
 Only some questions take that branch, which is why most calls kept working.
 """
 

@@ -2,7 +2,7 @@
 
 ``query_users`` now rejects arguments it does not know (toolproof's default,
 ``extra="forbid"``). On its own that is good hygiene; together with the new model, which
-adds ``options`` to some calls, it is seed 004's outage.
+adds ``options`` to some calls, it is an outage.
 """
 
 from __future__ import annotations

@@ -1,1 +1,1 @@
-"""Seed 001's support workflows: Slack and JIRA, and login support, with mocked tools."""
+"""A support agent's workflows: Slack and JIRA, and login support, with mocked tools."""

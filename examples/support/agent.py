@@ -1,4 +1,4 @@
-"""The support agent factory: Slack, JIRA and account tools (seed 001)."""
+"""The support agent factory: Slack, JIRA and account tools."""
 
 from __future__ import annotations
 

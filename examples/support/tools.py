@@ -1,4 +1,4 @@
-"""Workplace tools of seed 001: Slack, JIRA and account support, each real and mocked.
+"""Workplace tools: Slack, JIRA and account support, each real and mocked.
 
 Every tool has a real implementation (it calls the service's HTTP API with a token from the
 environment) and a mock declared with ``@tool.mock`` that returns static test data, as in
@@ -22,7 +22,7 @@ CURRENT_MESSAGE: dict[str, str] = {
     "ts": "1718000000.000100",
     "channel": "C042SUPPORT",
     "user": "mia.li",
-    "text": "登录页一直报 500，工单在这里 https://acme.atlassian.net/browse/PROJ-123",
+    "text": "The login page keeps returning 500, ticket: https://acme.atlassian.net/browse/PROJ-123",
 }
 TICKETS: dict[str, dict[str, str]] = {
     "PROJ-123": {
@@ -188,7 +188,7 @@ def _mock_account_delete(user_id: str) -> str:
     return "deleted"
 
 
-#: Slack and JIRA tools (the HR assistant has them too: the suite in the issue uses them).
+#: Slack and JIRA tools (the HR assistant is given them too).
 WORKPLACE_TOOLS: list[Tool[..., Any]] = [
     slack_get_message,
     jira_get_ticket,

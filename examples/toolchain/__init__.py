@@ -1,1 +1,1 @@
-"""Seed 003's lightweight toolchain agent (weather and calculator) and its five-case eval set."""
+"""A lightweight toolchain agent (weather and calculator) and its five-case eval set."""

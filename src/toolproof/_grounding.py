@@ -1,35 +1,70 @@
-"""Grounding: numbers and ids in an answer must come from the input or a tool result.
+"""Grounding: numbers, times and ids in an answer must come from the input or a tool result.
 
-Seed 000 found a live model routing correctly and then inventing an employee "E1001" and an
-"addition" tool. Routing checks cannot see that; this check can: every number and every id
-(a token mixing letters and digits, such as ``E1001``, ``ORD-123``, ``mia_li_3668``) in the
-answer must appear in the evidence. Numbers compare by value (``96`` matches ``96.0`` and
-``1,000`` matches ``1000``); ids compare case-insensitively.
+A live model can route a request correctly and still invent what it reports: an employee
+"E1001" that no tool returned, "7 days" of leave when the tool said 5. Routing checks cannot
+see that; this check can: every claim of the answer must appear in the evidence (the input,
+the conversation, the tool results, the system prompt).
 
-By default integers from 0 to 10 standing alone are not checked: answers count things ("3
-flights", "step 2") that no tool result spells out, and flagging them would bury real
-inventions. ``check_small_numbers=True`` checks them too.
+What counts as a claim, and when it is grounded:
+
+- **Ids**, tokens mixing letters and digits (``E1001``, ``ORD-123``, ``mia_li_3668``),
+  compare case-insensitively with the evidence's ids and words.
+- **Numbers** compare by value (``96`` matches ``96.0``, ``1,000`` matches ``1000``,
+  ``-4`` matches ``4``). The evidence's numbers include digits inside ids (``7504069`` is
+  grounded by ``gift_card_7504069``) and the last four digits of long digit runs ("the card
+  ending in 7447" by ``4421207447``). Ordinals and number-word compounds are numbers:
+  ``10th`` is 10 (grounded by the date ``2024-05-10``), ``24-hour`` is 24 (grounded by "24
+  hours").
+- **Times** (``07:00 PM``, ``14:30``, ``9 am``) compare as times of day: ``07:00 PM`` is
+  grounded by ``19:00:00``, ``14:30`` by ``14:30``.
+- **Small numbers** (integers from 0 to 10 written without a decimal point) are checked too,
+  but answers count things no tool spells out ("I found 3 flights"), so a small number is
+  also grounded when it equals the length of a list in the evidence (a JSON array in a tool
+  result, at any depth) or the number of items of a list the answer itself enumerates
+  (numbered or bulleted lines). The list markers ``1.``, ``2.``, ``-`` are not claims.
+  ``check_small_numbers=False`` skips small numbers altogether.
+
+So "We have 3 units" fails when the tool said ``{"units": 7}``, and "I found 3 flights" passes
+when the tool returned an array of three flights or the answer lists the three of them. What
+stays ungrounded is what the answer works out itself: a total, a difference, a date "the next
+day": a number no tool returned is reported even when the arithmetic is right.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from toolproof._trace import Trace
 
 __all__ = ["GroundingResult", "check_grounding", "extract_claims", "trace_evidence"]
 
-# An id: letters and digits mixed, optionally joined by - _ . / (E1001, ORD-123, mia_li_3668).
-# Found by _id_spans in one pass over each run of these characters: a pattern with look-aheads
-# took time quadratic in the run ("a-a-a-..." of 32 KB in a tool result: 9 s).
-_RUN = re.compile(r"[\w./-]+", re.ASCII)
-_JOINERS = "./-"
+# A word that may be an id: letters and digits, optionally joined by - _ . / (E1001,
+# ORD-123, mia_li_3668); it is an id when it mixes letters and digits. (Matching the words
+# first and testing them after keeps the scan linear on hostile text such as "a-a-a-...".)
+_WORD = re.compile(r"(?<![\w])[A-Za-z0-9][\w./-]*", re.ASCII)
+_LETTER = re.compile(r"[A-Za-z]", re.ASCII)
+_DIGIT = re.compile(r"\d", re.ASCII)
+# Tokens shaped like ids that are numbers: ordinals (10th, 1st) and compounds (24-hour).
+_NUMERIC_ID = re.compile(r"(\d+(?:\.\d+)?)(?:st|nd|rd|th|(?:-[a-z]{3,})+)", re.ASCII)
 # A number: optional sign, thousands separators, decimals. Not part of a word.
 _NUMBER = re.compile(
     r"(?<![\w.])[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.])[-+]?\d+(?:\.\d+)?", re.ASCII
 )
+# A time of day: 07:00, 7:00:00, 07:00 PM, 9 am, 9 a.m.
+_TIME = re.compile(
+    r"(?:(?<=\dT)|(?<![\w:.]))(\d{1,2})(?::([0-5]\d)(?::[0-5]\d(?:\.\d+)?)?"
+    r"(?:\s*([AaPp])(?:\.[Mm]\.?|[Mm]\b))?|\s*([AaPp])(?:\.[Mm]\.?|[Mm]\b))(?![\w:])",
+    re.ASCII,
+)
+# A run of digits anywhere, even inside a word (the 7504069 of gift_card_7504069).
+_DIGITS = re.compile(r"\d+", re.ASCII)
+# A list item: "1. ", "2) ", "- ", "* ", "• " at the start of a line (after indentation).
+_LIST_ITEM = re.compile(r"^([ \t]*)(?:([-*•+])|(\d{1,3})[.)])[ \t]+(?=\S)", re.M)
+_SMALL = range(11)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,8 +72,8 @@ class GroundingResult:
     """Which claims of an answer are supported by the evidence.
 
     Attributes:
-        ungrounded: Numbers and ids in the answer found in no evidence text, in order.
-        checked: Every number and id that was checked.
+        ungrounded: Numbers, times and ids in the answer found in no evidence, in order.
+        checked: Every number, time and id that was checked.
     """
 
     ungrounded: list[str]
@@ -50,50 +85,234 @@ class GroundingResult:
         return not self.ungrounded
 
 
-def extract_claims(text: str, *, check_small_numbers: bool = False) -> tuple[list[str], list[str]]:
-    """The ids and the numbers mentioned in ``text`` (ids first, then numbers outside ids)."""
-    spans = _id_spans(text)
-    ids = [text[start:end] for start, end in spans]
-    masked = _mask(text, spans)
-    numbers = []
-    for m in _NUMBER.finditer(masked):
+@dataclass(frozen=True, slots=True)
+class _Claim:
+    kind: str  # "id", "number" or "time"
+    token: str  # as written
+    value: Any  # the id lower-cased, the number as a float, the time as (hour, minute)
+    small: bool = False  # an integer 0-10 written without a decimal point
+
+
+def _ids(text: str) -> Iterator[tuple[str, tuple[int, int]]]:
+    """The ids of ``text`` and their spans.
+
+    An id starts at a letter or digit not preceded by a word character, runs over word
+    characters and ``. / -``, ends at the last letter or digit that ends the run or comes
+    before one of ``. / -``, is at least two characters long, and its run holds a letter and
+    a digit (``E1001``, ``ORD-123``, ``v2.0``; not ``E1001_``).
+    """
+    for m in _WORD.finditer(text):
+        word = m.group(0)
+        if not (_LETTER.search(word) and _DIGIT.search(word)):
+            continue
+        end, size = len(word), len(word)
+        while end > 1 and not (word[end - 1].isalnum() and (end == size or word[end] in "./-")):
+            end -= 1
+        if end > 1:
+            yield word[:end], (m.start(), m.start() + end)
+
+
+def _clock(hour: int, minute: int, meridiem: str | None) -> tuple[int, int] | None:
+    if meridiem is None:
+        return (hour, minute) if hour < 24 else None
+    if not 1 <= hour <= 12:
+        return None
+    hour %= 12
+    return (hour + 12 if meridiem in "Pp" else hour, minute)
+
+
+def _times(text: str) -> Iterator[tuple[re.Match[str], tuple[int, int]]]:
+    for m in _TIME.finditer(text):
+        hour, minute, meridiem, bare_meridiem = m.group(1), m.group(2), m.group(3), m.group(4)
+        if minute is None:  # "9 am": an hour with a meridiem
+            clock = _clock(int(hour), 0, bare_meridiem)
+        else:
+            clock = _clock(int(hour), int(minute), meridiem)
+        if clock is not None:
+            yield m, clock
+
+
+def _mask(text: str, spans: Iterable[tuple[int, int]]) -> str:
+    chars = list(text)
+    for start, end in spans:
+        chars[start:end] = " " * (end - start)
+    return "".join(chars)
+
+
+def _number_value(token: str) -> float | None:
+    try:
+        return float(token.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def _is_small(token: str, value: float) -> bool:
+    """An integer from 0 to 10 written plainly (not ``3.0``, ``-4`` or a zero-padded ``05``)."""
+    return token.isdigit() and value in _SMALL and (len(token) == 1 or token == "10")
+
+
+def _list_items(text: str) -> tuple[list[tuple[int, int]], set[int]]:
+    """The spans of the answer's numbered-list markers and the lengths of its lists.
+
+    A list is a run of items of one kind (numbered, or one bullet character) at one
+    indentation; deeper lines and blank lines continue it, other text ends it.
+    """
+    markers: list[tuple[int, int]] = []
+    lengths: set[int] = set()
+    runs: dict[tuple[int, str], int] = {}  # (indentation, kind) -> items in the open list
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        start, offset = offset, offset + len(line)
+        if not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip(" \t"))
+        m = _LIST_ITEM.match(line)
+        # A line ends the lists indented deeper; plain text also ends those at its own depth.
+        closing = [key for key in runs if key[0] > indent or (m is None and key[0] == indent)]
+        for key in closing:
+            lengths.add(runs.pop(key))
+        if m is None:
+            continue
+        key = (indent, m.group(2) or "1.")
+        runs[key] = runs.get(key, 0) + 1
+        if m.group(3) is not None:
+            markers.append((start + m.start(3), start + m.end(3)))
+    lengths.update(runs.values())
+    return markers, lengths
+
+
+def _claims(text: str, *, check_small_numbers: bool) -> list[_Claim]:
+    """The claims of ``text``: ids, times, then numbers (list markers are not claims)."""
+    times = [_Claim("time", m.group(0).strip(), clock) for m, clock in _times(text)]
+    spans = [m.span() for m, _ in _times(text)]
+    ids: list[_Claim] = []
+    numbers: list[_Claim] = []
+    for token, span in _ids(_mask(text, spans)):
+        numeric = _NUMERIC_ID.fullmatch(token)
+        if numeric is not None:  # 10th, 24-hour
+            value = float(numeric.group(1))
+            numbers.append(_Claim("number", token, value, _is_small(numeric.group(1), value)))
+        else:
+            ids.append(_Claim("id", token, token.lower()))
+        spans.append(span)
+    markers, _ = _list_items(text)
+    for m in _NUMBER.finditer(_mask(text, [*spans, *markers])):
         token = m.group(0)
-        value = _number_value(token)
-        if value is None:
+        number = _number_value(token)
+        if number is not None:
+            numbers.append(_Claim("number", token, number, _is_small(token, number)))
+    numbers.sort(key=lambda claim: text.find(claim.token))
+    claims = [*ids, *times, *numbers]
+    if not check_small_numbers:
+        claims = [c for c in claims if not c.small]
+    return claims
+
+
+def extract_claims(text: str, *, check_small_numbers: bool = False) -> tuple[list[str], list[str]]:
+    """The ids and the numbers (with times) mentioned in ``text``, as written.
+
+    Args:
+        text: The text, usually an answer.
+        check_small_numbers: Include integers from 0 to 10 (list markers never count).
+
+    Returns:
+        ``(ids, numbers)``: ids first, then the times and numbers outside ids, in order.
+    """
+    claims = _claims(text, check_small_numbers=check_small_numbers)
+    return [c.token for c in claims if c.kind == "id"], [c.token for c in claims if c.kind != "id"]
+
+
+def _array_lengths(value: Any, into: set[int], depth: int = 0) -> None:
+    if depth > 50:
+        return
+    if isinstance(value, list):
+        into.add(len(value))
+        for item in value:
+            _array_lengths(item, into, depth + 1)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _array_lengths(item, into, depth + 1)
+
+
+def _json_lengths(texts: Iterable[str]) -> set[int]:
+    lengths: set[int] = set()
+    for text in texts:
+        stripped = text.strip()
+        if not stripped or stripped[0] not in "[{":
             continue
-        if not check_small_numbers and value.is_integer() and 0 <= value <= 10 and "." not in token:
+        try:
+            parsed = json.loads(stripped)
+        except (ValueError, RecursionError):  # not JSON, or nested too deep to read
             continue
-        numbers.append(token)
-    return ids, numbers
+        _array_lengths(parsed, lengths)
+    return lengths
+
+
+@dataclass(slots=True)
+class _Evidence:
+    ids: set[str]
+    numbers: set[float]  # numbers standing alone
+    embedded: set[float]  # digit runs inside ids, and the last four digits of long runs
+    times: set[tuple[int, int]]
+    counts: set[int]  # lengths of the JSON arrays
+
+    @classmethod
+    def of(cls, texts: list[str]) -> _Evidence:
+        text = "\n".join(texts)
+        ids = {token.lower() for token in _tokens(text)}
+        numbers: set[float] = set()
+        for m in _NUMBER.finditer(text):
+            value = _number_value(m.group(0))
+            if value is not None:
+                numbers.add(value)
+        embedded: set[float] = set()
+        for m in _DIGITS.finditer(text):
+            digits = m.group(0)
+            embedded.add(float(digits))  # gift_card_7504069
+            if len(digits) > 4:
+                embedded.add(float(digits[-4:]))  # "the card ending in 7447"
+        times = {clock for _, clock in _times(text)}
+        return cls(ids, numbers, embedded, times, _json_lengths(texts))
+
+    def supports(self, claim: _Claim, answer_lists: set[int]) -> bool:
+        if claim.kind == "id":
+            return bool(claim.value in self.ids)
+        if claim.kind == "time":
+            return bool(claim.value in self.times)
+        value = claim.value
+        if value in self.numbers or -value in self.numbers:
+            return True
+        if not claim.small:
+            # Digits inside an id ground a number, but not a count: E001 says nothing
+            # about "1 day".
+            return value in self.embedded
+        return int(value) in self.counts or int(value) in answer_lists
 
 
 def check_grounding(
-    answer: str, evidence: Iterable[str], *, check_small_numbers: bool = False
+    answer: str, evidence: Iterable[str], *, check_small_numbers: bool = True
 ) -> GroundingResult:
-    """Check that every number and id in ``answer`` appears in ``evidence``.
+    """Check that every number, time and id in ``answer`` appears in ``evidence``.
+
+    The rules are in this module's docstring: numbers by value (digits inside ids count),
+    times as times of day, ids case-insensitively, and small integers (0-10) also by the
+    length of a list in the evidence or in the answer.
 
     Args:
         answer: The final answer.
         evidence: The texts the answer may rely on (input, tool results, system prompt).
-        check_small_numbers: Also check standalone integers from 0 to 10.
+        check_small_numbers: Check integers from 0 to 10 as well (the default); ``False``
+            skips them.
 
     Returns:
         The ungrounded claims and everything checked.
     """
-    evidence_text = "\n".join(evidence)
-    evidence_ids = {token.lower() for token in _tokens(evidence_text)}
-    evidence_numbers = set()
-    for m in _NUMBER.finditer(evidence_text):
-        value = _number_value(m.group(0))
-        if value is not None:
-            evidence_numbers.add(value)
-    ids, numbers = extract_claims(answer, check_small_numbers=check_small_numbers)
-    ungrounded = [token for token in ids if token.lower() not in evidence_ids]
-    for token in numbers:
-        value = _number_value(token)
-        if value is not None and value not in evidence_numbers and -value not in evidence_numbers:
-            ungrounded.append(token)
-    return GroundingResult(ungrounded=ungrounded, checked=ids + numbers)
+    texts = list(evidence)
+    facts = _Evidence.of(texts)
+    claims = _claims(answer, check_small_numbers=check_small_numbers)
+    _, answer_lists = _list_items(answer)
+    ungrounded = [c.token for c in claims if not facts.supports(c, answer_lists)]
+    return GroundingResult(ungrounded=ungrounded, checked=[c.token for c in claims])
 
 
 def trace_evidence(trace: Trace, *, include_system_prompt: bool = True) -> list[str]:
@@ -107,66 +326,6 @@ def trace_evidence(trace: Trace, *, include_system_prompt: bool = True) -> list[
 
 
 def _tokens(text: str) -> set[str]:
-    out = {text[start:end] for start, end in _id_spans(text)}
+    out = {token for token, _ in _ids(text)}
     out.update(re.findall(r"[A-Za-z0-9][\w-]*", text, re.ASCII))
     return out
-
-
-def _id_spans(text: str) -> list[tuple[int, int]]:
-    """Where the ids of ``text`` are, in time linear in its length.
-
-    An id starts at a letter or digit that begins a run of word characters and ``. / -``
-    (or follows one of ``. / -`` in it), ends at the run's last letter or digit not followed
-    by a word character, and contains a letter and a digit. A run holds at most one id: when
-    its first possible start fails, every later start fails too.
-    """
-    spans = []
-    for run in _RUN.finditer(text):
-        start, stop = run.span()
-        first = next(
-            (
-                i
-                for i in range(start, stop)
-                if _is_alnum(text[i]) and (i == start or text[i - 1] in _JOINERS)
-            ),
-            None,
-        )
-        if first is None:
-            continue
-        last = next(
-            (
-                j
-                for j in range(stop - 1, first, -1)
-                if _is_alnum(text[j]) and (j + 1 == stop or text[j + 1] in _JOINERS)
-            ),
-            None,
-        )
-        if last is None:
-            continue
-        rest = text[first:stop]
-        if any(c.isalpha() for c in rest) and any(c.isdigit() for c in rest):
-            spans.append((first, last + 1))
-    return spans
-
-
-def _is_alnum(char: str) -> bool:
-    return char.isascii() and char.isalnum()
-
-
-def _mask(text: str, spans: list[tuple[int, int]]) -> str:
-    """``text`` with each span replaced by a space."""
-    parts = []
-    position = 0
-    for start, end in spans:
-        parts.append(text[position:start])
-        parts.append(" ")
-        position = end
-    parts.append(text[position:])
-    return "".join(parts)
-
-
-def _number_value(token: str) -> float | None:
-    try:
-        return float(token.replace(",", ""))
-    except ValueError:
-        return None

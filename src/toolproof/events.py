@@ -111,7 +111,7 @@ def log_event(event: Event) -> None:
 
 
 class StepPrinter:
-    """A subscriber that writes each step as a line, like seed 003's step log.
+    """A subscriber that writes each step as a line: a step log of the run.
 
     Example:
         ```python

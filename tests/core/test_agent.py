@@ -75,7 +75,7 @@ def make(script: list[Any], **options: Any) -> tuple[Agent, ScriptedModel]:
     return Agent(model, options.pop("tools", TOOLS), **options), model
 
 
-def test_issue_example() -> None:
+def test_the_hr_assistant_example() -> None:
     model = ScriptedModel([call("multiply_numbers", a=12, b=8), "12 x 8 = 96"])
     agent = Agent(model=model, tools=TOOLS, system_prompt="You are an HR assistant.", max_steps=5)
     result = agent.run_sync("What is 12 times 8?")

@@ -78,11 +78,11 @@ def test_grounding_flags_invented_ids_and_numbers() -> None:
     ).ok
 
 
-def test_small_numbers_are_skipped_unless_asked() -> None:
-    assert check_grounding("I found 3 flights.", ["flights: [...]"]).ok
-    assert check_grounding(
-        "I found 3 flights.", ["flights"], check_small_numbers=True
-    ).ungrounded == ["3"]
+def test_small_numbers_are_checked_by_default_and_skipped_when_asked() -> None:
+    # The old default skipped 0-10, so "3 flights" passed against anything; now the count
+    # must come from somewhere (here: nowhere), unless small numbers are switched off.
+    assert check_grounding("I found 3 flights.", ["flights: [...]"]).ungrounded == ["3"]
+    assert check_grounding("I found 3 flights.", ["flights"], check_small_numbers=False).ok
     ids, numbers = extract_claims("v2.0 costs 3.5 and -4 and 1,000")
     assert ids == ["v2.0"] and numbers == ["3.5", "-4", "1,000"]
 

@@ -44,7 +44,7 @@ class Window:
     end: str
 
 
-def test_schema_of_the_issue_example() -> None:
+def test_schema_of_the_hr_assistant_example() -> None:
     assert multiply_numbers.schema == {
         "type": "function",
         "function": {

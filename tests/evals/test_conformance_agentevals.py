@@ -1,6 +1,6 @@
 """Conformance with agentevals' trajectory match evaluator: 3,232 recorded verdicts.
 
-``agentevals_cases.jsonl`` (``../shared/conformance``) holds 202 trajectory pairs, each judged
+``agentevals_cases.jsonl`` (``tests/data/conformance``) holds 202 trajectory pairs, each judged
 by ``agentevals==0.0.9`` under 4 trajectory modes x 4 argument modes. Every verdict is
 recomputed with :func:`toolproof.evals.match_trajectory` configured to the same rule (see
 ``convert``) and must agree, except the deliberate differences listed below with their reason

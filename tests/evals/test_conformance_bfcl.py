@@ -1,4 +1,4 @@
-"""Conformance with BFCL's AST checker: 1,990 recorded verdicts (``../shared/conformance``).
+"""Conformance with BFCL's AST checker: 1,990 recorded verdicts (``tests/data/conformance``).
 
 Every case of ``bfcl_cases.jsonl`` is fed to :func:`toolproof.evals.match_bfcl` and must get
 BFCL's own verdict. The only allowed disagreements are listed in ``DELIBERATE_DIFFERENCES``

@@ -194,10 +194,22 @@ def test_grounding_catches_invented_ids() -> None:
         "the final answer states 'E1001', found in no input or tool result (invented?): "
         "'E1001 has 5 days left.'"
     )
+    # Small numbers are checked by default now (the 5 comes from the tool).
     assert check({"grounded": True}, LEAVE).reason == (
+        "every number and id in the answer is grounded (E001, 5)"
+    )
+    assert check({"grounded": {"check_small_numbers": False}}, LEAVE).reason == (
         "every number and id in the answer is grounded (E001)"
     )
-    assert check({"grounded": {"check_small_numbers": True}}, LEAVE).passed
+    seven = run(
+        call("get_leave_balance", employee_id="E001"),
+        "E001 has 7 days left.",
+        turns=("How much leave does E001 have?",),
+    )
+    assert check({"grounded": True}, seven).reason == (
+        "the final answer states '7', found in no input or tool result (invented?): "
+        "'E001 has 7 days left.'"
+    )
 
 
 def test_tool_errors_with_an_allowed_list() -> None:

@@ -1,4 +1,4 @@
-"""Suite loading: the issue's example as written, validation with file:line, discovery."""
+"""Suite loading: a user's suite as written, validation with file:line, discovery."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from toolproof.evals._suite import discover_suite_files, is_suite_file, select_c
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# The suite exactly as issue 5 writes it ("the file is the user's, so names matter").
-ISSUE_SUITE = """\
+# A suite exactly as a user wrote it ("the file is the user's, so names matter").
+USER_SUITE = """\
 suite: hr-assistant
 agent: examples.hr_assistant.agent:build_agent   # factory(model, tools) -> Agent
 model: deepseek:deepseek-chat                     # default; --model overrides; "scripted" uses each case's script
@@ -59,11 +59,9 @@ def problems_of(path: Path) -> list[str]:
     return [p.replace(prefix, "L", 1) for p in info.value.problems]
 
 
-def test_the_issue_example_loads_as_written(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_user_suite_loads_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(ROOT))
-    suite = load_suite(write(tmp_path / "hr.eval.yaml", ISSUE_SUITE))
+    suite = load_suite(write(tmp_path / "hr.eval.yaml", USER_SUITE))
     assert suite.name == "hr-assistant"
     assert [c.name for c in suite.cases] == ["multiply", "slack_reaction_jira_workflow"]
     multiply, slack = suite.cases

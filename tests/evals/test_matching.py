@@ -135,7 +135,7 @@ class TestRange:
         assert matcher.describe() == "range(1, 20)"
 
     def test_min_and_max_alone(self) -> None:
-        max_top_k = compile_value_matcher({"max": 20})  # seed 004's max_top_k
+        max_top_k = compile_value_matcher({"max": 20})  # caps a top_k argument
         assert max_top_k(20) is None
         assert max_top_k(50) == "expected a number <= 20, got 50"
         assert max_top_k.describe() == "range(max=20)"
@@ -860,14 +860,22 @@ class TestMatchBfcl:
             r"\(math.gcd\)",
         ):
             match_bfcl([GCD], [{"math.lcm": {"a": [1]}}], [])
-        with pytest.raises(
-            ConfigError, match=r"possible_answer\[0\].c: math.gcd does not declare a parameter 'c'"
-        ):
-            match_bfcl([GCD], [{"math.gcd": {"a": [1], "b": [2], "c": [3]}}], [])
-        with pytest.raises(
-            ConfigError, match=r"math\.gcd requires b but the possible answer does not list them"
-        ):
-            match_bfcl([GCD], [{"math.gcd": {"a": [1]}}], [])
+        # As BFCL: an answer no call can pass rejects the calls, saying why.
+        undeclared = match_bfcl(
+            [GCD], [{"math.gcd": {"a": [1], "b": [2], "c": [3]}}], [{"math.gcd": {"a": 1, "b": 2}}]
+        )
+        assert not undeclared.ok
+        assert undeclared.reasons[0] == (
+            "possible_answer[0]: the possible answer lists 'c', which math.gcd does not "
+            "declare, so no call can pass"
+        )
+        unlisted = match_bfcl([GCD], [{"math.gcd": {"a": [1]}}], [{"math.gcd": {"a": 1}}])
+        assert unlisted.reasons[0] == (
+            "possible_answer[0]: math.gcd requires 'b' but the possible answer does not list "
+            "it, so no call can pass"
+        )
+        with pytest.raises(ConfigError, match=r"lists 'c', which math.gcd does not declare"):
+            bfcl_expected_calls([GCD], [{"math.gcd": {"a": [1], "b": [2], "c": [3]}}])
 
     def test_verdict_text(self) -> None:
         assert str(Verdict(True, [])) == "match"

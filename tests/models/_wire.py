@@ -1,4 +1,4 @@
-"""The recorded OpenAI-wire exchanges of ``../shared/conformance/openai-wire``."""
+"""The recorded OpenAI-wire exchanges of ``tests/data/conformance/openai-wire``."""
 
 from __future__ import annotations
 

@@ -519,5 +519,5 @@ def test_deepseek_thinking_turn_round_trip(server: FakeOpenAIServer) -> None:
     assert server.last.body["messages"][3]["reasoning_content"] == assistant["reasoning_content"]
 
 
-def test_wire_dir_constant_points_at_the_shared_folder() -> None:
-    assert WIRE_DIR.parts[-3:] == ("shared", "conformance", "openai-wire")
+def test_wire_dir_constant_points_at_the_vendored_folder() -> None:
+    assert WIRE_DIR.parts[-4:] == ("tests", "data", "conformance", "openai-wire")

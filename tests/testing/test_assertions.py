@@ -152,7 +152,7 @@ def test_no_tool_errors(result):
     assert_no_tool_errors(run(call("multiply_numbers", a=1, b=2), "2"))
 
 
-def test_grounding_flags_seed_000_invented_employee():
+def test_grounding_flags_an_invented_employee():
     invented = run(
         "Hello! I can multiply and add numbers, and look up leave, e.g. for employee E1001.",
         question="你好，请介绍一下自己",

@@ -384,7 +384,7 @@ def test_broken_user_module_is_one_line(tmp_path):
         assert (result.returncode, result.stderr) == (2, f"toolproof: error: {message}\n")
 
 
-# -- schema diff --store: seed 004's story against a real trace store ----------------------
+# -- schema diff --store: a model upgrade's story against a real trace store ---------------
 
 QUERY_LENIENT = """
 from toolproof import tool

@@ -292,7 +292,7 @@ class OptionsV2(BaseModel):
     limit: int = 10
 
 
-def test_seed_004_extra_fields_now_forbidden_and_nested_changes():
+def test_extra_fields_now_forbidden_and_nested_changes():
     def query_user_v1(user_id: int) -> dict[str, str]:
         """Query a user."""
         return {}

@@ -1,4 +1,4 @@
-"""Layer 1 (seed 000): the tools are plain functions; test their logic without any model."""
+"""Layer 1: the tools are plain functions; test their logic without any model."""
 
 from __future__ import annotations
 

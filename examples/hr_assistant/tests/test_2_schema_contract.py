@@ -1,4 +1,4 @@
-"""Layer 2 (seed 000): the schemas the model sees are a contract; a silent change fails here.
+"""Layer 2: the schemas the model sees are a contract; a silent change fails here.
 
 The snapshot ``tools.schema.json`` is committed. After an intended change, accept it with
 ``pytest examples/hr_assistant --toolproof-update-snapshots`` and review the diff.
@@ -15,7 +15,7 @@ def test_tool_schemas_match_the_snapshot(schema_snapshot):
 
 
 def test_multiply_tool_has_expected_schema():
-    # The explicit form of seed 000's contract test, for the most important tool.
+    # The explicit form of the contract test, for the most important tool.
     schema = multiply_numbers.parameters
     assert set(schema["properties"]) == {"a", "b"}
     assert set(schema["required"]) == {"a", "b"}

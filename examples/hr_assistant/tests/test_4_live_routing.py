@@ -1,11 +1,11 @@
-"""Layer 4 (seed 000): a real model must route correctly and not invent anything.
+"""Layer 4: a real model must route correctly and not invent anything.
 
 Skipped unless run with ``--toolproof-live`` (or ``TOOLPROOF_LIVE=1``) and
 ``DEEPSEEK_API_KEY`` set::
 
     DEEPSEEK_API_KEY=... pytest examples/hr_assistant --toolproof-live -k live
 
-Seed 000's live run routed all three questions correctly and still answered "I can also add
+A live run can route all three questions correctly and still answer "I can also add
 numbers ... for example employee E1001": the grounding check catches that kind of answer.
 """
 
@@ -26,14 +26,14 @@ pytestmark = pytest.mark.live_model(MODEL)
 
 
 def test_multiplication_routes_to_the_multiply_tool(live_model, run_agent):
-    result = run_agent(build_agent(live_model), "12乘以8是多少")
+    result = run_agent(build_agent(live_model), "What is 12 times 8?")
     assert_tool_called(result, "multiply_numbers", a=12, b=8)
     assert "96" in (result.output or "")
     assert_grounded(result)
 
 
 def test_leave_question_routes_to_the_leave_tool(live_model, run_agent):
-    result = run_agent(build_agent(live_model), "查询员工E001的剩余年假")
+    result = run_agent(build_agent(live_model), "How much annual leave does E001 have left?")
     assert_tool_order(result, ["get_leave_balance"])
     assert_tool_called(result, "get_leave_balance", employee_id=lambda v: v.upper() == "E001")
     assert "5" in (result.output or "")
@@ -41,7 +41,7 @@ def test_leave_question_routes_to_the_leave_tool(live_model, run_agent):
 
 
 def test_greeting_calls_no_tool_and_invents_nothing(live_model, run_agent):
-    result = run_agent(build_agent(live_model), "你好，请介绍一下自己")
+    result = run_agent(build_agent(live_model), "Hello, what can you do?")
     assert result.trace.tool_calls == []
     assert_tool_not_called(result, "multiply_numbers")
     assert_grounded(result)

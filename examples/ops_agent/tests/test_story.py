@@ -1,4 +1,4 @@
-"""Seed 004 end to end: record production, upgrade model and tools, replay fails the gate,
+"""A model upgrade end to end: record production, upgrade model and tools, replay fails the gate,
 and ``schema diff --store`` points at the cause.
 """
 

@@ -897,7 +897,7 @@ def _strip_fence(text: str) -> str:
 
 
 def _grounded(ctx: _Context, value: Any, expect: Mapping[str, Any]) -> Check | None:
-    options = {"check_small_numbers": False, "include_system_prompt": True}
+    options = {"check_small_numbers": True, "include_system_prompt": True}
     if value is False:
         return None
     if isinstance(value, Mapping):

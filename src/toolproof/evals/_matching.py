@@ -441,7 +441,6 @@ _ASCII_IGNORED = "".join(
     if chr(code).isspace() or unicodedata.category(chr(code)).startswith("P")
 )
 _ASCII_TABLE = str.maketrans("", "", _ASCII_IGNORED)
-_QUOTES = "'\u2018\u2019\u201c\u201d"  # ' and typographic quotes compare as "
 
 
 def _normalize_text(text: str) -> str:
@@ -462,9 +461,9 @@ class _Text(_Base):
         self.ignore = ignore
         self.table: dict[int, str | None] | None = None
         if ignore is not None:
-            table: dict[int, str | None] = {
-                ord(quote): '"' for quote in _QUOTES if quote not in ignore
-            }
+            # BFCL's standardisation exactly: drop the ignored characters, lower-case, and
+            # compare ' as " (so 'x' and "x" are equal).
+            table: dict[int, str | None] = {} if "'" in ignore else {ord("'"): '"'}
             table.update((ord(ch), None) for ch in ignore)
             self.table = table
         self.normalized = self.normalize(text)
@@ -472,7 +471,7 @@ class _Text(_Base):
     def normalize(self, text: str) -> str:
         if self.table is None:
             return _normalize_text(text)
-        return text.translate(self.table).casefold()
+        return text.translate(self.table).lower()
 
     def explain(self, actual: Any) -> Explanation | None:
         if isinstance(actual, str) and self.normalize(actual) == self.normalized:
@@ -1819,7 +1818,13 @@ _PY_TYPES: dict[type, str] = {
     list: "array",
     tuple: "array",
     dict: "object",
+    type(None): "null",
 }
+_OMIT = ""  # BFCL's mark, among the acceptable values, for "the parameter may be left out"
+
+
+def _is_omit(value: Any) -> bool:
+    return isinstance(value, str) and value == _OMIT
 
 
 def _bfcl_function(function: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -1827,20 +1832,51 @@ def _bfcl_function(function: Mapping[str, Any]) -> Mapping[str, Any]:
     return inner if isinstance(inner, Mapping) else function
 
 
-def _bfcl_value(value: Any, *, items_type: str | None = None) -> Any:
-    """One acceptable value as a spec, normalised the way BFCL's checker compares it."""
-    if isinstance(value, str):
-        return {"text": value, "ignore": BFCL_IGNORED_CHARACTERS}
-    if isinstance(value, list):
-        if items_type == "dict":
-            return [_bfcl_dict(v) if isinstance(v, dict) else {"equals": v} for v in value]
-        return [
-            {"text": v, "ignore": BFCL_IGNORED_CHARACTERS} if isinstance(v, str) else {"equals": v}
-            for v in value
-        ]
-    if isinstance(value, dict):
-        return _bfcl_dict(value)
-    return {"equals": value}
+def _bfcl_text(value: str) -> dict[str, Any]:
+    return {"text": value, "ignore": BFCL_IGNORED_CHARACTERS}
+
+
+def _bfcl_scalar(value: Any) -> dict[str, Any]:
+    """A string compared the way BFCL standardises strings; anything else by equality."""
+    return _bfcl_text(value) if isinstance(value, str) else {"equals": value}
+
+
+def _answer_type(values: Sequence[Any]) -> str | None:
+    """The type of the first acceptable value that is not ``""`` (how BFCL spots variables)."""
+    for value in values:
+        if not _is_omit(value):
+            return _PY_TYPES.get(type(value))
+    return None
+
+
+def _types(schema_type: str, answer_type: str | None) -> list[str]:
+    """The schema's type plus, for a "variable" answer, the answer's own type."""
+    types = [schema_type]
+    if answer_type is not None and answer_type != schema_type:
+        types.append(answer_type)
+    if {"integer", "number"} <= set(types):
+        types = [t for t in types if t != "integer"]
+    return types
+
+
+def _type_spec(types: list[str]) -> str | list[str]:
+    return types[0] if len(types) == 1 else types
+
+
+def _bfcl_list(value: Sequence[Any], items_type: str | None, *, typed: bool) -> list[Any]:
+    """A list answer: item by item, in order; with ``typed``, each item of the schema's type."""
+    schema_type = _BFCL_TYPES.get(str(items_type))
+    # BFCL checks the items' types one level deep, with the same "variable" escape as for
+    # parameters (items of another type than the schema's, in the answer, are allowed).
+    item_types = _type_spec(_types(schema_type, _answer_type(value))) if schema_type else None
+    items: list[Any] = []
+    for item in value:
+        if items_type == "dict" and isinstance(item, dict):
+            items.append(_bfcl_dict(item))  # an object, compared key by key
+            continue
+        spec = {"equals": item} if items_type == "dict" else _bfcl_scalar(item)
+        items.append({"type": item_types, **spec} if typed and item_types else spec)
+    return items
 
 
 def _bfcl_dict(answer: Mapping[str, Any]) -> dict[str, Any]:
@@ -1848,71 +1884,76 @@ def _bfcl_dict(answer: Mapping[str, Any]) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     for key, acceptable in answer.items():
         values = acceptable if isinstance(acceptable, list) else [acceptable]
-        options = [
-            {"text": v, "ignore": BFCL_IGNORED_CHARACTERS} if isinstance(v, str) else {"equals": v}
-            for v in values
-        ]
-        spec: dict[str, Any] = {"one_of": options}
-        fields[key] = {"optional": spec} if "" in values else spec
+        spec: dict[str, Any] = {"one_of": [_bfcl_scalar(v) for v in values]}
+        fields[key] = {"optional": spec} if any(map(_is_omit, values)) else spec
     return {"fields": fields, "mode": "exact"}
 
 
 def _bfcl_parameter(
     prop: Mapping[str, Any], values: list[Any], *, omittable: bool, where: str
 ) -> dict[str, Any]:
-    schema_type = _BFCL_TYPES.get(str(prop.get("type")))
+    """One parameter's acceptable values as a spec that accepts what BFCL's checker accepts."""
+    bfcl_type = str(prop.get("type"))
+    schema_type = _BFCL_TYPES.get(bfcl_type)
     if schema_type is None:
         raise ConfigError(
             f"{where}: unknown BFCL type {prop.get('type')!r}; known: {', '.join(_BFCL_TYPES)}"
         )
-    first = next((v for v in values if v != ""), None)
-    answer_type = _PY_TYPES.get(type(first)) if first is not None else None
-    # BFCL's "variable" escape: acceptable values of another type than the schema's
-    # (a variable name for a number) are accepted as that type and compared exactly.
+    answer_type = _answer_type(values)
+    # BFCL's "variable" escape: acceptable values of another type than the schema's (a
+    # variable name for a number, or null) are accepted as that type and compared exactly.
     variable = answer_type is not None and answer_type != schema_type
-    types = [schema_type]
-    if variable and answer_type is not None:
-        types.append(answer_type)
-        if set(types) == {"integer", "number"}:
-            types = ["number"]
-    items = prop.get("items")
-    items_type = str(items.get("type")) if isinstance(items, Mapping) else None
+    types = _types(schema_type, answer_type)
+    if None in values and "null" not in types:
+        types.append("null")  # null listed: the model may send null, whatever the type
+    options: list[Any]
     if variable:
         options = [{"equals": v} for v in values]
     else:
-        options = [_bfcl_value(v, items_type=items_type) for v in values]
-    spec: dict[str, Any] = {"type": types[0] if len(types) == 1 else types, "one_of": options}
+        items = prop.get("items")
+        items_type = str(items.get("type")) if isinstance(items, Mapping) else None
+        # BFCL's item type check passes outright when some acceptable value is not a list.
+        typed = all(isinstance(v, list) for v in values)
+        options = []
+        for value in values:
+            if schema_type == "array" and _is_omit(value):
+                options.append({"equals": []})  # BFCL reads "" as an empty list here
+            elif isinstance(value, list):
+                options.append(_bfcl_list(value, items_type, typed=typed))
+            elif isinstance(value, dict):
+                options.append(_bfcl_dict(value))
+            else:
+                options.append(_bfcl_scalar(value))
+    spec: dict[str, Any] = {"type": _type_spec(types), "one_of": options}
     return {"optional": spec} if omittable else spec
 
 
-def bfcl_expected_calls(
+class _NoValue(_Base):
+    """A parameter of the possible answer that no call can get right (BFCL rejects it)."""
+
+    __slots__ = ("problem",)
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+
+    def explain(self, actual: Any) -> Explanation | None:
+        return "", f"{self.problem}, so no value passes"
+
+    def describe(self) -> str:
+        return f"<{self.problem}>"
+
+
+def _bfcl_calls(
     functions: Sequence[Mapping[str, Any]],
     possible_answer: Sequence[Mapping[str, Mapping[str, Sequence[Any]]]],
     *,
-    underscore_names: bool = False,
+    underscore_names: bool,
+    impossible: list[str] | None,
 ) -> list[dict[str, Any]]:
-    """Translate a BFCL possible answer into toolproof's expected-call specs.
+    """The expected calls; with ``impossible``, parameters no call can pass get a ``_NoValue``.
 
-    The result is plain data in the suite's YAML form, one ``{name, arguments, mode:
-    exact}`` per expected call, so BFCL material can be turned into suites. Per parameter:
-    the schema type (BFCL's ``float`` accepts integers, ``integer`` does not accept ``5.0``
-    and booleans are never numbers), ``one_of`` the acceptable values (strings compared
-    ignoring case and the characters ``" ,./-_*^"`` as BFCL does, lists in order), and
-    ``optional`` when ``""`` is acceptable and the schema does not require the parameter.
-
-    Args:
-        functions: The BFCL function docs (``{name, parameters: {properties, required}}``;
-            OpenAI ``{type: function, function: {...}}`` also works).
-        possible_answer: ``[{function_name: {parameter: [acceptable values...]}}]``.
-        underscore_names: Expect ``a_b`` for a function named ``a.b`` (BFCL does this for
-            native function-calling models, whose APIs do not allow dots in names).
-
-    Returns:
-        The expected calls, ready for :func:`compile_calls`.
-
-    Raises:
-        ConfigError: The answer names a function or parameter the functions do not
-            declare, or leaves out a parameter the schema requires.
+    Without ``impossible`` such a possible answer raises ``ConfigError``; with it, the
+    problems are appended there and the specs reject every call, as BFCL's checker does.
     """
     docs = {str(f.get("name")): f for f in map(_bfcl_function, functions)}
     calls: list[dict[str, Any]] = []
@@ -1930,26 +1971,73 @@ def bfcl_expected_calls(
         parameters = doc.get("parameters") or {}
         properties = parameters.get("properties") or {}
         required = set(parameters.get("required") or ())
-        left_out = sorted(required - set(answers))
-        if left_out:
-            raise ConfigError(
-                f"{where}: {name} requires {', '.join(left_out)} but the possible answer "
-                "does not list them, so no call could pass"
-            )
         arguments: dict[str, Any] = {}
-        for param, values in answers.items():
+        problems: dict[str, str] = {}
+        for param in sorted(required - set(answers)):
+            # The call must give it (it is required) but may not (the answer does not list it).
+            problems[param] = f"{name} requires {param!r} but the possible answer does not list it"
+        for param, listed in answers.items():
+            values = list(listed) if isinstance(listed, (list, tuple)) else [listed]
+            omittable = any(map(_is_omit, values))
             if param not in properties:
-                raise ConfigError(f"{where}.{param}: {name} does not declare a parameter {param!r}")
-            values = list(values) if isinstance(values, (list, tuple)) else [values]
+                # Giving it is an unexpected parameter; leaving it out is fine only with "".
+                if not omittable:
+                    problems[param] = (
+                        f"the possible answer lists {param!r}, which {name} does not declare"
+                    )
+                continue
             arguments[param] = _bfcl_parameter(
                 properties[param],
                 values,
-                omittable="" in values and param not in required,
+                omittable=omittable and param not in required,
                 where=f"{where}.{param}",
             )
+        for param, problem in problems.items():
+            if impossible is None:
+                raise ConfigError(f"{where}: {problem}, so no call could pass")
+            impossible.append(f"{where}: {problem}, so no call can pass")
+            arguments[param] = _NoValue(problem)
         call_name = name.replace(".", "_") if underscore_names else name
         calls.append({"name": call_name, "arguments": arguments, "mode": "exact"})
     return calls
+
+
+def bfcl_expected_calls(
+    functions: Sequence[Mapping[str, Any]],
+    possible_answer: Sequence[Mapping[str, Mapping[str, Sequence[Any]]]],
+    *,
+    underscore_names: bool = False,
+) -> list[dict[str, Any]]:
+    """Translate a BFCL possible answer into toolproof's expected-call specs.
+
+    The result is plain data in the suite's YAML form, one ``{name, arguments, mode:
+    exact}`` per expected call, so BFCL material can be turned into suites. Per parameter:
+    the schema type (BFCL's ``float`` accepts integers, ``integer`` does not accept ``5.0``
+    and booleans are never numbers), ``one_of`` the acceptable values (strings compared
+    ignoring case and the characters ``" ,./-_*^"`` as BFCL does, lists in order with their
+    items' type, dicts key by key), ``null`` when ``None`` is acceptable, and ``optional``
+    when ``""`` is acceptable and the schema does not require the parameter. A parameter the
+    function does not declare, listed with ``""``, is left out (a call giving it fails).
+
+    Args:
+        functions: The BFCL function docs (``{name, parameters: {properties, required}}``;
+            OpenAI ``{type: function, function: {...}}`` also works).
+        possible_answer: ``[{function_name: {parameter: [acceptable values...]}}]``.
+        underscore_names: Expect ``a_b`` for a function named ``a.b`` (BFCL does this for
+            native function-calling models, whose APIs do not allow dots in names).
+
+    Returns:
+        The expected calls, ready for :func:`compile_calls`.
+
+    Raises:
+        ConfigError: The answer names a function the functions do not declare, or no call
+            could pass it (it requires a parameter the function does not declare, or leaves
+            out one the schema requires), so a suite made from it could never pass.
+            :func:`match_bfcl` rejects the calls instead, as BFCL does.
+    """
+    return _bfcl_calls(
+        functions, possible_answer, underscore_names=underscore_names, impossible=None
+    )
 
 
 def match_bfcl(
@@ -1963,9 +2051,11 @@ def match_bfcl(
 
     As BFCL's AST checker: the number of calls must equal the number of expected calls, and
     the calls must pair one to one (in any order) with the expected ones, each with the
-    expected name, no parameter outside the answer, every non-omittable parameter present,
-    the schema's types and an acceptable value. Unlike BFCL's greedy pairing, the pairing
-    is a maximum bipartite matching, so a valid pairing is never missed.
+    expected name, no parameter outside the answer or the schema, every required parameter
+    and every parameter without ``""`` among its values present, the schema's types (an
+    integer passes for a float; ``null`` passes where ``None`` is acceptable) and an
+    acceptable value. Unlike BFCL's greedy pairing, the pairing is a maximum bipartite
+    matching, so a valid pairing is never missed. ``docs/matching.md`` lists every rule.
 
     Example:
         ```python
@@ -1986,13 +2076,18 @@ def match_bfcl(
 
     Returns:
         The verdict, with one reason per expected call that found no match and per extra
-        call.
+        call. A possible answer no call can pass (it lists a parameter the function does
+        not declare, without ``""``, or leaves out one the schema requires) rejects every
+        call, as BFCL does, and its first reason says why.
 
     Raises:
-        ConfigError: The possible answer does not fit the functions (see
-            :func:`bfcl_expected_calls`).
+        ConfigError: The possible answer names a function that is not among the functions,
+            or is not of BFCL's form.
     """
-    expected = bfcl_expected_calls(functions, possible_answer, underscore_names=underscore_names)
+    impossible: list[str] = []
+    expected = _bfcl_calls(
+        functions, possible_answer, underscore_names=underscore_names, impossible=impossible
+    )
     matcher = compile_order(expected, "unordered", args="exact", where="possible_answer")
     actual = [_as_call(item, index) for index, item in enumerate(calls)]
     reasons = _order_reasons(matcher.calls, actual, "unordered")
@@ -2005,4 +2100,4 @@ def match_bfcl(
                     "pass underscore_names=True for models whose API cannot send dots"
                 )
                 break
-    return Verdict.from_reasons(_cap(reasons))
+    return Verdict.from_reasons(_cap([*impossible, *reasons]))

@@ -13,7 +13,7 @@ The YAML form (every key optional)::
       "*": {forbid_extra_args: true}    # defaults for every tool (globs allowed)
     answer:
       grounding: true                   # numbers and ids must come from input or tool results
-      check_small_numbers: false
+      check_small_numbers: true         # false: skip integers 0-10
     order: warn                         # same calls in another order: ignore | warn | fail
     mask: [user_id, order_id]           # argument names never shown in messages
     gate: 0.05                          # fail the replay above this failure rate
@@ -204,7 +204,8 @@ class ReplayRules:
         tools: Rules by tool name; keys may be globs (``"search_*"``, ``"*"``). A tool's
             rule is its exact entry merged over the matching globs, in file order.
         grounding: Fail answers with numbers or ids that appear in no evidence.
-        check_small_numbers: Also check standalone integers from 0 to 10.
+        check_small_numbers: Check integers from 0 to 10 too (the default; a count is
+            also grounded by the length of a list in a tool result or in the answer).
         order: What the same calls in another order cost.
         mask: Argument names whose values are never shown in messages.
         gate: Default failure-rate threshold of the release gate (``None``: no gate).
@@ -213,7 +214,7 @@ class ReplayRules:
 
     tools: dict[str, ToolRule] = field(default_factory=dict)
     grounding: bool = True
-    check_small_numbers: bool = False
+    check_small_numbers: bool = True
     order: Severity = "warn"
     mask: tuple[str, ...] = _DEFAULT_MASK
     gate: float | None = None
@@ -272,7 +273,7 @@ class ReplayRules:
         return cls(
             tools=tools,
             grounding=bool(answer.get("grounding", True)),
-            check_small_numbers=bool(answer.get("check_small_numbers", False)),
+            check_small_numbers=bool(answer.get("check_small_numbers", True)),
             order=order,
             mask=_names(data.get("mask"), f"{where}.mask") or _DEFAULT_MASK,
             gate=None if gate is None else float(gate),

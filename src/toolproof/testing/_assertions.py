@@ -234,17 +234,20 @@ def assert_grounded(
     /,
     *,
     evidence: Iterable[str] = (),
-    check_small_numbers: bool = False,
+    check_small_numbers: bool = True,
 ) -> None:
     """Assert that every number and id in the final answer comes from the input or a tool.
 
-    Seed 000's live model answered "I can also look up employee E1001" with no such employee
-    anywhere: this flags such claims (see ``toolproof._grounding``).
+    A live model can route correctly and still answer "I can also look up employee E1001"
+    with no such employee anywhere, or "7 days" when the tool said 5: this flags such claims
+    (the rules are in ``toolproof._grounding`` and ``docs/evals.md``).
 
     Args:
         trace: The run.
         evidence: Extra texts the answer may rely on.
-        check_small_numbers: Also check standalone integers 0-10.
+        check_small_numbers: Check integers from 0 to 10 too (the default; a small number
+            is also grounded by the length of a list in a tool result or in the answer);
+            ``False`` skips them.
 
     Raises:
         AssertionError: The run has no final answer, or it mentions ungrounded values.
