@@ -146,11 +146,18 @@ def _ai_message(message: Message, response: ModelResponse | None = None) -> AIMe
     for c in message.tool_calls:
         if c.arguments_error is not None:
             invalid.append(
-                {"type": "invalid_tool_call", "name": c.name, "args": c.raw_arguments, "id": c.id,
-                 "error": c.arguments_error}
+                {
+                    "type": "invalid_tool_call",
+                    "name": c.name,
+                    "args": c.raw_arguments,
+                    "id": c.id,
+                    "error": c.arguments_error,
+                }
             )
         else:
-            calls.append({"type": "tool_call", "name": c.name, "args": dict(c.arguments), "id": c.id})
+            calls.append(
+                {"type": "tool_call", "name": c.name, "args": dict(c.arguments), "id": c.id}
+            )
     kwargs: dict[str, Any] = {}
     if response is not None:
         usage = response.usage
@@ -169,8 +176,10 @@ def _ai_message(message: Message, response: ModelResponse | None = None) -> AIMe
 
 
 def to_langchain_messages(messages: Sequence[Message]) -> list[BaseMessage]:
-    """Convert toolproof messages into LangChain messages (the inverse of
-    :func:`to_toolproof_messages`)."""
+    """Convert toolproof messages into LangChain messages.
+
+    It is the inverse of :func:`to_toolproof_messages`.
+    """
     out: list[BaseMessage] = []
     for message in messages:
         if message.role == "system":
@@ -296,8 +305,11 @@ class ToolproofChatModel(BaseChatModel):
         tool_choice: str | None = None,
         **kwargs: Any,
     ) -> Any:
-        """Bind tools (LangChain tools, functions, pydantic models, toolproof tools or OpenAI
-        tool dicts) to the model; returns a runnable that sends them with every request."""
+        """Bind tools to the model; returns a runnable that sends them with every request.
+
+        Tools may be LangChain tools, functions, pydantic models, toolproof tools or OpenAI
+        tool dicts.
+        """
         formatted = [_openai_tool(t) for t in tools]
         if tool_choice is not None:
             kwargs["tool_choice"] = tool_choice
@@ -314,7 +326,9 @@ class ToolproofChatModel(BaseChatModel):
             self.requests.append(ChatRequest(list(messages), tools, tool_choice))
         backend = self.backend
         if not isinstance(backend, Model):
-            raise UserError(f"ToolproofChatModel(backend=...) needs a toolproof Model, got {backend!r}")
+            raise UserError(
+                f"ToolproofChatModel(backend=...) needs a toolproof Model, got {backend!r}"
+            )
         definitions = [
             ToolDefinition(
                 t["function"]["name"],
@@ -430,8 +444,9 @@ class ScriptedChatModel(ToolproofChatModel):
         ```
     """
 
-    def __init__(self, script: Sequence[ScriptItem | AIMessage], *, name: str = "scripted",
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, script: Sequence[ScriptItem | AIMessage], *, name: str = "scripted", **kwargs: Any
+    ) -> None:
         items: list[ScriptItem] = [
             to_toolproof_messages([item])[0] if isinstance(item, AIMessage) else item
             for item in script
@@ -471,13 +486,23 @@ def _chunks(message: AIMessage) -> Iterator[ChatGenerationChunk]:
     for piece in pieces:
         yield ChatGenerationChunk(message=AIMessageChunk(content=piece))
     tool_chunks = [
-        {"name": c["name"], "args": json.dumps(c["args"], ensure_ascii=False), "id": c["id"],
-         "index": i, "type": "tool_call_chunk"}
+        {
+            "name": c["name"],
+            "args": json.dumps(c["args"], ensure_ascii=False),
+            "id": c["id"],
+            "index": i,
+            "type": "tool_call_chunk",
+        }
         for i, c in enumerate(message.tool_calls)
     ]
     tool_chunks += [
-        {"name": c.get("name"), "args": c.get("args"), "id": c.get("id"),
-         "index": len(tool_chunks) + i, "type": "tool_call_chunk"}
+        {
+            "name": c.get("name"),
+            "args": c.get("args"),
+            "id": c.get("id"),
+            "index": len(tool_chunks) + i,
+            "type": "tool_call_chunk",
+        }
         for i, c in enumerate(message.invalid_tool_calls)
     ]
     yield ChatGenerationChunk(
@@ -532,9 +557,10 @@ def from_langchain(
             return value.content
         return value
 
-    is_async = (
-        isinstance(lc_tool, StructuredTool) and lc_tool.coroutine is not None
-    ) or type(lc_tool)._arun is not BaseTool._arun
+    if "coroutine" in type(lc_tool).model_fields:  # StructuredTool, Tool: async if given one
+        is_async = getattr(lc_tool, "coroutine", None) is not None
+    else:  # a BaseTool subclass: async if it implements _arun itself
+        is_async = type(lc_tool)._arun is not BaseTool._arun
 
     if is_async:
 
@@ -593,17 +619,19 @@ def _signature(lc_tool: BaseTool, parameters: dict[str, Any]) -> tuple[Any, dict
             annotation = info.annotation if info.annotation is not None else Any
             default = inspect.Parameter.empty if info.is_required() else info.get_default()
             params.append(
-                inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, default=default,
-                                  annotation=annotation)
+                inspect.Parameter(
+                    key, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
+                )
             )
             annotations[key] = annotation
     else:
         required = set(parameters.get("required") or [])
-        for key in (parameters.get("properties") or {}):
+        for key in parameters.get("properties") or {}:
             default = inspect.Parameter.empty if key in required else None
             params.append(
-                inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, default=default,
-                                  annotation=Any)
+                inspect.Parameter(
+                    key, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Any
+                )
             )
             annotations[key] = Any
     return inspect.Signature(params), annotations
@@ -734,7 +762,9 @@ class TraceCapture(BaseCallbackHandler):
         self._metadata = dict(metadata or {})
         self._tags = list(tags)
         self._steps: list[Step] = []
-        self._model_runs: dict[UUID, tuple[float, list[BaseMessage], str, list[dict[str, Any]]]] = {}
+        self._model_runs: dict[
+            UUID, tuple[float, list[BaseMessage], str, list[dict[str, Any]]]
+        ] = {}
         self._tool_runs: dict[UUID, _ToolRun] = {}
         self._results: dict[str, ToolResult] = {}
         self._orphans: list[ToolResult] = []
@@ -775,9 +805,16 @@ class TraceCapture(BaseCallbackHandler):
                     parameters = function.get("parameters") or {}
                     description = function.get("description") or ""
                     self._tools[function["name"]] = ToolInfo(
-                        function["name"], description, parameters,
-                        _hash({"name": function["name"], "description": description,
-                               "parameters": parameters}),
+                        function["name"],
+                        description,
+                        parameters,
+                        _hash(
+                            {
+                                "name": function["name"],
+                                "description": description,
+                                "parameters": parameters,
+                            }
+                        ),
                     )
             converted = to_toolproof_messages(request)
             if self._first is None:
@@ -853,8 +890,9 @@ class TraceCapture(BaseCallbackHandler):
             if isinstance(parsed, dict):
                 arguments = parsed
         with self._lock:
-            self._tool_runs[run_id] = _ToolRun(name, arguments, kwargs.get("tool_call_id"),
-                                               self._clock())
+            self._tool_runs[run_id] = _ToolRun(
+                name, arguments, kwargs.get("tool_call_id"), self._clock()
+            )
 
     def _tool_result(self, run_id: UUID | None, result: ToolResult) -> None:
         """Receive the ToolResult of a toolproof tool dispatched inside this run."""
@@ -876,13 +914,21 @@ class TraceCapture(BaseCallbackHandler):
             elif isinstance(output, ToolMessage):
                 artifact = output.artifact
                 status: Literal["ok", "error"] = "error" if output.status == "error" else "ok"
-                result = ToolResult("", run.name, status, _text(output.content),
-                                    value=None if status == "error" else _jsonable(artifact
-                                                                                   if artifact is not None else output.content),
-                                    error_type="ToolException" if status == "error" else None)
+                result = ToolResult(
+                    "",
+                    run.name,
+                    status,
+                    _text(output.content),
+                    value=None
+                    if status == "error"
+                    else _jsonable(artifact if artifact is not None else output.content),
+                    error_type="ToolException" if status == "error" else None,
+                )
             else:
                 value = _jsonable(output)
-                content = output if isinstance(output, str) else json.dumps(value, ensure_ascii=False)
+                content = (
+                    output if isinstance(output, str) else json.dumps(value, ensure_ascii=False)
+                )
                 result = ToolResult("", run.name, "ok", content, value=value)
             result.duration_ms = (self._clock() - run.started) * 1000
             self._attach(run, result)
@@ -897,8 +943,13 @@ class TraceCapture(BaseCallbackHandler):
                 result = run.result
             else:
                 text = str(error.args[0]) if len(error.args) == 1 else str(error)
-                result = ToolResult("", run.name, "error", text or type(error).__name__,
-                                    error_type=type(error).__name__)
+                result = ToolResult(
+                    "",
+                    run.name,
+                    "error",
+                    text or type(error).__name__,
+                    error_type=type(error).__name__,
+                )
             result.duration_ms = (self._clock() - run.started) * 1000
             self._attach(run, result)
 
@@ -940,7 +991,10 @@ class TraceCapture(BaseCallbackHandler):
             status = message.status or "ok"
             if result is None:
                 self._results[call.id] = ToolResult(
-                    call.id, call.name, status, message.text,
+                    call.id,
+                    call.name,
+                    status,
+                    message.text,
                     error_type="ToolMessage" if status == "error" else None,
                 )
             else:
@@ -952,8 +1006,12 @@ class TraceCapture(BaseCallbackHandler):
                     result.error_type = "ToolMessage"
 
     def on_chain_error(
-        self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None,
-        **kwargs: Any
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
     ) -> None:
         """Record the error that stopped a root run."""
         if parent_run_id is None:
@@ -999,7 +1057,9 @@ class TraceCapture(BaseCallbackHandler):
             input_text, history = "", rest
         steps = []
         for step in self._steps:
-            results = [self._results[c.id] for c in step.response.tool_calls if c.id in self._results]
+            results = [
+                self._results[c.id] for c in step.response.tool_calls if c.id in self._results
+            ]
             steps.append(
                 Step(
                     index=step.index,
@@ -1110,7 +1170,7 @@ def capture_trace(
         capture.finish()
 
 
-# -- LangChain agents where toolproof expects an Agent ----------------------------------------------
+# -- LangChain agents where toolproof expects an Agent -------------------------------------------
 
 #: Builds the LangChain agent from a chat model and LangChain tools.
 AgentBuilder = Callable[[BaseChatModel, list[StructuredTool]], Any]
@@ -1239,7 +1299,7 @@ class LangChainAgent(Agent):
     async def _invoke(self, target: Any, input: str, history: list[Message]) -> Any:
         import inspect
 
-        messages = to_langchain_messages(history) + [HumanMessage(input)]
+        messages = [*to_langchain_messages(history), HumanMessage(input)]
         if self.system_prompt:
             messages.insert(0, SystemMessage(self.system_prompt))
         if hasattr(target, "ainvoke"):
