@@ -95,7 +95,7 @@ def test_any_toolproof_model_answers_the_runner(processor: TraceProcessor) -> No
 
     model = AgentsModel(FunctionModel(respond, name="function"))
     agent = Agent(name="calc", instructions="Multiply.", model=model, tools=[multiply])
-    result = Runner.run_sync(agent, "6 x 7?")
+    result = _run(agent, "6 x 7?")
     assert result.final_output == "The product is 42.0."
     trace = trace_from_result(result)
     assert trace.tool_names == ["multiply"] and trace.output == result.final_output
@@ -125,7 +125,7 @@ def test_sdk_runs_are_recorded_and_replayed(tmp_path: Any) -> None:
     try:
         model = ScriptedAgentsModel([call("lookup", key="a"), "It is alpha."])
         agent = Agent(name="kv", model=model, tools=to_function_tool(lookup))
-        Runner.run_sync(agent, "What is a?")
+        _run(agent, "What is a?")
     finally:
         set_trace_processors([])
     assert recorder.close()
@@ -137,3 +137,8 @@ def test_sdk_runs_are_recorded_and_replayed(tmp_path: Any) -> None:
     assert stored.tool_names == ["lookup"] and stored.output == "It is alpha."
     report = replay(path, mode="tools", tools=[lookup])
     assert report.exit_code == 0, report.render_text()
+
+
+def _run(agent: Any, text: str) -> Any:
+    # Runner.run_sync keeps an event loop open after the run; asyncio.run closes its own.
+    return asyncio.run(Runner.run(agent, text))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from agents import Runner, set_trace_processors
@@ -37,7 +39,7 @@ def test_the_tool_loop_sends_results_back_with_the_call_id(processor: TraceProce
     model = ScriptedAgentsModel(
         [call("get_order", order_id="A-2"), "Order A-2 has shipped; its total is 12.5."]
     )
-    result = Runner.run_sync(build_agent(model), "Where is my order A-2?")
+    result = _run(build_agent(model), "Where is my order A-2?")
 
     assert result.final_output == "Order A-2 has shipped; its total is 12.5."
     first, second = model.requests
@@ -63,7 +65,7 @@ def test_a_refund_runs_the_mock_in_mock_mode(processor: TraceProcessor) -> None:
             "Refund of 30.00 for A-1 created.",
         ]
     )
-    result = Runner.run_sync(build_agent(model, tools), "Refund order A-1, please.")
+    result = _run(build_agent(model, tools), "Refund order A-1, please.")
 
     trace = trace_from_result(result, tools=TOOLS)
     assert_tool_order(trace, ["get_order", "refund_order"])
@@ -79,14 +81,14 @@ def test_fixtures_answer_and_are_verified(processor: TraceProcessor) -> None:
     mock.add("refund_order", {"order_id": "A-1", "amount": 5.0}, returns="refund R-1")
     tools = Toolset(TOOLS, mode="mock", mocks=[mock])
     model = ScriptedAgentsModel([call("refund_order", order_id="A-1", amount=5.0), "Done: R-1."])
-    Runner.run_sync(build_agent(model, tools), "Refund 5 on A-1.")
+    _run(build_agent(model, tools), "Refund 5 on A-1.")
     mock.verify()
     assert processor.traces[-1].tool_results[0].content == "refund R-1"
 
 
 def test_an_unknown_order_is_reported_to_the_model(processor: TraceProcessor) -> None:
     model = ScriptedAgentsModel([call("get_order", order_id="Z-9"), "Order Z-9 does not exist."])
-    Runner.run_sync(build_agent(model), "Where is Z-9?")
+    _run(build_agent(model), "Where is Z-9?")
     (result,) = processor.traces[-1].tool_results
     assert (result.status, result.error_type) == ("error", "KeyError")
     assert model.requests[1].last.content == "Z-9"
@@ -96,7 +98,7 @@ def test_a_side_effecting_tool_without_mock_is_refused(processor: TraceProcessor
     tools = Toolset([TOOLS[0], _unmocked_refund()], mode="mock")
     model = ScriptedAgentsModel([call("refund_order", order_id="A-1", amount=1.0), "never"])
     with pytest.raises(Exception, match="refund_order") as caught:
-        Runner.run_sync(build_agent(model, tools), "Refund 1 on A-1.")
+        _run(build_agent(model, tools), "Refund 1 on A-1.")
     # The SDK wraps a tool's exception in its own UserError; toolproof's is the cause.
     assert isinstance(caught.value.__cause__, UnmockedToolCall)
     trace = processor.traces[-1]
@@ -118,3 +120,8 @@ def _unmocked_refund():
         raise AssertionError("must not run")
 
     return refund_order
+
+
+def _run(agent: Any, text: str) -> Any:
+    # Runner.run_sync keeps an event loop open after the run; asyncio.run closes its own.
+    return asyncio.run(Runner.run(agent, text))
