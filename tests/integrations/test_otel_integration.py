@@ -153,7 +153,8 @@ provider.add_span_processor(SimpleSpanProcessor(OTLPJsonFileExporter({str(path)!
 OpenAIInstrumentor().instrument(tracer_provider=provider)
 client = openai.OpenAI(base_url=BASE_URL, api_key="test-key", max_retries=0)
 parameters = {{"type": "object", "properties": {{"employee_id": {{"type": "string"}}}}}}
-tools = [{{"type": "function", "function": {{"name": "get_leave_balance", "parameters": parameters}}}}]
+function = {{"name": "get_leave_balance", "parameters": parameters}}
+tools = [{{"type": "function", "function": function}}]
 messages = [{{"role": "system", "content": "You are an HR assistant."}},
             {{"role": "user", "content": "Leave of E001?"}}]
 # The application's run is one span, so both model calls belong to one OTel trace.
