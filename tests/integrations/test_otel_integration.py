@@ -263,3 +263,18 @@ def test_hostile_spans_never_crash_the_importer(spans: list[dict[str, Any]]) -> 
     for trace in traces:
         assert Trace.from_json(trace.to_json()).id == trace.id
     assert time.perf_counter() - started < 2.0
+
+
+def test_imported_spans_are_redacted_before_they_are_stored(tmp_path: Path) -> None:
+    model = ScriptedModel(["Your key sk-abcdefghijklmnopqrstuvwxyz123456 is stored."])
+    trace = Agent(model, []).run_sync("my email is jane.doe@example.com").trace
+    data = otlp_json(_spans(trace, capture_content=True))
+    (stored,) = import_otlp_json(data, str(tmp_path / "traces.db"))
+    text = stored.to_json()
+    assert "jane.doe@example.com" not in text
+    assert "sk-abcdefghijklmnopqrstuvwxyz123456" not in text
+    store = TraceStore(str(tmp_path / "traces.db"))
+    try:
+        assert "jane.doe@example.com" not in store.get(stored.id).to_json()
+    finally:
+        store.close()

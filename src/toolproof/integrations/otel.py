@@ -730,23 +730,31 @@ def import_otlp_json(
     store: Any = None,
     *,
     tags: Sequence[str] = ("otel",),
+    redactor: Any = None,
 ) -> list[Trace]:
     """Import OTLP JSON spans as traces into a trace store (for replay and reports).
+
+    Sensitive values are redacted before anything is written, as by ``toolproof traces
+    import``.
 
     Args:
         source: See :func:`traces_from_otlp_json`.
         store: A ``toolproof.replay.TraceStore`` or the path of one (default: the default
             store path).
         tags: Tags added to every imported trace.
+        redactor: A ``toolproof.replay.Redactor`` (default: the default redaction rules;
+            ``Redactor.none()`` keeps everything).
 
     Returns:
-        The imported traces.
+        The imported traces, as written.
     """
-    from toolproof.replay import DEFAULT_STORE_PATH, TraceStore
+    from toolproof.replay import DEFAULT_STORE_PATH, Redactor, TraceStore
 
-    traces = traces_from_otlp_json(source)
-    for trace in traces:
+    chosen = redactor if redactor is not None else Redactor()
+    traces = []
+    for trace in traces_from_otlp_json(source):
         trace.tags = [*trace.tags, *(t for t in tags if t not in trace.tags)]
+        traces.append(chosen.redact_trace(trace))
     owned = not isinstance(store, TraceStore)
     target = (
         store if isinstance(store, TraceStore) else TraceStore(str(store or DEFAULT_STORE_PATH))
