@@ -373,3 +373,37 @@ def test_hostile_arguments_never_crash_a_converted_tool(arguments: dict[str, Any
     else:
         assert set(arguments) == {"order_id"} and isinstance(arguments["order_id"], str)
     assert time.perf_counter() - started < 2.0
+
+
+def test_a_hand_built_langgraph_with_a_tool_node_is_captured() -> None:
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    lc_tools = to_langchain(Toolset([lookup_order], mode="mock", mocks={"lookup_order": _lost}))
+    model = ScriptedChatModel([call("lookup_order", order_id="A-9"), "A-9 is lost."])
+    bound = model.bind_tools(lc_tools)
+
+    def assistant(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [bound.invoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("assistant", assistant)
+    graph.add_node("tools", ToolNode(lc_tools))
+    graph.add_edge(START, "assistant")
+    graph.add_conditional_edges("assistant", tools_condition)
+    graph.add_edge("tools", "assistant")
+    app = graph.compile()
+    assert END == "__end__"
+
+    with capture_trace(tags=["graph"]) as captured:
+        app.invoke({"messages": [HumanMessage("Where is A-9?")]})
+    trace = captured.trace
+    assert trace.tags == ["graph"]
+    assert trace.output == "A-9 is lost."
+    (result,) = trace.tool_results
+    assert result.mocked and result.value == {"order_id": "A-9", "status": "lost"}
+    assert result.call_id == trace.tool_calls[0].id
+
+
+def _lost(order_id: str) -> dict[str, str]:
+    return {"order_id": order_id, "status": "lost"}

@@ -101,7 +101,7 @@ def _content_text(content: Any) -> str:
     return "".join(parts)
 
 
-def items_to_messages(system: str | None, items: str | Sequence[Any]) -> list[Message]:
+def _items_to_messages(system: str | None, items: str | Sequence[Any]) -> list[Message]:
     """Convert the SDK's Responses-format input items into toolproof messages."""
     out: list[Message] = [Message.system(system)] if system else []
     if isinstance(items, str):
@@ -223,7 +223,7 @@ class AgentsModel(AgentsModelBase):
         prompt: Any = None,
     ) -> AgentsModelResponse:
         """Answer one request of the SDK's runner from the backend model."""
-        messages = items_to_messages(system_instructions, input)
+        messages = _items_to_messages(system_instructions, input)
         definitions = [
             ToolDefinition(t.name, t.description or "", dict(t.params_json_schema))
             for t in tools
@@ -502,7 +502,7 @@ def trace_from_result(result: Any, *, tools: Sequence[Tool[..., Any]] = ()) -> T
     from agents.items import MessageOutputItem, ToolCallItem, ToolCallOutputItem
 
     original = result.input
-    first = items_to_messages(None, original)
+    first = _items_to_messages(None, original)
     users = [i for i, m in enumerate(first) if m.role == "user"]
     input_text = first[users[-1]].text if users else ""
     history = first[: users[-1]] if users else first
@@ -656,7 +656,7 @@ class TraceProcessor(TracingProcessor):
                     usage.input_tokens = response.usage.input_tokens
                     usage.output_tokens = response.usage.output_tokens
                 if not pending.trace.input and data.input:
-                    self._set_input(pending.trace, items_to_messages(None, data.input))
+                    self._set_input(pending.trace, _items_to_messages(None, data.input))
                 pending.steps.append(
                     Step(
                         len(pending.steps) + 1,
