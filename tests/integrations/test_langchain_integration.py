@@ -407,3 +407,34 @@ def test_a_hand_built_langgraph_with_a_tool_node_is_captured() -> None:
 
 def _lost(order_id: str) -> dict[str, str]:
     return {"order_id": order_id, "status": "lost"}
+
+
+async def test_parallel_calls_in_create_agent_keep_call_order() -> None:
+    @tool
+    async def slow_lookup(order_id: str, delay: float) -> str:
+        """Look an order up slowly.
+
+        Args:
+            order_id: The order id.
+            delay: Seconds to wait.
+        """
+        await asyncio.sleep(delay)
+        return f"{order_id} ok"
+
+    model = ScriptedChatModel(
+        [
+            [
+                call("slow_lookup", order_id="A", delay=0.05),
+                call("slow_lookup", order_id="B", delay=0.0),
+            ],
+            "both ok",
+        ]
+    )
+    agent = create_agent(model, to_langchain(slow_lookup))
+    with capture_trace() as captured:
+        await agent.ainvoke({"messages": [HumanMessage("A and B?")]})
+    trace = captured.trace
+    assert [r.content for r in trace.tool_results] == ["A ok", "B ok"]
+    assert [r.call_id for r in trace.tool_results] == [c.id for c in trace.tool_calls]
+    tool_messages = [m for m in model.requests[1].messages if isinstance(m, ToolMessage)]
+    assert {m.tool_call_id for m in tool_messages} == {c.id for c in trace.tool_calls}

@@ -1082,9 +1082,13 @@ class TraceCapture(BaseCallbackHandler):
         reason: StopReason
         if self._error is not None:
             reason = "error"
-            root = self._error
-            error = ErrorInfo(type(root).__name__, str(root), getattr(root, "tool_name", None))
-            detail = f"{type(root).__name__}: {root}"
+            failure = self._error
+            # Like toolproof's own loop: a run error is named by its root cause.
+            root = failure.__cause__ or failure if isinstance(failure, AgentRunError) else failure
+            error = ErrorInfo(
+                type(root).__name__, str(failure), getattr(failure, "tool_name", None)
+            )
+            detail = str(failure) if root is not failure else f"{type(root).__name__}: {root}"
         elif steps and not steps[-1].response.tool_calls:
             reason = "final"
             output = steps[-1].response.content or ""
@@ -1159,9 +1163,15 @@ def capture_trace(
         ```
     """
     capture = TraceCapture(input=input, metadata=metadata, tags=tags)
+    with _capturing(capture):
+        yield capture
+
+
+@contextmanager
+def _capturing(capture: TraceCapture) -> Iterator[None]:
     token = _active.set(capture)
     try:
-        yield capture
+        yield
     except BaseException as exc:
         capture.fail(exc)
         raise
@@ -1255,10 +1265,11 @@ class LangChainAgent(Agent):
         meta = dict(metadata or {})
         if self.name and "agent" not in meta:
             meta["agent"] = self.name
+        captured = TraceCapture(input=input, metadata=meta, tags=tags)
         token = _home_loop.set(asyncio.get_running_loop())
         failure: BaseException | None = None
         try:
-            with capture_trace(input=input, metadata=meta, tags=tags) as captured:
+            with _capturing(captured):
                 target = self.build(chat, lc_tools)
                 await self._invoke(target, input, list(history))
         except asyncio.CancelledError:
@@ -1267,7 +1278,7 @@ class LangChainAgent(Agent):
             failure = exc
         finally:
             _home_loop.reset(token)
-        trace = captured.trace if "captured" in locals() else TraceCapture(input=input).trace
+        trace = captured.trace
         trace.model = model.name
         trace.tools = toolset.infos()
         trace.tool_mode = toolset.mode
