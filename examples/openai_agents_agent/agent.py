@@ -12,7 +12,8 @@ from agents import Agent
 from agents.models.interface import Model as SDKModel
 
 from toolproof import Tool, Toolset, tool
-from toolproof.integrations.openai_agents import to_function_tool
+from toolproof.integrations.openai_agents import AgentsSDKAgent, to_function_tool
+from toolproof.models import Model
 
 INSTRUCTIONS = (
     "You are a support agent for an online shop. Look orders up before answering, refund "
@@ -61,4 +62,16 @@ def build_agent(model: SDKModel | str, tools: Toolset | None = None) -> Agent[An
         instructions=INSTRUCTIONS,
         model=model,
         tools=list(to_function_tool(tools if tools is not None else Toolset(TOOLS))),
+    )
+
+
+def build_suite_agent(model: Model | str, tools: Toolset | None = None) -> AgentsSDKAgent:
+    """The same SDK agent as a toolproof agent, for eval suites, ``run_agent`` and replay."""
+    return AgentsSDKAgent(
+        lambda sdk_model, sdk_tools: Agent(
+            name="support", instructions=INSTRUCTIONS, model=sdk_model, tools=list(sdk_tools)
+        ),
+        model,
+        TOOLS if tools is None else tools,
+        name="support",
     )

@@ -19,11 +19,12 @@ also removes the SDK's default exporter, so nothing is sent to the network.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Literal
@@ -46,8 +47,11 @@ from openai.types.responses import (
     ResponseOutputText,
 )
 
+from toolproof._agent import Agent as ToolproofAgent
+from toolproof._agent import RunResult as ToolproofRunResult
 from toolproof._messages import (
     Message,
+    ModelResponse,
     ModelSettings,
     ToolCall,
     ToolDefinition,
@@ -65,6 +69,7 @@ from toolproof.models.fake import ScriptedModel, ScriptItem
 __all__ = [
     "AgentsModel",
     "AgentsRequest",
+    "AgentsSDKAgent",
     "ScriptedAgentsModel",
     "TraceProcessor",
     "from_function_tool",
@@ -207,6 +212,7 @@ class AgentsModel(AgentsModelBase):
             raise UserError(f"AgentsModel(backend=...) needs a toolproof Model, got {backend!r}")
         self.backend = backend
         self.requests: list[AgentsRequest] = []
+        self.responses: list[ModelResponse] = []
 
     async def get_response(
         self,
@@ -241,6 +247,7 @@ class AgentsModel(AgentsModelBase):
             model=self.backend.name, model_config=settings.to_dict(), disabled=not enabled
         ) as span:
             response = await self.backend.request(messages, definitions, settings)
+            self.responses.append(response)
             usage = response.usage
             span.span_data.usage = {
                 "input_tokens": usage.input_tokens,
@@ -754,3 +761,205 @@ def _chat_message(data: Any) -> Message:
     if role == "tool":
         return Message(role="tool", content=text, tool_call_id=item.get("tool_call_id"))
     return Message.user(text or "")
+
+
+# -- SDK agents where toolproof expects an Agent --------------------------------------------------
+
+
+def _steps_of(model: AgentsModel) -> list[Step]:
+    steps = []
+    for index, response in enumerate(model.responses, 1):
+        step = Step(
+            index,
+            RequestSummary(len(model.requests[index - 1].messages)),
+            response.message,
+            usage=response.usage,
+            finish_reason=response.finish_reason,
+            model_name=response.model_name,
+        )
+        if index < len(model.requests):
+            answers = {
+                m.tool_call_id: m for m in model.requests[index].messages if m.role == "tool"
+            }
+            step.tool_results = [
+                _known("", c.id, answers[c.id].text)
+                or ToolResult(c.id, c.name, "ok", answers[c.id].text)
+                for c in response.message.tool_calls
+                if c.id in answers
+            ]
+        steps.append(step)
+    return steps
+
+
+def _input_items(history: Sequence[Message], text: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for message in history:
+        if message.role == "tool":
+            items.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": message.tool_call_id or "",
+                    "output": message.text,
+                }
+            )
+        elif message.role == "assistant":
+            if message.content:
+                items.append({"role": "assistant", "content": message.content})
+            for c in message.tool_calls:
+                items.append(
+                    {
+                        "type": "function_call",
+                        "call_id": c.id,
+                        "name": c.name,
+                        "arguments": c.arguments_json(),
+                    }
+                )
+        elif message.role in ("user", "system"):
+            items.append({"role": message.role, "content": message.text})
+    items.append({"role": "user", "content": text})
+    return items
+
+
+class AgentsSDKAgent(ToolproofAgent):
+    """An OpenAI Agents SDK agent that toolproof can run, evaluate and record.
+
+    On each run it builds the SDK agent from an :class:`AgentsModel` backed by this agent's
+    toolproof model and ``FunctionTool`` versions of its tools (so a suite's scripted model,
+    mock mode, fixtures and faults apply), runs it with ``Runner.run`` and returns a
+    :class:`~toolproof.RunResult` whose trace comes from :func:`trace_from_result`.
+
+    Args:
+        build: ``build(model, tools)`` returns the SDK ``Agent``.
+        model: A toolproof model or model string.
+        tools: Tools or a toolset.
+        max_steps: The SDK's ``max_turns``; exceeding it ends the run with ``"max_steps"``.
+        sdk_tracing: Let the SDK's own tracing run (its default processor exports to the
+            network when ``OPENAI_API_KEY`` is set); off by default, the trace comes from the
+            run's result.
+        name: Recorded in trace metadata.
+        recorder: Receives every finished trace.
+
+    Example:
+        ```python
+        def build_agent(model, tools=None):
+            return AgentsSDKAgent(
+                lambda sdk_model, sdk_tools: Agent(name="support", model=sdk_model,
+                                                   tools=sdk_tools),
+                model, TOOLS if tools is None else tools,
+            )
+        ```
+    """
+
+    def __init__(
+        self,
+        build: Callable[[AgentsModel, list[FunctionTool]], Any],
+        model: Model | str,
+        tools: Sequence[Tool[..., Any] | Callable[..., Any]] | Toolset = (),
+        *,
+        max_steps: int = 10,
+        sdk_tracing: bool = False,
+        name: str | None = None,
+        recorder: Any = None,
+    ) -> None:
+        if not callable(build):
+            raise UserError(f"AgentsSDKAgent(build=...) must be callable, got {build!r}")
+        super().__init__(model, tools, max_steps=max_steps, name=name, recorder=recorder)
+        self.build = build
+        self.sdk_tracing = sdk_tracing
+
+    async def run(
+        self,
+        input: str,
+        *,
+        history: Sequence[Message] = (),
+        metadata: Any = None,
+        tags: Sequence[str] = (),
+        settings: ModelSettings | None = None,
+        memory_state: Any = None,
+    ) -> ToolproofRunResult:
+        """Run the SDK agent on one user message; see :meth:`toolproof.Agent.run`.
+
+        Raises:
+            AgentRunError: The SDK run raised; ``error.trace`` holds the partial trace.
+        """
+        from agents import RunConfig, Runner
+        from agents.exceptions import AgentsException, MaxTurnsExceeded
+
+        from toolproof._agent import _overrides
+        from toolproof.errors import AgentRunError
+
+        if not isinstance(input, str):
+            raise UserError(f"Agent.run(input=...) must be a string, got {type(input).__name__}")
+        override = (_overrides.get() or {}).get(id(self))
+        model = override.model if override and override.model else self.model
+        toolset = override.toolset if override and override.toolset else self.toolset
+        sdk_model = AgentsModel(model)
+        sdk_agent = self.build(sdk_model, to_function_tool(toolset))
+        started = time.perf_counter()
+        failure: BaseException | None = None
+        data: Any = None
+        try:
+            items: Any = _input_items(history, input)
+            data = await Runner.run(
+                sdk_agent,
+                items,
+                max_turns=self.max_steps,
+                run_config=RunConfig(tracing_disabled=not self.sdk_tracing),
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            failure = exc
+            data = exc.run_data if isinstance(exc, AgentsException) else None
+        if data is not None and (data.raw_responses or not sdk_model.responses):
+            trace = trace_from_result(data)
+        else:  # the SDK kept nothing: rebuild the steps from what the model was asked
+            trace = _finish(
+                Trace(id=uuid.uuid4().hex, input=input, started_at=_now()),
+                _steps_of(sdk_model),
+                None,
+            )
+        trace.input, trace.history = input, list(history)
+        trace.system_prompt = (
+            getattr(sdk_agent, "instructions", None)
+            if isinstance(getattr(sdk_agent, "instructions", None), str)
+            else None
+        )
+        trace.model = model.name
+        trace.tools = toolset.infos()
+        trace.tool_mode = toolset.mode
+        trace.metadata = {**dict(metadata or {}), **({"agent": self.name} if self.name else {})}
+        trace.tags = list(tags)
+        trace.ended_at = _now()
+        trace.duration_ms = (time.perf_counter() - started) * 1000
+        if isinstance(failure, MaxTurnsExceeded):
+            trace.stop_reason, trace.output = "max_steps", None
+            trace.stop_detail = f"stopped after {self.max_steps} turns (max_turns): {failure}"
+            failure = None
+        elif failure is not None:
+            root = failure.__cause__ if failure.__cause__ is not None else failure
+            trace.stop_reason, trace.output = "error", None
+            trace.error = ErrorInfo(
+                type(root).__name__, str(failure), getattr(root, "tool_name", None)
+            )
+            trace.stop_detail = str(failure)
+        if self.recorder is not None:
+            try:
+                self.recorder.record(trace)
+            except Exception:  # the recorder never breaks a run
+                import logging
+
+                logging.getLogger("toolproof").exception("recorder failed")
+        if failure is not None:
+            cause = failure.__cause__
+            if isinstance(cause, AgentRunError):  # a tool bug or a refused real call
+                cause.trace, cause.step = trace, cause.step or len(trace.steps)
+                raise cause  # its own cause is the tool's exception
+            raise AgentRunError(
+                f"the Agents SDK run failed at step {len(trace.steps)}: "
+                f"{type(failure).__name__}: {failure}",
+                trace=trace,
+                step=len(trace.steps),
+            ) from failure
+        conversation = [m for m in trace.messages if m.role != "system"]
+        return ToolproofRunResult(trace.output, trace.stop_reason, trace, conversation)
