@@ -438,3 +438,92 @@ async def test_parallel_calls_in_create_agent_keep_call_order() -> None:
     assert [r.call_id for r in trace.tool_results] == [c.id for c in trace.tool_calls]
     tool_messages = [m for m in model.requests[1].messages if isinstance(m, ToolMessage)]
     assert {m.tool_call_id for m in tool_messages} == {c.id for c in trace.tool_calls}
+
+
+_EVENTS = st.lists(
+    st.tuples(
+        st.sampled_from(["chat_start", "llm_end", "llm_error", "tool_start", "tool_end",
+                         "tool_error", "chain_error"]),
+        st.integers(0, 3),  # which run id
+        st.sampled_from(["add", "lookup_order", "", "x" * 300]),
+        st.one_of(st.none(), st.text(max_size=20), st.dictionaries(st.text(max_size=4),
+                                                                    st.integers(), max_size=3)),
+    ),
+    max_size=25,
+)  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(events=_EVENTS)
+def test_any_order_of_callbacks_still_gives_a_valid_trace(events: list[Any]) -> None:
+    """Callbacks out of order, unknown run ids, odd payloads: the trace is always valid."""
+    import uuid
+
+    from langchain_core.outputs import ChatGeneration, LLMResult
+
+    capture = TraceCapture()
+    ids = [uuid.UUID(int=i + 1) for i in range(4)]
+    for kind, which, name, payload in events:
+        run_id = ids[which]
+        if kind == "chat_start":
+            capture.on_chat_model_start(
+                {"name": name},
+                [[HumanMessage(str(payload))]],
+                run_id=run_id,
+                invocation_params={"tools": [{"type": "function", "function": {"name": name}}]},
+            )
+        elif kind == "llm_end":
+            calls = (
+                [
+                    {
+                        "name": name,
+                        "args": payload if isinstance(payload, dict) else {},
+                        "id": f"c{which}",
+                    }
+                ]
+                if name
+                else []
+            )
+            message = AIMessage(str(payload or ""), tool_calls=calls)
+            result = LLMResult(generations=[[ChatGeneration(message=message)]])
+            capture.on_llm_end(result, run_id=run_id)
+        elif kind == "llm_error":
+            capture.on_llm_error(ValueError(str(payload)), run_id=run_id)
+        elif kind == "tool_start":
+            capture.on_tool_start(
+                {"name": name},
+                str(payload),
+                run_id=run_id,
+                inputs=payload if isinstance(payload, dict) else None,
+                tool_call_id=f"c{which}" if which % 2 else None,
+            )
+        elif kind == "tool_end":
+            output = ToolMessage(str(payload), tool_call_id=f"c{which}") if which % 2 else payload
+            capture.on_tool_end(output, run_id=run_id)
+        elif kind == "tool_error":
+            capture.on_tool_error(KeyError(str(payload)), run_id=run_id)
+        else:
+            capture.on_chain_error(RuntimeError("stop"), run_id=run_id)
+    trace = capture.trace
+    assert Trace.from_json(trace.to_json()) == trace
+    assert trace.stop_reason in ("final", "max_steps", "error")
+    for step in trace.steps:
+        assert {r.call_id for r in step.tool_results} <= {c.id for c in step.response.tool_calls}
+    results = [id(r) for r in trace.tool_results]
+    assert len(results) == len(set(results)), "a tool result is attached to two calls"
+
+
+def test_call_ids_repeated_across_steps_keep_each_result_with_its_call() -> None:
+    """Some local servers number calls from zero in every response."""
+    model = ScriptedChatModel(
+        [
+            call("add", a=1, b=2).with_id("call_0"),
+            call("add", a=3, b=4).with_id("call_0"),
+            "3 and 7",
+        ]
+    )
+    with capture_trace() as captured:
+        create_agent(model, [add]).invoke({"messages": [HumanMessage("1+2, then 3+4")]})
+    trace = captured.trace
+    assert [[r.content for r in s.tool_results] for s in trace.steps] == [["3"], ["7"], []]
+    assert trace.output == "3 and 7"

@@ -766,7 +766,9 @@ class TraceCapture(BaseCallbackHandler):
             UUID, tuple[float, list[BaseMessage], str, list[dict[str, Any]]]
         ] = {}
         self._tool_runs: dict[UUID, _ToolRun] = {}
-        self._results: dict[str, ToolResult] = {}
+        # Results by (step index, position of the call in its step): call ids may repeat
+        # across steps, or be empty, with some providers.
+        self._results: dict[tuple[int, int], ToolResult] = {}
         self._orphans: list[ToolResult] = []
         self._tools: dict[str, ToolInfo] = {}
         self._first: list[Message] | None = None
@@ -954,43 +956,58 @@ class TraceCapture(BaseCallbackHandler):
             self._attach(run, result)
 
     def _attach(self, run: _ToolRun, result: ToolResult) -> None:
-        call = self._find_call(run)
-        if call is None:
+        found = self._find_call(run)
+        if found is None:
             result.call_id = run.call_id or ""
             self._orphans.append(result)
             return
+        key, call = found
         result.call_id = call.id
         result.name = call.name
-        self._results[call.id] = result
+        self._results[key] = result
 
-    def _find_call(self, run: _ToolRun) -> ToolCall | None:
+    def _find_call(self, run: _ToolRun) -> tuple[tuple[int, int], ToolCall] | None:
         for step in reversed(self._steps):
-            calls = step.response.tool_calls
+            calls = list(enumerate(step.response.tool_calls))
+            open_calls = [(i, c) for i, c in calls if (step.index, i) not in self._results]
             if run.call_id:
-                for c in calls:
+                for i, c in open_calls:
                     if c.id == run.call_id:
-                        return c
-            open_calls = [c for c in calls if c.name == run.name and c.id not in self._results]
-            for c in open_calls:
+                        return (step.index, i), c
+                if any(c.id == run.call_id for _, c in calls):
+                    continue  # already answered in this step: an older step's call
+            named = [(i, c) for i, c in open_calls if c.name == run.name]
+            for i, c in named:
                 if c.arguments == run.arguments:
-                    return c
-            if open_calls:
-                return open_calls[0]
+                    return (step.index, i), c
+            if named:
+                i, c = named[0]
+                return (step.index, i), c
         return None
 
     def _reconcile(self, request: list[Message]) -> None:
         """Tool messages in a request are what the model saw: they are the results' text."""
-        known = {c.id: c for step in self._steps for c in step.response.tool_calls}
-        for message in request:
-            if message.role != "tool" or not message.tool_call_id:
+        if not self._steps:
+            return
+        step = self._steps[-1]  # a request answers the calls of the step just before it
+        calls = list(enumerate(step.response.tool_calls))
+        used: set[int] = set()
+        # The answers are the tool messages after the request's last assistant message.
+        last = max((i for i, m in enumerate(request) if m.role == "assistant"), default=-1)
+        for message in request[last + 1 :]:
+            if message.role != "tool" or message.tool_call_id is None:
                 continue
-            call = known.get(message.tool_call_id)
-            if call is None:
+            match = next(
+                ((i, c) for i, c in calls if c.id == message.tool_call_id and i not in used), None
+            )
+            if match is None:
                 continue
-            result = self._results.get(call.id)
+            i, call = match
+            used.add(i)
+            result = self._results.get((step.index, i))
             status = message.status or "ok"
             if result is None:
-                self._results[call.id] = ToolResult(
+                self._results[(step.index, i)] = ToolResult(
                     call.id,
                     call.name,
                     status,
@@ -1058,7 +1075,9 @@ class TraceCapture(BaseCallbackHandler):
         steps = []
         for step in self._steps:
             results = [
-                self._results[c.id] for c in step.response.tool_calls if c.id in self._results
+                self._results[(step.index, i)]
+                for i in range(len(step.response.tool_calls))
+                if (step.index, i) in self._results
             ]
             steps.append(
                 Step(
