@@ -278,3 +278,24 @@ def test_imported_spans_are_redacted_before_they_are_stored(tmp_path: Path) -> N
         assert "jane.doe@example.com" not in store.get(stored.id).to_json()
     finally:
         store.close()
+
+
+def test_too_many_spans_are_refused_naming_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    import toolproof.integrations.otel as otel
+
+    monkeypatch.setattr(otel, "MAX_SPANS", 3)
+    spans = [{"traceId": "a" * 32, "name": "chat m"} for _ in range(4)]
+    with pytest.raises(UserError, match="more than 3 spans"):
+        traces_from_otlp_json({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]})
+
+
+def test_too_large_files_are_refused_before_reading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import toolproof.integrations.otel as otel
+
+    monkeypatch.setattr(otel, "MAX_BYTES", 10)
+    big = tmp_path / "big.jsonl"
+    big.write_text('{"resourceSpans": []}\n' * 3)
+    with pytest.raises(UserError, match=r"big\.jsonl is larger than"):
+        traces_from_otlp_json(big)

@@ -388,7 +388,10 @@ def _payloads(source: str | Path | Mapping[str, Any] | Iterable[Mapping[str, Any
         except OSError as exc:
             raise UserError(f"cannot read OTLP JSON file {path}: {exc.strerror or exc}") from None
         if size > MAX_BYTES:
-            raise UserError(f"{path} is larger than {MAX_BYTES // (1024 * 1024)} MiB")
+            raise UserError(
+                f"{path} is larger than the import limit ({size} > {MAX_BYTES} bytes): "
+                "split the file"
+            )
         text = path.read_text(encoding="utf-8", errors="replace")
         where = str(path)
     elif isinstance(source, str):
