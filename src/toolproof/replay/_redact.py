@@ -219,6 +219,8 @@ _API_KEY_HINTS = (
     "eyJ", "earer", "EARER",
 )  # fmt: skip
 
+_HAS_DIGITS = re.compile(r"[0-9]{3}")
+
 # A cheap test that a text may hold a match at all (plain substring tests run at C speed).
 _HINTS: dict[str, Callable[[str], bool]] = {
     "api_key": lambda text: any(hint in text for hint in _API_KEY_HINTS),
@@ -226,7 +228,6 @@ _HINTS: dict[str, Callable[[str], bool]] = {
     "card": lambda text: _HAS_DIGITS.search(text) is not None,
     "phone": lambda text: _HAS_DIGITS.search(text) is not None,
 }
-_HAS_DIGITS = re.compile(r"[0-9]{3}")
 
 _DEFAULT_PATTERNS: dict[str, Action] = {
     "api_key": "mask",
@@ -344,14 +345,14 @@ class Redactor:
         compiled: list[tuple[PatternRule, re.Pattern[str], Callable[[str], bool] | None]] = []
         for rule in self.pattern_rules:
             try:
-                regex = re.compile(rule.regex)
+                compiled_rule = re.compile(rule.regex)
             except re.error as exc:
                 raise ConfigError(
                     f"redaction pattern {rule.name!r}: invalid regular expression ({exc})"
                 ) from exc
             builtin = BUILTIN_PATTERNS.get(rule.name)
             hint = _HINTS.get(rule.name) if builtin and builtin[0] == rule.regex else None
-            compiled.append((rule, regex, hint))
+            compiled.append((rule, compiled_rule, hint))
         self._compiled = tuple(compiled)
         # `user_id=123`, `"user_id": "abc"`, `\"user_id\": \"abc\"` in free text.
         self._key_value: re.Pattern[str] | None = None
@@ -603,22 +604,22 @@ class Redactor:
             seen: dict[str, str] = {}  # the same match, replaced once
             pos = 0
             while True:
-                match = regex.search(text, pos)
-                if match is None:
+                hit = regex.search(text, pos)
+                if hit is None:
                     break
-                start, end = match.span()
-                found = match.group()
+                start, end = hit.span()
+                found = hit.group()
                 if end == start:
                     pos = end + 1
                     continue
                 if check is not None and not check(found):
                     pos = start + 1  # a shorter candidate may start inside this one
                     continue
-                replacement = seen.get(found)
-                if replacement is None:
+                text_for = seen.get(found)
+                if text_for is None:
                     made = self.replacement(found, rule.action, rule.name)
-                    replacement = seen[found] = "" if made is _DROP else str(made)
-                spans.append((start, end, priority, replacement))
+                    text_for = seen[found] = "" if made is _DROP else str(made)
+                spans.append((start, end, priority, text_for))
                 pos = end
         result = tuple(spans)
         if len(text) >= 8:
