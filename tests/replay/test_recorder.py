@@ -106,7 +106,7 @@ def test_a_store_that_is_down_drops_and_counts_but_runs_succeed(tmp_path: Path) 
     )
     outputs = [agent.run_sync("who?").output for _ in range(5)]
     assert outputs == ["ok"] * 5
-    assert recorder.flush(10)
+    assert recorder.flush(10) is False  # settled, but nothing was written
     stats = recorder.stats
     assert stats.written == 0
     assert stats.dropped_failed == 5
@@ -142,7 +142,7 @@ def test_drop_oldest_keeps_the_newest_traces(db_path: Path) -> None:
     for trace in traces:
         recorder.record(trace)
     assert recorder.stats.dropped_full == 7
-    assert recorder.close()
+    assert recorder.close() is False  # seven traces were dropped
     with TraceStore(db_path) as store:
         assert {t.id for t in store.query()} == {t.id for t in traces[-5:]}
 
