@@ -360,6 +360,8 @@ class Recorder:
                 self._failed(1, f"cannot serialize trace {trace.id}: {exc!r}")
         attempt = 0
         while rows:
+            if self._abandoned:  # the interpreter is exiting: these were counted as lost
+                return
             try:
                 if self._store is None:
                     self._store = TraceStore(self.store_path)

@@ -606,6 +606,7 @@ class Redactor:
                 continue
             check = rule.check
             seen: dict[str, str] = {}  # the same match, replaced once
+            checked: dict[str, bool] = {}
             pos = 0
             while True:
                 hit = regex.search(text, pos)
@@ -616,9 +617,13 @@ class Redactor:
                 if end == start:
                     pos = end + 1
                     continue
-                if check is not None and not check(found):
-                    pos = start + 1  # a shorter candidate may start inside this one
-                    continue
+                if check is not None and found not in seen:
+                    passed = checked.get(found)
+                    if passed is None:
+                        passed = checked[found] = check(found)
+                    if not passed:
+                        pos = start + 1  # a shorter candidate may start inside this one
+                        continue
                 text_for = seen.get(found)
                 if text_for is None:
                     made = self.replacement(found, rule.action, rule.name)
