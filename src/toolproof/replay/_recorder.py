@@ -360,7 +360,7 @@ class Recorder:
                 self._failed(1, f"cannot serialize trace {trace.id}: {exc!r}")
         attempt = 0
         while rows:
-            if self._abandoned:  # the interpreter is exiting: these were counted as lost
+            if self._is_abandoned():  # the interpreter is exiting: counted as lost
                 return
             try:
                 if self._store is None:
@@ -399,6 +399,9 @@ class Recorder:
                 except Exception:
                     logger.exception("Recorder(on_written=...) callback failed")
             return
+
+    def _is_abandoned(self) -> bool:
+        return self._abandoned  # read afresh: the exit handler sets it from another thread
 
     def _failed(self, count: int, error: str | None) -> None:
         with self._done:

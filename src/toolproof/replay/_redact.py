@@ -153,9 +153,9 @@ _AT = r"(?:[@\uff20]|%40)"
 
 
 def _starts(first: str, width: int, before: str) -> str:
-    """``first`` (a fixed-width prefix), not preceded by a character of ``before``.
+    r"""``first`` (a fixed-width prefix), not preceded by a character of ``before``.
 
-    A JSON escape (``\\n``, ``\\t``...) before it separates too: text holding JSON that
+    A JSON escape (``\n``, ``\t``...) before it separates too: text holding JSON that
     could not be parsed (cut short, or after a prefix) still has its tokens found.
     """
     return f"{first}(?:(?<!{before}{_ANY}{{{width}}})|(?<=\\\\[nrtbf\"/]{_ANY}{{{width}}}))"
