@@ -158,7 +158,7 @@ def _starts(first: str, width: int, before: str) -> str:
     A JSON escape (``\n``, ``\t``...) before it separates too: text holding JSON that
     could not be parsed (cut short, or after a prefix) still has its tokens found.
     """
-    return f"{first}(?:(?<!{before}{_ANY}{{{width}}})|(?<=\\\\[nrtbf\"/]{_ANY}{{{width}}}))"
+    return f'{first}(?:(?<!{before}{_ANY}{{{width}}})|(?<=\\\\[nrtbf"/]{_ANY}{{{width}}}))'
 
 
 _KEY = r"[\w-]"  # what may not stand right before a key
