@@ -235,3 +235,49 @@ def test_a_large_encoded_tool_result_does_not_stall_the_recorder(tmp_path: Path)
     assert recorder.flush(30) is True
     assert time.perf_counter() - begin < 10.0
     recorder.close()
+
+
+def test_agent_runs_recorded_through_the_agent_leak_nothing(tmp_path: Path) -> None:
+    from toolproof import Agent, Toolset, tool
+    from toolproof.testing import ScriptedModel, call
+
+    @tool
+    def lookup(user_id: str, query: str) -> dict[str, Any]:
+        """Look a customer up.
+
+        Args:
+            user_id: The customer.
+            query: What to look for.
+        """
+        return {}
+
+    rng = random.Random(17)
+    planted = Planted()
+    recorder = Recorder(
+        tmp_path / "traces.db", redactor=Redactor(**DOCUMENTED_RULES, secret=SECRET)
+    )
+    for index in range(5):
+        trace, p = plant_trace(rng, index)
+        planted = merge([planted, p])
+        source = trace.steps[0]
+        args = source.response.tool_calls[0].arguments
+        result = source.tool_results[0].content  # JSON nested in strings, 1-3 deep
+
+        def respond(result: str = result, **kwargs: Any) -> Any:
+            return {"payload": result, "echo": kwargs}
+
+        agent = Agent(
+            ScriptedModel([call("lookup", **args), trace.output or ""]),
+            Toolset([lookup], mode="mock", mocks={"lookup": respond}),
+            system_prompt=trace.system_prompt,
+            recorder=recorder,
+        )
+        agent.run_sync(trace.input, metadata=trace.metadata, tags=trace.tags)
+    assert recorder.flush(60) is True
+    raw = store_bytes(tmp_path / "traces.db")
+    recorder.close()
+    raw += store_bytes(tmp_path / "traces.db")
+    assert recorder.stats.written == 5
+    # only the secrets the agent runs carried: input, answer, system prompt, arguments,
+    # tool results, metadata and tags
+    assert leaks(planted, raw, export_jsonl(tmp_path / "traces.db")) == []
