@@ -224,10 +224,11 @@ _API_KEY_HINTS = (
 )  # fmt: skip
 
 _HAS_DIGITS = re.compile(r"[0-9]{3}")
+_API_KEY_HINT = re.compile("|".join(re.escape(hint) for hint in _API_KEY_HINTS))
 
 # A cheap test that a text may hold a match at all (plain substring tests run at C speed).
 _HINTS: dict[str, Callable[[str], bool]] = {
-    "api_key": lambda text: any(hint in text for hint in _API_KEY_HINTS),
+    "api_key": lambda text: _API_KEY_HINT.search(text) is not None,
     "email": lambda text: "@" in text or "%40" in text or "\uff20" in text,
     "card": lambda text: _HAS_DIGITS.search(text) is not None,
     "phone": lambda text: _HAS_DIGITS.search(text) is not None,
@@ -722,12 +723,14 @@ def _number_or_text(text: str) -> Any:
 
 _SKIP = "skip"
 _DATA = "data"
+_CALL: dict[str, Any] = {"id": _SKIP, "name": _SKIP}
+_ERROR: dict[str, Any] = {"type": _SKIP, "tool_name": _SKIP}
 _MESSAGE: dict[str, Any] = {
     "role": _SKIP,
     "tool_call_id": _SKIP,
     "name": _SKIP,
     "status": _SKIP,
-    "tool_calls": [{"id": _SKIP, "name": _SKIP}],
+    "tool_calls": [_CALL],
 }
 _RESULT: dict[str, Any] = {
     "call_id": _SKIP,
@@ -766,7 +769,12 @@ _TRACE: dict[str, Any] = {
     "tools": _SKIP,
     "history": [_MESSAGE],
     "steps": [_STEP],
-    "error": {"type": _SKIP, "tool_name": _SKIP},
+    "error": _ERROR,
+}
+# Per shape, the keys kept as they are (by the shape's id: shapes are module constants).
+_KEPT: dict[int, frozenset[str]] = {
+    id(shape): frozenset(key for key, sub in shape.items() if sub is _SKIP)
+    for shape in (_CALL, _ERROR, _MESSAGE, _RESULT, _STEP, _TRACE)
 }
 
 
@@ -785,6 +793,11 @@ def _structural(shape: dict[str, Any], prefix: str = "") -> list[str]:
 # The trace fields that redaction leaves as they are; every other string is redacted.
 _STRUCTURAL_FIELDS: tuple[str, ...] = tuple(_structural(_TRACE))
 
+_JSON_FIRST = frozenset('{["')
+# Fields whose text is usually the JSON of the field named next to it (a tool result's
+# content and value, a call's raw and parsed arguments): redacted once, written twice.
+_MIRRORS = {"content": "value", "raw_arguments": "arguments"}
+_CONTAINERS = (dict, list, str)
 _MAX_JSON_DEPTH = 16  # JSON inside strings deeper than this is treated as plain text
 
 
@@ -801,9 +814,13 @@ class _Walk:
 
     def _parse(self, text: str) -> Any:
         """The container (or JSON string) ``text`` encodes, else ``None``."""
-        stripped = text.lstrip()
-        if not stripped or stripped[0] not in '{["' or len(text) < 2:
-            return None
+        first = text[:1]
+        if first not in _JSON_FIRST or len(text) < 2:
+            if not first.isspace():
+                return None
+            first = text.lstrip()[:1]
+            if not first or first not in _JSON_FIRST:
+                return None
         try:
             return self.parsed[text]
         except KeyError:
@@ -822,33 +839,56 @@ class _Walk:
     # -- phase 1: collect values under sensitive fields -------------------------------------
 
     def collect(self, node: Any, shape: Any, depth: int = 0) -> None:
-        if shape == _SKIP:
-            return
-        if isinstance(shape, list):
-            if isinstance(node, list):
-                for item in node:
-                    self.collect(item, shape[0], depth)
-            else:
-                self.collect(node, _DATA, depth)
-            return
-        if isinstance(shape, dict) and isinstance(node, dict):
+        if type(shape) is dict:
+            if type(node) is not dict:
+                self.collect_data(node, depth)
+                return
+            for key in node.keys() - _KEPT[id(shape)]:
+                item = node[key]
+                if item is None:
+                    continue
+                sub = shape.get(key, _DATA)
+                if sub is not _DATA:
+                    self.collect(item, sub, depth)
+                elif not (key in _MIRRORS and self._mirrors(node, key)):
+                    # (a mirrored text is the same data as its twin, collected there)
+                    self.collect_data(item, depth)
+        elif type(shape) is list:
+            if type(node) is not list:
+                self.collect_data(node, depth)
+                return
+            for item in node:
+                self.collect(item, shape[0], depth)
+        elif shape is _DATA:
+            self.collect_data(node, depth)
+
+    def _mirrors(self, node: dict[str, Any], key: str) -> bool:
+        """Whether ``node[key]`` is JSON text of the container next to it (its twin)."""
+        text = node[key]
+        twin = node.get(_MIRRORS[key])
+        if type(text) is not str or not isinstance(twin, (dict, list)):
+            return False
+        parsed = self._parse(text)
+        return parsed is not None and parsed == twin
+
+    def collect_data(self, node: Any, depth: int) -> None:
+        kind = type(node)
+        if kind is dict:
+            field_action = self.r.field_action
             for key, item in node.items():
-                self.collect(item, shape.get(key, _DATA), depth)
-            return
-        if isinstance(node, dict):
-            for key, item in node.items():
-                action = self.r.field_action(str(key))
+                action = field_action(str(key))
                 if action is not None:
                     self._remember(item, action, depth)
-                else:
-                    self.collect(item, _DATA, depth)
-        elif isinstance(node, list):
+                elif isinstance(item, _CONTAINERS):
+                    self.collect_data(item, depth)
+        elif kind is list:
             for item in node:
-                self.collect(item, _DATA, depth)
-        elif isinstance(node, str) and depth < _MAX_JSON_DEPTH:
+                if isinstance(item, _CONTAINERS):
+                    self.collect_data(item, depth)
+        elif kind is str and depth < _MAX_JSON_DEPTH:
             parsed = self._parse(node)
             if parsed is not None:
-                self.collect(parsed, _DATA, depth + 1)
+                self.collect_data(parsed, depth + 1)
 
     def _remember(self, value: Any, action: Action, depth: int) -> None:
         if isinstance(value, dict):
@@ -882,31 +922,53 @@ class _Walk:
     # -- phase 2: rewrite ---------------------------------------------------------------------
 
     def rewrite(self, node: Any, shape: Any, depth: int = 0) -> Any:
-        if shape == _SKIP:
+        if type(shape) is dict:
+            if type(node) is not dict:
+                return self.rewrite_data(node, depth)
+            out = dict(node)
+            mirrored = []
+            for key in node.keys() - _KEPT[id(shape)]:
+                item = node[key]
+                if item is None:
+                    continue
+                sub = shape.get(key, _DATA)
+                if sub is not _DATA:
+                    out[key] = self.rewrite(item, sub, depth)
+                elif key in _MIRRORS and self._mirrors(node, key):
+                    mirrored.append(key)
+                else:
+                    out[key] = self.rewrite_data(item, depth)
+            for key in mirrored:
+                # the JSON text of the value next to it, redacted above: written again
+                twin, done = node[_MIRRORS[key]], out[_MIRRORS[key]]
+                out[key] = node[key] if done == twin else json.dumps(done, ensure_ascii=False)
+            return out
+        if type(shape) is list:
+            if type(node) is not list:
+                return self.rewrite_data(node, depth)
+            return [self.rewrite(item, shape[0], depth) for item in node]
+        if shape is _SKIP:
             return node
-        if isinstance(shape, list):
-            if isinstance(node, list):
-                return [self.rewrite(item, shape[0], depth) for item in node]
-            return self.rewrite(node, _DATA, depth)
-        if isinstance(shape, dict) and isinstance(node, dict):
-            return {
-                key: self.rewrite(item, shape.get(key, _DATA), depth) for key, item in node.items()
-            }
-        if isinstance(node, str):
+        return self.rewrite_data(node, depth)
+
+    def rewrite_data(self, node: Any, depth: int) -> Any:
+        kind = type(node)
+        if kind is str:
             return self.string(node, depth)
-        if isinstance(node, dict):
+        if kind is dict:
             out: dict[Any, Any] = {}
+            field_action = self.r.field_action
             for key, item in node.items():
-                action = self.r.field_action(str(key))
-                name = self._key(key) if isinstance(key, str) else key
+                action = field_action(str(key))
+                name = self._key(key) if type(key) is str else key
                 if action is None:
-                    out[name] = self.rewrite(item, _DATA, depth)
+                    out[name] = self.rewrite_data(item, depth) if item is not None else None
                 elif action != "drop":
                     out[name] = self._field_value(item, action)
             return out
-        if isinstance(node, list):
-            return [self.rewrite(item, _DATA, depth) for item in node]
-        if isinstance(node, int) and not isinstance(node, bool) and abs(node) >= 10**8:
+        if kind is list:
+            return [self.rewrite_data(item, depth) for item in node]
+        if kind is int and abs(node) >= 10**8:
             return self._number(node)
         return node
 
@@ -944,7 +1006,7 @@ class _Walk:
         if depth < _MAX_JSON_DEPTH:
             parsed = self._parse(text)
             if parsed is not None:
-                redacted = self.rewrite(parsed, _DATA, depth + 1)
+                redacted = self.rewrite_data(parsed, depth + 1)
                 if redacted == parsed:
                     return text
                 return json.dumps(redacted, ensure_ascii=False)
