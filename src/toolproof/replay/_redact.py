@@ -2,11 +2,17 @@
 
 Two kinds of rules:
 
+One walker redacts every string of a trace (``_Walk``): every field of every message, tool
+call, tool result, the metadata, tags, error and stop texts, at any depth, and JSON found
+inside strings at any depth (parsed, redacted, written back as valid JSON). Only the
+structural fields of the trace format (ids, roles, statuses, times, tool names, counts: see
+``_TRACE``) are kept as they are, so a field added to the format later is redacted.
+
 - **Field rules** name keys (``user_id``, ``*_token``; case-insensitive, ``*`` and ``?``
-  wildcards) at any depth of tool arguments, tool return values, tool results written as
-  JSON text, and trace metadata.
+  wildcards) at any depth of the trace's data, JSON inside strings included.
 - **Pattern rules** find values in any text: e-mail addresses, phone numbers, payment card
-  numbers (Luhn-checked), API-key-like tokens, and your own regular expressions.
+  numbers (Luhn-checked), API-key-like tokens, and your own regular expressions. The
+  built-in patterns run in linear time on any input (see the notes above them).
 
 Each rule has an action: ``mask`` (replace with ``***``), ``drop`` (remove the key, or the
 matched text) or ``hash`` (an HMAC-SHA256 pseudonym under a project secret: the same value
@@ -207,6 +213,7 @@ BUILTIN_PATTERNS: dict[str, tuple[str, Callable[[str], bool] | None]] = {
                 + rf"\d{{1,3}}[ .-]?(?:\(\d{{2,4}}\)[ .-]?|\d{{2,4}}[ .-]){_PHONE_TAIL}",
                 _starts(r"\(", 1, r"[\w+]") + rf"\d{{2,4}}\)[ .-]?{_PHONE_TAIL}",
                 _starts(r"\d", 1, r"[\w+]") + rf"\d{{1,3}}[ .-]{_PHONE_TAIL}",
+                _starts("1", 1, r"[\w+]") + rf"[ .-]\d{{3}}[ .-]{_PHONE_TAIL}",  # 1-415-...
                 # without: 13812345678 (CN mobile), 4155552671 and 14155552671 (US)
                 _starts("1", 1, "[0-9A-Za-z_+]")
                 + f"(?:[3-9][0-9]{{9}}|[2-9][0-9]{{2}}[2-9][0-9]{{6}}){_BARE_PHONE_END}",
@@ -241,7 +248,6 @@ _DEFAULT_PATTERNS: dict[str, Action] = {
     "phone": "mask",
 }
 
-_JSON_START = ("{", "[")
 _TEXT_CACHE_CHARS = 8_000_000
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z_ -]*")
 _DROP: Any = object()
