@@ -197,6 +197,7 @@ def _adversarial() -> dict[str, str]:
         "dotted words": "a." * (_MB // 2),
         "dashed words": "a-" * (_MB // 2),
         "near-miss keys": "x_tokenx " * (_MB // 9),
+        "wildcard key prefixes": "acct_." * (_MB // 6),
         "mixed": "".join(rng.choice("a@.1 -_+%\\n") for _ in range(_MB)),
     }
 
@@ -210,7 +211,7 @@ def test_one_megabyte_of_adversarial_text_redacts_in_bounded_time(
     adversarial: dict[str, str],
 ) -> None:
     redactor = Redactor(
-        fields={"user_id": "hash", "*_token": "mask", "session?id": "mask"},
+        fields={"user_id": "hash", "*_token": "mask", "session?id": "mask", "acct_*": "mask"},
         patterns=DOCUMENTED_RULES["patterns"],
         secret=SECRET,
     )

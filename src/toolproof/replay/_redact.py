@@ -368,9 +368,14 @@ class Redactor:
         # `user_id=123`, `"user_id": "abc"`, `\"user_id\": \"abc\"` in free text.
         self._key_value: re.Pattern[str] | None = None
         if self.field_rules:
-            names = "|".join(_glob_regex(rule.name) for rule in self.field_rules)
+            # A name may follow a dot (`params.user_id=5`); a name with a `*` wildcard may
+            # not, or each dot of `a.b.c...` would start a new scan of the whole run.
+            plain = [_glob_regex(r.name) for r in self.field_rules if "*" not in r.name]
+            wild = [_glob_regex(r.name) for r in self.field_rules if "*" in r.name]
+            starts = [f"(?<!\\w)(?:{'|'.join(plain)})"] if plain else []
+            starts += [f"(?<![\\w.-])(?:{'|'.join(wild)})"] if wild else []
             self._key_value = re.compile(
-                rf"(?i)(?<![\w.-])(?:{names})((?:\\*[\"'])?\s*[:=]\s*(?:\\*[\"'])?)"
+                rf"(?i)(?:{'|'.join(starts)})((?:\\*[\"'])?\s*[:=]\s*(?:\\*[\"'])?)"
                 rf"([^\s\"'\\,;}}&)\]]+)"
             )
 
