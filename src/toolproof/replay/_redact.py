@@ -809,6 +809,14 @@ _JSON_FIRST = frozenset('{["')
 # content and value, a call's raw and parsed arguments): redacted once, written twice.
 _MIRRORS = {"content": "value", "raw_arguments": "arguments"}
 _CONTAINERS = (dict, list, str)
+_KEPT_SCALARS = frozenset({bool, float, type(None)})  # never redacted as data
+
+
+def _may_be_json(text: str) -> bool:
+    first = text[:1]
+    return first in _JSON_FIRST or (first.isspace() and text.lstrip()[:1] in _JSON_FIRST)
+
+
 _MAX_JSON_DEPTH = 16  # JSON inside strings deeper than this is treated as plain text
 
 
@@ -861,6 +869,8 @@ class _Walk:
                 sub = shape.get(key, _DATA)
                 if sub is not _DATA:
                     self.collect(item, sub, depth)
+                elif type(item) is str and not _may_be_json(item):
+                    continue  # plain text holds no fields
                 elif not (key in _MIRRORS and self._mirrors(node, key)):
                     # (a mirrored text is the same data as its twin, collected there)
                     self.collect_data(item, depth)
@@ -890,11 +900,17 @@ class _Walk:
                 action = field_action(str(key))
                 if action is not None:
                     self._remember(item, action, depth)
+                elif type(item) is str:
+                    if _may_be_json(item):
+                        self.collect_data(item, depth)
                 elif isinstance(item, _CONTAINERS):
                     self.collect_data(item, depth)
         elif kind is list:
             for item in node:
-                if isinstance(item, _CONTAINERS):
+                if type(item) is str:
+                    if _may_be_json(item):
+                        self.collect_data(item, depth)
+                elif isinstance(item, _CONTAINERS):
                     self.collect_data(item, depth)
         elif kind is str and depth < _MAX_JSON_DEPTH:
             parsed = self._parse(node)
@@ -973,12 +989,17 @@ class _Walk:
                 action = field_action(str(key))
                 name = self._key(key) if type(key) is str else key
                 if action is None:
-                    out[name] = self.rewrite_data(item, depth) if item is not None else None
+                    out[name] = (
+                        item if type(item) in _KEPT_SCALARS else self.rewrite_data(item, depth)
+                    )
                 elif action != "drop":
                     out[name] = self._field_value(item, action)
             return out
         if kind is list:
-            return [self.rewrite_data(item, depth) for item in node]
+            return [
+                item if type(item) in _KEPT_SCALARS else self.rewrite_data(item, depth)
+                for item in node
+            ]
         if kind is int and abs(node) >= 10**8:
             return self._number(node)
         return node
