@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import re
 import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +112,7 @@ def test_a_store_that_is_down_drops_and_counts_but_runs_succeed(tmp_path: Path) 
     )
     outputs = [agent.run_sync("who?").output for _ in range(5)]
     assert outputs == ["ok"] * 5
-    assert recorder.flush(10)
+    assert recorder.flush(10) is False  # settled, but nothing was written
     stats = recorder.stats
     assert stats.written == 0
     assert stats.dropped_failed == 5
@@ -142,7 +148,7 @@ def test_drop_oldest_keeps_the_newest_traces(db_path: Path) -> None:
     for trace in traces:
         recorder.record(trace)
     assert recorder.stats.dropped_full == 7
-    assert recorder.close()
+    assert recorder.close() is False  # seven traces were dropped
     with TraceStore(db_path) as store:
         assert {t.id for t in store.query()} == {t.id for t in traces[-5:]}
 
@@ -181,3 +187,91 @@ def test_bad_options_are_refused() -> None:
     with pytest.raises(UserError) as info:
         Recorder(":memory:", drop="random")  # type: ignore[arg-type]
     assert str(info.value) == "Recorder(drop=...) must be 'newest' or 'oldest', got 'random'"
+
+
+class SlowRedactor(Redactor):
+    """Redaction that burns CPU (holding the interpreter) for a while on every trace."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__()
+        self.seconds = seconds
+
+    def redact_data(self, data: dict[str, Any]) -> dict[str, Any]:
+        end = time.perf_counter() + self.seconds
+        while time.perf_counter() < end:
+            sum(range(1000))
+        return super().redact_data(data)
+
+
+def test_record_returns_in_bounded_time_under_slow_redaction_and_a_full_queue(
+    db_path: Path,
+) -> None:
+    recorder = Recorder(db_path, redactor=SlowRedactor(0.05), max_queue=20, batch_size=1)
+    traces = [user_trace(i) for i in range(200)]
+    latencies = []
+    for trace in traces:
+        begin = time.perf_counter()
+        recorder.record(trace)
+        latencies.append(time.perf_counter() - begin)
+    stats = recorder.stats
+    assert stats.dropped_full > 0  # the queue filled: traces dropped and counted...
+    assert max(latencies) < 0.5  # ...while record() never waited for the writer
+    assert recorder.flush(30) is False  # and flush says not everything was written
+    assert recorder.flush(30) is True  # nothing new since: everything recorded was settled
+    recorder.close()
+    stats = recorder.stats
+    assert stats.written + stats.dropped_full == 200
+
+
+def test_flush_is_true_only_when_every_trace_was_written(db_path: Path) -> None:
+    recorder = Recorder(db_path, max_queue=2, batch_size=100, flush_interval=60)
+    for i in range(2):
+        recorder.record(user_trace(i))
+    assert recorder.flush(10) is True
+    for i in range(5):
+        recorder.record(user_trace(10 + i))  # three of them find the queue full
+    assert recorder.flush(10) is False
+    assert recorder.stats.dropped_full == 3
+    recorder.record(user_trace(99))
+    assert recorder.close() is True
+    assert recorder.stats.written == 5
+
+
+def test_traces_unwritten_at_exit_are_counted_and_reported(tmp_path: Path) -> None:
+    script = tmp_path / "exit.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import sys, time
+            sys.path.insert(0, sys.argv[2])
+            from replay_helpers import user_trace
+            from toolproof.replay import Recorder, Redactor
+
+            class Slow(Redactor):
+                def redact_data(self, data):
+                    time.sleep(0.4)
+                    return super().redact_data(data)
+
+            recorder = Recorder(sys.argv[1], redactor=Slow(), batch_size=1, exit_timeout=0.5)
+            for i in range(6):
+                recorder.record(user_trace(i))
+            print("recorded", flush=True)
+            """
+        )
+    )
+    db = tmp_path / "traces.db"
+    done = subprocess.run(
+        [sys.executable, str(script), str(db), str(Path(__file__).parent)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "recorded\n"
+    found = re.search(r"(\d+) traces had not been written when the interpreter exited", done.stderr)
+    assert found is not None, done.stderr
+    lost = int(found.group(1))
+    written = TraceStore(db).count() if db.exists() else 0
+    assert lost >= 1
+    assert written + lost == 6

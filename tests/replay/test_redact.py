@@ -314,3 +314,51 @@ def test_no_sensitive_value_reaches_the_database_bytes(
     (stored_call,) = stored.tool_calls
     assert ("user_id" in stored_call.arguments) == (action != "drop")
     assert stored.tool_results[0].value["found"]["items"] == [{"api_key": "***"}]
+
+
+def test_the_guide_lists_every_field_redaction_keeps() -> None:
+    from toolproof.replay._redact import _STRUCTURAL_FIELDS
+
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "replay.md").read_text("utf-8")
+    section = guide[guide.index("## Redaction") : guide.index("## The `traces` command")]
+    for name in _STRUCTURAL_FIELDS:
+        short = name.replace("[]", "").split(".")
+        assert f"`{short[-1]}`" in section or f"`{'.'.join(short[-2:])}`" in section, name
+    assert "steps[].tool_results[].call_id" in _STRUCTURAL_FIELDS
+    assert not any(name.endswith(("content", "input", "metadata")) for name in _STRUCTURAL_FIELDS)
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("E.164 +14155552671 and tel+14155552671", ("E.164 ", " and tel")),
+        ("CN 13812345678, US 4155552671 or 1-415-555-2671", ("CN ", ", US ", " or ")),
+        ("josé@exämple.com / 用户@例子.中国", (" / ",)),
+        ("escaped jos\\u00e9@ex\\u00e4mple.com", ("escaped ",)),
+        ("url ?to=ann.lee%40corp.example.com&x=1", ("url ?to=", "&x=1")),
+        ("sk-proj-" + "aB3_-x" * 20 + " end", (" end",)),
+        ("sk-ant-api03-" + "Zq9-_" * 18 + "AA" + " end", (" end",)),
+        ("sk-svcacct-AbC123_xyz-" + "Q" * 30 + " end", (" end",)),
+        ("qty 1 4111 1111 1111 1111 exp", ("qty 1 ", " exp")),
+    ],
+)
+def test_current_secret_forms_are_caught_whole(text: str, kept: tuple[str, ...]) -> None:
+    out = Redactor(default_fields=False).redact_text(text)
+    assert "***" in out
+    for piece in kept:
+        assert piece in out
+    residue = out
+    for piece in kept:
+        residue = residue.replace(piece, "", 1)
+    assert set(residue.replace("***", "")) <= set(" "), (text, out)
+
+
+def test_look_alikes_of_the_new_forms_stay() -> None:
+    redactor = Redactor(default_fields=False)
+    for text in (
+        "pip install sk-learn-is-a-library",
+        "epoch 1733040000 and 1733040000123 ms",
+        "build 0123456789",
+        "version 2.4.1 of anon_3fa9c01b2e7d",
+    ):
+        assert redactor.redact_text(text) == text

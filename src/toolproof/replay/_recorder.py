@@ -5,7 +5,11 @@ of every run, including runs that stopped on an error or were cancelled (their p
 traces are the most useful ones). ``record`` only samples and appends to a bounded
 in-memory queue; a background thread redacts, serializes and writes the queued traces to
 the store in batches. When the store is down or slow the queue fills up and new traces
-are dropped and counted (``recorder.stats``) instead of blocking the agent.
+are dropped and counted (``recorder.stats``) instead of blocking the agent: ``record`` never
+waits for the writer, for redaction or for the store.
+
+Every trace handed to ``record`` ends up counted once: written, sampled out, or dropped with
+a reason (queue full, store failing, recorder closed, process exiting before it was written).
 """
 
 from __future__ import annotations
@@ -49,6 +53,8 @@ class RecorderStats:
         dropped_full: Traces dropped because the queue was full (the store is slow or down).
         dropped_failed: Traces dropped because writing them failed after retries.
         dropped_closed: Traces handed over after :meth:`Recorder.close`.
+        dropped_exit: Traces still queued (or being written) when the interpreter exited
+            and the final write did not finish within ``exit_timeout``.
         write_errors: Failed write attempts (each retry counts).
         last_error: The last write error, as text.
     """
@@ -60,13 +66,14 @@ class RecorderStats:
     dropped_full: int = 0
     dropped_failed: int = 0
     dropped_closed: int = 0
+    dropped_exit: int = 0
     write_errors: int = 0
     last_error: str | None = None
 
     @property
     def dropped(self) -> int:
         """Every trace that was meant to be stored and was not."""
-        return self.dropped_full + self.dropped_failed + self.dropped_closed
+        return self.dropped_full + self.dropped_failed + self.dropped_closed + self.dropped_exit
 
 
 class Recorder:
@@ -89,6 +96,8 @@ class Recorder:
         retries: Extra attempts at writing a batch before its traces are dropped.
         on_written: Called from the background thread with the ids of each committed batch.
         seed: Seed of the sampling random generator (for reproducible sampling).
+        exit_timeout: Seconds the interpreter's exit waits for queued traces to be written;
+            traces still unwritten then are counted as ``dropped_exit`` and logged.
 
     Raises:
         UserError: An option is out of range.
@@ -118,6 +127,7 @@ class Recorder:
         retries: int = 2,
         on_written: Callable[[list[str]], None] | None = None,
         seed: int | None = None,
+        exit_timeout: float = 5.0,
     ) -> None:
         if not 0.0 <= sample_rate <= 1.0:
             raise UserError(f"Recorder(sample_rate=...) must be between 0 and 1, got {sample_rate}")
@@ -144,6 +154,7 @@ class Recorder:
         self.retries = max(0, retries)
         self.on_written = on_written
         self._random = random.Random(seed)
+        self.exit_timeout = exit_timeout
 
         self._queue: deque[Trace] = deque()
         self._lock = threading.Lock()
@@ -156,6 +167,9 @@ class Recorder:
         self._dropped_full = 0
         self._dropped_failed = 0
         self._dropped_closed = 0
+        self._dropped_exit = 0
+        self._abandoned = False  # the interpreter is exiting: stop writing, count the rest
+        self._reported_drops = 0  # drops already reported by flush()
         self._write_errors = 0
         self._last_error: str | None = None
         self._store_down = False  # the last batch failed every attempt
@@ -171,7 +185,10 @@ class Recorder:
     def record(self, trace: Trace) -> None:
         """Queue one finished trace for writing; returns at once and never raises.
 
-        The trace is read later by the background thread: do not change it afterwards.
+        It only samples and appends to the bounded queue: it never waits for redaction, for
+        the store or for room in the queue (a full queue drops a trace and counts it, see
+        ``drop``). The trace is read later by the background thread: do not change it
+        afterwards.
         """
         rate = self.sample_rate
         with self._lock:
@@ -213,15 +230,19 @@ class Recorder:
                 dropped_full=self._dropped_full,
                 dropped_failed=self._dropped_failed,
                 dropped_closed=self._dropped_closed,
+                dropped_exit=self._dropped_exit,
                 write_errors=self._write_errors,
                 last_error=self._last_error,
             )
 
     def flush(self, timeout: float | None = 30.0) -> bool:
-        """Wait until every trace recorded so far is written (or dropped).
+        """Wait until every trace recorded so far is written or dropped.
 
         Returns:
-            Whether that happened within ``timeout`` seconds.
+            ``True`` when every trace recorded since the previous ``flush`` (or since the
+            start) was written within ``timeout`` seconds; ``False`` when the timeout passed
+            or any of them was dropped (queue full, store failing, recorder closed: see
+            :attr:`stats` for which).
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
@@ -236,7 +257,15 @@ class Recorder:
                     return False
                 self._done.wait(0.05 if remaining is None else min(remaining, 0.05))
                 self._wake.set()
-        return True
+            return self._no_new_drops()
+
+    def _no_new_drops(self) -> bool:
+        """Whether nothing was dropped since the last call (the lock is held)."""
+        drops = self._dropped_full + self._dropped_failed + self._dropped_closed
+        drops += self._dropped_exit
+        fresh = drops - self._reported_drops
+        self._reported_drops = drops
+        return fresh == 0
 
     def close(self, timeout: float | None = 30.0) -> bool:
         """Write what is queued, stop the background thread and close the store.
@@ -244,7 +273,9 @@ class Recorder:
         Later ``record`` calls are counted as ``dropped_closed``. Idempotent.
 
         Returns:
-            Whether everything queued was written (or dropped) within ``timeout``.
+            Whether every trace recorded since the previous ``flush`` (or since the start)
+            was written within ``timeout``: ``False`` when one was dropped or the writer is
+            still busy.
         """
         with self._lock:
             already = self._closed
@@ -257,7 +288,36 @@ class Recorder:
         finished = not self._thread.is_alive()
         if finished and self._own_store and self._store is not None:
             self._store.close()
-        return finished
+        with self._lock:
+            return finished and self._no_new_drops()
+
+    def _exit(self) -> None:
+        """At interpreter exit: write what is queued, or count and report what is not."""
+        finished = self.close(self.exit_timeout)
+        if self._thread.is_alive():
+            with self._lock:
+                self._abandoned = True
+                lost = self._enqueued - self._settled
+                self._dropped_exit += lost
+                self._settled += lost
+                self._queue.clear()
+            logger.warning(
+                "trace store %s: %d traces had not been written when the interpreter exited "
+                "(Recorder(exit_timeout=%s) passed); stats: %s",
+                self.store_path,
+                lost,
+                self.exit_timeout,
+                self.stats,
+            )
+        elif not finished:
+            stats = self.stats
+            if stats.dropped:
+                logger.warning(
+                    "trace store %s: %d traces were dropped (%s)",
+                    self.store_path,
+                    stats.dropped,
+                    stats,
+                )
 
     def __enter__(self) -> Self:
         return self
@@ -276,6 +336,8 @@ class Recorder:
             self._wake.clear()
             while True:
                 with self._lock:
+                    if self._abandoned:
+                        return
                     closing = self._closed
                     batch = [
                         self._queue.popleft() for _ in range(min(self.batch_size, len(self._queue)))
@@ -298,6 +360,8 @@ class Recorder:
                 self._failed(1, f"cannot serialize trace {trace.id}: {exc!r}")
         attempt = 0
         while rows:
+            if self._is_abandoned():  # the interpreter is exiting: counted as lost
+                return
             try:
                 if self._store is None:
                     self._store = TraceStore(self.store_path)
@@ -324,7 +388,10 @@ class Recorder:
             ids = [row.id for row in rows]
             with self._done:
                 self._written += len(rows)
-                self._settled += len(rows)
+                if self._abandoned:  # counted as lost at exit, and written after all
+                    self._dropped_exit -= len(rows)
+                else:
+                    self._settled += len(rows)
                 self._done.notify_all()
             if self.on_written is not None:
                 try:
@@ -333,10 +400,16 @@ class Recorder:
                     logger.exception("Recorder(on_written=...) callback failed")
             return
 
+    def _is_abandoned(self) -> bool:
+        return self._abandoned  # read afresh: the exit handler sets it from another thread
+
     def _failed(self, count: int, error: str | None) -> None:
         with self._done:
             self._dropped_failed += count
-            self._settled += count
+            if self._abandoned:  # counted as lost at exit: now counted as failed instead
+                self._dropped_exit -= count
+            else:
+                self._settled += count
             if error is not None:
                 self._write_errors += 1
                 self._last_error = error
@@ -361,4 +434,4 @@ class _AtExit:
     def __call__(self) -> None:
         recorder = self._ref()
         if recorder is not None:
-            recorder.close(timeout=5.0)
+            recorder._exit()
