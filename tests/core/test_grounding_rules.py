@@ -215,6 +215,31 @@ def test_replay_grading_checks_small_numbers_by_default() -> None:
     )
 
 
+def test_replay_grading_takes_the_recorded_answer_as_its_baseline() -> None:
+    from toolproof.replay._grading import grade_answer
+    from toolproof.replay._rules import ReplayRules
+
+    # The recorded answer works a total out itself (14 is in no tool result): replaying it
+    # unchanged is not a regression, while a different invented total still fails.
+    recorded = stock_run("We have 7 units of A-17, 14 counting the back room.")
+    assert grade_answer(recorded, recorded, ReplayRules()) == []
+    (finding,) = grade_answer(
+        recorded, stock_run("We have 7 units of A-17, 15 counting the back room."), ReplayRules()
+    )
+    assert (finding.check, finding.message) == (
+        "ungrounded",
+        "the answer states '15', found in neither the input nor any tool result",
+    )
+    # A claim the recording had evidence for needs evidence in the new run too.
+    unseen = Agent(ScriptedModel(["We have 7 units of A-17."]), [get_stock])
+    (finding,) = grade_answer(
+        stock_run("We have 7 units of A-17."),
+        unseen.run_sync("How many A-17 do we have?").trace,
+        ReplayRules(),
+    )
+    assert finding.check == "ungrounded" and "'7'" in finding.message
+
+
 # ---- the τ-bench recorded runs ------------------------------------------------------------
 
 

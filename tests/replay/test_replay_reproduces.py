@@ -19,9 +19,8 @@ from toolproof.replay import ReplayRules, replay
 from toolproof.replay._import import load_tool_infos, read_trace_file
 from toolproof.testing import ScriptedModel
 
-# The answer's grounding check is graded separately (numbers the recorded answer itself
-# states without evidence); these tests measure that the replay machinery reproduces runs.
-RULES = ReplayRules.from_dict({"answer": {"grounding": False}})
+# The default rules, grounding included: what the recorded answer states is the baseline.
+RULES = ReplayRules()
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +65,12 @@ def test_model_mode_replays_every_recording_against_itself(
     tau: tuple[list[ToolInfo], list[Trace]],
 ) -> None:
     infos, traces = tau
-    agent = Agent(ScriptedModel([]), tools=[schema_tool(i) for i in infos], max_steps=100)
+    agent = Agent(
+        ScriptedModel([]),
+        tools=[schema_tool(i) for i in infos],
+        system_prompt=traces[0].system_prompt,  # the same policy the recording ran with
+        max_steps=100,
+    )
     started = time.perf_counter()
     report = replay(traces, mode="model", agent=agent, model="recorded", rules=RULES)
     elapsed = time.perf_counter() - started

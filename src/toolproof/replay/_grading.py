@@ -356,16 +356,26 @@ def grade_answer(recorded: Trace, new: Trace, rules: ReplayRules) -> list[Findin
     if answer is None or recorded.output is None:
         return findings
     if rules.grounding:
-        result = check_grounding(
-            answer, trace_evidence(new), check_small_numbers=rules.check_small_numbers
-        )
-        if not result.ok:
+        small = rules.check_small_numbers
+        ungrounded = check_grounding(answer, trace_evidence(new), check_small_numbers=small)
+        # The recording is the baseline: a claim its own answer already made without evidence
+        # (a total the model worked out, say) is not a regression, so a replay that
+        # reproduces its recording is never "ungrounded". A claim the recorded run had
+        # evidence for must have evidence in the new run too.
+        baseline = set()
+        if not ungrounded.ok:
+            recorded_check = check_grounding(
+                recorded.output, trace_evidence(recorded), check_small_numbers=small
+            )
+            baseline = set(recorded_check.ungrounded)
+        invented = [token for token in ungrounded.ungrounded if token not in baseline]
+        if invented:
             findings.append(
                 Finding(
                     "fail",
                     "ungrounded",
                     "the answer states "
-                    + ", ".join(repr(token) for token in result.ungrounded)
+                    + ", ".join(repr(token) for token in invented)
                     + ", found in neither the input nor any tool result",
                     recorded=recorded.output,
                     new=answer,
