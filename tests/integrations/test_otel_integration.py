@@ -299,3 +299,41 @@ def test_too_large_files_are_refused_before_reading(
     big.write_text('{"resourceSpans": []}\n' * 3)
     with pytest.raises(UserError, match=r"big\.jsonl is larger than"):
         traces_from_otlp_json(big)
+
+
+def test_traces_import_reads_otlp_json_from_the_command_line(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "spans.jsonl"
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(OTLPJsonFileExporter(path)))
+    first = _trace()
+    export_trace(first, tracer_provider=provider, capture_content=True)
+    store_file = tmp_path / "traces.db"
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {**os.environ, "PYTHONPATH": src}
+    command = [sys.executable, "-m", "toolproof", "traces", "import", "--store", str(store_file)]
+    done = subprocess.run(
+        [*command, "--format", "otel", "--tag", "prod", str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    store = TraceStore(str(store_file))
+    try:
+        stored = store.get(first.id)
+    finally:
+        store.close()
+    assert stored.tool_names == first.tool_names and "prod" in stored.tags
+    # Not OTLP JSON: one line naming the file, exit 2, no traceback.
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json\n")
+    done = subprocess.run(
+        [*command, "--format", "otel", str(bad)], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "bad.jsonl" in done.stderr and len(done.stderr.strip().splitlines()) == 1

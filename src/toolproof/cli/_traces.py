@@ -6,11 +6,15 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Iterator
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolproof._text import clip
 from toolproof.cli import show_help
+
+if TYPE_CHECKING:
+    from toolproof._trace import Trace
 
 __all__ = ["add_filter_arguments", "filter_from_args", "register", "store_path"]
 
@@ -127,9 +131,14 @@ def register(subparsers: Any) -> None:
     add_store_argument(importer)
     importer.add_argument("files", nargs="+", metavar="FILE")
     importer.add_argument(
-        "--format", choices=("auto", "toolproof", "openai"), default="auto", help="default: auto"
+        "--format",
+        choices=("auto", "toolproof", "openai", "otel"),
+        default="auto",
+        help="default: auto; otel reads OTLP JSON spans (GenAI conventions; toolproof[otel])",
     )
-    importer.add_argument("--tools", metavar="FILE", help="OpenAI tool schemas (tools.json)")
+    importer.add_argument(
+        "--tools", metavar="FILE", help="tool schemas: OpenAI tools.json or a toolproof snapshot"
+    )
     importer.add_argument("--model", default="", help="model name to record for conversations")
     importer.add_argument("--tag", action="append", default=[], help="tag every imported trace")
     importer.add_argument(
@@ -256,8 +265,10 @@ def _export(args: argparse.Namespace) -> int:
 def _import(args: argparse.Namespace) -> int:
     from pydantic_core import to_json
 
+    from toolproof.errors import UserError
     from toolproof.replay import Redactor, TraceStore
-    from toolproof.replay._import import load_tool_infos, read_trace_file
+    from toolproof.replay._import import read_trace_file
+    from toolproof.replay._schema_check import load_schema_file
     from toolproof.replay._store import row_from_dict
 
     if args.no_redact:
@@ -266,21 +277,40 @@ def _import(args: argparse.Namespace) -> int:
         redactor = Redactor.from_file(args.redact)
     else:
         redactor = Redactor()
-    tools = load_tool_infos(args.tools) if args.tools else []
-    path = store_path(args)
-    total = new = 0
-    with TraceStore(path) as store:
-        for file in args.files:
-            batch: list[Any] = []
-            group: list[dict[str, Any]] = []
-            for trace in read_trace_file(
+    tools = load_schema_file(args.tools) if args.tools else []
+    if args.format == "otel":
+        try:
+            from toolproof.integrations.otel import traces_from_otlp_json
+        except ImportError as exc:
+            raise UserError(
+                "--format otel needs the OpenTelemetry extra: pip install 'toolproof[otel]' "
+                f"({exc})"
+            ) from None
+
+    def read(file: str) -> Iterator[Trace]:
+        if args.format != "otel":
+            yield from read_trace_file(
                 file,
                 format=args.format,
                 tools=tools,
                 model=args.model,
                 tags=args.tag,
                 turns=args.turns,
-            ):
+            )
+            return
+        for trace in traces_from_otlp_json(file):
+            trace.tags = [*trace.tags, *(t for t in args.tag if t not in trace.tags)]
+            if args.model and not trace.model:
+                trace.model = args.model
+            yield trace
+
+    path = store_path(args)
+    total = new = 0
+    with TraceStore(path) as store:
+        for file in args.files:
+            batch: list[Any] = []
+            group: list[dict[str, Any]] = []
+            for trace in read(file):
                 data = trace.to_dict()
                 conversation = data["metadata"].get("conversation")
                 if group and (

@@ -78,7 +78,7 @@ def load_tool_infos(source: str | Path | Sequence[Mapping[str, Any]]) -> list[To
         if not isinstance(spec, Mapping) or not isinstance(spec.get("name"), str):
             raise UserError(
                 f"{where}[{index}]: expected {{'type': 'function', 'function': {{'name': ..., "
-                "'parameters': ...}}}}"
+                "'parameters': ...}}"
             )
         name = spec["name"]
         description = str(spec.get("description") or "")
