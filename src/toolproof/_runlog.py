@@ -96,7 +96,8 @@ def _now() -> datetime:
 
 
 def _iso(moment: datetime) -> str:
-    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+    # Microseconds, so runs started within the same second still sort in order.
+    return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 @dataclass(slots=True)
@@ -108,7 +109,7 @@ class RunInfo:
         path: The run's folder.
         kind: ``"run"`` or ``"replay"``.
         status: ``"running"``, ``"finished"``, ``"interrupted"`` or ``"crashed"``.
-        started: ISO-8601 UTC start time.
+        started: ISO-8601 UTC start time, with microseconds (runs sort by it).
         finished: ISO-8601 UTC end time, or ``None`` while running (or when killed).
         duration_s: Wall time, when finished.
         argv: The command line after ``toolproof``.

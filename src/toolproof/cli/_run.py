@@ -301,15 +301,18 @@ def run_command(args: argparse.Namespace) -> int:
     for spec in specs:
         if not spec.to_stdout:
             console.print(f"[dim]wrote {spec.format} report to {spec.path}[/]")
-    not_run = report.count("not_run")
-    stopped = args.exitfirst and not report.interrupted and not_run > 0
+    ran = sum(len(c.trials) for c in report.cases)
+    planned = sum(
+        args.trials or c.case.config.trials for c in report.cases if c.verdict != "skipped"
+    )
+    stopped = args.exitfirst and not report.interrupted and ran < planned
     if report.interrupted:
         console.print("[yellow]interrupted: the reports hold the cases finished so far[/]")
     elif stopped:
-        ran = sum(len(c.trials) for c in report.cases)
+        not_run = report.count("not_run")
         console.print(
-            f"[yellow]stopped at the first blocking failure (-x): {ran} trials ran, "
-            f"{not_run} case{'s' if not_run != 1 else ''} not run[/]"
+            f"[yellow]stopped at the first blocking failure (-x): {ran} of {planned} trials "
+            f"ran, {not_run} case{'s' if not_run != 1 else ''} not run[/]"
         )
     if log is not None:
         summary = report.summary()

@@ -107,7 +107,7 @@ def _log_dir(parser: Any) -> None:
 
 
 def _when(started: str) -> str:
-    return started.replace("T", " ").removesuffix("Z") if started else "?"
+    return started[:19].replace("T", " ") if started else "?"
 
 
 def _subject(info: RunInfo) -> str:
@@ -264,7 +264,7 @@ def _print(
     from rich.text import Text
 
     unit = "sample" if new.info.kind == "replay" else "case"
-    console.print(Text(f"comparing {old.info.id} → {new.info.id} ({new.info.kind} runs)"))
+    console.print(Text(f"comparing {old.info.id} → {new.info.id} ({_kind(new)})"))
     shown = [c for c in changes if show_all or c.change != "unchanged"]
     if shown:
         table = Table(show_header=True, header_style="bold")
@@ -285,6 +285,10 @@ def _print(
     )
 
 
+def _kind(run: Run) -> str:
+    return "replays, per sample grade" if run.info.kind == "replay" else "eval runs, per case"
+
+
 def _order(change: str) -> int:
     from toolproof._runlog import CHANGE_CLASSES
 
@@ -302,7 +306,7 @@ def markdown_comparison(old: Run, new: Run, changes: list[CaseChange]) -> str:
         MARKDOWN_MARKER,
         f"## {icon} toolproof runs compare: {md_escape(_headline(changes))}",
         "",
-        f"{md_code(old.info.id)} → {md_code(new.info.id)} ({md_escape(new.info.kind)} runs)",
+        f"{md_code(old.info.id)} → {md_code(new.info.id)} ({_kind(new)})",
         "",
     ]
     counts = _counts(changes)
