@@ -197,6 +197,7 @@ def _replay(args: argparse.Namespace) -> int:
                 run_mocks=args.run_mocks,
                 concurrency=args.concurrency,
                 real_tools=args.real_tool,
+                keep_traces=log is not None or args.verbose,
             )
         except BaseException as exc:
             finish_log(log, exc)

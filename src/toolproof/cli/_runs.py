@@ -140,7 +140,7 @@ def _list(args: argparse.Namespace) -> int:
     runs = [r for r in list_runs(args.log_dir) if args.kind is None or r.kind == args.kind]
     runs = runs[: max(args.limit, 0)]
     if args.json:
-        print(json.dumps([r.to_dict() | {"path": str(r.path)} for r in runs], indent=1))
+        print(json.dumps([r.to_dict() | {"path": str(r.path.resolve())} for r in runs], indent=1))
         return 0
     console = Console(highlight=False)
     if not runs:

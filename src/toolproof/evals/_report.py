@@ -384,10 +384,10 @@ def markdown_report(
             )
         lines += [md_table(["verdict", "case", "passed", "reason"], rows), ""]
         for number, result in enumerate(attention):
-            body = "\n".join(f"    {line}" for line in _trial_lines(result))
+            body = "\n".join(_trial_lines(result))
             if body:
                 lines += [
-                    md_details(f"{md_escape(result.case.id)}: trials", body),
+                    md_details(f"{md_escape(result.case.id)}: trials", md_pre(body)),
                     "",
                 ]
             if number < MARKDOWN_TRANSCRIPT_CASES:
