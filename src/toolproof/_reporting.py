@@ -48,6 +48,7 @@ __all__ = [
     "md_truncate",
     "open_output",
     "parse_report_specs",
+    "printable",
     "transcript_lines",
     "transcript_rich",
     "transcript_text",
@@ -342,6 +343,18 @@ _STYLES = {
 }
 
 
+#: Control characters (C0, DEL, C1) shown as ``\xNN`` in transcripts: a model's output must
+#: not send escape sequences (colours, hyperlinks, cursor moves) to the reader's terminal.
+_CONTROLS = {code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0))}
+for _space in "\t\n\r":
+    del _CONTROLS[ord(_space)]  # whitespace: folded to one space by clip()
+
+
+def printable(text: str) -> str:
+    r"""``text`` with control characters shown as ``\xNN`` (whitespace kept)."""
+    return text.translate(_CONTROLS)
+
+
 def _text(value: Any, limit: int) -> str:
     if value is None:
         return ""
@@ -349,7 +362,7 @@ def _text(value: Any, limit: int) -> str:
         import json
 
         value = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-    return clip(value, limit)
+    return clip(value.translate(_CONTROLS), limit)
 
 
 def transcript_lines(

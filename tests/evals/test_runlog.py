@@ -20,12 +20,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 PYTHONPATH = os.pathsep.join([str(HERE), str(ROOT / "src"), str(ROOT / "tests" / "replay")])
 RUN_ID = re.compile(r"^\d{8}T\d{6}Z-(run|replay)-[0-9a-f]{6}$")
-HOSTILE = "<script>alert(1)</script> ]]> [red]x[/] [link=https://e.vil]click[/link]"
+HOSTILE = "<script>alert(1)</script> ]]> [red]x[/] [link=https://e.vil]click[/link] :smile:"
+#: A terminal escape sequence (a colour, and an OSC 8 hyperlink) in model output.
+ESCAPES = "\x1b[31mred\x1b]8;;https://e.vil\x07link\x1b]8;;\x07"
 
 
 def toolproof(
@@ -258,7 +262,7 @@ cases:
           id: "call-[i]7[/i]"
           unchecked: true
       - {{call: {{name: multiply_numbers, arguments: {{a: 12, b: 8}}, id: call_2}}}}
-      - {json.dumps(HOSTILE)}
+      - {json.dumps(HOSTILE + " " + ESCAPES)}
   - name: fine
     input: "12 times 8"
     expect: {{final_contains: "96"}}
@@ -285,7 +289,10 @@ def test_verbose_prints_failing_transcripts_literally(tmp_path: Path) -> None:
         assert "result multiply_numbers [call_2] ok: 96.0" in section
         assert f"assistant: {HOSTILE}" in section
         assert "stop: final" in section
-        assert "]8;" not in result.stdout  # no terminal hyperlink from [link=...]
+        assert "]8;" not in result.stdout.replace("\\x1b]8;", "")  # no hyperlink
+        if not env:
+            assert "\x1b" not in result.stdout  # model output sends no escape sequence
+        assert "\\x1b[31mred\\x1b]8;;https://e.vil\\x07link" in section  # shown, defused
 
 
 EXITFIRST = """\
@@ -695,3 +702,69 @@ def test_replay_writes_a_run_log_with_new_traces(
     compared = toolproof("runs", "compare", "--json", cwd=tmp_path)
     assert compared.returncode == 0
     assert {c["change"] for c in json.loads(compared.stdout)["changes"]} == {"unchanged"}
+
+
+# -- hostile text, generated ---------------------------------------------------------------------
+
+_HOSTILE_TEXT = st.text(
+    alphabet=st.one_of(
+        st.sampled_from(list("<>&[]/]\"'`*_|:=\x1b\x07\x00\x9b\ud7ff\ufffe\n\t ")),
+        st.characters(),
+    ),
+    max_size=80,
+)
+
+
+@settings(max_examples=100)
+@given(content=_HOSTILE_TEXT, arguments=_HOSTILE_TEXT, result=_HOSTILE_TEXT)
+def test_any_model_text_prints_literally_and_stays_escaped(
+    content: str, arguments: str, result: str
+) -> None:
+    import io
+
+    from rich.console import Console
+
+    from toolproof._reporting import (
+        JUnitCase,
+        JUnitSuite,
+        _xml_text,
+        junit_xml,
+        md_pre,
+        printable,
+        transcript_rich,
+        transcript_text,
+    )
+    from toolproof._text import clip
+
+    trace = {
+        "id": "t1",
+        "input": content,
+        "steps": [
+            {
+                "response": {
+                    "content": content,
+                    "tool_calls": [{"name": "f", "id": "c1", "raw_arguments": arguments}],
+                },
+                "tool_results": [
+                    {"call_id": "c1", "name": "f", "status": "error", "error_type": "X",
+                     "content": result}
+                ],
+            }
+        ],
+        "output": result,
+        "stop_reason": "final",
+    }  # fmt: skip
+    shown = clip(printable(content), 500)
+    assume(shown)  # an empty answer has no "assistant:" line
+    text = transcript_rich([trace])
+    assert f"assistant: {shown}" in text.plain
+    buffer = io.StringIO()
+    Console(file=buffer, width=10_000, color_system=None, emoji=True).print(text, soft_wrap=True)
+    assert f"assistant: {shown}" in buffer.getvalue()
+    assert "\x1b" not in buffer.getvalue()
+    plain = transcript_text([trace])
+    document = junit_xml([JUnitSuite("s", [JUnitCase("c", "s", system_out=plain)])])
+    parsed = ET.fromstring(document).findtext(".//system-out") or ""
+    assert _xml_text(f"assistant: {shown}") in parsed
+    inner = md_pre(plain).removeprefix("<pre>\n").removesuffix("\n</pre>")
+    assert "<" not in inner and ">" not in inner

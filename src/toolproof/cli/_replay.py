@@ -224,7 +224,7 @@ def _print_transcripts(report: Any, stream: Any) -> None:
     from rich.console import Console
     from rich.text import Text
 
-    from toolproof._reporting import transcript_rich
+    from toolproof._reporting import printable, transcript_rich
 
     failing = [s for s in report.samples if s.grade in ("fail", "error")]
     if not failing:
@@ -232,10 +232,11 @@ def _print_transcripts(report: Any, stream: Any) -> None:
     console = Console(file=stream, highlight=False)
     console.rule("transcripts of failing samples")
     for sample in failing:
-        console.print(Text(f"{sample.grade.upper()} {sample.trace_id}", style="bold red"))
+        head = printable(f"{sample.grade.upper()} {sample.trace_id}")
+        console.print(Text(head, style="bold red"))
         for finding in sample.findings:
             console.print(
-                Text(f"  [{finding.grade}] {finding.check}: {finding.message}", style="red"),
+                Text(printable(f"  [{finding.grade}] {finding.check}: {finding.message}"), "red"),
                 soft_wrap=True,
             )
         if sample.new_trace is not None:

@@ -46,6 +46,7 @@ from toolproof._reporting import (
     md_table,
     md_truncate,
     open_output,
+    printable,
     transcript_rich,
     transcript_text,
     write_junit,
@@ -442,17 +443,18 @@ def print_transcripts(report: EvalReport, console: Console) -> None:
             shown = True
         head = Text()
         head.append(f"{result.verdict.upper()} ", style="bold red")
-        head.append(result.case.id, style="bold")
+        head.append(printable(result.case.id), style="bold")
         head.append(f"  {result.passes}/{len(result.trials)} trials passed", style="dim")
         console.print(head)
         for trial in failing:
             line = Text(f"  trial {trial.index + 1}: {trial.status.upper()}", style="red")
             if trial.error:
-                line.append(f"  {trial.error_type or 'error'}: {trial.error}", style="red")
+                error = printable(f"  {trial.error_type or 'error'}: {trial.error}")
+                line.append(error, style="red")
             console.print(line, soft_wrap=True)
             for check in trial.failed_checks:
                 console.print(
-                    Text(f"    {check.status}: {check.label}: {check.reason}", style="red"),
+                    Text(printable(f"    {check.status}: {check.label}: {check.reason}"), "red"),
                     soft_wrap=True,
                 )
             traces = trial_traces(trial)
