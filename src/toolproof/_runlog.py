@@ -115,7 +115,8 @@ class RunInfo:
         argv: The command line after ``toolproof``.
         suites: Suite files (``run``).
         store: The trace store (``replay``).
-        model: The model the command line named, if any.
+        model: The model the run used: ``--model``, else the suites' models (comma-separated),
+            or the replay's new model.
         exit_code: The exit code, when finished.
         interrupted: Whether the run stopped before every case or sample ran.
         counts: Pass/fail counts (see the module docstring).

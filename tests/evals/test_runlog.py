@@ -99,6 +99,7 @@ def test_a_run_writes_a_log_by_default_with_the_json_report_and_meta(tmp_path: P
     assert meta["argv"] == ["run", str(suite), "-q", "--report", "json:r.json"]
     assert meta["suites"] == [str(suite.resolve())]
     assert meta["exit_code"] == 1 and meta["interrupted"] is False
+    assert meta["model"] == "scripted"  # the suite's model, as the cases ran with it
     assert meta["counts"] == {
         "cases": 2,
         "passed": 1,

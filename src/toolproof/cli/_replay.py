@@ -214,6 +214,7 @@ def _replay(args: argparse.Namespace) -> int:
     if log is not None:
         report.write(ReportSpec("json", str(log.report_path)), traces=True)
         counts = {"samples": len(report.samples), **report.counts}
+        log.info.model = report.new_model or args.model
         log.finish(status="finished", exit_code=report.exit_code, counts=counts)
         print(f"run log: {log.info.path}", file=console)
     return report.exit_code

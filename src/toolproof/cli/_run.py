@@ -36,6 +36,9 @@ examples:
   toolproof run evals/hr.eval.yaml --case 'leave_*' --no-cache
   toolproof run evals/ --lf -x -v        # rerun last failures, stop at the first, show it
 
+every run writes a run log in .toolproof/runs/ (--log-dir, --no-log): see toolproof runs list
+and toolproof runs compare.
+
 exit codes (the same for toolproof replay):
   0  every blocking case passed         3  the model provider or network failed: no verdict
   1  a blocking case failed             5  nothing ran (every selected case was skipped)
@@ -316,6 +319,9 @@ def run_command(args: argparse.Namespace) -> int:
         )
     if log is not None:
         summary = report.summary()
+        if not args.model:  # the suites' own models, as the cases ran with them
+            models = sorted({c.model for c in report.cases if c.model})
+            log.info.model = ", ".join(models) or None
         status = "interrupted" if report.interrupted else "stopped" if stopped else "finished"
         log.finish(
             status=status,
