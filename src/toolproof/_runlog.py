@@ -381,7 +381,8 @@ def resolve_run(
     if latest:
         back = int(latest.group(1) or 0)
         if back >= len(runs):
-            have = f"only {len(runs)} {what}" if runs else f"no {what}"
+            noun = what if len(runs) != 1 else what.removesuffix("s")
+            have = f"only {len(runs)} {noun}" if runs else f"no {what}"
             raise UserError(f"run {text!r}: there are {have} in {base}")
         return runs[back].path
     if not text:

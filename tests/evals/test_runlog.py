@@ -638,7 +638,8 @@ def test_runs_list_newest_first_and_json(tmp_path: Path) -> None:
     assert listed.returncode == 0
     rows = [line for line in listed.stdout.splitlines() if "-run-" in line or "-replay-" in line]
     assert [row.split()[1] for row in rows] == [new, old]
-    assert "2026-12-01 08:00:00" in rows[1] and "s.eval.yaml" in rows[1] and "m:1" in rows[1]
+    assert "status" not in listed.stdout  # shown only when a run did not finish
+    assert "12-01 08:00" in rows[1] and "s.eval.yaml" in rows[1] and "m:1" in rows[1]
     assert "traces.db" in rows[0] and "1.5 s" in rows[0]
     data = json.loads(toolproof("runs", "list", "--json", cwd=tmp_path).stdout)
     assert [r["id"] for r in data] == [new, old]

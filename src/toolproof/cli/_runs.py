@@ -107,7 +107,7 @@ def _log_dir(parser: Any) -> None:
 
 
 def _when(started: str) -> str:
-    return started[:19].replace("T", " ") if started else "?"
+    return started[5:16].replace("T", " ") if len(started) >= 16 else "?"
 
 
 def _subject(info: RunInfo) -> str:
@@ -119,21 +119,23 @@ def _subject(info: RunInfo) -> str:
     return ", ".join(names[:3]) + (f" +{len(names) - 3}" if len(names) > 3 else "") or "?"
 
 
-def _passed(info: RunInfo) -> str:
+def _passed(info: RunInfo) -> tuple[str, str]:
+    """Passed cases (or graded-ok samples), and passed trials (``run``)."""
     counts = info.counts
     if not counts:
-        return "-"
+        return "-", "-"
     if info.kind == "replay":
-        return f"{counts.get('pass', 0) + counts.get('warn', 0)}/{counts.get('samples', 0)}"
-    text = f"{counts.get('passed', 0)}/{counts.get('cases', 0)}"
-    if "trials" in counts:
-        text += f" ({counts.get('trials_passed', 0)}/{counts['trials']} trials)"
-    return text
+        ok = counts.get("pass", 0) + counts.get("warn", 0)
+        return f"{ok}/{counts.get('samples', 0)}", "-"
+    cases = f"{counts.get('passed', 0)}/{counts.get('cases', 0)}"
+    trials = f"{counts.get('trials_passed', 0)}/{counts['trials']}" if "trials" in counts else "-"
+    return cases, trials
 
 
 def _list(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     from toolproof._runlog import list_runs, log_dir
 
@@ -147,33 +149,36 @@ def _list(args: argparse.Namespace) -> int:
         console.print(f"no runs in {log_dir(args.log_dir)}")
         return 0
     table = Table(show_header=True, header_style="bold")
-    for name, justify in (
-        ("id", "left"),
-        ("kind", "left"),
-        ("when (UTC)", "left"),
-        ("suite / store", "left"),
-        ("model", "left"),
-        ("passed", "right"),
-        ("exit", "right"),
-        ("duration", "right"),
-    ):
-        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
-    from rich.text import Text
-
+    # Ids, times and figures never wrap (ids are copied into commands); names fold.
+    # The id says the kind (``-run-`` / ``-replay-``).
+    table.add_column("id", no_wrap=True, min_width=len(runs[0].id))
+    table.add_column("when (UTC)", no_wrap=True, min_width=11)
+    table.add_column("suite / store", overflow="fold", min_width=8)
+    table.add_column("model", overflow="fold", min_width=6)
+    table.add_column("cases", justify="right", no_wrap=True)
+    table.add_column("trials", justify="right", no_wrap=True)
+    table.add_column("exit", justify="right", no_wrap=True, min_width=4)
+    table.add_column("time", justify="right", no_wrap=True)
+    unfinished = any(info.status != "finished" for info in runs)
+    if unfinished:
+        table.add_column("status", overflow="fold")
     for info in runs:
         code = "-" if info.exit_code is None else str(info.exit_code)
         style = "green" if info.exit_code == 0 else "red" if info.exit_code == 1 else "yellow"
-        status = "" if info.status == "finished" else f" {info.status}"
-        table.add_row(
+        cases, trials = _passed(info)
+        row = [
             Text(info.id),
-            Text(info.kind),
             Text(_when(info.started)),
             Text(_subject(info)),
             Text(info.model or "-"),
-            Text(_passed(info)),
-            Text(code + status, style=style),
+            Text(cases),
+            Text(trials),
+            Text(code, style=style),
             Text("-" if info.duration_s is None else f"{info.duration_s:.1f} s"),
-        )
+        ]
+        if unfinished:
+            row.append(Text("" if info.status == "finished" else info.status, style="yellow"))
+        table.add_row(*row)
     console.print(table)
     return 0
 
