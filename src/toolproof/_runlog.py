@@ -189,6 +189,10 @@ class RunInfo:
             value = data.get(key)
             return value if isinstance(value, str) else None
 
+        def texts(key: str) -> list[str]:
+            value = data.get(key)
+            return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
         counts = data.get("counts")
         duration = data.get("duration_s")
         exit_code = data.get("exit_code")
@@ -199,17 +203,19 @@ class RunInfo:
             status=text("status") or "running",
             started=text("started") or "",
             finished=text("finished"),
-            duration_s=float(duration) if isinstance(duration, (int, float)) else None,
-            argv=[str(a) for a in data.get("argv") or [] if isinstance(a, str)],
-            suites=[str(s) for s in data.get("suites") or [] if isinstance(s, str)],
+            duration_s=float(duration)
+            if isinstance(duration, (int, float)) and _number(duration)
+            else None,
+            argv=texts("argv"),
+            suites=texts("suites"),
             store=text("store"),
             model=text("model"),
-            exit_code=exit_code if isinstance(exit_code, int) else None,
-            interrupted=bool(data.get("interrupted")),
+            exit_code=exit_code if _integer(exit_code) else None,
+            interrupted=data.get("interrupted") is True,
             counts={
                 str(k): v
                 for k, v in (counts.items() if isinstance(counts, dict) else ())
-                if isinstance(v, int)
+                if _integer(v)
             },
         )
 
@@ -226,6 +232,16 @@ class Run:
 
     info: RunInfo
     report: dict[str, Any] | None
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number(value: Any) -> bool:
+    import math
+
+    return _integer(value) or (isinstance(value, float) and math.isfinite(value))
 
 
 def _version() -> str:

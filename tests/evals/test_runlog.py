@@ -648,6 +648,54 @@ def test_runs_list_newest_first_and_json(tmp_path: Path) -> None:
     assert [r["id"] for r in only] == [old]
 
 
+@settings(max_examples=60)
+@given(
+    meta=st.dictionaries(
+        st.sampled_from(
+            ["kind", "status", "started", "argv", "suites", "counts", "exit_code", "duration_s",
+             "interrupted", "model", "store", "finished"]
+        ),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+            lambda inner: st.lists(inner, max_size=3)
+            | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+            max_leaves=8,
+        ),
+    ),
+    report=st.recursive(
+        st.none() | st.integers() | st.text(max_size=10),
+        lambda inner: st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["cases", "results", "id", "verdict", "passes",
+                                           "trace_id", "grade", "failures"]), inner, max_size=4),
+        max_leaves=12,
+    ),
+)  # fmt: skip
+def test_hostile_run_logs_never_crash_listing_or_comparing(
+    tmp_path_factory: pytest.TempPathFactory, meta: dict[str, Any], report: Any
+) -> None:
+    from toolproof._runlog import compare_runs, list_runs, load_run
+    from toolproof.errors import UserError
+
+    logs = tmp_path_factory.mktemp("logs")
+    for name in ("20261201T080000Z-run-aaaaaa", "20261201T090000Z-run-bbbbbb"):
+        (logs / name).mkdir()
+        (logs / name / "meta.json").write_text(json.dumps({**meta, "format": "toolproof-run-meta"}))
+        (logs / name / "report.json").write_text(json.dumps(report))
+    (logs / "20261201T100000Z-run-cccccc").mkdir()
+    (logs / "20261201T100000Z-run-cccccc" / "meta.json").write_text("{not json")
+    runs = list_runs(logs)
+    assert len(runs) == 2
+    for info in runs:
+        assert isinstance(info.argv, list) and all(isinstance(v, int) for v in info.counts.values())
+    try:
+        old, new = load_run(runs[1].path), load_run(runs[0].path)
+        changes = compare_runs(old, new)
+    except UserError:
+        return  # a report that is not an object, or runs of different kinds: one clear error
+    assert all(c.change in ("unchanged", "no_verdict", "still_failing", "flaky", "changed",
+                            "fixed", "regressed") for c in changes)  # fmt: skip
+
+
 def test_real_runs_compare_after_a_regression(tmp_path: Path) -> None:
     suite = write(tmp_path / "lf.eval.yaml", LAST_FAILED)
     assert toolproof("run", str(suite), "-q", cwd=tmp_path).returncode == 0
