@@ -434,9 +434,11 @@ def transcript_lines(
                 )
         stop = _text(trace.get("stop_reason"), 40) or "?"
         detail = trace.get("stop_detail")
+        error = trace.get("error")
+        if isinstance(error, dict) and detail == error.get("message"):
+            detail = None  # the error line below says it
         line = f"stop: {stop}" + (f": {_text(detail, text_limit)}" if detail else "")
         out.append(("stop" if stop != "final" else "note", line))
-        error = trace.get("error")
         if isinstance(error, dict):
             tool = f" (tool {_text(error.get('tool_name'), 80)})" if error.get("tool_name") else ""
             out.append(

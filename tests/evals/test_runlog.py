@@ -268,6 +268,9 @@ cases:
     input: "12 times 8"
     expect: {{final_contains: "96"}}
     script: [{{call: {{name: multiply_numbers, arguments: {{a: 12, b: 8}}}}}}, "96"]
+  - name: crashes
+    input: "crash please"
+    script: [{{call: {{name: crash, arguments: {{}}}}}}, "done"]
 """
 
 
@@ -290,6 +293,10 @@ def test_verbose_prints_failing_transcripts_literally(tmp_path: Path) -> None:
         assert "result multiply_numbers [call_2] ok: 96.0" in section
         assert f"assistant: {HOSTILE}" in section
         assert "stop: final" in section
+        crashed = section.split("FAIL verbose::crashes", 1)[1]
+        assert "call crash [call_1] {}" in crashed and "stop: error\n" in crashed
+        assert "error: ZeroDivisionError: tool 'crash' raised ZeroDivisionError" in crashed
+        assert "(tool crash)" in crashed
         assert "]8;" not in result.stdout.replace("\\x1b]8;", "")  # no hyperlink
         if not env:
             assert "\x1b" not in result.stdout  # model output sends no escape sequence

@@ -448,7 +448,7 @@ def print_transcripts(report: EvalReport, console: Console) -> None:
         console.print(head)
         for trial in failing:
             line = Text(f"  trial {trial.index + 1}: {trial.status.upper()}", style="red")
-            if trial.error:
+            if trial.error and trial.status == "error":  # a failure's checks say why
                 error = printable(f"  {trial.error_type or 'error'}: {trial.error}")
                 line.append(error, style="red")
             console.print(line, soft_wrap=True)
