@@ -136,6 +136,29 @@ def test_a_configuration_error_before_anything_ran_leaves_no_log(tmp_path: Path)
     assert runs_in(tmp_path / ".toolproof" / "runs") == []
 
 
+def test_an_unwritable_log_dir_is_one_clear_error_before_anything_runs(tmp_path: Path) -> None:
+    suite = write(tmp_path / "s.eval.yaml", SUITE)
+    (tmp_path / "afile").write_text("not a folder")
+    result = toolproof("run", str(suite), "-q", "--log-dir", "afile", cwd=tmp_path)
+    assert result.returncode == 2
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("toolproof: error: cannot write the run log in afile")
+    assert "--no-log" in line and "trials passed" not in result.stdout
+
+
+def test_the_run_log_keeps_traces_on_disk_not_in_memory(tmp_path: Path) -> None:
+    from toolproof.evals import evaluate
+
+    suite = write(tmp_path / "s.eval.yaml", SUITE)
+    report = evaluate([suite], reports=[f"json:{tmp_path / 'r.json'}"], cache=False)
+    assert all(t.traces is None for c in report.cases for t in c.trials)
+    on_disk = json.loads((tmp_path / "r.json").read_text())
+    assert all(t["traces"] for c in on_disk["cases"] for t in c["trials"])
+    verbose = evaluate([suite], keep_failed_traces=True, cache=False)
+    kept = {c.case.name: [t.traces is not None for t in c.trials] for c in verbose.cases}
+    assert kept == {"good": [False], "bad": [True]}
+
+
 SLOW = """\
 suite: slow
 agent: evalagents:slow_agent

@@ -202,7 +202,10 @@ def _pick(args: argparse.Namespace) -> tuple[Run, Run]:
             and (r.started, r.id) < (new.info.started, new.info.id)
         ]
         if not earlier:
-            raise UserError(f"no {new.info.kind} run before {new.info.id} to compare it with")
+            raise UserError(
+                f"no {new.info.kind} run before {new.info.id} to compare it with; give two run "
+                "ids (toolproof runs list shows them)"
+            )
         old = load_run(earlier[0].path)
     return old, new
 
