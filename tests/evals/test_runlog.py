@@ -848,3 +848,51 @@ def test_any_model_text_prints_literally_and_stays_escaped(
     assert _xml_text(f"assistant: {shown}") in parsed
     inner = md_pre(plain).removeprefix("<pre>\n").removesuffix("\n</pre>")
     assert "<" not in inner and ">" not in inner
+
+
+def test_replay_verbose_and_reports_show_the_new_run_escaped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "tests" / "replay"))
+    from replay_helpers import user_trace
+
+    from toolproof.replay import TraceStore
+
+    with TraceStore(tmp_path / "t.db") as store:
+        store.add_many([user_trace(1)])
+    write(
+        tmp_path / "ops.py",
+        f"""\
+        from toolproof import Agent
+        from toolproof.testing import ScriptedModel
+        from replay_helpers import query_users
+
+
+        def build(model, tools=None):
+            return Agent(model, tools if tools is not None else [query_users])
+
+
+        def rude():
+            return ScriptedModel([{json.dumps(HOSTILE + " " + ESCAPES)}] * 3)
+        """,
+    )
+    result = toolproof(
+        "replay", "--store", "t.db", "--mode", "model", "--agent", "ops:build",
+        "--model", "ops:rude", "-v", "--report", "junit:j.xml", "--report", "markdown:m.md",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    section = result.stdout.split("transcripts of failing samples", 1)[1]
+    assert "user: Who is user 1?" in section
+    assert f"assistant: {HOSTILE}" in section and "stop: final" in section
+    assert "\x1b" not in result.stdout  # neither -v nor the findings send escape sequences
+    junit = ET.fromstring((tmp_path / "j.xml").read_text())
+    out = junit.findtext(".//system-out") or ""
+    assert out.startswith("transcript of the new run:") and f"assistant: {HOSTILE}" in out
+    markdown = (tmp_path / "m.md").read_text()
+    assert "<script>" not in markdown and "&lt;script&gt;" in markdown
+    assert "transcript of the new run</summary>" in markdown
+    [log] = runs_in(tmp_path / ".toolproof" / "runs")
+    report = json.loads((log / "report.json").read_text())
+    assert report["results"][0]["grade"] == "fail"
+    assert report["results"][0]["new_trace"]["output"] == HOSTILE + " " + ESCAPES

@@ -491,10 +491,10 @@ def print_summary(report: EvalReport, console: Console, *, all_cases: bool | Non
             gate = "" if result.blocking else " (advise)"
             table.add_row(
                 f"[{styles[result.verdict]}]{result.verdict.upper()}[/]{gate}",
-                escape(result.case.id),
+                escape(printable(result.case.id)),
                 f"{result.passes}/{len(result.trials)}" if result.trials else "-",
                 hat,
-                escape(result.reason),
+                escape(printable(result.reason)),
             )
         console.print(table)
     if not show_all:

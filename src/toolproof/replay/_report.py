@@ -28,6 +28,7 @@ from toolproof._reporting import (
     md_table,
     md_truncate,
     open_output,
+    printable,
     transcript_text,
     write_junit,
 )
@@ -246,7 +247,8 @@ class ReplayReport:
             if len(samples) > max_samples:
                 lines.append(f"  ... and {len(samples) - max_samples} more (see the JSON report)")
         lines.append(self.summary())
-        return "\n".join(lines)
+        # Recorded and new outputs are untrusted: no escape sequence reaches the terminal.
+        return printable("\n".join(lines))
 
     def junit_suites(self) -> list[JUnitSuite]:
         """One suite, one case per sample."""
@@ -327,7 +329,7 @@ class ReplayReport:
                     parts += [
                         "",
                         md_details(
-                            f"{md_code(sample.trace_id[:12])}: transcript of the new run",
+                            f"{md_escape(sample.trace_id[:12])}: transcript of the new run",
                             md_pre(clip(transcript, 4000, flatten=False)),
                         ),
                     ]
