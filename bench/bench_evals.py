@@ -102,7 +102,8 @@ def run_toolproof(
 ) -> dict[str, Any]:
     """Run the CLI in a fresh process; its wall time, peak RSS and CPU, and its report."""
     args = [sys.executable, "-m", "toolproof", "run", str(suite), "--model", model]
-    args += ["--concurrency", str(concurrency), "-q", "--report", f"json:{report}"]
+    # --no-log: the figures measure one report, and a bench leaves no run log behind.
+    args += ["--concurrency", str(concurrency), "-q", "--report", f"json:{report}", "--no-log"]
     args += ["--no-cache"] if cache is None else ["--cache-dir", str(cache)]
     env = {**os.environ, "PYTHONPATH": str(HERE), "TOOLPROOF_ALLOW_MODEL_REQUESTS": "1"}
     launched = subprocess.run(

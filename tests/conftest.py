@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
+
 from hypothesis import HealthCheck, settings
 
 from _shared import ROOT, SHARED, shared_path
@@ -11,3 +16,12 @@ __all__ = ["ROOT", "SHARED", "shared_path"]
 # Property tests must not fail because a CI machine is busy: no per-example deadline.
 settings.register_profile("toolproof", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("toolproof")
+
+# Every `toolproof run` / `replay` writes a run log under the current directory by default.
+# Tests (and the subprocesses they start, which inherit the environment) write theirs to a
+# temporary folder instead, so a test run never litters the checkout; the run-log tests
+# remove the variable to test the default.
+if not os.environ.get("TOOLPROOF_LOG_DIR"):
+    _LOGS = tempfile.mkdtemp(prefix="toolproof-test-runs-")
+    os.environ["TOOLPROOF_LOG_DIR"] = _LOGS
+    atexit.register(shutil.rmtree, _LOGS, ignore_errors=True)

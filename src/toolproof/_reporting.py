@@ -7,7 +7,13 @@ Each command builds its own report content; this module only knows the formats:
   (GitHub, GitLab, Jenkins) read it;
 - Markdown for pull-request comments and ``$GITHUB_STEP_SUMMARY`` (:func:`md_table`,
   :func:`md_escape`, :func:`md_details`, :func:`md_truncate`);
-- :func:`open_output`, which writes a file atomically (or to stdout for ``-``).
+- :func:`open_output`, which writes a file atomically (or to stdout for ``-``);
+- transcripts of agent runs (:func:`transcript_lines`, :func:`transcript_text`,
+  :func:`transcript_rich`): what the model said, which tools it called with which arguments
+  and call ids, what they returned, and why the run stopped, built from traces in their JSON
+  form and clipped so a report stays small. Every string in a trace is untrusted (model
+  output, tool results): the console form escapes rich markup, the XML library escapes JUnit
+  text, and Markdown puts it HTML-escaped in ``<pre>``.
 """
 
 from __future__ import annotations
@@ -19,9 +25,13 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING, Any
 
+from toolproof._text import clip
 from toolproof.errors import ConfigError
+
+if TYPE_CHECKING:
+    from rich.text import Text
 
 __all__ = [
     "GITHUB_COMMENT_LIMIT",
@@ -33,10 +43,15 @@ __all__ = [
     "md_code",
     "md_details",
     "md_escape",
+    "md_pre",
     "md_table",
     "md_truncate",
     "open_output",
     "parse_report_specs",
+    "printable",
+    "transcript_lines",
+    "transcript_rich",
+    "transcript_text",
     "write_junit",
 ]
 
@@ -300,3 +315,166 @@ def md_truncate(text: str, limit: int = GITHUB_COMMENT_LIMIT) -> str:
     note = "\n\n… report truncated to fit a GitHub comment; see the full report artifact.\n"
     cut = text.rfind("\n", 0, limit - len(note))
     return text[: cut if cut > 0 else limit - len(note)] + note
+
+
+def md_pre(text: str) -> str:
+    """Untrusted text as a ``<pre>`` block: HTML-escaped, so it shows literally on GitHub."""
+    import html
+
+    return "<pre>\n" + html.escape(text, quote=False) + "\n</pre>"
+
+
+# -- transcripts ------------------------------------------------------------------------------
+
+#: Longest text shown for one message, argument list or tool result in a transcript.
+TRANSCRIPT_TEXT_LIMIT = 500
+#: Most lines of one transcript; the rest is counted.
+TRANSCRIPT_LINE_LIMIT = 120
+
+_STYLES = {
+    "turn": "bold",
+    "user": "cyan",
+    "assistant": "",
+    "call": "magenta",
+    "ok": "green",
+    "error": "red",
+    "stop": "yellow",
+    "note": "dim",
+}
+
+
+#: Control characters (C0, DEL, C1) shown as ``\xNN`` in transcripts: a model's output must
+#: not send escape sequences (colours, hyperlinks, cursor moves) to the reader's terminal.
+_CONTROLS = {code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0))}
+for _space in "\t\n\r":
+    del _CONTROLS[ord(_space)]  # whitespace: folded to one space by clip()
+
+
+def printable(text: str) -> str:
+    r"""``text`` with control characters shown as ``\xNN`` (whitespace kept)."""
+    return text.translate(_CONTROLS)
+
+
+def _text(value: Any, limit: int) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        import json
+
+        value = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    return clip(value.translate(_CONTROLS), limit)
+
+
+def transcript_lines(
+    traces: Sequence[Any],
+    *,
+    text_limit: int = TRANSCRIPT_TEXT_LIMIT,
+    line_limit: int = TRANSCRIPT_LINE_LIMIT,
+) -> list[tuple[str, str]]:
+    """The transcript of one trial (one trace per turn) as ``(kind, line)`` pairs.
+
+    ``kind`` is one of ``turn``, ``user``, ``assistant``, ``call``, ``ok``, ``error``,
+    ``stop`` and ``note`` (for styling). Each text is clipped to ``text_limit`` characters
+    and the transcript to ``line_limit`` lines. Malformed trace data is shown as it is, never
+    raised on.
+    """
+    out: list[tuple[str, str]] = []
+    for number, trace in enumerate(traces, 1):
+        if not isinstance(trace, dict):
+            continue
+        turn = f"turn {number}" if len(traces) > 1 else "run"
+        out.append(("turn", f"{turn} (trace {_text(trace.get('id'), 40)})"))
+        out.append(("user", f"user: {_text(trace.get('input'), text_limit)}"))
+        steps = trace.get("steps")
+        said: Any = None
+        for step in steps if isinstance(steps, list) else []:
+            if not isinstance(step, dict):
+                continue
+            response = step.get("response")
+            response = response if isinstance(response, dict) else {}
+            content = response.get("content")
+            said = content
+            if content:
+                out.append(("assistant", f"assistant: {_text(content, text_limit)}"))
+            calls = response.get("tool_calls")
+            for call in calls if isinstance(calls, list) else []:
+                if not isinstance(call, dict):
+                    continue
+                raw = call.get("raw_arguments")
+                arguments = call.get("arguments") if raw is None else raw
+                line = (
+                    f"call {_text(call.get('name'), 80)} [{_text(call.get('id'), 60)}] "
+                    f"{_text(arguments, text_limit)}"
+                )
+                out.append(("call", line))
+                if call.get("arguments_error"):
+                    out.append(
+                        ("error", f"  bad arguments: {_text(call['arguments_error'], text_limit)}")
+                    )
+            for error in step.get("parse_errors") or []:
+                out.append(("error", f"unparsable tool call: {_text(error, text_limit)}"))
+            results = step.get("tool_results")
+            for result in results if isinstance(results, list) else []:
+                if not isinstance(result, dict):
+                    continue
+                status = _text(result.get("status"), 20) or "?"
+                kind = "ok" if status == "ok" else "error"
+                what = status
+                if result.get("error_type"):
+                    what += f" ({_text(result.get('error_type'), 80)})"
+                if result.get("mocked"):
+                    what += ", mocked"
+                out.append(
+                    (
+                        kind,
+                        f"result {_text(result.get('name'), 80)} "
+                        f"[{_text(result.get('call_id'), 60)}] {what}: "
+                        f"{_text(result.get('content'), text_limit)}",
+                    )
+                )
+        stop = _text(trace.get("stop_reason"), 40) or "?"
+        detail = trace.get("stop_detail")
+        error = trace.get("error")
+        if isinstance(error, dict) and detail == error.get("message"):
+            detail = None  # the error line below says it
+        line = f"stop: {stop}" + (f": {_text(detail, text_limit)}" if detail else "")
+        out.append(("stop" if stop != "final" else "note", line))
+        if isinstance(error, dict):
+            tool = f" (tool {_text(error.get('tool_name'), 80)})" if error.get("tool_name") else ""
+            out.append(
+                (
+                    "error",
+                    f"error: {_text(error.get('type'), 80)}: "
+                    f"{_text(error.get('message'), text_limit)}{tool}",
+                )
+            )
+        if trace.get("output") is not None and trace.get("output") != said:
+            out.append(("assistant", f"answer: {_text(trace.get('output'), text_limit)}"))
+    if len(out) > line_limit:
+        hidden = len(out) - line_limit + 1
+        out = [*out[: line_limit - 1], ("note", f"… {hidden} more lines (see the JSON report)")]
+    return out
+
+
+def transcript_text(traces: Sequence[Any], *, indent: str = "", **limits: int) -> str:
+    """The transcript as plain text (for JUnit and Markdown), one line per entry."""
+    return "\n".join(
+        f"{indent}{'' if kind == 'turn' else '  '}{line}"
+        for kind, line in transcript_lines(traces, **limits)
+    )
+
+
+def transcript_rich(traces: Sequence[Any], *, indent: str = "", **limits: int) -> Text:
+    """The transcript as a rich ``Text``: styled, and every string shown literally.
+
+    ``Text`` never parses markup, so model output such as ``[red]x[/]`` or ``[link=...]``
+    prints as written.
+    """
+    from rich.text import Text
+
+    text = Text()
+    for number, (kind, line) in enumerate(transcript_lines(traces, **limits)):
+        if number:
+            text.append("\n")
+        text.append(f"{indent}{'' if kind == 'turn' else '  '}{line}", style=_STYLES[kind])
+    return text

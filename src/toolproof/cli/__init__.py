@@ -42,6 +42,7 @@ COMMAND_MODULES = [
     "toolproof.cli._mocks",
     "toolproof.cli._traces",
     "toolproof.cli._replay",
+    "toolproof.cli._runs",
 ]
 
 
@@ -118,6 +119,7 @@ def _main(argv: Sequence[str] | None) -> int:
 def _dispatch(arguments: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(arguments)
+    args.argv = list(arguments)  # what run logs record
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()

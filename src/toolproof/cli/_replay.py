@@ -94,7 +94,16 @@ def register(subparsers: Any) -> None:
         metavar="FORMAT:PATH",
         help="write a report: json, junit or markdown, to PATH or '-' for stdout (repeatable)",
     )
+    parser.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="print the transcript of each failing sample's new run (model mode)",
+    )
     add_filter_arguments(parser, model_flag="--recorded-model")
+    from toolproof.cli._run import add_log_arguments
+
+    add_log_arguments(parser)
     parser.set_defaults(handler=_replay)
 
 
@@ -157,30 +166,86 @@ def _replay(args: argparse.Namespace) -> int:
     if judge == "recorded":
         raise UserError("--judge-model needs a real model, not 'recorded'")
 
-    with TraceStore(store_path(args), create=False) as store:
-        report = replay(
-            store,
-            mode=args.mode,
-            tools=tools,
-            agent=agent,
-            model=model,
-            rules=rules,
-            filter=filter_from_args(args),
-            gate=args.gate,
-            aging=aging,
-            judge=judge,
-            run_mocks=args.run_mocks,
-            concurrency=args.concurrency,
-            real_tools=args.real_tool,
-        )
+    from toolproof._reporting import ReportSpec
+    from toolproof.cli._run import finish_log
+
+    path = store_path(args)
+    with TraceStore(path, create=False) as store:
+        log = None
+        if not args.no_log:
+            from toolproof._runlog import RunLog
+
+            log = RunLog.start(
+                args.log_dir,
+                "replay",
+                argv=getattr(args, "argv", None),
+                store=str(path),
+                model=args.model,
+            )
+        try:
+            report = replay(
+                store,
+                mode=args.mode,
+                tools=tools,
+                agent=agent,
+                model=model,
+                rules=rules,
+                filter=filter_from_args(args),
+                gate=args.gate,
+                aging=aging,
+                judge=judge,
+                run_mocks=args.run_mocks,
+                concurrency=args.concurrency,
+                real_tools=args.real_tool,
+                keep_traces=log is not None or args.verbose,
+            )
+        except BaseException as exc:
+            finish_log(log, exc)
+            raise
     to_stdout = any(spec.to_stdout for spec in specs)
     console = sys.stderr if to_stdout else sys.stdout
+    if args.verbose:
+        _print_transcripts(report, console)
     print(report.render_text(), file=console)
     for spec in specs:
         report.write(spec)
         if not spec.to_stdout:
             print(f"wrote {spec.format} report to {spec.path}", file=console)
+    if log is not None:
+        report.write(ReportSpec("json", str(log.report_path)), traces=True)
+        counts = {"samples": len(report.samples), **report.counts}
+        log.info.model = report.new_model or args.model
+        log.finish(status="finished", exit_code=report.exit_code, counts=counts)
+        print(f"run log: {log.info.path}", file=console)
     return report.exit_code
+
+
+def _print_transcripts(report: Any, stream: Any) -> None:
+    """``-v``: each failing sample's findings and the transcript of its new run."""
+    from rich.console import Console
+    from rich.text import Text
+
+    from toolproof._reporting import printable, transcript_rich
+
+    failing = [s for s in report.samples if s.grade in ("fail", "error")]
+    if not failing:
+        return
+    console = Console(file=stream, highlight=False)
+    console.rule("transcripts of failing samples")
+    for sample in failing:
+        head = printable(f"{sample.grade.upper()} {sample.trace_id}")
+        console.print(Text(head, style="bold red"))
+        for finding in sample.findings:
+            console.print(
+                Text(printable(f"  [{finding.grade}] {finding.check}: {finding.message}"), "red"),
+                soft_wrap=True,
+            )
+        if sample.new_trace is not None:
+            transcript = transcript_rich([sample.new_trace.to_dict()], indent="  ")
+            console.print(transcript, soft_wrap=True)
+        else:
+            note = "  (tools mode: no new run; the findings compare the recording)"
+            console.print(Text(note, "dim"))
 
 
 def _agent_type() -> type:

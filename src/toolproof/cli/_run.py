@@ -6,6 +6,10 @@ configuration error, found before anything ran (a missing key, an unknown model,
 that fails with the model); 3 only the model provider or the network failed and left a
 blocking case without a verdict; 5 nothing ran (every case skipped); 130 interrupted (the
 reports are still written with the cases finished so far).
+
+Every run writes a run log (``toolproof._runlog``) unless ``--no-log``; ``-v`` prints the
+transcripts of failing trials, ``-x`` stops at the first blocking failure, and ``--lf`` reruns
+the cases that failed in the last run log of the same suites.
 """
 
 from __future__ import annotations
@@ -18,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from toolproof._runlog import RunLog
     from toolproof.evals._results import EvalReport
-    from toolproof.evals._suite import Case
+    from toolproof.evals._suite import Case, Suite
 
 __all__ = ["register"]
 
@@ -29,6 +34,10 @@ examples:
   toolproof run evals/ --model deepseek:deepseek-chat --trials 3 --concurrency 16
   toolproof run evals/ --tag smoke --report junit:out/evals.xml --report markdown:out/evals.md
   toolproof run evals/hr.eval.yaml --case 'leave_*' --no-cache
+  toolproof run evals/ --lf -x -v        # rerun last failures, stop at the first, show it
+
+every run writes a run log in .toolproof/runs/ (--log-dir, --no-log): see toolproof runs list
+and toolproof runs compare.
 
 exit codes (the same for toolproof replay):
   0  every blocking case passed         3  the model provider or network failed: no verdict
@@ -121,7 +130,61 @@ def register(subparsers: Any) -> None:
         "--list", action="store_true", help="list the selected cases and their checks; run nothing"
     )
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress display")
+    parser.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="print the transcript of each failing trial (messages, tool calls, results)",
+    )
+    parser.add_argument(
+        "--exitfirst",
+        "-x",
+        action="store_true",
+        help="stop at the first blocking case that fails; the reports hold what finished",
+    )
+    parser.add_argument(
+        "--lf",
+        "--last-failed",
+        dest="last_failed",
+        action="store_true",
+        help="rerun only the cases that failed or errored in the last run of these suites "
+        "(all of them when there is none)",
+    )
+    add_log_arguments(parser)
     parser.set_defaults(handler=run_command)
+
+
+def add_log_arguments(parser: Any) -> None:
+    """Add ``--log-dir`` and ``--no-log`` (shared with ``toolproof replay``)."""
+    parser.add_argument(
+        "--log-dir",
+        metavar="PATH",
+        help="where run logs go (default .toolproof/runs, or $TOOLPROOF_LOG_DIR)",
+    )
+    parser.add_argument("--no-log", action="store_true", help="do not write a run log of this run")
+
+
+def finish_log(log: RunLog | None, exc: BaseException) -> None:
+    """Record in the run log how a command that raised ended.
+
+    A configuration error found before anything ran leaves no run log at all.
+    """
+    import shutil
+
+    from toolproof.errors import UserError
+
+    if log is None:
+        return
+    if isinstance(exc, UserError) and not log.report_path.exists():
+        shutil.rmtree(log.info.path, ignore_errors=True)
+        return
+    if isinstance(exc, KeyboardInterrupt):
+        log.finish(status="interrupted", exit_code=130, interrupted=True)
+        return
+    from toolproof._tracebacks import user_location
+
+    code = 2 if isinstance(exc, UserError) or user_location(exc) is not None else 4
+    log.finish(status="crashed", exit_code=code, interrupted=True)
 
 
 def check_report_paths(specs: Any) -> None:
@@ -200,34 +263,149 @@ def run_command(args: argparse.Namespace) -> int:
     console = Console(stderr=stdout_taken, highlight=False)
     if not console.is_terminal and "COLUMNS" not in os.environ:
         console.width = 140  # CI logs are wide; rich assumes 80 columns without a terminal
-    progress = default_progress(quiet=args.quiet)
-    report = asyncio.run(
-        _run(
-            suites,
-            model=model,
-            judge_model=judge_model,
-            cases=args.case,
-            tags=args.tag,
-            trials=args.trials,
-            concurrency=args.concurrency,
-            cache=not args.no_cache,
-            cache_dir=args.cache_dir,
-            requests_per_minute=args.rpm,
-            tokens_per_minute=args.tpm,
-            reports=specs,
-            progress=progress,
-        )
-    )
-    from toolproof.evals._report import print_summary
+    if args.last_failed:
+        suites = _last_failed(suites, args, console)
+    log = _start_log(suites, args)
+    reports = list(specs)
+    if log is not None:
+        from toolproof._reporting import ReportSpec
 
+        reports.append(ReportSpec("json", str(log.report_path)))
+    progress = default_progress(quiet=args.quiet)
+    try:
+        report = asyncio.run(
+            _run(
+                suites,
+                model=model,
+                judge_model=judge_model,
+                cases=args.case,
+                tags=args.tag,
+                trials=args.trials,
+                concurrency=args.concurrency,
+                cache=not args.no_cache,
+                cache_dir=args.cache_dir,
+                requests_per_minute=args.rpm,
+                tokens_per_minute=args.tpm,
+                reports=reports,
+                progress=progress,
+                keep_failed_traces=args.verbose,
+                exitfirst=args.exitfirst,
+            )
+        )
+    except BaseException as exc:
+        finish_log(log, exc)
+        raise
+    from toolproof.evals._report import print_summary, print_transcripts
+
+    if args.verbose:
+        print_transcripts(report, console)
     print_summary(report, console)
     _print_tracebacks(report, console)
     for spec in specs:
         if not spec.to_stdout:
             console.print(f"[dim]wrote {spec.format} report to {spec.path}[/]")
+    ran = sum(len(c.trials) for c in report.cases)
+    planned = sum(
+        args.trials or c.case.config.trials for c in report.cases if c.verdict != "skipped"
+    )
+    stopped = args.exitfirst and not report.interrupted and ran < planned
     if report.interrupted:
         console.print("[yellow]interrupted: the reports hold the cases finished so far[/]")
+    elif stopped:
+        not_run = report.count("not_run")
+        console.print(
+            f"[yellow]stopped at the first blocking failure (-x): {ran} of {planned} trials "
+            f"ran, {not_run} case{'s' if not_run != 1 else ''} not run[/]"
+        )
+    if log is not None:
+        summary = report.summary()
+        if not args.model:  # the suites' own models, as the cases ran with them
+            models = sorted({c.model for c in report.cases if c.model})
+            log.info.model = ", ".join(models) or None
+        status = "interrupted" if report.interrupted else "stopped" if stopped else "finished"
+        log.finish(
+            status=status,
+            exit_code=report.exit_code,
+            interrupted=report.interrupted or stopped,
+            counts={
+                key: summary[key]
+                for key in (
+                    "cases",
+                    "passed",
+                    "failed",
+                    "errors",
+                    "skipped",
+                    "not_run",
+                    "trials",
+                    "trials_passed",
+                )
+            },
+        )
+        console.print(f"[dim]run log: {log.info.path}[/]", highlight=False)
     return report.exit_code
+
+
+def _suite_files(suites: list[Suite]) -> list[str]:
+    from pathlib import Path
+
+    return sorted({str(Path(suite.file).resolve()) for suite in suites})
+
+
+def _start_log(suites: list[Suite], args: argparse.Namespace) -> RunLog | None:
+    from toolproof._runlog import RunLog
+
+    if args.no_log:
+        return None
+    return RunLog.start(
+        args.log_dir,
+        "run",
+        argv=getattr(args, "argv", None),
+        suites=_suite_files(suites),
+        model=args.model,
+    )
+
+
+def _last_failed(suites: list[Suite], args: argparse.Namespace, console: Console) -> list[Suite]:
+    """The suites cut to the cases that failed or errored in the last run log of them."""
+    import dataclasses
+
+    from rich.markup import escape
+
+    from toolproof._runlog import list_runs, load_run
+
+    files = set(_suite_files(suites))
+    previous = next(
+        (
+            r
+            for r in list_runs(args.log_dir)
+            if r.kind == "run" and r.has_report and files & set(r.suites)
+        ),
+        None,
+    )
+    if previous is None:
+        console.print("no previous run: running all")
+        return suites
+    report = load_run(previous.path).report or {}
+    cases = report.get("cases")
+    failed = {
+        c.get("id")
+        for c in (cases if isinstance(cases, list) else [])
+        if isinstance(c, dict) and c.get("verdict") in ("fail", "error")
+    }
+    kept = [
+        dataclasses.replace(suite, cases=[c for c in suite.cases if c.id in failed])
+        for suite in suites
+    ]
+    kept = [suite for suite in kept if suite.cases]
+    if not kept:
+        console.print(f"no failures in the last run ({escape(previous.id)}): running all")
+        return suites
+    count = sum(len(suite.cases) for suite in kept)
+    console.print(
+        f"rerunning the {count} case{'s' if count != 1 else ''} that failed in the last run "
+        f"({escape(previous.id)})"
+    )
+    return kept
 
 
 def _print_tracebacks(report: EvalReport, console: Console) -> None:

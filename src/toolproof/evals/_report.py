@@ -23,6 +23,10 @@ The JSON report (``format: toolproof-eval-report``, ``version: 1``) is the compl
 
 docs/evals.md documents every field. Trials are copied from the spool file the runner
 streamed them to, so writing the report never holds all traces in memory.
+
+JUnit and Markdown show the transcript of each failing trial (read back from the spool one
+trial at a time, clipped: see :func:`toolproof._reporting.transcript_lines`); so does the
+console with ``toolproof run -v`` (:func:`print_transcripts`).
 """
 
 from __future__ import annotations
@@ -38,12 +42,16 @@ from toolproof._reporting import (
     md_code,
     md_details,
     md_escape,
+    md_pre,
     md_table,
     md_truncate,
     open_output,
+    printable,
+    transcript_rich,
+    transcript_text,
     write_junit,
 )
-from toolproof.evals._results import CaseResult, EvalReport
+from toolproof.evals._results import CaseResult, EvalReport, TrialResult
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -56,6 +64,8 @@ __all__ = [
     "junit_suites",
     "markdown_report",
     "print_summary",
+    "print_transcripts",
+    "trial_traces",
     "write_json_report",
     "write_reports",
 ]
@@ -77,10 +87,55 @@ def write_reports(report: EvalReport, specs: Sequence[ReportSpec], spool: IO[byt
         if spec.format == "json":
             write_json_report(spec.path, report, spool)
         elif spec.format == "junit":
-            write_junit(spec.path, junit_suites(report))
+            write_junit(spec.path, junit_suites(report, spool))
         elif spec.format == "markdown":
             with open_output(spec.path) as out:
-                out.write(markdown_report(report))
+                out.write(markdown_report(report, spool=spool))
+
+
+#: Failing trials per case whose transcript JUnit and Markdown show.
+TRANSCRIPTS_PER_CASE = 3
+#: Cases whose transcripts the Markdown report shows (it must fit a GitHub comment).
+MARKDOWN_TRANSCRIPT_CASES = 10
+#: Characters of one transcript in the Markdown report.
+MARKDOWN_TRANSCRIPT_LIMIT = 4000
+
+
+def trial_traces(trial: TrialResult, spool: IO[bytes] | None = None) -> list[dict[str, Any]] | None:
+    """A trial's traces in their JSON form: kept in memory, or read back from the spool."""
+    if trial.traces is not None:
+        return [trace.to_dict() for trace in trial.traces]
+    if trial.spool is None or spool is None:
+        return None
+    offset, length = trial.spool
+    position = spool.tell()
+    try:
+        spool.seek(offset)
+        data = json.loads(spool.read(length))
+    except (OSError, ValueError):
+        return None
+    finally:
+        spool.seek(position)
+    traces = data.get("traces") if isinstance(data, dict) else None
+    return traces if isinstance(traces, list) else None
+
+
+def _failing(result: CaseResult) -> list[TrialResult]:
+    return [t for t in result.trials if t.status != "pass"][:TRANSCRIPTS_PER_CASE]
+
+
+def _transcripts(result: CaseResult, spool: IO[bytes] | None, limit: int | None = None) -> str:
+    """The transcripts of a case's first failing trials, as plain text."""
+    parts = []
+    for trial in _failing(result):
+        traces = trial_traces(trial, spool)
+        if not traces:
+            continue
+        text = transcript_text(traces, indent="  ")
+        if limit is not None and len(text) > limit:
+            text = text[: limit - 1] + "…"
+        parts.append(f"transcript of trial {trial.index + 1} ({trial.status}):\n{text}")
+    return "\n".join(parts)
 
 
 # -- JSON -------------------------------------------------------------------------------------
@@ -169,19 +224,28 @@ def real_tools_summary(report: EvalReport, code: bool = False) -> str | None:
     return f"real tools: {shown} (in {cases} mocked case{'s' if cases != 1 else ''})"
 
 
-def junit_suites(report: EvalReport) -> list[JUnitSuite]:
-    """One ``<testsuite>`` per eval suite, one ``<testcase>`` per case."""
+def junit_suites(report: EvalReport, spool: IO[bytes] | None = None) -> list[JUnitSuite]:
+    """One ``<testsuite>`` per eval suite, one ``<testcase>`` per case.
+
+    A failing case's ``<system-out>`` holds the transcripts of its first failing trials
+    (when their traces are kept, or in ``spool``).
+    """
     suites: dict[str, JUnitSuite] = {}
     for result in report.cases:
         case = result.case
         suite = suites.setdefault(case.suite, JUnitSuite(case.suite, timestamp=report.started_at))
         details = "\n".join(_trial_lines(result))
         out = case.location + _real_line(result, "\n")
+        shown = details
+        if result.verdict in ("fail", "error"):
+            transcripts = _transcripts(result, spool)
+            if transcripts:
+                shown = f"{details}\n{transcripts}" if details else transcripts
         item = JUnitCase(
             name=case.name,
             classname=case.suite,
             time_s=result.duration_ms / 1000,
-            system_out=f"{out}\n{details}" if details else out,
+            system_out=f"{out}\n{shown}" if shown else out,
         )
         advisory = "" if result.blocking else "[advisory, gate: advise] "
         if result.verdict == "fail":
@@ -278,11 +342,14 @@ def _judged_figures(report: EvalReport) -> list[str]:
     return parts
 
 
-def markdown_report(report: EvalReport, *, limit: int = 65536) -> str:
+def markdown_report(
+    report: EvalReport, *, limit: int = 65536, spool: IO[bytes] | None = None
+) -> str:
     """A Markdown report for a pull-request comment or ``$GITHUB_STEP_SUMMARY``.
 
     Failing, erroring and flaky cases come first, each with the failing checks of its
-    trials in a collapsible block; the text fits a GitHub comment (``limit`` characters).
+    trials in a collapsible block, then (for the first cases) a collapsed transcript of their
+    failing trials, HTML-escaped; the text fits a GitHub comment (``limit`` characters).
     """
     summary = report.summary()
     lines = [MARKDOWN_MARKER, f"## {_headline(report)}", ""]
@@ -317,13 +384,20 @@ def markdown_report(report: EvalReport, *, limit: int = 65536) -> str:
                 ]
             )
         lines += [md_table(["verdict", "case", "passed", "reason"], rows), ""]
-        for result in attention:
-            body = "\n".join(f"    {line}" for line in _trial_lines(result))
+        for number, result in enumerate(attention):
+            body = "\n".join(_trial_lines(result))
             if body:
                 lines += [
-                    md_details(f"{md_escape(result.case.id)}: trials", body),
+                    md_details(f"{md_escape(result.case.id)}: trials", md_pre(body)),
                     "",
                 ]
+            if number < MARKDOWN_TRANSCRIPT_CASES:
+                transcripts = _transcripts(result, spool, MARKDOWN_TRANSCRIPT_LIMIT)
+                if transcripts:
+                    lines += [
+                        md_details(f"{md_escape(result.case.id)}: transcript", md_pre(transcripts)),
+                        "",
+                    ]
     if flaky:
         lines += ["### Flaky (passed by pass_rule, but not every trial)", ""]
         rows = [
@@ -349,6 +423,45 @@ def markdown_report(report: EvalReport, *, limit: int = 65536) -> str:
 
 
 # -- console ----------------------------------------------------------------------------------
+
+
+def print_transcripts(report: EvalReport, console: Console) -> None:
+    """Print each failing trial's transcript under its verdict (``toolproof run -v``).
+
+    Needs the failing trials' traces in memory (``keep_failed_traces``). Every string from
+    the trace is printed literally (rich ``Text``, never markup).
+    """
+    from rich.text import Text
+
+    shown = False
+    for result in report.cases:
+        failing = [t for t in result.trials if t.status != "pass"]
+        if result.verdict not in ("fail", "error") and not failing:
+            continue
+        if not shown:
+            console.rule("transcripts of failing trials")
+            shown = True
+        head = Text()
+        head.append(f"{result.verdict.upper()} ", style="bold red")
+        head.append(printable(result.case.id), style="bold")
+        head.append(f"  {result.passes}/{len(result.trials)} trials passed", style="dim")
+        console.print(head)
+        for trial in failing:
+            line = Text(f"  trial {trial.index + 1}: {trial.status.upper()}", style="red")
+            if trial.error and trial.status == "error":  # a failure's checks say why
+                error = printable(f"  {trial.error_type or 'error'}: {trial.error}")
+                line.append(error, style="red")
+            console.print(line, soft_wrap=True)
+            for check in trial.failed_checks:
+                console.print(
+                    Text(printable(f"    {check.status}: {check.label}: {check.reason}"), "red"),
+                    soft_wrap=True,
+                )
+            traces = trial_traces(trial)
+            if traces:
+                console.print(transcript_rich(traces, indent="    "), soft_wrap=True)
+            else:
+                console.print(Text("    (no trace: the trial stopped before the agent ran)", "dim"))
 
 
 def print_summary(report: EvalReport, console: Console, *, all_cases: bool | None = None) -> None:
@@ -378,10 +491,10 @@ def print_summary(report: EvalReport, console: Console, *, all_cases: bool | Non
             gate = "" if result.blocking else " (advise)"
             table.add_row(
                 f"[{styles[result.verdict]}]{result.verdict.upper()}[/]{gate}",
-                escape(result.case.id),
+                escape(printable(result.case.id)),
                 f"{result.passes}/{len(result.trials)}" if result.trials else "-",
                 hat,
-                escape(result.reason),
+                escape(printable(result.reason)),
             )
         console.print(table)
     if not show_all:

@@ -240,6 +240,8 @@ class _Plan:
 class _Options:
     concurrency: int = 8
     keep_traces: bool = False
+    keep_failed_traces: bool = False
+    exitfirst: bool = False
     retry_backoff: float = 1.0
     retry_backoff_max: float = 30.0
 
@@ -262,6 +264,8 @@ class _Runner:
         self.model_calls = 0
         self.cached_calls = 0
         self.judge_calls = 0
+        self.stopped = False
+        self.workers: list[asyncio.Task[None]] = []
 
     # -- the run --------------------------------------------------------------------------------
 
@@ -278,10 +282,12 @@ class _Runner:
 
         async def worker() -> None:
             for plan, index in queue:
+                if self.stopped:
+                    return
                 trial = await self.trial(plan, index)
                 self.record(plan, trial)
 
-        workers = [
+        self.workers = workers = [
             asyncio.ensure_future(worker())
             for _ in range(max(1, min(self.options.concurrency, len(units))))
         ]
@@ -292,7 +298,7 @@ class _Runner:
             for task in workers:
                 task.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
-            return True
+            return not self.stopped
         except BaseException:
             for task in workers:
                 task.cancel()
@@ -309,6 +315,27 @@ class _Runner:
         if plan.remaining == 0:
             plan.result = _case_result(plan, interrupted=False)
             self.progress.case_done(plan.result)
+        if self.options.exitfirst and not self.stopped and self.decided_failure(plan):
+            self.stop()
+
+    def decided_failure(self, plan: _Plan) -> bool:
+        """Whether a blocking case has failed (or errored), even before all its trials ran."""
+        if plan.case.config.gate != "block":
+            return False
+        if plan.result is not None:
+            return plan.result.verdict in ("fail", "error")
+        trials = [t for t in plan.results if t is not None]
+        passes = sum(1 for t in trials if t.status == "pass")
+        failures = sum(1 for t in trials if t.status == "fail")
+        return plan.case.config.pass_rule.decide(plan.trials, passes, failures) == "fail"
+
+    def stop(self) -> None:
+        """Stop at the first blocking failure (``-x``): no new trial starts, running ones end."""
+        self.stopped = True
+        current = asyncio.current_task()
+        for task in self.workers:
+            if task is not current:
+                task.cancel()
 
     # -- one trial ------------------------------------------------------------------------------
 
@@ -335,7 +362,10 @@ class _Runner:
                 continue
             if self.spool is not None:
                 trial.spool = self.write_spool(trial)
-            if not self.options.keep_traces:
+            keep = self.options.keep_traces or (
+                self.options.keep_failed_traces and trial.status != "pass"
+            )
+            if not keep:
                 trial.traces = None
             return trial
 
@@ -641,6 +671,8 @@ async def evaluate_async(
     keep_traces: bool = False,
     retry_backoff: float = 1.0,
     partial_on_cancel: bool = False,
+    keep_failed_traces: bool = False,
+    exitfirst: bool = False,
 ) -> EvalReport:
     """Run eval suites and return the report (the engine of ``toolproof run``).
 
@@ -666,6 +698,10 @@ async def evaluate_async(
             (doubling each time, or the provider's ``Retry-After`` when longer).
         partial_on_cancel: When the run is cancelled, return the partial report
             (``interrupted=True``) instead of raising ``CancelledError``.
+        keep_failed_traces: Keep the traces of trials that did not pass in memory (for
+            transcripts of failures), and no others.
+        exitfirst: Stop at the first blocking case that fails (or errors): no new trial
+            starts, running trials are cancelled, and the cases left are ``"not_run"``.
 
     Returns:
         The report; ``report.exit_code`` is what ``toolproof run`` exits with.
@@ -709,25 +745,35 @@ async def evaluate_async(
         from toolproof.evals._cache import ResponseCache
 
         response_cache = ResponseCache(Path(cache_dir))
-    # Trials (with their traces) stream to this file for the JSON report.
+    # Trials (with their traces) stream to this file for the reports (the JSON report holds
+    # every trace; JUnit and Markdown show the transcripts of failing trials).
     spool = (
         tempfile.TemporaryFile(prefix="toolproof-trials-")  # noqa: SIM115 - closed below
-        if any(s.format == "json" for s in specs)
+        if specs
         else None
     )
     runner = _Runner(
         plans,
-        _Options(concurrency=concurrency, keep_traces=keep_traces, retry_backoff=retry_backoff),
+        _Options(
+            concurrency=concurrency,
+            keep_traces=keep_traces,
+            keep_failed_traces=keep_failed_traces,
+            exitfirst=exitfirst,
+            retry_backoff=retry_backoff,
+        ),
         cache=response_cache,
         progress=progress or NullProgress(),
         spool=spool,
     )
     cancelled = False
+    crash: Exception | None = None
     try:
         try:
             interrupted = await runner.run()
         except asyncio.CancelledError:
             interrupted = cancelled = True
+        except Exception as exc:  # still write the reports of what finished, then raise
+            interrupted, crash = True, exc
         finally:
             runner.progress.finish()
         for plan in plans:
@@ -746,6 +792,8 @@ async def evaluate_async(
             from toolproof.evals._report import write_reports
 
             write_reports(report, specs, spool)
+        if crash is not None:
+            raise crash
     finally:
         if spool is not None:
             spool.close()

@@ -3,7 +3,12 @@
 Formats: a console summary (text), JSON (everything), JUnit XML (one test case per sample:
 fails are failures, infrastructure problems are errors, warns pass with their findings in
 ``system-out``) and Markdown for pull-request comments (the failures, then the spot-check
-list of warns).
+list of warns). In model mode, JUnit and Markdown also show the transcript of each failing
+sample's new run, clipped (model output is untrusted: escaped by the XML library, and
+HTML-escaped in Markdown).
+
+The JSON report (``format: toolproof-replay-report``, ``version: 1``) is also the run log's
+``report.json``, which always carries each sample's new trace (``new_trace``, model mode).
 """
 
 from __future__ import annotations
@@ -19,16 +24,25 @@ from toolproof._reporting import (
     md_code,
     md_details,
     md_escape,
+    md_pre,
     md_table,
     md_truncate,
     open_output,
+    printable,
+    transcript_text,
     write_junit,
 )
 from toolproof._text import clip
 from toolproof.replay._grading import Finding, SampleResult
 from toolproof.replay._rules import Aging
 
-__all__ = ["MARKDOWN_MARKER", "ReplayReport"]
+__all__ = ["MARKDOWN_MARKER", "REPORT_FORMAT", "REPORT_VERSION", "ReplayReport"]
+
+REPORT_FORMAT = "toolproof-replay-report"
+#: Version of the JSON report. Bump it when a field is removed or changes meaning.
+REPORT_VERSION = 1
+#: Failing samples whose transcript JUnit and Markdown show.
+TRANSCRIPT_SAMPLES = 20
 
 #: First line of the Markdown report: CI finds (and updates) its earlier comment by it
 #: (the eval report's is ``<!-- toolproof-evals -->``, so both comments can live side by side).
@@ -139,10 +153,29 @@ class ReplayReport:
 
     # -- formats -----------------------------------------------------------------------------
 
-    def to_dict(self) -> dict[str, Any]:
-        """Everything, as plain data (the JSON report)."""
+    def to_dict(self, *, traces: bool = False, interrupted: bool = False) -> dict[str, Any]:
+        """Everything, as plain data (the JSON report).
+
+        Args:
+            traces: Also each sample's new trace (``new_trace``, model mode), as the run
+                log keeps it.
+            interrupted: The replay was stopped before every sample ran.
+        """
+        from toolproof._version import __version__
+
         counts = self.counts
+        results = []
+        for sample in self.samples:
+            entry = sample.to_dict()
+            if traces and sample.new_trace is not None:
+                entry["new_trace"] = sample.new_trace.to_dict()
+            results.append(entry)
         return {
+            "format": REPORT_FORMAT,
+            "version": REPORT_VERSION,
+            "toolproof": __version__,
+            "interrupted": interrupted,
+            "exit_code": self.exit_code,
             "mode": self.mode,
             "source": self.source,
             "new_model": self.new_model,
@@ -161,12 +194,20 @@ class ReplayReport:
                 "passed": self.gate_passed,
             },
             "spot_check": [s.trace_id for s in self.spot_check],
-            "results": [s.to_dict() for s in self.samples],
+            "results": results,
         }
 
-    def to_json(self, *, indent: int | None = 2) -> str:
-        """The JSON report."""
-        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, default=str)
+    def to_json(self, *, indent: int | None = 2, traces: bool = False) -> str:
+        """The JSON report (with each sample's new trace when ``traces``)."""
+        return json.dumps(
+            self.to_dict(traces=traces), indent=indent, ensure_ascii=False, default=str
+        )
+
+    def transcript(self, sample: SampleResult) -> str:
+        """The clipped transcript of a sample's new run (model mode), or ``""``."""
+        if sample.new_trace is None:
+            return ""
+        return transcript_text([sample.new_trace.to_dict()], indent="  ")
 
     def summary(self) -> str:
         """One line: counts, rates and the gate's verdict."""
@@ -206,12 +247,14 @@ class ReplayReport:
             if len(samples) > max_samples:
                 lines.append(f"  ... and {len(samples) - max_samples} more (see the JSON report)")
         lines.append(self.summary())
-        return "\n".join(lines)
+        # Recorded and new outputs are untrusted: no escape sequence reaches the terminal.
+        return printable("\n".join(lines))
 
     def junit_suites(self) -> list[JUnitSuite]:
         """One suite, one case per sample."""
         suite = JUnitSuite(name=f"toolproof replay ({self.mode})", timestamp=self.started_at)
         real = f"real tools: {', '.join(self.real_tools)}" if self.real_tools else ""
+        shown = {id(sample) for sample in self.failures[:TRANSCRIPT_SAMPLES]}
         for sample in self.samples:
             text = _findings_text(sample.findings)
             case = JUnitCase(
@@ -219,6 +262,9 @@ class ReplayReport:
                 classname=f"replay.{self.mode}",
                 time_s=sample.duration_ms / 1000,
             )
+            transcript = self.transcript(sample) if id(sample) in shown else ""
+            if transcript:
+                case.system_out = f"transcript of the new run:\n{transcript}"
             if sample.grade == "fail":
                 case.failure = text
             elif sample.grade == "error":
@@ -277,6 +323,16 @@ class ReplayReport:
             parts.append(_md_findings(self.failures[:max_samples]))
             if len(self.failures) > max_samples:
                 parts.append(f"\n… and {len(self.failures) - max_samples} more failures.")
+            for sample in self.failures[: min(max_samples, TRANSCRIPT_SAMPLES)]:
+                transcript = self.transcript(sample)
+                if transcript:
+                    parts += [
+                        "",
+                        md_details(
+                            f"{md_escape(sample.trace_id[:12])}: transcript of the new run",
+                            md_pre(clip(transcript, 4000, flatten=False)),
+                        ),
+                    ]
         if self.errors:
             parts += ["", "### Not graded (errors)", ""]
             parts.append(_md_findings(self.errors[:max_samples]))
@@ -290,14 +346,17 @@ class ReplayReport:
             ]
         return md_truncate("\n".join(parts) + "\n")
 
-    def write(self, spec: ReportSpec) -> None:
-        """Write one report (``json``, ``junit`` or ``markdown``) where ``spec`` says."""
+    def write(self, spec: ReportSpec, *, traces: bool = False) -> None:
+        """Write one report (``json``, ``junit`` or ``markdown``) where ``spec`` says.
+
+        With ``traces``, the JSON report carries each sample's new trace.
+        """
         if spec.format == "junit":
             write_junit(spec.path, self.junit_suites())
             return
         with open_output(spec.path) as out:
             if spec.format == "json":
-                out.write(self.to_json() + "\n")
+                out.write(self.to_json(traces=traces) + "\n")
             else:
                 out.write(self.render_markdown())
 
