@@ -81,6 +81,10 @@ def write_reports(report: EvalReport, specs: Sequence[ReportSpec], spool: IO[byt
         elif spec.format == "markdown":
             with open_output(spec.path) as out:
                 out.write(markdown_report(report))
+        elif spec.format == "html":
+            from toolproof.view import write_eval_html
+
+            write_eval_html(spec.path, report, spool)
 
 
 # -- JSON -------------------------------------------------------------------------------------

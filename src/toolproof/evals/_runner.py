@@ -712,7 +712,7 @@ async def evaluate_async(
     # Trials (with their traces) stream to this file for the JSON report.
     spool = (
         tempfile.TemporaryFile(prefix="toolproof-trials-")  # noqa: SIM115 - closed below
-        if any(s.format == "json" for s in specs)
+        if any(s.format in ("json", "html") for s in specs)
         else None
     )
     runner = _Runner(
