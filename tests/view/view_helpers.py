@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -91,15 +90,6 @@ def screenshot(driver: Any, name: str) -> Path:
     driver.set_window_size(1280, 1000)
     print(f"screenshot: {path}")
     return path
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
-    driver = start_browser()
-    try:
-        yield driver
-    finally:
-        stop_browser(driver)
 
 
 def env_with_src() -> dict[str, str]:

@@ -514,7 +514,7 @@ def _eval_cases(data: dict[str, Any]) -> str:
         )
     tag_options = "".join(f'<option value="{e(t)}">{e(t)}</option>' for t in tags)
     filters = (
-        '<form class="filters" id="filters" hidden role="search" onsubmit="return false">'
+        '<form class="filters" id="filters" hidden role="search">'
         '<label>show <select id="f-state"><option value="">all cases</option>'
         '<option value="failing">failing (fail or error)</option>'
         '<option value="flaky">flaky</option><option value="pass">passing</option></select></label>'
@@ -742,6 +742,7 @@ def render_replay(data: dict[str, Any], *, nav: str = "") -> str:
         f'<div class="charts">{chart}</div></section>'
     )
     rows = []
+    embedded: dict[str, dict[str, Any]] = {}
     order = {"fail": 0, "error": 1, "warn": 2, "pass": 3}
     for n, result in sorted(
         enumerate(samples), key=lambda item: order.get(str(item[1].get("grade")), 4)
@@ -762,10 +763,10 @@ def render_replay(data: dict[str, Any], *, nav: str = "") -> str:
             f"<dt>recorded model</dt><dd>{e(result.get('recorded_model'))}</dd>"
             f"<dt>age</dt><dd>{e(result.get('age_days'))} days (weight {e(result.get('weight'))})</dd></dl>"
             f"{'<ul class=notes>' + notes + '</ul>' if notes else ''}"
-            f"{_findings(result)}{diff}</div></details>"
+            f"{_findings(result)}{diff}{_both_runs(n, result, embedded)}</div></details>"
         )
     filters = (
-        '<form class="filters" id="filters" hidden role="search" onsubmit="return false">'
+        '<form class="filters" id="filters" hidden role="search">'
         '<label>show <select id="f-state"><option value="">all samples</option>'
         '<option value="failing">failing (fail or error)</option><option value="warn">warn</option>'
         '<option value="pass">passing</option></select></label>'
@@ -780,7 +781,26 @@ def render_replay(data: dict[str, Any], *, nav: str = "") -> str:
         f'<header class="top"><h1>toolproof replay report ({e(data.get("mode"))})</h1>'
         f'<p class="muted">{e(data.get("started_at", ""))}</p></header>'
     )
-    return page("toolproof replay report", head + summary + cases, data={"kind": "replay"}, nav=nav)
+    data_block = {"kind": "replay", "samples": embedded}
+    return page("toolproof replay report", head + summary + cases, data=data_block, nav=nav)
+
+
+def _both_runs(n: int, result: dict[str, Any], embedded: dict[str, dict[str, Any]]) -> str:
+    """Both runs' step views side by side (filled by the script from the embedded data)."""
+    sides = {k: result[k] for k in ("recorded_trace", "new_trace") if result.get(k)}
+    if not sides:
+        return ""
+    embedded[str(n)] = sides
+    slots = "".join(
+        f'<div><h4>{e(label)}</h4><div class="trace-slot" data-s="{n}" data-side="{key}">'
+        + ("" if key in sides else '<p class="muted">not kept</p>')
+        + "</div></div>"
+        for key, label in (("recorded_trace", "recorded run"), ("new_trace", "new run"))
+    )
+    return (
+        f'<details class="rtrace" data-s="{n}"><summary>both runs, step by step</summary>'
+        f'<div class="answers">{slots}</div></details>'
+    )
 
 
 # -- single traces ------------------------------------------------------------------------

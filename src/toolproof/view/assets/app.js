@@ -190,10 +190,21 @@
     });
   }
 
+  function fillRuns(details) {
+    if (details.dataset.done) return;
+    details.dataset.done = "1";
+    var sample = (data().samples || {})[details.dataset.s] || {};
+    details.querySelectorAll(".trace-slot[data-side]").forEach(function (slot) {
+      var tr = sample[slot.dataset.side];
+      if (tr) { slot.textContent = ""; slot.appendChild(renderTrace(tr, "")); }
+    });
+  }
+
   function setupFilters() {
     var form = document.getElementById("filters");
     if (!form) return;
     form.hidden = false;
+    form.addEventListener("submit", function (ev) { ev.preventDefault(); });
     var rows = Array.prototype.slice.call(document.querySelectorAll(".rows > details.case"));
     var state = document.getElementById("f-state");
     var tag = document.getElementById("f-tag");
@@ -238,6 +249,7 @@
     document.addEventListener("toggle", function (ev) {
       var d = ev.target;
       if (d && d.classList && d.classList.contains("trial") && d.open) fillTrial(d);
+      if (d && d.classList && d.classList.contains("rtrace") && d.open) fillRuns(d);
     }, true);
     var single = document.querySelector(".trace-slot[data-trace]");
     if (single) {
