@@ -261,6 +261,7 @@
       var target = document.getElementById(hash);
       if (target) { target.open = true; target.querySelector("summary").focus(); }
     }
+    window.toolproofReadyMs = performance.now();
     document.body.setAttribute("data-ready", "1");
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
