@@ -29,10 +29,11 @@ sys.path.insert(0, str(ROOT / "tests" / "view"))
 
 def template() -> dict[str, Any]:
     """A real report: the HR suite run scripted with 3 trials."""
+    suite = ROOT / "examples" / "hr_assistant" / "hr.eval.yaml"
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "hr.json"
         subprocess.run(
-            [sys.executable, "-m", "toolproof", "run", str(ROOT / "examples/hr_assistant/hr.eval.yaml"),
+            [sys.executable, "-m", "toolproof", "run", str(suite),
              "--model", "scripted", "--report", f"json:{out}"],
             check=True, capture_output=True, cwd=ROOT,
             env={**__import__("os").environ, "PYTHONPATH": str(ROOT / "src")},
@@ -135,7 +136,10 @@ def main() -> None:
     print("| figure | value | baseline / target |")
     print("|---|---|---|")
     print(f"| render + write HTML | {html_s:.2f} s | JSON dump + write {json_s:.2f} s |")
-    print(f"| file size | {html_mb:.1f} MB | JSON {json_mb:.1f} MB (x{html_mb / json_mb:.2f}; target <= x3) |")
+    print(
+        f"| file size | {html_mb:.1f} MB | JSON {json_mb:.1f} MB "
+        f"(x{html_mb / json_mb:.2f}; target <= x3) |"
+    )
     if load:
         print(f"| browser: load event | {load['load']:.0f} ms | target: a few seconds |")
         print(f"| browser: rows ready (script ran) | {load['ready']:.0f} ms | |")

@@ -48,9 +48,8 @@ def css(driver: Any, selector: str) -> list[Any]:
 
 
 def visible_rows(driver: Any) -> int:
-    return int(driver.execute_script(
-        "return [...document.querySelectorAll('.rows > details.case')].filter(r => !r.hidden).length"
-    ))  # fmt: skip
+    script = "return [...document.querySelectorAll('.rows > details.case')]"
+    return int(driver.execute_script(script + ".filter(r => !r.hidden).length"))
 
 
 def assert_nothing_ran(driver: Any) -> None:
@@ -100,7 +99,9 @@ def test_eval_report_from_file(browser: Any, eval_reports: dict[str, Any]) -> No
     # filters by clicks
     state = Select(browser.find_element("id", "f-state"))
     state.select_by_value("failing")
-    assert visible_rows(browser) == sum(1 for c in data["cases"] if c["verdict"] in ("fail", "error"))
+    assert visible_rows(browser) == sum(
+        1 for c in data["cases"] if c["verdict"] in ("fail", "error")
+    )
     state.select_by_value("flaky")
     assert visible_rows(browser) == 1
     assert browser.find_element("id", "f-count").text == f"1 of {len(data['cases'])} shown"
@@ -205,7 +206,9 @@ def test_replay_report_side_by_side(browser: Any, replay_reports: dict[str, Any]
     both.find_element("css selector", "summary").click()
     sides = wait_for(browser, lambda _: both.find_elements("css selector", ".trace"))
     assert len(sides) == 2
-    called = [[c.text for c in side.find_elements("css selector", ".call code.tool")] for side in sides]
+    called = [
+        [c.text for c in side.find_elements("css selector", ".call code.tool")] for side in sides
+    ]
     assert called == [["lookup_user"], ["list_invoices", "lookup_user"]]
     rows[1].find_element("css selector", "summary").click()
     assert "options" in rows[1].find_element("css selector", "table.sbs").text

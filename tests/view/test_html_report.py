@@ -51,7 +51,9 @@ def assert_inert(text: str) -> Elements:
     scripts = [attrs for tag, attrs in parsed.tags if tag == "script"]
     assert len(scripts) <= 2
     assert all(attrs in ({"type": "application/json", "id": "tp-data"}, {}) for attrs in scripts)
-    assert not [tag for tag, _ in parsed.tags if tag in ("img", "iframe", "object", "embed", "link")]
+    assert not [
+        tag for tag, _ in parsed.tags if tag in ("img", "iframe", "object", "embed", "link")
+    ]
     for tag, attrs in parsed.tags:
         assert not [a for a in attrs if a.startswith("on")], (tag, attrs)
         for name in ("src", "href", "action"):
@@ -153,7 +155,9 @@ hostile_text = st.one_of(
 )
 
 
-@settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    deadline=None, max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(name=hostile_text, tag=hostile_text, content=hostile_text, answer=hostile_text)
 def test_any_text_anywhere_stays_text(
     eval_reports: dict[str, Any], name: str, tag: str, content: str, answer: str

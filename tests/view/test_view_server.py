@@ -112,7 +112,9 @@ async def test_trace_store_filters_and_one_trace(
     assert status == 404
 
 
-async def test_only_reads_and_checks_the_host(runs_dir: Path, replay_reports: dict[str, Any]) -> None:
+async def test_only_reads_and_checks_the_host(
+    runs_dir: Path, replay_reports: dict[str, Any]
+) -> None:
     from aiohttp.test_utils import TestClient, TestServer
 
     app = make_app(Runs(root=runs_dir), str(replay_reports["store"]), allowed_hosts={"ok:1"})
@@ -145,7 +147,9 @@ def start_view(*argv: str, cwd: Path | None = None) -> tuple[subprocess.Popen[st
 
 
 @pytest.fixture
-def served(runs_dir: Path, replay_reports: dict[str, Any]) -> Iterator[tuple[subprocess.Popen[str], str]]:
+def served(
+    runs_dir: Path, replay_reports: dict[str, Any]
+) -> Iterator[tuple[subprocess.Popen[str], str]]:
     process, url = start_view(str(runs_dir), "--store", str(replay_reports["store"]), "--port", "0")
     try:
         yield process, url
@@ -217,9 +221,9 @@ def test_one_report_file(eval_reports: dict[str, Any]) -> None:
     try:
         import urllib.request
 
-        with urllib.request.urlopen(url) as response:  # noqa: S310 - our own 127.0.0.1 server
+        with urllib.request.urlopen(url) as response:
             assert 'href="/runs/report"' in response.read().decode()
-        with urllib.request.urlopen(url + "runs/report") as response:  # noqa: S310
+        with urllib.request.urlopen(url + "runs/report") as response:
             assert "toolproof eval report" in response.read().decode()
     finally:
         process.send_signal(signal.SIGINT)

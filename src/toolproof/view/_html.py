@@ -1,4 +1,4 @@
-"""Render eval and replay reports (and single traces) as self-contained HTML pages.
+r"""Render eval and replay reports (and single traces) as self-contained HTML pages.
 
 A page is one file: the CSS and the script are inlined, nothing is fetched, and it works
 from ``file://``. The summary, the charts (inline SVG) and the case list are rendered here,
@@ -134,7 +134,10 @@ def _badge(kind: str, text: str | None = None) -> str:
 def _tile(label: str, value: str, note: str = "", kind: str = "") -> str:
     cls = f"tile t-{e(kind)}" if kind else "tile"
     extra = f'<div class="note">{note}</div>' if note else ""
-    return f'<div class="{cls}"><div class="label">{e(label)}</div><div class="value">{value}</div>{extra}</div>'
+    return (
+        f'<div class="{cls}"><div class="label">{e(label)}</div>'
+        f'<div class="value">{value}</div>{extra}</div>'
+    )
 
 
 def _svg(title: str, desc: str, width: int, height: int, inner: str) -> str:
@@ -181,7 +184,9 @@ def _eval_summary(data: dict[str, Any]) -> str:
         3: ("error", "undecided: the model provider failed"),
         5: ("skipped", "nothing ran"),
     }
-    kind, verdict = verdicts.get(code, ("error", f"exit code {code}"))
+    kind, verdict = verdicts.get(
+        code if isinstance(code, int) else -1, ("error", f"exit code {code}")
+    )
     if data.get("interrupted"):
         verdict += " (interrupted: the cases finished so far)"
     flaky = sum(1 for c in cases if _case_class(c) == "flaky")
@@ -294,7 +299,8 @@ def _rate_bars(cases: list[dict[str, Any]]) -> str:
         parts.append(
             f"<g><title>{e(name)}: {passed}/{len(trials)} trials passed ({_pct(rate)})</title>"
             f'<text x="{label_w - 6}" y="{y + 13}" class="lbl" text-anchor="end">{e(short)}</text>'
-            f'<rect x="{label_w}" y="{y + 3}" width="{max(rate * bar_w, 1.5):.1f}" height="{row - 6}" '
+            f'<rect x="{label_w}" y="{y + 3}" width="{max(rate * bar_w, 1.5):.1f}" '
+            f'height="{row - 6}" '
             f'fill="{color}"/><text x="{label_w + max(rate * bar_w, 1.5) + 4:.1f}" y="{y + 13}" '
             f'class="tick">{_pct(rate)}</text></g>'
         )
@@ -461,7 +467,8 @@ def _trial_block(c: int, trial: dict[str, Any], full: bool) -> str:
 
 def _cells(trials: Sequence[dict[str, Any]]) -> str:
     return "".join(
-        f'<span class="cell c-{e(t.get("status"))}" title="trial {n + 1}: {e(t.get("status"))}"></span>'
+        f'<span class="cell c-{e(t.get("status"))}" '
+        f'title="trial {n + 1}: {e(t.get("status"))}"></span>'
         for n, t in enumerate(trials)
     )
 
@@ -492,7 +499,8 @@ def _eval_cases(data: dict[str, Any]) -> str:
             ("pass rule", case.get("pass_rule")),
             (
                 "trials",
-                f"{case.get('passes', 0)} passed / {len(trials)} of {case.get('trials_planned')} planned",
+                f"{case.get('passes', 0)} passed / {len(trials)} of "
+                f"{case.get('trials_planned')} planned",
             ),
         ]
         if case.get("description"):
@@ -547,7 +555,7 @@ def render_eval(data: dict[str, Any], *, nav: str = "") -> str:
 def _calls(trace: dict[str, Any] | None) -> list[dict[str, Any]]:
     if not trace:
         return []
-    out = []
+    out: list[dict[str, Any]] = []
     for step in trace.get("steps") or []:
         out.extend((step.get("response") or {}).get("tool_calls") or [])
     return out
@@ -641,7 +649,8 @@ def _side_by_side(result: dict[str, Any]) -> str:
         else:
             caption = "tool calls: recorded run and new run"
         parts.append(
-            f'<table class="sbs"><caption>{e(caption)}</caption><thead><tr><th scope="col">change</th>'
+            f'<table class="sbs"><caption>{e(caption)}</caption><thead><tr>'
+            '<th scope="col">change</th>'
             f'<th scope="col">recorded</th><th scope="col">new</th></tr></thead>'
             f"<tbody>{''.join(rows) or '<tr><td colspan=3>no tool calls</td></tr>'}</tbody></table>"
         )
@@ -726,7 +735,8 @@ def render_replay(data: dict[str, Any], *, nav: str = "") -> str:
             continue
         w = n / total * 600
         bars.append(
-            f'<rect x="{x:.1f}" y="0" width="{w:.1f}" height="22" fill="var(--{grade if grade != "warn" else "flaky"})">'
+            f'<rect x="{x:.1f}" y="0" width="{w:.1f}" height="22" '
+            f'fill="var(--{grade if grade != "warn" else "flaky"})">'
             f"<title>{e(grade)}: {n}</title></rect>"
         )
         x += w
@@ -761,7 +771,8 @@ def render_replay(data: dict[str, Any], *, nav: str = "") -> str:
             f'<span class="muted">{e(first)}</span></summary><div class="case-body">'
             f'<dl class="meta"><dt>trace</dt><dd>{e(result.get("trace_id"))}</dd>'
             f"<dt>recorded model</dt><dd>{e(result.get('recorded_model'))}</dd>"
-            f"<dt>age</dt><dd>{e(result.get('age_days'))} days (weight {e(result.get('weight'))})</dd></dl>"
+            f"<dt>age</dt><dd>{e(result.get('age_days'))} days "
+            f"(weight {e(result.get('weight'))})</dd></dl>"
             f"{'<ul class=notes>' + notes + '</ul>' if notes else ''}"
             f"{_findings(result)}{diff}{_both_runs(n, result, embedded)}</div></details>"
         )
@@ -775,7 +786,8 @@ def render_replay(data: dict[str, Any], *, nav: str = "") -> str:
     )
     cases = (
         f'<section id="cases" aria-labelledby="cases-h"><h2 id="cases-h">Samples '
-        f'<span class="muted">({len(samples)})</span></h2>{filters}<div class="rows">{"".join(rows)}</div></section>'
+        f'<span class="muted">({len(samples)})</span></h2>{filters}'
+        f'<div class="rows">{"".join(rows)}</div></section>'
     )
     head = (
         f'<header class="top"><h1>toolproof replay report ({e(data.get("mode"))})</h1>'
@@ -881,9 +893,9 @@ def replay_data(report: ReplayReport) -> dict[str, Any]:
                 for trace_id in wanted:
                     try:
                         recorded[trace_id] = json.loads(store.get_json(trace_id))
-                    except Exception:  # noqa: BLE001 - a missing trace only loses its diff
+                    except Exception:
                         continue
-        except Exception:  # noqa: BLE001 - the diff is an extra; the report stands without it
+        except Exception:
             recorded = {}
     for sample, out in zip(report.samples, data["results"], strict=True):
         if sample.trace_id in recorded:

@@ -163,10 +163,12 @@ def _run_list(runs: Runs) -> str:
             ", ".join(map(str, suites)) if isinstance(suites, list) else str(suites or "—")
         )
         rows.append(
-            f'<tr><td><a href="/runs/{e(run_id)}">{e(run_id)}</a></td><td>{e(_kind(run_id, meta))}</td>'
+            f'<tr><td><a href="/runs/{e(run_id)}">{e(run_id)}</a></td>'
+            f"<td>{e(_kind(run_id, meta))}</td>"
             f"<td>{e(meta.get('started') or '—')}</td><td>{e(meta.get('model') or '—')}</td>"
             f'<td class="wrap">{e(suites_text)}</td><td class="wrap">{e(_counts(meta))}</td>'
-            f'<td><span class="badge b-{kind}">exit {e("—" if code is None else code)}</span></td></tr>'
+            f'<td><span class="badge b-{kind}">exit {e("—" if code is None else code)}</span>'
+            "</td></tr>"
         )
     where = runs.single or runs.root
     if not rows:
@@ -302,11 +304,14 @@ def _traces(store_path: str, query: Any) -> tuple[int, str]:
     form = (
         '<form class="traces-form" action="/traces" method="get" role="search">'
         f'<label>since<input name="since" value="{e(params["since"])}" placeholder="7d"></label>'
-        f'<label>until<input name="until" value="{e(params["until"])}" placeholder="2026-01-31"></label>'
+        f'<label>until<input name="until" value="{e(params["until"])}" '
+        'placeholder="2026-01-31"></label>'
         f'<label>tool<input name="tool" value="{e(",".join(tools))}"></label>'
-        f'<label>model<input name="model" value="{e(params["model"])}" placeholder="openai:*"></label>'
+        f'<label>model<input name="model" value="{e(params["model"])}" '
+        'placeholder="openai:*"></label>'
         f'<label>tag<input name="tag" value="{e(",".join(tags))}"></label>'
-        f'<label>status<select name="status"><option value="">any</option>{status_options}</select></label>'
+        '<label>status<select name="status"><option value="">any</option>'
+        f"{status_options}</select></label>"
         f'<label>id<input name="id" value="{e(",".join(ids))}"></label>'
         f'<label>limit<input name="limit" value="{e(params["limit"] or "200")}" size="5"></label>'
         "<button type=submit>filter</button></form>"
@@ -342,7 +347,8 @@ def _traces(store_path: str, query: Any) -> tuple[int, str]:
             f'<tr><td><a href="/traces/{e(row.id)}"><code>{e(row.id[:12])}</code></a></td>'
             f"<td>{e(row.started_at or '—')}</td><td>{e(row.model)}</td>"
             f'<td><span class="badge b-{kind}">{e(row.status)}</span></td>'
-            f'<td class="wrap">{e(tools_text or "—")}</td><td class="wrap">{e(", ".join(row.tags) or "—")}</td>'
+            f'<td class="wrap">{e(tools_text or "—")}</td>'
+            f'<td class="wrap">{e(", ".join(row.tags) or "—")}</td>'
             f'<td class="wrap">{e(row.input)}</td></tr>'
         )
     shown = f"{len(rows)} of {total} traces" if total > len(rows) else f"{len(rows)} traces"
