@@ -249,7 +249,7 @@ def _eval_summary(data: dict[str, Any]) -> str:
     facts = [
         ("models", ", ".join(models) or "—"),
         ("judge", ", ".join(judges) or "none"),
-        ("real tools", ", ".join(real) or "none (every tool mocked or run as written)"),
+        ("real tools", ", ".join(real) or "none named (tools a mocked case runs for real)"),
         ("suites", ", ".join(str(x.get("name")) for x in data.get("suites") or []) or "—"),
         ("toolproof", f"{data.get('toolproof', '')} · report v{data.get('version', '')}"),
     ]
@@ -320,7 +320,7 @@ def _outcome_grid(cases: list[dict[str, Any]]) -> str:
     k = max((len(c.get("trials") or []) for c in shown), default=0)
     if not k:
         return ""
-    cell, per_band = (12, 40) if len(shown) <= 200 else (7, 100)
+    cell, per_band = (16, 30) if len(shown) <= 30 else (12, 40) if len(shown) <= 200 else (7, 100)
     bands = math.ceil(len(shown) / per_band)
     band_h = k * cell + 6
     width, height = min(len(shown), per_band) * cell, bands * band_h
@@ -638,8 +638,14 @@ def _side_by_side(result: dict[str, Any]) -> str:
             "changed": "changed arguments",
             "removed": "removed",
             "added": "added",
+            "recorded": "recorded",
         }
-        for kind, a, b in calls_diff(_calls(recorded), _calls(new)):
+        pairs = (
+            calls_diff(_calls(recorded), _calls(new))
+            if new
+            else [("recorded", call, None) for call in _calls(recorded)]
+        )
+        for kind, a, b in pairs:
             rows.append(
                 f'<tr class="d-{kind}"><th scope="row">{e(labels[kind])}</th>'
                 f"{_call_cell(a, b, 'del')}{_call_cell(b, a, 'ins')}</tr>"
