@@ -104,3 +104,10 @@ def browser() -> Iterator[Any]:
         yield driver
     finally:
         stop_browser(driver)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    from view_helpers import ARTIFACTS, SAVED
+
+    if SAVED:
+        terminalreporter.write_line(f"viewer screenshots ({len(SAVED)}): {ARTIFACTS}")

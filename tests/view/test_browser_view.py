@@ -43,6 +43,16 @@ def wait_for(driver: Any, condition: Any) -> Any:
     return WebDriverWait(driver, 20).until(condition)
 
 
+def navigate(driver: Any, element: Any) -> None:
+    """Click a link or button that loads another page, and wait for that page."""
+    from selenium.webdriver.support import expected_conditions
+
+    old = driver.find_element("tag name", "body")
+    element.click()
+    wait_for(driver, expected_conditions.staleness_of(old))
+    wait_ready(driver)
+
+
 def css(driver: Any, selector: str) -> list[Any]:
     return list(driver.find_elements("css selector", selector))
 
@@ -117,6 +127,11 @@ def test_eval_report_from_file(browser: Any, eval_reports: dict[str, Any]) -> No
     assert visible_rows(browser) == 1
     press(browser, *[Keys.BACKSPACE] * 4)
     assert visible_rows(browser) == len(data["cases"])
+    press(browser, Keys.TAB)  # from the search box, Tab reaches the first case row
+    assert browser.switch_to.active_element.tag_name == "summary"
+    assert browser.execute_script("return document.activeElement.parentElement.id") == "case-0"
+    press(browser, "j")
+    assert browser.execute_script("return document.activeElement.parentElement.id") == "case-1"
 
     # open the flaky case with Enter, its first failing trial with Space
     index = next(i for i, c in enumerate(data["cases"]) if c["name"] == "flaky_flip")
@@ -238,33 +253,66 @@ def test_the_viewer_in_the_browser(browser: Any, view_url: str) -> None:
         "20261201T090000Z-run-aaaaaa",
     ]
     screenshot(browser, "view-run-list")
-    links[1].click()
-    wait_ready(browser)
+    navigate(browser, links[1])
     assert browser.title.startswith("toolproof eval report")
     assert len(css(browser, ".rows > details.case")) == 3
     browser.find_element("css selector", "#case-0 > summary").click()
     browser.find_element("css selector", "#case-0 details.trial > summary").click()
     assert wait_for(browser, lambda d: css(d, "#case-0 .trace .call"))
     assert_nothing_ran(browser)
-    browser.find_element("link text", "traces").click()
-    wait_ready(browser)
+    navigate(browser, browser.find_element("link text", "traces"))
     assert browser.find_element("id", "trace-count").text == "3 traces"
     browser.find_element("name", "tool").send_keys("list_invoices")
-    browser.find_element("css selector", ".traces-form button").click()
-    wait_ready(browser)
+    navigate(browser, browser.find_element("css selector", ".traces-form button"))
     assert browser.find_element("id", "trace-count").text == "0 traces"
-    browser.find_element("link text", "traces").click()
-    wait_ready(browser)
-    css(browser, "table.runs a")[0].click()
-    wait_ready(browser)
+    navigate(browser, browser.find_element("link text", "traces"))
+    navigate(browser, css(browser, "table.runs a")[0])
     assert css(browser, ".trace .call")  # the step view
     assert "<script>window.__pwned=1" in browser.find_element("css selector", ".trace").text
+    screenshot(browser, "view-trace")
     assert_nothing_ran(browser)
-    browser.find_element("link text", "compare").click()
-    wait_ready(browser)
-    browser.find_element("css selector", ".traces-form button").click()
-    wait_ready(browser)
+    navigate(browser, browser.find_element("link text", "compare"))
+    navigate(browser, browser.find_element("css selector", ".traces-form button"))
     assert "gone" in browser.find_element("id", "cmp-summary").text
+    screenshot(browser, "view-compare")
     assert console_errors(browser) == []
     urls = requested_urls(browser)
     assert urls and all(u.startswith(origin + "/") for u in urls), urls
+
+
+def test_a_big_report_opens_and_filters_quickly(
+    browser: Any, hr_report: dict[str, Any], tmp_path: Path
+) -> None:
+    import copy
+    import json
+    import time
+
+    from toolproof.view import render_report
+
+    data = copy.deepcopy(hr_report["data"])
+    cases = []
+    for n in range(1500):  # 4,500 trials, each with its trace
+        case = copy.deepcopy(data["cases"][n % len(data["cases"])])
+        case["id"] = f"{case['id']}_{n}"
+        if n % 10 == 0:
+            case["verdict"] = "fail"
+        cases.append(case)
+    data["cases"] = cases
+    path = tmp_path / "big.html"
+    path.write_text(render_report(data), encoding="utf-8")
+    json_size = len(json.dumps(data, ensure_ascii=False).encode())
+    assert path.stat().st_size < 1.5 * json_size
+    started = time.perf_counter()
+    open_page(browser, path.as_uri())
+    assert time.perf_counter() - started < 30  # ~1 s here; a wide margin for a busy machine
+    assert len(css(browser, ".rows > details.case")) == 1500
+    from selenium.webdriver.support.ui import Select
+
+    started = time.perf_counter()
+    Select(browser.find_element("id", "f-state")).select_by_value("failing")
+    assert visible_rows(browser) == 150
+    assert time.perf_counter() - started < 10
+    browser.find_element("css selector", "#case-10 > summary").click()
+    browser.find_element("css selector", "#case-10 details.trial > summary").click()
+    assert wait_for(browser, lambda d: css(d, "#case-10 .trace .call"))
+    assert console_errors(browser) == []

@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+#: Screenshots saved in this session (the terminal summary names the folder).
+SAVED: list[Path] = []
 
 CHROMIUM_FLAGS = [
     "--headless",
@@ -89,6 +91,7 @@ def screenshot(driver: Any, name: str) -> Path:
     driver.save_screenshot(str(path))
     driver.set_window_size(1280, 1000)
     print(f"screenshot: {path}")
+    SAVED.append(path)
     return path
 
 
