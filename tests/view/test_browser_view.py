@@ -48,6 +48,7 @@ def navigate(driver: Any, element: Any) -> None:
     from selenium.webdriver.support import expected_conditions
 
     old = driver.find_element("tag name", "body")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
     element.click()
     wait_for(driver, expected_conditions.staleness_of(old))
     wait_ready(driver)
