@@ -75,6 +75,8 @@ def test_run_writes_an_html_report_with_the_json_reports_data(eval_reports: dict
     assert "&lt;script&gt;window.__pwned=4&lt;/script&gt;echo" in text
     assert "&lt;img src=x onerror=window.__pwned=6&gt;" in text
     assert text.count("<script") == 2
+    assert "<dt>errors by kind</dt><dd>ValueError (tool) ×2</dd>" in text  # the flaky tool
+    assert "<dt>tool calls</dt><dd>12 (0 mocked, 12 real)</dd>" in text
 
 
 def test_replay_writes_side_by_side_diffs(replay_reports: dict[str, Any]) -> None:

@@ -253,6 +253,7 @@ def _eval_summary(data: dict[str, Any]) -> str:
         ("suites", ", ".join(str(x.get("name")) for x in data.get("suites") or []) or "—"),
         ("toolproof", f"{data.get('toolproof', '')} · report v{data.get('version', '')}"),
     ]
+    facts[2:2] = _call_facts(cases)
     scripted = s.get("scripted_cases") or 0
     if scripted:
         facts.append(("scripted", f"{scripted} cases checked the wiring, not a model"))
@@ -263,6 +264,32 @@ def _eval_summary(data: dict[str, Any]) -> str:
         f'<div class="tiles">{"".join(tiles)}</div><dl class="facts">{dl}</dl>'
         f'<div class="charts">{_eval_charts(cases)}</div></section>'
     )
+
+
+def _call_facts(cases: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Tool calls (mocked and real) and errors by kind, over every trial's traces."""
+    calls = mocked = 0
+    kinds: dict[str, int] = {}
+    for case in cases:
+        for trial in case.get("trials") or []:
+            error = trial.get("error")
+            if isinstance(error, dict):
+                key = f"{error.get('type')} (trial)"
+                kinds[key] = kinds.get(key, 0) + 1
+            for trace in trial.get("traces") or []:
+                for step in trace.get("steps") or []:
+                    for result in step.get("tool_results") or []:
+                        calls += 1
+                        mocked += bool(result.get("mocked"))
+                        if result.get("status") != "ok":
+                            key = f"{result.get('error_type') or result.get('status')} (tool)"
+                            kinds[key] = kinds.get(key, 0) + 1
+    ranked = sorted(kinds.items(), key=lambda item: (-item[1], item[0]))
+    errors = ", ".join(f"{k} ×{n}" for k, n in ranked) or "none"
+    return [
+        ("tool calls", f"{calls:,} ({mocked:,} mocked, {calls - mocked:,} real)"),
+        ("errors by kind", errors),
+    ]
 
 
 def _eval_charts(cases: list[dict[str, Any]]) -> str:
