@@ -87,6 +87,7 @@ async def test_compare_two_runs(client: Any) -> None:
     # different suites: every case of the first is gone, every case of the second is new
     assert re.search(r'id="cmp-summary">7 gone · 3 new<', text)
     assert "&lt;script&gt;window.__pwned=4" in text and "<script>window.__pwned" not in text
+    assert 'href="/runs/20261201T091000Z-run-bbbbbb#case-0">open</a>' in text
     status, _ = await get(client, "/compare?a=nope&b=20261201T091000Z-run-bbbbbb")
     assert status == 404
 

@@ -253,6 +253,10 @@ def _compare(runs: Runs, a: str, b: str) -> tuple[int, str]:
         missing = a if first is None else b
         return 404, page("not found", f"<h1>No run {e(missing)}</h1>", nav=_NAV)
     old, new = _outcomes(first), _outcomes(second)
+    anchors = {
+        run: {str(c.get("id")): n for n, c in enumerate(data.get("cases") or [])}
+        for run, data in ((a, first), (b, second))
+    }
     order = {"regressed": 0, "gone": 1, "new": 2, "changed": 3, "fixed": 4, "same": 5}
     rows = []
     tally: dict[str, int] = {}
@@ -264,21 +268,23 @@ def _compare(runs: Runs, a: str, b: str) -> tuple[int, str]:
         before, after = old.get(key), new.get(key)
         kind = {"regressed": "fail", "fixed": "pass", "same": "other"}.get(change, "warn")
 
-        def cell(x: tuple[str, str] | None) -> str:
+        def cell(x: tuple[str, str] | None, run: str, key: str = key) -> str:
             if x is None:
                 return '<td class="gap">—</td>'
-            return f'<td><span class="badge b-{e(x[0])}">{e(x[0])}</span> {e(x[1])}</td>'
+            where = anchors[run].get(key)
+            link = f' <a href="/runs/{e(run)}#case-{where}">open</a>' if where is not None else ""
+            return f'<td><span class="badge b-{e(x[0])}">{e(x[0])}</span> {e(x[1])}{link}</td>'
 
         rows.append(
             f'<tr class="cmp-{e(change)}"><td><span class="badge b-{kind}">{e(change)}</span></td>'
-            f'<td class="wrap"><code>{e(key)}</code></td>{cell(before)}{cell(after)}</tr>'
+            f'<td class="wrap"><code>{e(key)}</code></td>{cell(before, a)}{cell(after, b)}</tr>'
         )
     summary = " · ".join(f"{n} {k}" for k, n in sorted(tally.items(), key=lambda i: order[i[0]]))
     body = (
         f'<header class="top"><h1>Compare runs</h1><p class="muted">before <a href="/runs/{e(a)}">'
         f'{e(a)}</a> · after <a href="/runs/{e(b)}">{e(b)}</a></p></header>'
         f'<p id="cmp-summary">{e(summary)}</p>'
-        '<table class="runs"><thead><tr><th scope="col">change</th><th scope="col">case</th>'
+        '<table class="cmp"><thead><tr><th scope="col">change</th><th scope="col">case</th>'
         '<th scope="col">before</th><th scope="col">after</th></tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table>{_compare_form(ids, a, b)}"
     )
