@@ -153,6 +153,7 @@ def test_eval_report_from_file(browser: Any, eval_reports: dict[str, Any]) -> No
     assert "</script><script>window.__pwned=3</script>" in result.text  # shown as text
     assert "call_1" in trial.text and "finish: tool_calls" in trial.text
     assert trace["system_prompt"][:20] in trial.get_attribute("textContent")
+    assert "tools offered" in trial.text.lower() and "echo, flip" in trial.text  # from tool_sets
 
     # the hostile case: every trial and its trace opened
     hostile = browser.find_element("id", "case-0")

@@ -573,7 +573,50 @@ def render_eval(data: dict[str, Any], *, nav: str = "") -> str:
         f"{e(data.get('started_at', ''))}</p></header>"
     )
     body = head + _eval_summary(data) + _eval_cases(data)
-    return page(f"{title}: {suites}", body, data={"kind": "eval", **data}, nav=nav)
+    return page(f"{title}: {suites}", body, data=compact_eval_data(data), nav=nav)
+
+
+def compact_eval_data(data: dict[str, Any]) -> dict[str, Any]:
+    """The report's data for the page, each distinct list of offered tools stored once.
+
+    Every trace of a run usually offers the same tools with the same schemas; the page keeps
+    them in ``tool_sets`` and each trace names its set in ``tools_ref`` (the script puts them
+    back). Everything else is the JSON report's data as it is; ``data`` is not changed.
+    """
+    sets: list[Any] = []
+    index: dict[str, int] = {}
+    cases = []
+    for case in data.get("cases") or []:
+        trials = []
+        for trial in case.get("trials") or []:
+            traces = []
+            for trace in trial.get("traces") or []:
+                tools = trace.get("tools") if isinstance(trace, dict) else None
+                if not tools:
+                    traces.append(trace)
+                    continue
+                key = json.dumps(tools, sort_keys=True, default=str)
+                if key not in index:
+                    index[key] = len(sets)
+                    sets.append(tools)
+                slim = {k: v for k, v in trace.items() if k != "tools"}
+                slim["tools_ref"] = index[key]
+                traces.append(slim)
+            trials.append({**trial, "traces": traces} if "traces" in trial else trial)
+        cases.append({**case, "trials": trials} if "trials" in case else case)
+    return {"kind": "eval", **data, "cases": cases, "tool_sets": sets}
+
+
+def expand_eval_data(embedded: dict[str, Any]) -> dict[str, Any]:
+    """The inverse of :func:`compact_eval_data` (what the script does; used by tests)."""
+    sets = embedded.get("tool_sets") or []
+    out = {k: v for k, v in embedded.items() if k not in ("kind", "tool_sets")}
+    for case in out.get("cases") or []:
+        for trial in case.get("trials") or []:
+            for trace in trial.get("traces") or []:
+                if "tools_ref" in trace:
+                    trace["tools"] = sets[trace.pop("tools_ref")]
+    return out
 
 
 # -- replay reports -----------------------------------------------------------------------

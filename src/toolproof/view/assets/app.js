@@ -131,6 +131,7 @@
                           (tr.system_prompt_hash ? " · " + tr.system_prompt_hash : ""), pre(tr.system_prompt)));
       ol.appendChild(li);
     }
+    if (!tr.tools && typeof tr.tools_ref === "number") tr.tools = (data().tool_sets || [])[tr.tools_ref];
     if (tr.tools && tr.tools.length) {
       var tl = item("system", "tools offered");
       tl.appendChild(fold(tr.tools.map(function (t) { return t.name; }).join(", "),
