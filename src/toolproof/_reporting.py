@@ -56,10 +56,10 @@ __all__ = [
 ]
 
 #: The report formats ``toolproof run`` writes.
-REPORT_FORMATS: tuple[str, ...] = ("json", "junit", "markdown")
+REPORT_FORMATS: tuple[str, ...] = ("json", "junit", "markdown", "html")
 
 #: Other spellings accepted for a format.
-_ALIASES = {"md": "markdown", "xml": "junit", "junit-xml": "junit"}
+_ALIASES = {"md": "markdown", "xml": "junit", "junit-xml": "junit", "htm": "html"}
 
 #: GitHub rejects issue and pull-request comments longer than this (characters).
 GITHUB_COMMENT_LIMIT = 65536

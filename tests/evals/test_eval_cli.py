@@ -97,9 +97,9 @@ def test_config_errors_exit_2_without_a_traceback(tmp_path: Path) -> None:
         f"  {suite}:3: cases[0]: case 'a' needs an 'input' (or 'turns' for a conversation)",
     ]
     assert result.stdout == ""
-    bad_report = toolproof("run", str(HR_SUITE), "--report", "html:x.html", cwd=tmp_path)
+    bad_report = toolproof("run", str(HR_SUITE), "--report", "pdf:x.pdf", cwd=tmp_path)
     assert bad_report.returncode == 2
-    assert "unknown format 'html'" in bad_report.stderr
+    assert "unknown format 'pdf'" in bad_report.stderr
     bad_model = toolproof("run", str(HR_SUITE), "--model", "nowhere:x", cwd=tmp_path)
     assert bad_model.returncode == 2
     assert "unknown model provider 'nowhere'" in bad_model.stderr

@@ -34,13 +34,13 @@ def test_parse_report_specs_formats_paths_and_aliases() -> None:
 
 def test_parse_report_specs_lists_every_bad_value() -> None:
     with pytest.raises(ConfigError) as info:
-        parse_report_specs(["html:a.html", "json:r.json", "csv"])
+        parse_report_specs(["pdf:a.pdf", "json:r.json", "csv"])
     assert str(info.value) == "invalid --report values"
     assert info.value.problems == [
-        "--report 'html:a.html': unknown format 'html'; use FORMAT:PATH with FORMAT one of "
-        "json, junit, markdown (PATH '-' or omitted means stdout)",
+        "--report 'pdf:a.pdf': unknown format 'pdf'; use FORMAT:PATH with FORMAT one of "
+        "json, junit, markdown, html (PATH '-' or omitted means stdout)",
         "--report 'csv': unknown format 'csv'; use FORMAT:PATH with FORMAT one of "
-        "json, junit, markdown (PATH '-' or omitted means stdout)",
+        "json, junit, markdown, html (PATH '-' or omitted means stdout)",
     ]
 
 

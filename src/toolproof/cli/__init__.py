@@ -43,6 +43,7 @@ COMMAND_MODULES = [
     "toolproof.cli._traces",
     "toolproof.cli._replay",
     "toolproof.cli._runs",
+    "toolproof.cli._view",
 ]
 
 

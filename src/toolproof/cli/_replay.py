@@ -92,7 +92,8 @@ def register(subparsers: Any) -> None:
         action="append",
         default=[],
         metavar="FORMAT:PATH",
-        help="write a report: json, junit or markdown, to PATH or '-' for stdout (repeatable)",
+        help="write a report: json, junit, markdown or html, to PATH or '-' for stdout "
+        "(repeatable)",
     )
     parser.add_argument(
         "--verbose",

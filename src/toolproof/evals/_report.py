@@ -91,6 +91,10 @@ def write_reports(report: EvalReport, specs: Sequence[ReportSpec], spool: IO[byt
         elif spec.format == "markdown":
             with open_output(spec.path) as out:
                 out.write(markdown_report(report, spool=spool))
+        elif spec.format == "html":
+            from toolproof.view import write_eval_html
+
+            write_eval_html(spec.path, report, spool)
 
 
 #: Failing trials per case whose transcript JUnit and Markdown show.

@@ -689,7 +689,7 @@ async def evaluate_async(
         cache_dir: Where the response cache lives.
         requests_per_minute: Client-side request limit per model.
         tokens_per_minute: Client-side token limit per model.
-        reports: Reports to write, as ``"FORMAT:PATH"`` (json, junit, markdown) or specs;
+        reports: Reports to write, as ``"FORMAT:PATH"`` (json, junit, markdown, html) or specs;
             they are written even when the run is interrupted.
         progress: Receives progress events (nothing is shown by default).
         keep_traces: Keep every trial's traces in memory (``TrialResult.traces``); the

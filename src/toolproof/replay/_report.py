@@ -347,12 +347,17 @@ class ReplayReport:
         return md_truncate("\n".join(parts) + "\n")
 
     def write(self, spec: ReportSpec, *, traces: bool = False) -> None:
-        """Write one report (``json``, ``junit`` or ``markdown``) where ``spec`` says.
+        """Write one report (``json``, ``junit``, ``markdown`` or ``html``) where ``spec`` says.
 
         With ``traces``, the JSON report carries each sample's new trace.
         """
         if spec.format == "junit":
             write_junit(spec.path, self.junit_suites())
+            return
+        if spec.format == "html":
+            from toolproof.view import write_replay_html
+
+            write_replay_html(spec.path, self)
             return
         with open_output(spec.path) as out:
             if spec.format == "json":

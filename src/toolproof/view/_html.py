@@ -1,0 +1,990 @@
+r"""Render eval and replay reports (and single traces) as self-contained HTML pages.
+
+A page is one file: the CSS and the script are inlined, nothing is fetched, and it works
+from ``file://``. The summary, the charts (inline SVG) and the case list are rendered here,
+so they need no JavaScript; the report's data is embedded once as JSON (with ``<``, ``>``
+and ``&`` written as ``\\u003c``... so nothing in it can close the script element), and the
+script renders trace steps from it when a trial is opened.
+
+Escaping: every value from a report goes through :func:`html.escape` (text and attribute
+values alike); the script only ever sets DOM text, never markup.
+"""
+
+from __future__ import annotations
+
+import difflib
+import html
+import json
+import math
+import os
+import tempfile
+from collections.abc import Sequence
+from functools import cache
+from importlib import resources
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from toolproof.evals._results import EvalReport
+    from toolproof.replay._report import ReplayReport
+
+__all__ = [
+    "embed_json",
+    "page",
+    "render_report",
+    "render_trace_page",
+    "write_eval_html",
+    "write_replay_html",
+]
+
+#: Above this many trials, passing trials' checks are rendered by the script when opened
+#: (failing ones are always in the page), which keeps big reports small and fast to open.
+FULL_CHECKS_LIMIT = 2000
+#: Cases drawn in the pass-rate chart (the lowest pass rates first).
+BAR_CASES = 40
+#: Cases drawn in the trial-outcome grid, and trials in the latency and token charts.
+GRID_CASES = 1200
+SERIES_TRIALS = 400
+
+_COLORS = {"pass": "var(--pass)", "fail": "var(--fail)", "error": "var(--error)"}
+
+
+def e(value: Any) -> str:
+    """Escape any value for HTML text or a quoted attribute."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+@cache
+def _asset(name: str) -> str:
+    return (resources.files("toolproof.view") / "assets" / name).read_text(encoding="utf-8")
+
+
+def embed_json(data: Any) -> str:
+    """JSON safe inside ``<script type="application/json">``: no ``<``, ``>`` or ``&``."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+    return (
+        text.replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
+
+
+def page(title: str, body: str, *, data: Any = None, nav: str = "") -> str:
+    """A complete HTML document with the inlined stylesheet and script.
+
+    Args:
+        title: The document title (escaped here).
+        body: Markup for ``<main>`` (already escaped).
+        data: Embedded as JSON for the script (``None``: no data block).
+        nav: Markup of a navigation bar (the viewer's), shown above everything.
+    """
+    block = (
+        f'<script type="application/json" id="tp-data">{embed_json(data)}</script>\n'
+        if data is not None
+        else ""
+    )
+    return (
+        "<!doctype html>\n"
+        '<html lang="en"><head><meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        '<meta name="color-scheme" content="light dark">\n'
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; "
+        "form-action 'self'\">\n"
+        f"<title>{e(title)}</title>\n<style>{_asset('app.css')}</style>\n</head>\n"
+        f"<body>{nav}<main>\n{body}\n</main>\n{block}"
+        f"<script>{_asset('app.js')}</script>\n</body></html>\n"
+    )
+
+
+# -- formatting ---------------------------------------------------------------------------
+
+
+def _pct(value: float | None) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    return f"{value * 100:.1f}%"
+
+
+def _int(value: Any) -> str:
+    return f"{int(value):,}" if isinstance(value, (int, float)) else "—"
+
+
+def _secs(seconds: Any) -> str:
+    if not isinstance(seconds, (int, float)):
+        return "—"
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    return f"{seconds / 60:.1f} min"
+
+
+def _cost(value: Any) -> str:
+    if not isinstance(value, (int, float)):
+        return "—"
+    return f"${value:.4f}" if value < 1 else f"${value:,.2f}"
+
+
+def _badge(kind: str, text: str | None = None) -> str:
+    return f'<span class="badge b-{e(kind)}">{e(text or kind)}</span>'
+
+
+def _tile(label: str, value: str, note: str = "", kind: str = "") -> str:
+    cls = f"tile t-{e(kind)}" if kind else "tile"
+    extra = f'<div class="note">{note}</div>' if note else ""
+    return (
+        f'<div class="{cls}"><div class="label">{e(label)}</div>'
+        f'<div class="value">{value}</div>{extra}</div>'
+    )
+
+
+def _svg(title: str, desc: str, width: int, height: int, inner: str) -> str:
+    return (
+        f'<svg class="chart" role="img" viewBox="0 0 {width} {height}" width="{width}" '
+        f'height="{height}" aria-label="{e(title)}"><title>{e(title)}</title>'
+        f"<desc>{e(desc)}</desc>{inner}</svg>"
+    )
+
+
+def _figure(title: str, svg: str, caption: str = "") -> str:
+    cap = f"<figcaption>{e(title)}{(' — ' + caption) if caption else ''}</figcaption>"
+    return f'<figure class="fig">{cap}{svg}</figure>'
+
+
+# -- eval reports -------------------------------------------------------------------------
+
+
+def _case_class(case: dict[str, Any]) -> str:
+    stats = case.get("stats") or {}
+    return str(stats.get("classification") or "")
+
+
+def _case_rate(case: dict[str, Any]) -> float | None:
+    trials = case.get("trials") or []
+    if not trials:
+        return None
+    return sum(1 for t in trials if t.get("status") == "pass") / len(trials)
+
+
+def _trial_tokens(trial: dict[str, Any]) -> tuple[int, int]:
+    usage = trial.get("usage") or {}
+    return int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
+
+
+def _eval_summary(data: dict[str, Any]) -> str:
+    s = data.get("summary") or {}
+    cases = data.get("cases") or []
+    stats = s.get("stats") or {}
+    code = data.get("exit_code", s.get("exit_code"))
+    verdicts = {
+        0: ("pass", "passed"),
+        1: ("fail", "failed"),
+        3: ("error", "undecided: the model provider failed"),
+        5: ("skipped", "nothing ran"),
+    }
+    kind, verdict = verdicts.get(
+        code if isinstance(code, int) else -1, ("error", f"exit code {code}")
+    )
+    if data.get("interrupted"):
+        verdict += " (interrupted: the cases finished so far)"
+    flaky = sum(1 for c in cases if _case_class(c) == "flaky")
+    hat = stats.get("pass_hat_k") or {}
+    if hat and stats.get("cases"):
+        k = max(hat, key=lambda key: int(key))
+        pass_hat = f"{_pct(hat[k])}"
+        hat_note = f"pass^{e(k)} over {_int(stats.get('cases'))} model cases"
+    else:
+        pass_hat, hat_note = "—", "no model cases (scripted runs are not counted)"
+    models = sorted({str(c.get("model")) for c in cases if c.get("model")})
+    judges = sorted({str(c.get("judge_model")) for c in cases if c.get("judge_model")})
+    real = sorted({str(n) for c in cases for n in c.get("real_tools") or []})
+    usage = s.get("usage") or {}
+    trials = s.get("trials") or 0
+    tiles = [
+        _tile(
+            "cases passed",
+            f"{_int(s.get('passed'))} / {_int(s.get('cases'))}",
+            e(
+                f"{_int(s.get('failed'))} failed · {_int(s.get('errors'))} errors · "
+                f"{_int(s.get('skipped'))} skipped"
+            ),
+        ),
+        _tile(
+            "trial pass rate",
+            _pct((s.get("trials_passed") or 0) / trials if trials else None),
+            e(f"{_int(s.get('trials_passed'))} of {_int(trials)} trials"),
+        ),
+        _tile("pass^k", pass_hat, hat_note),
+        _tile(
+            "flaky cases", _int(flaky), "some trials passed, some did not", "flaky" if flaky else ""
+        ),
+        _tile(
+            "gate",
+            e(verdict),
+            e(
+                f"{_int(s.get('blocking_failed'))} blocking failed · "
+                f"{_int(s.get('advisory_failed'))} advisory · exit code {code}"
+            ),
+            kind,
+        ),
+        _tile(
+            "cost",
+            e(_cost(s.get("cost"))),
+            e(f"{_int(s.get('model_calls'))} model calls · {_int(s.get('cached_calls'))} cached"),
+        ),
+        _tile(
+            "tokens",
+            e(_int((usage.get("input_tokens") or 0) + (usage.get("output_tokens") or 0))),
+            e(
+                f"{_int(usage.get('input_tokens'))} in · {_int(usage.get('output_tokens'))} out · "
+                f"{_int(usage.get('cached_tokens'))} cached"
+            ),
+        ),
+        _tile(
+            "duration", e(_secs(data.get("duration_s"))), e(f"started {data.get('started_at', '')}")
+        ),
+    ]
+    facts = [
+        ("models", ", ".join(models) or "—"),
+        ("judge", ", ".join(judges) or "none"),
+        ("real tools", ", ".join(real) or "none named (tools a mocked case runs for real)"),
+        ("suites", ", ".join(str(x.get("name")) for x in data.get("suites") or []) or "—"),
+        ("toolproof", f"{data.get('toolproof', '')} · report v{data.get('version', '')}"),
+    ]
+    facts[2:2] = _call_facts(cases)
+    scripted = s.get("scripted_cases") or 0
+    if scripted:
+        facts.append(("scripted", f"{scripted} cases checked the wiring, not a model"))
+    dl = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in facts)
+    return (
+        f'<section id="summary" aria-labelledby="summary-h"><h2 id="summary-h">Summary '
+        f"{_badge(kind, verdict)}</h2>"
+        f'<div class="tiles">{"".join(tiles)}</div><dl class="facts">{dl}</dl>'
+        f'<div class="charts">{_eval_charts(cases)}</div></section>'
+    )
+
+
+def _call_facts(cases: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Tool calls (mocked and real) and errors by kind, over every trial's traces."""
+    calls = mocked = 0
+    kinds: dict[str, int] = {}
+    for case in cases:
+        for trial in case.get("trials") or []:
+            error = trial.get("error")
+            if isinstance(error, dict):
+                key = f"{error.get('type')} (trial)"
+                kinds[key] = kinds.get(key, 0) + 1
+            for trace in trial.get("traces") or []:
+                for step in trace.get("steps") or []:
+                    for result in step.get("tool_results") or []:
+                        calls += 1
+                        mocked += bool(result.get("mocked"))
+                        if result.get("status") != "ok":
+                            key = f"{result.get('error_type') or result.get('status')} (tool)"
+                            kinds[key] = kinds.get(key, 0) + 1
+    ranked = sorted(kinds.items(), key=lambda item: (-item[1], item[0]))
+    errors = ", ".join(f"{k} ×{n}" for k, n in ranked) or "none"
+    return [
+        ("tool calls", f"{calls:,} ({mocked:,} mocked, {calls - mocked:,} real)"),
+        ("errors by kind", errors),
+    ]
+
+
+def _eval_charts(cases: list[dict[str, Any]]) -> str:
+    if not cases:
+        return ""
+    return (
+        _rate_bars(cases)
+        + _outcome_grid(cases)
+        + _trial_series(cases, "duration", "trial durations (ms)")
+        + _trial_series(cases, "tokens", "tokens per trial (input + output)")
+    )
+
+
+def _rate_bars(cases: list[dict[str, Any]]) -> str:
+    rated = [(c, r) for c in cases if (r := _case_rate(c)) is not None]
+    rated.sort(key=lambda item: item[1])
+    shown = rated[:BAR_CASES]
+    if not shown:
+        return ""
+    row, label_w, bar_w = 18, 260, 300
+    height = row * len(shown) + 24
+    parts = [
+        f'<line x1="{label_w}" y1="0" x2="{label_w}" y2="{height - 20}" class="axis"/>',
+        f'<text x="{label_w}" y="{height - 6}" class="tick">0%</text>',
+        f'<text x="{label_w + bar_w}" y="{height - 6}" class="tick" text-anchor="end">100%</text>',
+    ]
+    for n, (case, rate) in enumerate(shown):
+        y = n * row
+        trials = case.get("trials") or []
+        passed = sum(1 for t in trials if t.get("status") == "pass")
+        name = str(case.get("id") or case.get("name"))
+        short = name if len(name) <= 38 else name[:37] + "…"
+        color = "var(--pass)" if rate == 1 else "var(--fail)" if rate == 0 else "var(--flaky)"
+        parts.append(
+            f"<g><title>{e(name)}: {passed}/{len(trials)} trials passed ({_pct(rate)})</title>"
+            f'<text x="{label_w - 6}" y="{y + 13}" class="lbl" text-anchor="end">{e(short)}</text>'
+            f'<rect x="{label_w}" y="{y + 3}" width="{max(rate * bar_w, 1.5):.1f}" '
+            f'height="{row - 6}" '
+            f'fill="{color}"/><text x="{label_w + max(rate * bar_w, 1.5) + 4:.1f}" y="{y + 13}" '
+            f'class="tick">{_pct(rate)}</text></g>'
+        )
+    caption = f"the {len(shown)} lowest of {len(rated)} cases" if len(rated) > len(shown) else ""
+    svg = _svg(
+        "pass rate per case",
+        "Horizontal bars: share of trials that passed for each case, lowest first.",
+        label_w + bar_w + 60,
+        height,
+        "".join(parts),
+    )
+    return _figure("pass rate per case", svg, caption)
+
+
+def _outcome_grid(cases: list[dict[str, Any]]) -> str:
+    shown = cases[:GRID_CASES]
+    k = max((len(c.get("trials") or []) for c in shown), default=0)
+    if not k:
+        return ""
+    cell, per_band = (16, 30) if len(shown) <= 30 else (12, 40) if len(shown) <= 200 else (7, 100)
+    bands = math.ceil(len(shown) / per_band)
+    band_h = k * cell + 6
+    width, height = min(len(shown), per_band) * cell, bands * band_h
+    rects = []
+    for n, case in enumerate(shown):
+        x = (n % per_band) * cell
+        top = (n // per_band) * band_h
+        for t, trial in enumerate(case.get("trials") or []):
+            status = str(trial.get("status"))
+            rects.append(
+                f'<rect x="{x}" y="{top + t * cell}" width="{cell - 1}" height="{cell - 1}" '
+                f'fill="{_COLORS.get(status, "var(--muted)")}"><title>{e(case.get("id"))} '
+                f"trial {t + 1}: {e(status)}</title></rect>"
+            )
+    caption = f"first {len(shown)} of {len(cases)} cases" if len(cases) > len(shown) else ""
+    caption = (caption + "; " if caption else "") + "one column per case, one cell per trial"
+    svg = _svg(
+        "trial outcomes",
+        "Grid of cells: green passed, red failed, amber errored.",
+        width,
+        height,
+        "".join(rects),
+    )
+    legend = (
+        '<p class="legend"><span class="sw" style="background:var(--pass)"></span>pass '
+        '<span class="sw" style="background:var(--fail)"></span>fail '
+        '<span class="sw" style="background:var(--error)"></span>error</p>'
+    )
+    return _figure("trial outcomes", svg + legend, caption)
+
+
+def _trial_series(cases: list[dict[str, Any]], what: str, title: str) -> str:
+    values: list[tuple[str, float, float, str]] = []
+    total = 0
+    for case in cases:
+        for trial in case.get("trials") or []:
+            total += 1
+            if len(values) >= SERIES_TRIALS:
+                continue
+            label = f"{case.get('id')} trial {int(trial.get('index') or 0) + 1}"
+            if what == "duration":
+                values.append(
+                    (label, float(trial.get("duration_ms") or 0), 0.0, str(trial.get("status")))
+                )
+            else:
+                i, o = _trial_tokens(trial)
+                values.append((label, float(i), float(o), str(trial.get("status"))))
+    if not values:
+        return ""
+    top = max(a + b for _, a, b, _ in values) or 1.0
+    width, height = 520, 110
+    bar = width / len(values)
+    parts = [f'<line x1="0" y1="{height}" x2="{width}" y2="{height}" class="axis"/>']
+    for n, (label, a, b, status) in enumerate(values):
+        x = n * bar
+        ha, hb = a / top * (height - 10), b / top * (height - 10)
+        if what == "duration":
+            tip = f"{label}: {a:.0f} ms ({status})"
+            fill = _COLORS.get(status, "var(--muted)")
+            parts.append(
+                f'<rect x="{x:.2f}" y="{height - ha:.2f}" width="{max(bar - 0.5, 0.5):.2f}" '
+                f'height="{ha:.2f}" fill="{fill}"><title>{e(tip)}</title></rect>'
+            )
+        else:
+            tip = f"{label}: {a:.0f} in + {b:.0f} out tokens"
+            parts.append(
+                f"<g><title>{e(tip)}</title>"
+                f'<rect x="{x:.2f}" y="{height - ha:.2f}" width="{max(bar - 0.5, 0.5):.2f}" '
+                f'height="{ha:.2f}" fill="var(--accent)"/>'
+                f'<rect x="{x:.2f}" y="{height - ha - hb:.2f}" width="{max(bar - 0.5, 0.5):.2f}" '
+                f'height="{hb:.2f}" fill="var(--accent2)"/></g>'
+            )
+    unit = "ms" if what == "duration" else "tokens"
+    parts.append(f'<text x="2" y="10" class="tick">max {top:,.0f} {unit}</text>')
+    caption = f"first {len(values)} of {total} trials" if total > len(values) else ""
+    if what == "tokens":
+        caption = (caption + "; " if caption else "") + "dark: input, light: output"
+    svg = _svg(
+        title, f"Bars, one per trial in run order: {title}.", width, height + 2, "".join(parts)
+    )
+    return _figure(title, svg, caption)
+
+
+def _check_rows(trial: dict[str, Any]) -> str:
+    rows = []
+    for check in trial.get("checks") or []:
+        status = str(check.get("status"))
+        where = f" (turn {check['turn']})" if check.get("turn") is not None else ""
+        crit = (
+            f'<div class="crit">criterion: {e(check["criterion"])}</div>'
+            if check.get("criterion")
+            else ""
+        )
+        rows.append(
+            f'<tr class="ck-{e(status)}"><td>{_badge(status)}</td>'
+            f"<td><code>{e(check.get('check'))}</code>{e(where)}"
+            f'<div class="kind">{e(check.get("kind"))}</div></td>'
+            f"<td>{e(check.get('reason'))}{crit}</td></tr>"
+        )
+    if not rows:
+        return '<p class="muted">no checks</p>'
+    return (
+        '<table class="checks"><thead><tr><th scope="col">status</th><th scope="col">check</th>'
+        f'<th scope="col">reason</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    )
+
+
+def _trial_block(c: int, trial: dict[str, Any], full: bool) -> str:
+    status = str(trial.get("status"))
+    i, o = _trial_tokens(trial)
+    index = int(trial.get("index") or 0)
+    bits = [
+        f"{float(trial.get('duration_ms') or 0):.0f} ms",
+        f"{i + o:,} tokens",
+    ]
+    if trial.get("cost") is not None:
+        bits.append(_cost(trial.get("cost")))
+    if (trial.get("attempts") or 1) > 1:
+        bits.append(f"{trial['attempts']} attempts")
+    traces = trial.get("traces") or []
+    calls = sum(len(st.get("tool_results") or []) for tr in traces for st in tr.get("steps") or [])
+    bits.append(f"{calls} tool call{'s' if calls != 1 else ''}")
+    err = trial.get("error") or None
+    error = (
+        f'<p class="err">{e(err.get("type"))}: {e(err.get("message"))}</p>'
+        if isinstance(err, dict)
+        else ""
+    )
+    checks = (
+        _check_rows(trial)
+        if full or status != "pass"
+        else '<div class="checks-slot"><p class="muted">every check passed</p></div>'
+    )
+    return (
+        f'<details class="trial" data-c="{c}" data-t="{index}"><summary>'
+        f"{_badge(status)} trial {index + 1} "
+        f'<span class="muted">{e(" · ".join(bits))}</span></summary>'
+        f'<div class="trial-body">{error}{checks}'
+        f'<div class="trace-slot" data-c="{c}" data-t="{index}"><noscript><p class="muted">'
+        "The step-by-step trace view needs JavaScript; the traces are in the JSON report."
+        "</p></noscript></div></div></details>"
+    )
+
+
+def _cells(trials: Sequence[dict[str, Any]]) -> str:
+    return "".join(
+        f'<span class="cell c-{e(t.get("status"))}" '
+        f'title="trial {n + 1}: {e(t.get("status"))}"></span>'
+        for n, t in enumerate(trials)
+    )
+
+
+def _eval_cases(data: dict[str, Any]) -> str:
+    cases = data.get("cases") or []
+    total_trials = sum(len(c.get("trials") or []) for c in cases)
+    full = total_trials <= FULL_CHECKS_LIMIT
+    tags = sorted({str(t) for c in cases for t in c.get("tags") or []})
+    rows = []
+    for n, case in enumerate(cases):
+        verdict = str(case.get("verdict"))
+        klass = _case_class(case)
+        trials = case.get("trials") or []
+        case_tags = [str(t) for t in case.get("tags") or []]
+        search = " ".join(
+            [str(case.get("id") or ""), str(case.get("description") or ""), *case_tags]
+        ).lower()
+        tag_html = "".join(f'<span class="tag">{e(t)}</span>' for t in case_tags)
+        flaky = _badge("flaky") if klass == "flaky" else ""
+        advisory = _badge("advisory", "advise") if case.get("gate") == "advise" else ""
+        meta = [
+            ("where", f"{case.get('file')}:{case.get('line')}"),
+            ("model", case.get("model") or "—"),
+            ("tools", case.get("tools")),
+            ("real tools", ", ".join(case.get("real_tools") or []) or "none"),
+            ("gate", case.get("gate")),
+            ("pass rule", case.get("pass_rule")),
+            (
+                "trials",
+                f"{case.get('passes', 0)} passed / {len(trials)} of "
+                f"{case.get('trials_planned')} planned",
+            ),
+        ]
+        if case.get("description"):
+            meta.insert(0, ("description", case.get("description")))
+        st = case.get("stats") or {}
+        if st.get("pass_hat_k"):
+            k = max(st["pass_hat_k"], key=lambda key: int(key))
+            meta.append((f"pass^{k}", _pct(st["pass_hat_k"][k])))
+        dl = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in meta)
+        body = "".join(_trial_block(n, t, full) for t in trials)
+        rows.append(
+            f'<details class="case" id="case-{n}" data-c="{n}" data-verdict="{e(verdict)}" '
+            f'data-class="{e(klass)}" data-tags="{e(chr(31).join(case_tags))}" '
+            f'data-search="{e(search)}"><summary>{_badge(verdict)} '
+            f'<span class="name">{e(case.get("id") or case.get("name"))}</span> {flaky}{advisory}'
+            f'<span class="cells" aria-hidden="true">{_cells(trials)}</span> '
+            f'<span class="reason">{e(case.get("reason"))}</span> {tag_html}</summary>'
+            f'<div class="case-body"><dl class="meta">{dl}</dl>{body}</div></details>'
+        )
+    tag_options = "".join(f'<option value="{e(t)}">{e(t)}</option>' for t in tags)
+    filters = (
+        '<form class="filters" id="filters" hidden role="search">'
+        '<label>show <select id="f-state"><option value="">all cases</option>'
+        '<option value="failing">failing (fail or error)</option>'
+        '<option value="flaky">flaky</option><option value="pass">passing</option></select></label>'
+        f'<label>tag <select id="f-tag"><option value="">any</option>{tag_options}</select></label>'
+        '<label>search <input id="f-text" type="search" placeholder="case name, tag…"></label>'
+        '<span id="f-count" class="muted" aria-live="polite"></span></form>'
+    )
+    return (
+        f'<section id="cases" aria-labelledby="cases-h"><h2 id="cases-h">Cases '
+        f'<span class="muted">({len(cases)})</span></h2>{filters}'
+        f'<div class="rows">{"".join(rows)}</div></section>'
+    )
+
+
+def render_eval(data: dict[str, Any], *, nav: str = "") -> str:
+    """The HTML page of an eval report (``format: toolproof-eval-report``)."""
+    title = "toolproof eval report"
+    suites = ", ".join(str(s.get("name")) for s in data.get("suites") or [])
+    head = (
+        f'<header class="top"><h1>{e(title)}</h1><p class="muted">{e(suites)} · '
+        f"{e(data.get('started_at', ''))}</p></header>"
+    )
+    body = head + _eval_summary(data) + _eval_cases(data)
+    return page(f"{title}: {suites}", body, data=compact_eval_data(data), nav=nav)
+
+
+def compact_eval_data(data: dict[str, Any]) -> dict[str, Any]:
+    """The report's data for the page, each distinct list of offered tools stored once.
+
+    Every trace of a run usually offers the same tools with the same schemas; the page keeps
+    them in ``tool_sets`` and each trace names its set in ``tools_ref`` (the script puts them
+    back). Everything else is the JSON report's data as it is; ``data`` is not changed.
+    """
+    sets: list[Any] = []
+    index: dict[str, int] = {}
+    cases = []
+    for case in data.get("cases") or []:
+        trials = []
+        for trial in case.get("trials") or []:
+            traces = []
+            for trace in trial.get("traces") or []:
+                tools = trace.get("tools") if isinstance(trace, dict) else None
+                if not tools:
+                    traces.append(trace)
+                    continue
+                key = json.dumps(tools, sort_keys=True, default=str)
+                if key not in index:
+                    index[key] = len(sets)
+                    sets.append(tools)
+                slim = {k: v for k, v in trace.items() if k != "tools"}
+                slim["tools_ref"] = index[key]
+                traces.append(slim)
+            trials.append({**trial, "traces": traces} if "traces" in trial else trial)
+        cases.append({**case, "trials": trials} if "trials" in case else case)
+    return {"kind": "eval", **data, "cases": cases, "tool_sets": sets}
+
+
+def expand_eval_data(embedded: dict[str, Any]) -> dict[str, Any]:
+    """The inverse of :func:`compact_eval_data` (what the script does; used by tests)."""
+    sets = embedded.get("tool_sets") or []
+    out = {k: v for k, v in embedded.items() if k not in ("kind", "tool_sets")}
+    for case in out.get("cases") or []:
+        for trial in case.get("trials") or []:
+            for trace in trial.get("traces") or []:
+                if "tools_ref" in trace:
+                    trace["tools"] = sets[trace.pop("tools_ref")]
+    return out
+
+
+# -- replay reports -----------------------------------------------------------------------
+
+
+def _calls(trace: dict[str, Any] | None) -> list[dict[str, Any]]:
+    if not trace:
+        return []
+    out: list[dict[str, Any]] = []
+    for step in trace.get("steps") or []:
+        out.extend((step.get("response") or {}).get("tool_calls") or [])
+    return out
+
+
+def _args_text(args: Any) -> str:
+    return json.dumps(args, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def calls_diff(
+    recorded: list[dict[str, Any]], new: list[dict[str, Any]]
+) -> list[tuple[str, Any, Any]]:
+    """Pair recorded and new calls: ``("same"|"changed"|"removed"|"added", rec, new)``."""
+    names_a = [str(c.get("name")) for c in recorded]
+    names_b = [str(c.get("name")) for c in new]
+    out: list[tuple[str, Any, Any]] = []
+    matcher = difflib.SequenceMatcher(a=names_a, b=names_b, autojunk=False)
+    for op, a1, a2, b1, b2 in matcher.get_opcodes():
+        if op == "equal":
+            for a, b in zip(recorded[a1:a2], new[b1:b2], strict=True):
+                same = _args_text(a.get("arguments")) == _args_text(b.get("arguments"))
+                out.append(("same" if same else "changed", a, b))
+        else:
+            out.extend(("removed", a, None) for a in recorded[a1:a2])
+            out.extend(("added", None, b) for b in new[b1:b2])
+    return out
+
+
+def _args_html(args: Any, other: Any, side: str) -> str:
+    if not isinstance(args, dict):
+        return f"<code>{e(_args_text(args))}</code>"
+    other = other if isinstance(other, dict) else {}
+    items = []
+    for key, value in args.items():
+        changed = key not in other or _args_text(other.get(key)) != _args_text(value)
+        mark = f' class="{side}"' if changed else ""
+        items.append(f"<li{mark}><code>{e(key)}</code>=<code>{e(_args_text(value))}</code></li>")
+    return (
+        f'<ul class="args">{"".join(items)}</ul>'
+        if items
+        else '<span class="muted">no arguments</span>'
+    )
+
+
+def _call_cell(call: dict[str, Any] | None, other: dict[str, Any] | None, side: str) -> str:
+    if call is None:
+        return '<td class="gap">—</td>'
+    return (
+        f"<td><code>{e(call.get('name'))}</code> "
+        f'<span class="muted">{e(call.get("id"))}</span>'
+        f"{_args_html(call.get('arguments'), (other or {}).get('arguments'), side)}</td>"
+    )
+
+
+def word_diff(a: str, b: str) -> tuple[str, str]:
+    """The two texts as HTML with removed words in ``<del>`` and added words in ``<ins>``."""
+    wa, wb = a.split(" "), b.split(" ")
+    left: list[str] = []
+    right: list[str] = []
+    for op, a1, a2, b1, b2 in difflib.SequenceMatcher(a=wa, b=wb, autojunk=False).get_opcodes():
+        old, new = e(" ".join(wa[a1:a2])), e(" ".join(wb[b1:b2]))
+        if op == "equal":
+            left.append(old)
+            right.append(new)
+            continue
+        if old:
+            left.append(f"<del>{old}</del>")
+        if new:
+            right.append(f"<ins>{new}</ins>")
+    return " ".join(left), " ".join(right)
+
+
+def _side_by_side(result: dict[str, Any]) -> str:
+    recorded, new = result.get("recorded_trace"), result.get("new_trace")
+    parts = []
+    if recorded or new:
+        rows = []
+        labels = {
+            "same": "same",
+            "changed": "changed arguments",
+            "removed": "removed",
+            "added": "added",
+            "recorded": "recorded",
+        }
+        pairs = (
+            calls_diff(_calls(recorded), _calls(new))
+            if new
+            else [("recorded", call, None) for call in _calls(recorded)]
+        )
+        for kind, a, b in pairs:
+            rows.append(
+                f'<tr class="d-{kind}"><th scope="row">{e(labels[kind])}</th>'
+                f"{_call_cell(a, b, 'del')}{_call_cell(b, a, 'ins')}</tr>"
+            )
+        if not new:
+            caption = "recorded calls (tools mode replays these calls; there is no new model run)"
+        else:
+            caption = "tool calls: recorded run and new run"
+        parts.append(
+            f'<table class="sbs"><caption>{e(caption)}</caption><thead><tr>'
+            '<th scope="col">change</th>'
+            f'<th scope="col">recorded</th><th scope="col">new</th></tr></thead>'
+            f"<tbody>{''.join(rows) or '<tr><td colspan=3>no tool calls</td></tr>'}</tbody></table>"
+        )
+    rec_out, new_out = result.get("recorded_output"), result.get("new_output")
+    if "new_output" in result:
+        left, right = word_diff(str(rec_out or ""), str(new_out or ""))
+        parts.append(
+            '<div class="answers"><div><h4>recorded answer</h4>'
+            f'<pre class="text">{left}</pre></div><div><h4>new answer</h4>'
+            f'<pre class="text">{right}</pre></div></div>'
+        )
+    elif rec_out is not None:
+        parts.append(f'<h4>recorded answer</h4><pre class="text">{e(rec_out)}</pre>')
+    return "".join(parts)
+
+
+def _findings(result: dict[str, Any]) -> str:
+    rows = []
+    for f in result.get("findings") or []:
+        rec = f.get("recorded")
+        new = f.get("new")
+        rows.append(
+            f"<tr><td>{_badge(str(f.get('grade')))}</td><td><code>{e(f.get('check'))}</code>"
+            f"{(' · ' + e(f.get('tool'))) if f.get('tool') else ''}</td>"
+            f"<td>{e(f.get('message'))}</td>"
+            f"<td><code>{e('—' if rec is None else _args_text(rec))}</code></td>"
+            f"<td><code>{e('—' if new is None else _args_text(new))}</code></td></tr>"
+        )
+    if not rows:
+        return '<p class="muted">no findings</p>'
+    return (
+        '<table class="checks"><thead><tr><th scope="col">grade</th><th scope="col">check</th>'
+        '<th scope="col">why</th><th scope="col">recorded</th><th scope="col">new</th></tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def render_replay(data: dict[str, Any], *, nav: str = "") -> str:
+    """The HTML page of a replay report (``toolproof replay --report json``)."""
+    counts = data.get("counts") or {}
+    gate = data.get("gate") or {}
+    passed = bool(gate.get("passed"))
+    samples = data.get("results") or []
+    kind, verdict = ("pass", "gate passed") if passed else ("fail", "gate failed")
+    if not samples:
+        kind, verdict = "skipped", "nothing replayed"
+    tiles = [
+        _tile("samples", _int(len(samples)), e(f"{_int(data.get('expired', 0))} expired")),
+        _tile(
+            "grades",
+            e(f"{counts.get('pass', 0)} / {counts.get('warn', 0)} / {counts.get('fail', 0)}"),
+            e(f"pass / warn / fail · {counts.get('error', 0)} errors"),
+        ),
+        _tile(
+            "failure rate",
+            _pct(data.get("fail_rate")),
+            e(f"weighted {_pct(data.get('weighted_fail_rate'))}"),
+        ),
+        _tile(
+            "gate",
+            e(verdict),
+            e(f"threshold {_pct(gate.get('threshold'))} · rate {_pct(gate.get('rate'))}"),
+            kind,
+        ),
+        _tile(
+            "duration", e(_secs(data.get("duration_s"))), e(f"started {data.get('started_at', '')}")
+        ),
+    ]
+    facts = [
+        ("mode", data.get("mode")),
+        ("new model", data.get("new_model") or "—"),
+        ("real tools", ", ".join(data.get("real_tools") or []) or "none"),
+        ("store", data.get("source") or "—"),
+        ("aging", json.dumps(data.get("aging"), default=str) if data.get("aging") else "—"),
+    ]
+    total = max(len(samples), 1)
+    x = 0.0
+    bars = []
+    for grade in ("pass", "warn", "fail", "error"):
+        n = counts.get(grade, 0)
+        if not n:
+            continue
+        w = n / total * 600
+        bars.append(
+            f'<rect x="{x:.1f}" y="0" width="{w:.1f}" height="22" '
+            f'fill="var(--{grade if grade != "warn" else "flaky"})">'
+            f"<title>{e(grade)}: {n}</title></rect>"
+        )
+        x += w
+    chart = _figure(
+        "samples by grade",
+        _svg("samples by grade", "Stacked bar: pass, warn, fail, error.", 600, 22, "".join(bars)),
+        ", ".join(f"{g} {counts.get(g, 0)}" for g in ("pass", "warn", "fail", "error")),
+    )
+    summary = (
+        f'<section id="summary" aria-labelledby="summary-h"><h2 id="summary-h">Summary '
+        f'{_badge(kind, verdict)}</h2><div class="tiles">{"".join(tiles)}</div>'
+        f'<dl class="facts">{"".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in facts)}</dl>'
+        f'<div class="charts">{chart}</div></section>'
+    )
+    rows = []
+    embedded: dict[str, dict[str, Any]] = {}
+    order = {"fail": 0, "error": 1, "warn": 2, "pass": 3}
+    for n, result in sorted(
+        enumerate(samples), key=lambda item: order.get(str(item[1].get("grade")), 4)
+    ):
+        grade = str(result.get("grade"))
+        diff = _side_by_side(result) if grade in ("warn", "fail") else ""
+        notes = "".join(f"<li>{e(x)}</li>" for x in result.get("notes") or [])
+        search = f"{result.get('trace_id', '')} {result.get('input', '')}".lower()
+        first = (result.get("findings") or [{}])[0].get("message", "")
+        rows.append(
+            f'<details class="case sample" id="sample-{n}" data-c="{n}" data-verdict="{e(grade)}" '
+            f'data-class="" data-tags="" data-search="{e(search)}"'
+            f"{' open' if grade == 'fail' and len(samples) <= 50 else ''}><summary>{_badge(grade)} "
+            f'<code class="name">{e(str(result.get("trace_id", ""))[:12])}</code> '
+            f'<span class="reason">{e(result.get("input"))}</span> '
+            f'<span class="muted">{e(first)}</span></summary><div class="case-body">'
+            f'<dl class="meta"><dt>trace</dt><dd>{e(result.get("trace_id"))}</dd>'
+            f"<dt>recorded model</dt><dd>{e(result.get('recorded_model'))}</dd>"
+            f"<dt>age</dt><dd>{e(result.get('age_days'))} days "
+            f"(weight {e(result.get('weight'))})</dd></dl>"
+            f"{'<ul class=notes>' + notes + '</ul>' if notes else ''}"
+            f"{_findings(result)}{diff}{_both_runs(n, result, embedded)}</div></details>"
+        )
+    filters = (
+        '<form class="filters" id="filters" hidden role="search">'
+        '<label>show <select id="f-state"><option value="">all samples</option>'
+        '<option value="failing">failing (fail or error)</option><option value="warn">warn</option>'
+        '<option value="pass">passing</option></select></label>'
+        '<label>search <input id="f-text" type="search" placeholder="trace id, input…"></label>'
+        '<span id="f-count" class="muted" aria-live="polite"></span></form>'
+    )
+    cases = (
+        f'<section id="cases" aria-labelledby="cases-h"><h2 id="cases-h">Samples '
+        f'<span class="muted">({len(samples)})</span></h2>{filters}'
+        f'<div class="rows">{"".join(rows)}</div></section>'
+    )
+    head = (
+        f'<header class="top"><h1>toolproof replay report ({e(data.get("mode"))})</h1>'
+        f'<p class="muted">{e(data.get("started_at", ""))}</p></header>'
+    )
+    data_block = {"kind": "replay", "samples": embedded}
+    return page("toolproof replay report", head + summary + cases, data=data_block, nav=nav)
+
+
+def _both_runs(n: int, result: dict[str, Any], embedded: dict[str, dict[str, Any]]) -> str:
+    """Both runs' step views side by side (filled by the script from the embedded data)."""
+    sides = {k: result[k] for k in ("recorded_trace", "new_trace") if result.get(k)}
+    if not sides:
+        return ""
+    embedded[str(n)] = sides
+    slots = "".join(
+        f'<div><h4>{e(label)}</h4><div class="trace-slot" data-s="{n}" data-side="{key}">'
+        + ("" if key in sides else '<p class="muted">not kept</p>')
+        + "</div></div>"
+        for key, label in (("recorded_trace", "recorded run"), ("new_trace", "new run"))
+    )
+    return (
+        f'<details class="rtrace" data-s="{n}"><summary>both runs, step by step</summary>'
+        f'<div class="answers">{slots}</div></details>'
+    )
+
+
+# -- single traces ------------------------------------------------------------------------
+
+
+def render_trace_page(trace: dict[str, Any], *, nav: str = "") -> str:
+    """A page with one trace's step view (the viewer's trace store pages)."""
+    facts = [
+        ("id", trace.get("id")),
+        ("model", trace.get("model")),
+        ("started", trace.get("started_at")),
+        ("stop reason", trace.get("stop_reason")),
+        ("tools", trace.get("tool_mode")),
+        ("tags", ", ".join(str(t) for t in trace.get("tags") or []) or "—"),
+        ("duration", _secs((trace.get("duration_ms") or 0) / 1000)),
+    ]
+    body = (
+        f'<header class="top"><h1>trace <code>{e(str(trace.get("id", ""))[:12])}</code></h1>'
+        f'<p class="reason">{e(trace.get("input"))}</p></header>'
+        f'<dl class="facts">{"".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in facts)}</dl>'
+        '<div class="trace-slot" data-trace="1"><noscript><p class="muted">The step view needs '
+        "JavaScript.</p></noscript></div>"
+    )
+    return page(
+        f"trace {trace.get('id', '')}", body, data={"kind": "trace", "trace": trace}, nav=nav
+    )
+
+
+# -- entry points -------------------------------------------------------------------------
+
+
+def render_report(data: dict[str, Any], *, nav: str = "") -> str:
+    """The HTML page of a JSON report (eval or replay), chosen by its fields."""
+    if data.get("format") == "toolproof-eval-report" or "cases" in data:
+        return render_eval(data, nav=nav)
+    if "results" in data and "mode" in data:
+        return render_replay(data, nav=nav)
+    from toolproof.errors import ConfigError
+
+    raise ConfigError(
+        "not a toolproof report: expected the JSON of `toolproof run --report json` or "
+        "`toolproof replay --report json`"
+    )
+
+
+def write_eval_html(path: str, report: EvalReport, spool: IO[bytes] | None) -> None:
+    """Write the HTML report of an eval run (the JSON report, rendered)."""
+    from toolproof._reporting import open_output
+    from toolproof.evals._report import write_json_report
+
+    fd, temp = tempfile.mkstemp(prefix="toolproof-report-", suffix=".json")
+    os.close(fd)
+    try:
+        write_json_report(temp, report, spool)
+        with open(temp, encoding="utf-8") as handle:
+            data = json.load(handle)
+    finally:
+        os.unlink(temp)
+    text = render_eval(data)
+    with open_output(path) as out:
+        out.write(text)
+
+
+def replay_data(report: ReplayReport) -> dict[str, Any]:
+    """The replay report's JSON data with each warn and fail sample's traces added.
+
+    The new run's trace comes from the sample (model mode); the recorded one from the store
+    the samples came from, when it can still be read.
+    """
+    data = report.to_dict()
+    wanted = {s.trace_id for s in report.samples if s.grade in ("warn", "fail")}
+    recorded: dict[str, dict[str, Any]] = {}
+    if wanted and report.source:
+        try:
+            from toolproof.replay._store import TraceStore
+
+            with TraceStore(report.source, create=False) as store:
+                for trace_id in wanted:
+                    try:
+                        recorded[trace_id] = json.loads(store.get_json(trace_id))
+                    except Exception:
+                        continue
+        except Exception:
+            recorded = {}
+    for sample, out in zip(report.samples, data["results"], strict=True):
+        if sample.trace_id in recorded:
+            out["recorded_trace"] = recorded[sample.trace_id]
+        if sample.new_trace is not None and sample.grade in ("warn", "fail"):
+            out["new_trace"] = sample.new_trace.to_dict()
+    return data
+
+
+def write_replay_html(path: str, report: ReplayReport) -> None:
+    """Write the HTML report of a replay: counts, the gate, findings and side-by-side diffs."""
+    from toolproof._reporting import open_output
+
+    text = render_replay(replay_data(report))
+    with open_output(path) as out:
+        out.write(text)

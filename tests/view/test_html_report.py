@@ -1,0 +1,181 @@
+"""The HTML report without a browser: written by run and replay, self-contained, escaped."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from toolproof._reporting import parse_report_specs
+from toolproof.view import render_report
+from toolproof.view._html import calls_diff, embed_json, expand_eval_data, word_diff
+
+
+class Elements(HTMLParser):
+    """Every start tag with its attributes, and the data block's text."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.data_block = ""
+        self._in_data = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        self._in_data = tag == "script" and dict(attrs).get("id") == "tp-data"
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_data = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_data:
+            self.data_block += data
+
+
+def parse(text: str) -> Elements:
+    parser = Elements()
+    parser.feed(text)
+    parser.close()
+    return parser
+
+
+def assert_inert(text: str) -> Elements:
+    """Only our two scripts, no image, no event-handler attribute, nothing fetched."""
+    parsed = parse(text)
+    scripts = [attrs for tag, attrs in parsed.tags if tag == "script"]
+    assert len(scripts) <= 2
+    assert all(attrs in ({"type": "application/json", "id": "tp-data"}, {}) for attrs in scripts)
+    assert not [
+        tag for tag, _ in parsed.tags if tag in ("img", "iframe", "object", "embed", "link")
+    ]
+    for tag, attrs in parsed.tags:
+        assert not [a for a in attrs if a.startswith("on")], (tag, attrs)
+        for name in ("src", "href", "action"):
+            value = attrs.get(name) or ""
+            assert not re.match(r"^\s*(https?:|//|javascript:)", value, re.I), (tag, attrs)
+    return parsed
+
+
+def test_run_writes_an_html_report_with_the_json_reports_data(eval_reports: dict[str, Any]) -> None:
+    text = eval_reports["html"].read_text(encoding="utf-8")
+    assert text.startswith("<!doctype html>")
+    parsed = assert_inert(text)
+    embedded = json.loads(parsed.data_block)
+    assert embedded["kind"] == "eval"
+    assert len(embedded["tool_sets"]) == 1  # the tools offered, stored once for every trace
+    assert expand_eval_data(embedded) == eval_reports["data"]  # every trace, as in the JSON
+    summary = eval_reports["data"]["summary"]
+    assert f"{summary['trials_passed']} of {summary['trials']} trials" in text
+    # hostile case names, tags, arguments and answers are in the page only as text
+    assert "&lt;script&gt;window.__pwned=4&lt;/script&gt;echo" in text
+    assert "&lt;img src=x onerror=window.__pwned=6&gt;" in text
+    assert text.count("<script") == 2
+    assert "<dt>errors by kind</dt><dd>ValueError (tool) ×2</dd>" in text  # the flaky tool
+    assert "<dt>tool calls</dt><dd>12 (0 mocked, 12 real)</dd>" in text
+
+
+def test_replay_writes_side_by_side_diffs(replay_reports: dict[str, Any]) -> None:
+    text = replay_reports["html"].read_text(encoding="utf-8")
+    parsed = assert_inert(text)
+    embedded = json.loads(parsed.data_block)
+    assert embedded["kind"] == "replay"
+    grades = {r["trace_id"]: r["grade"] for r in replay_reports["data"]["results"]}
+    # the warn and the fail have both runs embedded for the step views; the pass has none
+    assert sorted(grades[s] for s in _sample_ids(text, embedded)) == ["fail", "warn"]
+    assert text.count('class="d-added"') == 1  # list_invoices is new in the fail
+    assert text.count('class="d-changed"') == 2  # user_id 3 -> 33, and the new option
+    assert '<li class="ins"><code>options</code>' in text
+    assert "<del>User 3 is user3 on plan pro.</del>" in text  # the fail has no answer
+
+
+def _sample_ids(text: str, embedded: dict[str, Any]) -> list[str]:
+    ids = []
+    for index in embedded["samples"]:
+        match = re.search(rf'id="sample-{index}".*?<dt>trace</dt><dd>([0-9a-f]+)</dd>', text, re.S)
+        assert match
+        ids.append(match.group(1))
+    return ids
+
+
+def test_report_html_spec_and_cli_replay(replay_reports: dict[str, Any], tmp_path: Path) -> None:
+    from toolproof.cli import main
+
+    assert [s.format for s in parse_report_specs(["html:a.html", "htm:b.html"])] == ["html", "html"]
+    out = tmp_path / "cli.html"
+    code = main(
+        [
+            "replay", "--store", str(replay_reports["store"]), "--tools", "view_replay:TOOLS",
+            "--report", f"html:{out}",
+        ]
+    )  # fmt: skip
+    assert code == 0  # tools mode: the recorded calls still fit today's tools
+    assert_inert(out.read_text(encoding="utf-8"))
+    assert "gate passed" in out.read_text(encoding="utf-8")
+
+
+def test_not_a_report_is_one_clear_error() -> None:
+    from toolproof.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="not a toolproof report"):
+        render_report({"hello": 1})
+
+
+def test_big_reports_render_passing_checks_lazily(eval_reports: dict[str, Any]) -> None:
+    data = json.loads(json.dumps(eval_reports["data"]))
+    case = data["cases"][0]
+    case["trials"] = case["trials"] * 600  # over FULL_CHECKS_LIMIT trials
+    text = render_report(data)
+    trials = [t for c in data["cases"] for t in c["trials"]]
+    passing = sum(1 for t in trials if t["status"] == "pass")
+    assert passing >= 2400
+    assert text.count('class="checks-slot"') == passing  # the script renders these on opening
+    failing = len(trials) - passing
+    assert text.count('<table class="checks">') == failing
+
+
+def test_calls_diff_and_word_diff() -> None:
+    a = [{"name": "x", "arguments": {"v": 1}}, {"name": "y", "arguments": {}}]
+    b = [{"name": "x", "arguments": {"v": 2}}, {"name": "z", "arguments": {}}]
+    assert [kind for kind, _, _ in calls_diff(a, b)] == ["changed", "removed", "added"]
+    left, right = word_diff("a <b> c", "a <i> c")
+    assert left == "a <del>&lt;b&gt;</del> c"
+    assert right == "a <ins>&lt;i&gt;</ins> c"
+
+
+hostile_text = st.one_of(
+    st.text(max_size=60),
+    st.sampled_from(["</script>", "<!--", "<script>", '"><img src=x onerror=alert(1)>', "\u2028"]),
+    st.lists(
+        st.sampled_from(["</", "script", ">", "<", '"', "'", "&", "on", "=", "<!--", "-->", " "]),
+        max_size=12,
+    ).map("".join),
+)
+
+
+@settings(
+    deadline=None, max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(name=hostile_text, tag=hostile_text, content=hostile_text, answer=hostile_text)
+def test_any_text_anywhere_stays_text(
+    eval_reports: dict[str, Any], name: str, tag: str, content: str, answer: str
+) -> None:
+    data = json.loads(json.dumps(eval_reports["data"]))
+    case = data["cases"][0]
+    case["id"] = case["name"] = name
+    case["tags"] = [tag]
+    case["reason"] = answer
+    trace = case["trials"][0]["traces"][0]
+    trace["steps"][0]["tool_results"][0]["content"] = content
+    trace["steps"][0]["response"]["tool_calls"][0]["arguments"] = {content: answer}
+    trace["output"] = answer
+    text = render_report(data)
+    parsed = assert_inert(text)
+    embedded = json.loads(parsed.data_block)
+    assert expand_eval_data(embedded) == data
+    assert "</script" not in embed_json(data).lower()
