@@ -1053,4 +1053,4 @@ def _from_store(
             if close:
                 store.close()
 
-    return read(), expired, str(store.path)
+    return read(), expired, store.location
