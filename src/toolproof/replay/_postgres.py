@@ -58,42 +58,67 @@ POSTGRES = _Dialect(
 
 
 def glob_to_regex(pattern: str) -> str:
-    """A SQLite ``GLOB`` pattern (``*``, ``?``, ``[...]``, case-sensitive) as a regex.
+    """A SQLite ``GLOB`` pattern as an anchored PostgreSQL regular expression.
 
-    The result is an anchored PostgreSQL regular expression, so model filters match the same
-    names on both stores.
+    Follows SQLite's own reading of the pattern (``*``, ``?``, ``[...]`` with ``^``, a
+    leading ``]`` and ranges; a set that is never closed matches nothing), so a model filter
+    selects the same names on both stores.
     """
     out = ["^"]
-    i = 0
-    while i < len(pattern):
+    i, n = 0, len(pattern)
+    while i < n:
         ch = pattern[i]
         if ch == "*":
             out.append(".*")
         elif ch == "?":
             out.append(".")
         elif ch == "[":
-            end = i + 1
-            if end < len(pattern) and pattern[end] == "^":
-                end += 1
-            if end < len(pattern) and pattern[end] == "]":
-                end += 1
-            end = pattern.find("]", end)
-            if end == -1:
-                out.append(r"\[")
-            else:
-                body = pattern[i + 1 : end]
-                negate = body.startswith("^")
-                body = body[1:] if negate else body
-                body = body.replace("\\", "\\\\")
-                out.append("[" + ("^" if negate else "") + body + "]")
-                i = end
-        elif ch.isalnum() or ch == "_":
-            out.append(ch)
+            j = i + 1
+            negate = j < n and pattern[j] == "^"
+            j += negate
+            members: list[str] = []
+            prior: str | None = None
+            if j < n and pattern[j] == "]":
+                members.append(_escape("]"))
+                j += 1
+            while j < n and pattern[j] != "]":
+                c = pattern[j]
+                if c == "-" and prior is not None and j + 1 < n and pattern[j + 1] != "]":
+                    high = pattern[j + 1]
+                    if prior <= high:
+                        members.append(f"{_escape(prior)}-{_escape(high)}")
+                    prior = None
+                    j += 2
+                    continue
+                members.append(_escape(c))
+                prior = c
+                j += 1
+            if j >= n:
+                return _NEVER  # SQLite: a set without its closing ] matches nothing
+            out.append("[" + ("^" if negate else "") + "".join(members) + "]")
+            i = j
         else:
-            out.append("\\" + ch)
+            out.append(_escape(ch))
         i += 1
     out.append("$")
     return "".join(out)
+
+
+#: A regular expression that matches no text.
+_NEVER = "^(?!)"
+
+
+def _escape(ch: str) -> str:
+    return ch if ch.isalnum() else "\\" + ch
+
+
+def _text(value: Any) -> Any:
+    # PostgreSQL text cannot hold NUL; SQLite can. The payload (bytea) keeps it exactly.
+    return value.replace("\x00", "\ufffd") if isinstance(value, str) else value
+
+
+def _texts(params: Sequence[Any]) -> list[Any]:
+    return [_text(value) for value in params]
 
 
 def mask_url(url: str) -> str:
@@ -188,13 +213,13 @@ class PostgresTraceStore(TraceStore):
     # -- the engine's part ----------------------------------------------------------------------
 
     def _exec(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        return self._pg.execute(sql.replace("?", "%s"), params or None)
+        return self._pg.execute(sql.replace("?", "%s"), _texts(params) or None)
 
     def _exec_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> int:
         if not rows:
             return 0
         with self._pg.cursor() as cursor:
-            cursor.executemany(sql.replace("?", "%s"), rows)
+            cursor.executemany(sql.replace("?", "%s"), [_texts(row) for row in rows])
             return int(cursor.rowcount)
 
     @contextlib.contextmanager
@@ -225,15 +250,16 @@ class PostgresTraceStore(TraceStore):
             conflict = f"ON CONFLICT (id) DO UPDATE SET {updates}"
         else:
             conflict = "ON CONFLICT DO NOTHING"
+        given = {_text(value[0]): value[0] for value in values}
         written: set[str] = set()
         with self._pg.cursor() as cursor:
             cursor.executemany(
                 f"INSERT INTO traces ({columns}) VALUES ({marks}) {conflict} RETURNING id",
-                values,
+                [_texts(value) for value in values],
                 returning=True,
             )
             while True:
-                written.update(row[0] for row in cursor.fetchall())
+                written.update(given.get(row[0], row[0]) for row in cursor.fetchall())
                 if not cursor.nextset():
                     break
         return written
@@ -242,7 +268,7 @@ class PostgresTraceStore(TraceStore):
         conn = self._connect(autocommit=False)
         try:
             with conn.transaction(), conn.cursor(name=f"toolproof_{uuid.uuid4().hex}") as cursor:
-                cursor.execute(sql.replace("?", "%s"), params or None)
+                cursor.execute(sql.replace("?", "%s"), _texts(params) or None)
                 while True:
                     chunk = cursor.fetchmany(256)
                     if not chunk:

@@ -861,8 +861,9 @@ def is_store_url(location: str | Path) -> bool:
 
 def _sqlite_path(location: str | Path) -> str | Path:
     text = str(location)
+    # sqlite:///relative.db and sqlite:////absolute.db, as SQLAlchemy spells them
     if not isinstance(location, Path) and text.lower().startswith("sqlite://"):
-        return text[len("sqlite://") :] or ":memory:"
+        return text[len("sqlite:///") :] or ":memory:"
     return location
 
 
