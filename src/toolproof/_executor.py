@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -54,14 +54,16 @@ class Executor(Protocol):
 
     name: str
 
-    def stream(self, work: Work[C, T, R], items: Sequence[T]) -> AsyncIterator[tuple[int, R]]:
+    def stream(
+        self, work: Work[C, T, R], items: Sequence[T]
+    ) -> AsyncGenerator[tuple[int, R], None]:
         """Results of ``items`` as they finish (each index once, in any order)."""
         ...
 
 
 async def _run_all(
     work: Work[C, T, R], items: Sequence[T], offset: int = 0
-) -> AsyncIterator[tuple[int, R]]:
+) -> AsyncGenerator[tuple[int, R], None]:
     semaphore = asyncio.Semaphore(max(1, work.concurrency))
 
     async def one(index: int, item: T) -> tuple[int, R]:
@@ -83,7 +85,9 @@ class LocalExecutor:
 
     name = "local"
 
-    def stream(self, work: Work[C, T, R], items: Sequence[T]) -> AsyncIterator[tuple[int, R]]:
+    def stream(
+        self, work: Work[C, T, R], items: Sequence[T]
+    ) -> AsyncGenerator[tuple[int, R], None]:
         """Run the items here, ``work.concurrency`` at once."""
         return _run_all(work, items)
 
@@ -153,13 +157,15 @@ class RayExecutor:
                 raise UserError(f"cannot start Ray on {where}: {exc}") from exc
         return ray
 
-    def stream(self, work: Work[C, T, R], items: Sequence[T]) -> AsyncIterator[tuple[int, R]]:
+    def stream(
+        self, work: Work[C, T, R], items: Sequence[T]
+    ) -> AsyncGenerator[tuple[int, R], None]:
         """Send the items in batches to Ray tasks; stream results back as batches finish."""
         return self._stream(work, items)
 
     async def _stream(
         self, work: Work[C, T, R], items: Sequence[T]
-    ) -> AsyncIterator[tuple[int, R]]:
+    ) -> AsyncGenerator[tuple[int, R], None]:
         if not items:
             return
         ray = self._ray()

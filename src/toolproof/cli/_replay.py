@@ -88,6 +88,12 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--concurrency", type=int, default=4, help="model mode (default 4)")
     parser.add_argument(
+        "--executor",
+        default="local",
+        metavar="local|ray[:ADDRESS]",
+        help="where samples run: this process (default) or a Ray cluster (toolproof[ray])",
+    )
+    parser.add_argument(
         "--report",
         action="append",
         default=[],
@@ -172,6 +178,7 @@ def _replay(args: argparse.Namespace) -> int:
             run_mocks=args.run_mocks,
             concurrency=args.concurrency,
             real_tools=args.real_tool,
+            executor=args.executor,
         )
     to_stdout = any(spec.to_stdout for spec in specs)
     console = sys.stderr if to_stdout else sys.stdout

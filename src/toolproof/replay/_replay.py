@@ -1036,8 +1036,9 @@ async def _collect(
     from toolproof.replay._store import logger
 
     out: list[SampleResult | _Skipped | None] = [None] * len(items)
-    async for index, result in executor.stream(work, items):
-        out[index] = result
+    async with contextlib.aclosing(executor.stream(work, items)) as results:
+        async for index, result in results:
+            out[index] = result
     kept: list[SampleResult] = []
     for entry in out:
         if isinstance(entry, _Skipped):
