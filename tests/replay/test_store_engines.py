@@ -170,6 +170,9 @@ def test_unknown_url_schemes_say_what_is_supported(tmp_path: Path) -> None:
         "unsupported trace store URL mysql://...: use a file path, sqlite:///PATH or "
         "postgresql://USER:PASSWORD@HOST:PORT/DATABASE"
     )
+    odd = f"{tmp_path}/a://b/t.db"  # a path holding "://" is still a path
+    with TraceStore(odd) as store:
+        assert store.location == str(tmp_path / "a:" / "b" / "t.db")
     with TraceStore(f"sqlite:///{tmp_path}/x.db") as store:
         assert store.location == f"{tmp_path}/x.db"
     assert (tmp_path / "x.db").exists()

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import sqlite3
 import threading
 import time
@@ -849,6 +850,8 @@ def is_store_url(location: str | Path) -> bool:
     if isinstance(location, Path) or "://" not in text:
         return False
     scheme = text.split("://", 1)[0].lower()
+    if not re.fullmatch(r"[a-z][a-z0-9+.-]*", scheme):
+        return False  # a file path that happens to hold "://"
     if scheme in ("postgresql", "postgres"):
         return True
     if scheme == "sqlite":
