@@ -241,3 +241,32 @@ def test_the_cli_on_a_postgresql_url(pg_url: str, tmp_path: Path) -> None:
     assert missing.stderr.startswith(
         "toolproof: error: cannot open trace store postgresql://x:***@"
     )
+
+
+def test_a_version_1_layout_is_migrated_and_backfilled_on_both_engines(store_url: str) -> None:
+    from replay_helpers import run_trace
+
+    from toolproof.replay._store import _MIGRATIONS
+    from toolproof.testing import call
+
+    trace = run_trace([call("query_users", user_id=7), call("query_users", user_id=8), "Done."])
+    with TraceStore(store_url) as store, store._transaction():  # rebuilt as version 1 wrote it
+        store._exec("DROP TABLE traces")
+        store._exec("DROP TABLE trace_tags")
+        store._exec("DROP TABLE trace_tools")
+        _MIGRATIONS[0](store)
+        store._exec("UPDATE schema_version SET version = 1")
+        store._exec(
+            "INSERT INTO traces (id, ts, started_at, model, status, payload) "
+            "VALUES (?, ?, ?, ?, 'final', ?)",
+            (trace.id, time.time(), trace.started_at, trace.model, trace.to_json().encode()),
+        )
+        store._exec("INSERT INTO traces (id, ts, payload) VALUES ('bad', 1, ?)", (b"garbage{",))
+    with TraceStore(store_url) as store:
+        assert store.schema_version == 2
+        assert store._exec("SELECT version FROM schema_version").fetchall() == [(2,)]
+        assert store.get(trace.id) == trace
+        (row,) = store.rows(TraceFilter(tools=["query_users"]))
+        assert (row.tool_calls, row.tools) == (2, {"query_users": 2})
+        assert [t.id for t in store.query()] == [trace.id]
+        assert store.skipped == ["bad"]
