@@ -172,7 +172,14 @@ class RayExecutor:
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         size = self.batch_size or max(1, min(2000, -(-len(items) // (cpus * 4))))
         remote = ray.remote(_run_batch).options(max_retries=self.retries)
-        shared = ray.put(work)
+        try:
+            shared = ray.put(work)
+        except Exception as exc:  # something of the run cannot be sent to another process
+            raise UserError(
+                f"cannot send the run to Ray workers: {type(exc).__name__}: {exc}; the agent, "
+                "tools, mocks and checks must be picklable (defined at module level, not "
+                "holding open connections or locks)"
+            ) from exc
         batches: dict[Any, tuple[int, list[T], Any]] = {}
         for start in range(0, len(items), size):
             batch = list(items[start : start + size])

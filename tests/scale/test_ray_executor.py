@@ -243,3 +243,13 @@ def test_unknown_executors_say_what_exists() -> None:
     )
     assert isinstance(executor_from_string(None), LocalExecutor)
     assert executor_from_string("ray:auto").address == "auto"  # type: ignore[attr-defined]
+
+
+def test_a_run_that_cannot_be_sent_to_workers_is_one_clear_error(ray_cluster: Any) -> None:
+    import threading
+
+    work = Work(threading.Lock(), double, lost)  # a lock cannot go to another process
+    with pytest.raises(UserError) as info:
+        results(RayExecutor(), work, [1, 2])
+    assert str(info.value).startswith("cannot send the run to Ray workers: TypeError: ")
+    assert "must be picklable" in str(info.value)
