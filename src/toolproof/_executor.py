@@ -17,9 +17,10 @@ back as items finish, in any order. Reports and stores never know which executor
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import sys
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sized
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -41,12 +42,15 @@ class Work(Generic[C, T, R]):
         run: ``await run(context, item)`` gives the item's result.
         lost: The result of an item whose worker kept dying (``lost(item, error)``).
         concurrency: Items running at once per process.
+        run_sync: The same as ``run`` without an event loop, for CPU-bound items (grading):
+            workers then run their batch as a plain loop.
     """
 
     context: C
     run: Callable[[C, T], Awaitable[R]]
     lost: Callable[[T, BaseException], R]
     concurrency: int = 4
+    run_sync: Callable[[C, T], R] | None = None
 
 
 class Executor(Protocol):
@@ -55,14 +59,14 @@ class Executor(Protocol):
     name: str
 
     def stream(
-        self, work: Work[C, T, R], items: Sequence[T]
+        self, work: Work[C, T, R], items: Iterable[T]
     ) -> AsyncGenerator[tuple[int, R], None]:
         """Results of ``items`` as they finish (each index once, in any order)."""
         ...
 
 
 async def _run_all(
-    work: Work[C, T, R], items: Sequence[T], offset: int = 0
+    work: Work[C, T, R], items: Iterable[T], offset: int = 0
 ) -> AsyncGenerator[tuple[int, R], None]:
     semaphore = asyncio.Semaphore(max(1, work.concurrency))
 
@@ -86,7 +90,7 @@ class LocalExecutor:
     name = "local"
 
     def stream(
-        self, work: Work[C, T, R], items: Sequence[T]
+        self, work: Work[C, T, R], items: Iterable[T]
     ) -> AsyncGenerator[tuple[int, R], None]:
         """Run the items here, ``work.concurrency`` at once."""
         return _run_all(work, items)
@@ -94,6 +98,8 @@ class LocalExecutor:
 
 def _run_batch(work: Work[Any, Any, Any], items: list[Any]) -> list[Any]:
     """On a Ray worker: one batch, with the local asyncio code; results in item order."""
+    if work.run_sync is not None:
+        return [work.run_sync(work.context, item) for item in items]
 
     async def main() -> list[Any]:
         out: list[Any] = [None] * len(items)
@@ -158,19 +164,19 @@ class RayExecutor:
         return ray
 
     def stream(
-        self, work: Work[C, T, R], items: Sequence[T]
+        self, work: Work[C, T, R], items: Iterable[T]
     ) -> AsyncGenerator[tuple[int, R], None]:
         """Send the items in batches to Ray tasks; stream results back as batches finish."""
         return self._stream(work, items)
 
     async def _stream(
-        self, work: Work[C, T, R], items: Sequence[T]
+        self, work: Work[C, T, R], items: Iterable[T]
     ) -> AsyncGenerator[tuple[int, R], None]:
-        if not items:
-            return
         ray = self._ray()
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        size = self.batch_size or max(1, min(2000, -(-len(items) // (cpus * 4))))
+        size = self.batch_size or (
+            max(1, min(2000, -(-len(items) // (cpus * 4)))) if isinstance(items, Sized) else 1000
+        )
         remote = ray.remote(_run_batch).options(max_retries=self.retries)
         try:
             shared = ray.put(work)
@@ -180,28 +186,44 @@ class RayExecutor:
                 "tools, mocks and checks must be picklable (defined at module level, not "
                 "holding open connections or locks)"
             ) from exc
+        # Batches are read and sent as workers free up (two per CPU in flight): the items
+        # never sit all at once in this process or in the object store.
+        source = iter(items)
         batches: dict[Any, tuple[int, list[T], Any]] = {}
-        for start in range(0, len(items), size):
-            batch = list(items[start : start + size])
+        pending: set[Any] = set()
+        sent = 0
+
+        def submit() -> bool:
+            nonlocal sent
+            batch = list(itertools.islice(source, size))
+            if not batch:
+                return False
             ref = remote.remote(shared, batch)
-            batches[asyncio.wrap_future(ref.future())] = (start, batch, ref)
-        pending = set(batches)
+            future = asyncio.wrap_future(ref.future())
+            batches[future] = (sent, batch, ref)
+            pending.add(future)
+            sent += len(batch)
+            return True
+
         try:
+            while len(pending) < cpus * 2 and submit():
+                pass
             while pending:
-                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
                 for future in done:
-                    start, batch, _ = batches[future]
+                    pending.discard(future)
+                    start, batch, _ = batches.pop(future)
                     try:
                         results = future.result()
                     except Exception as exc:  # the worker kept dying, or the task failed
                         results = [work.lost(item, _cause(exc)) for item in batch]
+                    submit()
                     for n, result in enumerate(results):
                         yield start + n, result
         finally:
-            if pending:
-                for future in pending:
-                    future.cancel()
-                    ray.cancel(batches[future][2], force=True)
+            for future in pending:
+                future.cancel()
+                ray.cancel(batches[future][2], force=True)
 
 
 def _cause(exc: BaseException) -> BaseException:

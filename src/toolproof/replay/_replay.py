@@ -845,8 +845,14 @@ async def areplay(
             today = _today_tools(tools)
             clock = time.perf_counter
             if not local:  # every sample's JSON goes to a worker, decoded and graded there
-                work = Work((today, rules, run_mocks, aging), _tools_item, _lost, concurrency)
-                report.samples = await _collect(runner, work, list(samples))
+                work = Work(
+                    (today, rules, run_mocks, aging),
+                    _tools_item,
+                    _lost,
+                    concurrency,
+                    run_sync=_tools_item_sync,
+                )
+                report.samples = await _collect(runner, work, samples)
                 samples = iter(())
             for trace, age in samples:
                 begin = clock()
@@ -974,6 +980,12 @@ async def _model_item(context: _ModelContext, item: tuple[Any, float]) -> Sample
 async def _tools_item(
     context: tuple[Mapping[str, _TodayTool], ReplayRules, bool, Aging], item: tuple[Any, float]
 ) -> SampleResult | _Skipped:
+    return _tools_item_sync(context, item)
+
+
+def _tools_item_sync(
+    context: tuple[Mapping[str, _TodayTool], ReplayRules, bool, Aging], item: tuple[Any, float]
+) -> SampleResult | _Skipped:
     today, rules, run_mocks, aging = context
     begin = time.perf_counter()
     try:
@@ -1030,17 +1042,17 @@ def _lost(item: tuple[Any, float], error: BaseException) -> SampleResult | _Skip
 
 
 async def _collect(
-    executor: Executor, work: Work[Any, Any, SampleResult | _Skipped], items: list[Any]
+    executor: Executor, work: Work[Any, Any, SampleResult | _Skipped], items: Iterable[Any]
 ) -> list[SampleResult]:
     """Every item's result in item order; rows no worker could decode are left out."""
     from toolproof.replay._store import logger
 
-    out: list[SampleResult | _Skipped | None] = [None] * len(items)
+    found: dict[int, SampleResult | _Skipped] = {}
     async with contextlib.aclosing(executor.stream(work, items)) as results:
         async for index, result in results:
-            out[index] = result
+            found[index] = result
     kept: list[SampleResult] = []
-    for entry in out:
+    for _, entry in sorted(found.items()):
         if isinstance(entry, _Skipped):
             logger.warning("%s; skipped", entry.message)
         elif entry is not None:
