@@ -253,3 +253,35 @@ def test_a_run_that_cannot_be_sent_to_workers_is_one_clear_error(ray_cluster: An
         results(RayExecutor(), work, [1, 2])
     assert str(info.value).startswith("cannot send the run to Ray workers: TypeError: ")
     assert "must be picklable" in str(info.value)
+
+
+def test_the_cli_refuses_unknown_executors_with_exit_2(tmp_path: Path) -> None:
+    import subprocess
+
+    from replay_helpers import user_trace
+
+    with TraceStore(tmp_path / "traces.db") as store:
+        store.add(user_trace(1))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+    suite = str(ROOT / "examples" / "support" / "support.eval.yaml")
+    commands = [
+        ["run", suite, "--model", "scripted", "-q", "--executor", "dask"],
+        ["replay", "--store", str(tmp_path / "traces.db"), "--schemas", str(tmp_path / "s.json"),
+         "--executor", "dask"],
+    ]  # fmt: skip
+    (tmp_path / "s.json").write_text("[]")
+    for argv in commands:
+        done = subprocess.run(
+            [sys.executable, "-m", "toolproof", *argv],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 2, done
+        assert done.stderr.strip() == (
+            "toolproof: error: unknown executor 'dask'; use 'local' (the default), 'ray' (a "
+            "local Ray cluster) or 'ray:ADDRESS' (e.g. ray:auto, ray:ray://head:10001)"
+        )
