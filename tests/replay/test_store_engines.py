@@ -7,6 +7,7 @@ their password, and the CLI runs on a URL as on a path.
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import subprocess
@@ -270,3 +271,19 @@ def test_a_version_1_layout_is_migrated_and_backfilled_on_both_engines(store_url
         assert (row.tool_calls, row.tools) == (2, {"query_users": 2})
         assert [t.id for t in store.query()] == [trace.id]
         assert store.skipped == ["bad"]
+
+
+def test_a_recorder_never_shows_the_password_of_its_store(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from toolproof.replay import Recorder
+
+    recorder = Recorder("postgresql://ops:hunter2@127.0.0.1:1/traces", retries=0)
+    recorder.record(user_trace(1))
+    with caplog.at_level(logging.WARNING, logger="toolproof.replay"):
+        recorder.close(30)
+    assert recorder.stats.dropped == 1
+    assert recorder.stats.last_error is not None
+    shown = [repr(recorder), recorder.stats.last_error, *(r.getMessage() for r in caplog.records)]
+    assert any("postgresql://ops:***@127.0.0.1:1/traces" in text for text in shown)
+    assert not any("hunter2" in text for text in shown), shown

@@ -31,6 +31,7 @@ from toolproof.replay._store import (
     _Row,
     resolve_store,
     row_from_dict,
+    store_label,
 )
 
 if TYPE_CHECKING:
@@ -272,7 +273,7 @@ class Recorder:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<Recorder {self.store_path} {self.stats}>"
+        return f"<Recorder {store_label(self.store_path)} {self.stats}>"
 
     # -- the background thread ---------------------------------------------------------------
 
@@ -318,7 +319,7 @@ class Recorder:
                     self._failed(len(rows), None)
                     logger.warning(
                         "trace store %s: dropped %d traces after %d failed writes (%s)",
-                        self.store_path,
+                        store_label(self.store_path),
                         len(rows),
                         attempt,
                         self._last_error,

@@ -878,6 +878,15 @@ def resolve_store(location: str | Path) -> str | Path:
     return Path(path) if str(path) == ":memory:" else Path(path).resolve()
 
 
+def store_label(location: str | Path) -> str:
+    """``location`` for messages: a URL with its password masked, a path as it is."""
+    if is_store_url(location):
+        from toolproof.replay._postgres import mask_url
+
+        return mask_url(str(location))
+    return str(location)
+
+
 def open_store(path: str | Path | None = None, *, create: bool = False) -> TraceStore:
     """Open the store at ``path`` (default ``.toolproof/traces.db``) for the CLI.
 
