@@ -10,8 +10,9 @@ back as items finish, in any order. Reports and stores never know which executor
   items go in batches to Ray tasks; each task runs its batch with the same asyncio code on a
   worker. The context is sent once per run. A worker that dies is retried by Ray
   (``retries`` times); a batch that keeps dying becomes ``work.lost(item, error)`` for each of
-  its items (an error result of those cases, not a crash of the run). Cancelling the stream
-  (Ctrl-C) cancels the remote tasks.
+  its items (an error result of those cases, not a crash of the run). An exception that
+  escapes ``work.run`` stops the stream with that exception, as in this process. Cancelling
+  the stream (Ctrl-C) cancels the remote tasks.
 """
 
 from __future__ import annotations
@@ -215,8 +216,11 @@ class RayExecutor:
                     start, batch, _ = batches.pop(future)
                     try:
                         results = future.result()
-                    except Exception as exc:  # the worker kept dying, or the task failed
-                        results = [work.lost(item, _cause(exc)) for item in batch]
+                    except ray.exceptions.RayTaskError as exc:
+                        # An error that escaped the work: it stops the run, as it would here.
+                        raise _cause(exc) from None
+                    except Exception as exc:  # the worker kept dying (or its node did)
+                        results = [work.lost(item, exc) for item in batch]
                     submit()
                     for n, result in enumerate(results):
                         yield start + n, result

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[Any]:
-    """Ray started for this session (the tests skip with the reason when Ray is missing)."""
+    """Ray started for this module, stopped after it (skipped with the reason without Ray)."""
     ray = pytest.importorskip("ray", reason="the Ray executor tests need ray (the dev extra)")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     ray.init(

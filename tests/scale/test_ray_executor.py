@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from toolproof._executor import LocalExecutor, RayExecutor, Work, executor_from_string
-from toolproof.errors import UserError
+from toolproof.errors import MockBypassed, UserError
 from toolproof.replay import TraceStore, replay
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -285,3 +285,16 @@ def test_the_cli_refuses_unknown_executors_with_exit_2(tmp_path: Path) -> None:
             "toolproof: error: unknown executor 'dask'; use 'local' (the default), 'ray' (a "
             "local Ray cluster) or 'ray:ADDRESS' (e.g. ray:auto, ray:ray://head:10001)"
         )
+
+
+async def refuse(context: int, item: int) -> int:
+    if item == 7:
+        raise MockBypassed("the real code of 'delete_user' was about to run")
+    return item
+
+
+def test_an_error_escaping_the_work_stops_the_run_as_it_does_locally(ray_cluster: Any) -> None:
+    work = Work(0, refuse, lost)
+    for executor in (LocalExecutor(), RayExecutor(batch_size=4)):
+        with pytest.raises(MockBypassed, match="the real code of 'delete_user'"):
+            results(executor, work, list(range(20)))
