@@ -25,3 +25,5 @@ if not os.environ.get("TOOLPROOF_LOG_DIR"):
     _LOGS = tempfile.mkdtemp(prefix="toolproof-test-runs-")
     os.environ["TOOLPROOF_LOG_DIR"] = _LOGS
     atexit.register(shutil.rmtree, _LOGS, ignore_errors=True)
+# A real PostgreSQL server for the store tests (skipped with the reason when there is none).
+from _postgres import pg_url, postgres_server  # noqa: E402, F401

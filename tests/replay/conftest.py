@@ -11,3 +11,11 @@ import pytest
 def db_path(tmp_path: Path) -> Path:
     """A fresh store path in the test's temporary folder."""
     return tmp_path / "traces.db"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh, empty store on each engine: a SQLite file, then a PostgreSQL schema."""
+    if request.param == "sqlite":
+        return str(tmp_path / "traces.db")
+    return str(request.getfixturevalue("pg_url"))

@@ -1,4 +1,4 @@
-"""Durability with real processes: SIGKILL in the middle of a burst, and concurrent writers."""
+"""Durability with real processes: SIGKILL mid-burst, concurrent writers (SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ RECORDING_PROCESS = textwrap.dedent(
 )
 
 
-def start(path: Path, prefix: str, count: int) -> subprocess.Popen[str]:
+def start(path: Path | str, prefix: str, count: int) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-c", RECORDING_PROCESS, str(path), prefix, str(count)],
         stdout=subprocess.PIPE,
@@ -54,7 +54,8 @@ def start(path: Path, prefix: str, count: int) -> subprocess.Popen[str]:
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
-def test_sigkill_mid_burst_keeps_every_acknowledged_trace(db_path: Path) -> None:
+def test_sigkill_mid_burst_keeps_every_acknowledged_trace(store_url: str) -> None:
+    db_path = store_url
     process = start(db_path, "burst", 10_000_000)  # far more than it can write before the kill
     acknowledged: list[str] = []
     assert process.stdout is not None
@@ -76,7 +77,8 @@ def test_sigkill_mid_burst_keeps_every_acknowledged_trace(db_path: Path) -> None
     assert len(stored) >= len(acknowledged) >= 500
 
 
-def test_four_processes_recording_at_once_lose_nothing(db_path: Path) -> None:
+def test_four_processes_recording_at_once_lose_nothing(store_url: str) -> None:
+    db_path = store_url
     TraceStore(db_path).close()  # the layout exists; the writers race on data, not on DDL
     processes = [start(db_path, f"p{n}", 400) for n in range(4)]
     outputs = [p.communicate(timeout=120) for p in processes]
@@ -91,8 +93,11 @@ def test_four_processes_recording_at_once_lose_nothing(db_path: Path) -> None:
             assert ids == {f"p{n}-{i}" for i in range(400)}
 
 
-def test_processes_creating_a_new_store_at_once_migrate_it_once(tmp_path: Path) -> None:
-    path = tmp_path / "fresh" / "traces.db"
+def test_processes_creating_a_new_store_at_once_migrate_it_once(
+    store_url: str, tmp_path: Path
+) -> None:
+    # a folder that does not exist yet, or an empty PostgreSQL schema
+    path = store_url if "://" in store_url else str(tmp_path / "fresh" / "traces.db")
     processes = [start(path, f"q{n}", 50) for n in range(4)]
     for process in processes:
         out, err = process.communicate(timeout=120)
@@ -103,7 +108,8 @@ def test_processes_creating_a_new_store_at_once_migrate_it_once(tmp_path: Path) 
         assert store.schema_version == 2
 
 
-def test_a_recorder_never_closed_is_flushed_at_interpreter_exit(db_path: Path) -> None:
+def test_a_recorder_never_closed_is_flushed_at_interpreter_exit(store_url: str) -> None:
+    db_path = store_url
     script = textwrap.dedent(
         """
         import sys

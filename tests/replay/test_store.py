@@ -1,4 +1,4 @@
-"""The SQLite trace store: round trips, filters, migrations and refusals."""
+"""The trace store: round trips, filters, migrations and refusals (SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from toolproof.replay._store import _MIGRATIONS, SCHEMA_VERSION
 from toolproof.testing import call
 
 
-def test_round_trip_keeps_the_trace_exactly(db_path: Path) -> None:
+def test_round_trip_keeps_the_trace_exactly(store_url: str) -> None:
     trace = user_trace(tags=["prod"], metadata={"team": "ops"})
-    with TraceStore(db_path) as store:
+    with TraceStore(store_url) as store:
         assert store.add(trace) is True
         assert store.add(trace) is False  # same id: ignored
         assert len(store) == 1
@@ -37,13 +37,13 @@ def test_wal_mode_and_version_table(db_path: Path) -> None:
     conn.close()
 
 
-def test_filters_select_by_time_tool_model_tag_and_status(db_path: Path) -> None:
+def test_filters_select_by_time_tool_model_tag_and_status(store_url: str) -> None:
     old = replace(user_trace(1, tags=["prod", "eu"]), started_at="2024-01-01T00:00:00Z")
     new = user_trace(2, tags=["prod"])
     other_model = replace(user_trace(3, tags=["staging"]), model="deepseek:deepseek-chat")
     no_tool = run_trace(["Hello!"], input="hi")
     failed = replace(user_trace(4), stop_reason="max_steps")
-    with TraceStore(db_path) as store:
+    with TraceStore(store_url) as store:
         store.add_many([old, new, other_model, no_tool, failed])
 
         def ids(**criteria: object) -> set[str]:
@@ -72,12 +72,12 @@ def test_filters_select_by_time_tool_model_tag_and_status(db_path: Path) -> None
         assert oldest_first[-1] != old.id
 
 
-def test_rows_list_without_decoding(db_path: Path) -> None:
+def test_rows_list_without_decoding(store_url: str) -> None:
     trace = run_trace(
         [call("query_users", user_id=1), call("query_users", user_id=2), "Both found."],
         tags=["b", "a"],
     )
-    with TraceStore(db_path) as store:
+    with TraceStore(store_url) as store:
         store.add(trace)
         (row,) = store.rows()
         assert store.tools() == [("query_users", 2)]
@@ -89,10 +89,10 @@ def test_rows_list_without_decoding(db_path: Path) -> None:
     assert row.status == "final"
 
 
-def test_replace_and_delete(db_path: Path) -> None:
+def test_replace_and_delete(store_url: str) -> None:
     trace = user_trace(tags=["x"])
     changed = replace(trace, output="changed", tags=["y"])
-    with TraceStore(db_path) as store:
+    with TraceStore(store_url) as store:
         store.add(trace)
         assert store.add(changed, replace=True) is True
         assert store.get(trace.id).output == "changed"
@@ -103,8 +103,8 @@ def test_replace_and_delete(db_path: Path) -> None:
         assert store.count(TraceFilter(tags=["y"])) == 0
 
 
-def test_bad_filters_and_ids_say_what_to_fix(db_path: Path) -> None:
-    with TraceStore(db_path) as store:
+def test_bad_filters_and_ids_say_what_to_fix(store_url: str) -> None:
+    with TraceStore(store_url) as store:
         store.add_many([user_trace(1), user_trace(2)])
         with pytest.raises(UserError) as info:
             store.count(TraceFilter(status="done"))
@@ -136,14 +136,11 @@ def test_a_file_that_is_not_a_store_is_refused(tmp_path: Path) -> None:
         TraceStore(path)
 
 
-def test_a_newer_store_is_refused(db_path: Path) -> None:
-    TraceStore(db_path).close()
-    conn = sqlite3.connect(db_path)
-    conn.execute("UPDATE schema_version SET version = 99")
-    conn.commit()
-    conn.close()
+def test_a_newer_store_is_refused(store_url: str) -> None:
+    with TraceStore(store_url) as store:
+        store._exec("UPDATE schema_version SET version = 99")
     with pytest.raises(UserError) as info:
-        TraceStore(db_path)
+        TraceStore(store_url)
     assert "schema version 99, newer than this toolproof understands (2)" in str(info.value)
 
 
@@ -176,12 +173,12 @@ def test_upgrade_from_version_1_backfills_the_tool_index(db_path: Path) -> None:
     conn.close()
 
 
-def test_a_trace_of_an_unknown_format_version_gets_the_codec_message(db_path: Path) -> None:
+def test_a_trace_of_an_unknown_format_version_gets_the_codec_message(store_url: str) -> None:
     trace = user_trace()
-    with TraceStore(db_path) as store:
+    with TraceStore(store_url) as store:
         store.add(trace)
         payload = trace.to_json().replace('"version":1', '"version":7', 1)
-        store._conn.execute("UPDATE traces SET payload = ?, format_version = 7", (payload,))
+        store._exec("UPDATE traces SET payload = ?, format_version = 7", (payload.encode(),))
         with pytest.raises(UserError, match="trace format version 7 is newer"):
             store.get(trace.id)
 

@@ -1,5 +1,6 @@
 """Stored rows that cannot be decoded never break a reader: skipped with a warning naming the
-id by every reader (Python API and CLI), and ``traces show BADID`` says why, exit 2."""
+id by every reader (Python API and CLI), and ``traces show BADID`` says why, exit 2. The rows
+are planted in a SQLite file and in a PostgreSQL schema."""
 
 from __future__ import annotations
 
@@ -37,26 +38,25 @@ BAD_ROWS: dict[str, tuple[object, int]] = {
 }
 
 
-def plant(db: Path) -> None:
-    """Write the unreadable rows directly with sqlite3, as a damaged or foreign store has."""
-    conn = sqlite3.connect(db)
-    for n, (trace_id, (payload, version)) in enumerate(BAD_ROWS.items()):
-        conn.execute(
-            "INSERT INTO traces (id, ts, model, status, payload, format_version, tool_calls) "
-            "VALUES (?, ?, 'scripted', 'final', ?, ?, 1)",
-            (trace_id, 2_000_000_000 + n, payload, version),
-        )
-        conn.execute("INSERT INTO trace_tools VALUES ('query_users', ?, 1)", (trace_id,))
-    conn.commit()
-    conn.close()
+def plant(traces: TraceStore) -> None:
+    """Write the unreadable rows with plain SQL, as a damaged or foreign store has them."""
+    with traces._transaction():
+        for n, (trace_id, (payload, version)) in enumerate(BAD_ROWS.items()):
+            traces._exec(
+                "INSERT INTO traces (id, ts, model, status, payload, format_version, tool_calls) "
+                "VALUES (?, ?, 'scripted', 'final', ?, ?, 1)",
+                (trace_id, 2_000_000_000 + n, payload, version),
+            )
+            traces._exec("INSERT INTO trace_tools VALUES ('query_users', ?, 1)", (trace_id,))
 
 
 @pytest.fixture
-def store(db_path: Path) -> Path:
-    with TraceStore(db_path) as traces:
+def store(store_url: str) -> str:
+    """Two good traces and every kind of bad row, in a SQLite file or a PostgreSQL schema."""
+    with TraceStore(store_url) as traces:
         traces.add_many([user_trace(1, tags=["prod"]), user_trace(2, tags=["prod"])])
-    plant(db_path)
-    return db_path
+        plant(traces)
+    return store_url
 
 
 def skipped_ids(caplog: pytest.LogCaptureFixture) -> set[str]:
@@ -69,7 +69,7 @@ def skipped_ids(caplog: pytest.LogCaptureFixture) -> set[str]:
 
 
 def test_python_readers_skip_bad_rows_with_a_warning(
-    store: Path, caplog: pytest.LogCaptureFixture
+    store: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     with TraceStore(store) as traces:
         assert len(traces) == 2 + len(BAD_ROWS)
@@ -86,7 +86,7 @@ def test_python_readers_skip_bad_rows_with_a_warning(
         assert len(traces.rows()) == 2 + len(BAD_ROWS)
 
 
-def test_get_of_a_bad_row_says_why(store: Path) -> None:
+def test_get_of_a_bad_row_says_why(store: str) -> None:
     with TraceStore(store) as traces:
         with pytest.raises(TraceFormatError, match="stored trace bad-garbage cannot be decoded"):
             traces.get("bad-garbage")
@@ -98,7 +98,7 @@ def test_get_of_a_bad_row_says_why(store: Path) -> None:
 
 
 def test_replay_and_schema_check_skip_bad_rows(
-    store: Path, caplog: pytest.LogCaptureFixture
+    store: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     from replay_helpers import query_users
 
@@ -167,7 +167,7 @@ def assert_warned_once_each(stderr: str) -> None:
         )
 
 
-def test_cli_readers_skip_bad_rows_and_show_says_why(store: Path, tmp_path: Path) -> None:
+def test_cli_readers_skip_bad_rows_and_show_says_why(store: str, tmp_path: Path) -> None:
     listing = cli("traces", "list", "--store", str(store), cwd=tmp_path)
     assert listing.returncode == 0, listing.stderr
     assert_warned_once_each(listing.stderr)
@@ -190,7 +190,7 @@ def test_cli_readers_skip_bad_rows_and_show_says_why(store: Path, tmp_path: Path
         assert line.startswith(f"toolproof: error: stored trace {trace_id} cannot be decoded: ")
 
 
-def test_cli_show_of_every_kind_of_bad_row(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_show_of_every_kind_of_bad_row(store: str, capsys: pytest.CaptureFixture[str]) -> None:
     from toolproof.cli import main
 
     for trace_id in BAD_ROWS:
@@ -202,7 +202,7 @@ def test_cli_show_of_every_kind_of_bad_row(store: Path, capsys: pytest.CaptureFi
             assert captured.out == ""
 
 
-def test_cli_replay_and_schema_diff_skip_bad_rows(store: Path, tmp_path: Path) -> None:
+def test_cli_replay_and_schema_diff_skip_bad_rows(store: str, tmp_path: Path) -> None:
     done = cli(
         "replay", "--store", str(store), "--tools", "replay_helpers:query_users", cwd=tmp_path
     )

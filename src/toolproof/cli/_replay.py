@@ -88,6 +88,12 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--concurrency", type=int, default=4, help="model mode (default 4)")
     parser.add_argument(
+        "--executor",
+        default="local",
+        metavar="local|ray[:ADDRESS]",
+        help="where samples run: this process (default) or a Ray cluster (toolproof[ray])",
+    )
+    parser.add_argument(
         "--report",
         action="append",
         default=[],
@@ -180,7 +186,7 @@ def _replay(args: argparse.Namespace) -> int:
                 args.log_dir,
                 "replay",
                 argv=getattr(args, "argv", None),
-                store=str(path),
+                store=str(store.location),  # a URL's password is masked
                 model=args.model,
             )
         try:
@@ -199,6 +205,7 @@ def _replay(args: argparse.Namespace) -> int:
                 concurrency=args.concurrency,
                 real_tools=args.real_tool,
                 keep_traces=log is not None or args.verbose,
+                executor=args.executor,
             )
         except BaseException as exc:
             finish_log(log, exc)

@@ -103,6 +103,12 @@ def register(subparsers: Any) -> None:
         help="trials running at the same time (default 8)",
     )
     parser.add_argument(
+        "--executor",
+        default="local",
+        metavar="local|ray[:ADDRESS]",
+        help="where trials run: this process (default) or a Ray cluster (toolproof[ray])",
+    )
+    parser.add_argument(
         "--rpm", type=_positive_float, metavar="N", help="most model requests per minute"
     )
     parser.add_argument(
@@ -283,6 +289,7 @@ def run_command(args: argparse.Namespace) -> int:
                 tags=args.tag,
                 trials=args.trials,
                 concurrency=args.concurrency,
+                executor=args.executor,
                 cache=not args.no_cache,
                 cache_dir=args.cache_dir,
                 requests_per_minute=args.rpm,

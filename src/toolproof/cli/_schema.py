@@ -192,7 +192,10 @@ def _load_side(spec: str) -> tuple[dict[str, Any], str]:
 
 
 def _report_rejections(store: str, new: dict[str, Any], examples: int) -> int:
-    if not Path(store).exists():
+    from toolproof.replay._store import is_store_url
+
+    url = is_store_url(store)
+    if not url and not Path(store).exists():
         raise UserError(f"--store {store}: no such trace store")
     import importlib
 
@@ -208,6 +211,10 @@ def _report_rejections(store: str, new: dict[str, Any], examples: int) -> int:
     results = count_schema_rejections(store, schemas, examples=examples)
     total = sum(r.rejected for r in results)
     checked = sum(r.checked for r in results)
+    if url:
+        from toolproof.replay._postgres import mask_url
+
+        store = mask_url(store)
     print(f"recorded calls in {store}: {total} of {checked} would be rejected by the new schemas")
     for result in sorted(results, key=lambda r: (-r.rejected, r.tool)):
         print(f"  {result.tool}: {result.rejected} of {result.checked} rejected")

@@ -38,11 +38,12 @@ def store_path(args: argparse.Namespace) -> str:
 
 
 def add_store_argument(parser: argparse.ArgumentParser) -> None:
-    """``--store PATH``."""
+    """``--store PATH|URL``."""
     parser.add_argument(
         "--store",
-        metavar="PATH",
-        help="trace store (default: $TOOLPROOF_STORE or .toolproof/traces.db)",
+        metavar="PATH|URL",
+        help="trace store: a SQLite file or a postgresql:// URL "
+        "(default: $TOOLPROOF_STORE or .toolproof/traces.db)",
     )
 
 
@@ -307,6 +308,7 @@ def _import(args: argparse.Namespace) -> int:
     path = store_path(args)
     total = new = 0
     with TraceStore(path) as store:
+        path = store.location  # a URL's password is not printed
         for file in args.files:
             batch: list[Any] = []
             group: list[dict[str, Any]] = []
@@ -338,12 +340,12 @@ def _prune(args: argparse.Namespace) -> int:
     from toolproof.replay._time import parse_duration
 
     parse_duration(args.older_than, where="--older-than")
+    expired = TraceFilter(until=args.older_than)
     with open_store(store_path(args)) as store:
-        old = [row.id for row in store.rows(TraceFilter(until=args.older_than))]
         if args.dry_run:
-            print(f"{len(old)} traces are older than {args.older_than}")
+            print(f"{store.count(expired)} traces are older than {args.older_than}")
             return 0
-        deleted = store.delete(old)
+        deleted = store.delete_matching(expired)
     print(f"deleted {deleted} traces older than {args.older_than}")
     return 0
 

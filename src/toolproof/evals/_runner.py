@@ -48,6 +48,7 @@ from toolproof.evals._suite import Case, Suite, load_suites, select_cases
 from toolproof.models._base import Model
 
 if TYPE_CHECKING:
+    from toolproof._executor import Executor
     from toolproof._tools import Tool
     from toolproof._trace import Trace
     from toolproof.evals._cache import ResponseCache
@@ -244,6 +245,7 @@ class _Options:
     exitfirst: bool = False
     retry_backoff: float = 1.0
     retry_backoff_max: float = 30.0
+    executor: Executor | None = None  # None: this process
 
 
 class _Runner:
@@ -278,6 +280,8 @@ class _Runner:
         for plan in self.plans:
             if plan.result is not None:
                 self.progress.case_done(plan.result)
+        if self.options.executor is not None:
+            return await self.run_elsewhere(units, self.options.executor)
         queue = iter(units)
 
         async def worker() -> None:
@@ -304,6 +308,30 @@ class _Runner:
                 task.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
             raise
+        return False
+
+    async def run_elsewhere(self, units: list[tuple[_Plan, int]], executor: Executor) -> bool:
+        """Run the trials on another executor (Ray); results are recorded here as they come."""
+        from toolproof._executor import Work
+
+        options = _Options(
+            keep_traces=True,  # the spool and the report are written here
+            retry_backoff=self.options.retry_backoff,
+            retry_backoff_max=self.options.retry_backoff_max,
+        )
+        work = Work(options, _remote_trial, _lost_trial, self.options.concurrency)
+        try:
+            async with contextlib.aclosing(executor.stream(work, units)) as results:
+                async for number, (trial, judge_calls) in results:
+                    plan = units[number][0]
+                    self.judge_calls += judge_calls
+                    if self.spool is not None:
+                        trial.spool = self.write_spool(trial)
+                    if not self.options.keep_traces:
+                        trial.traces = None
+                    self.record(plan, trial)
+        except asyncio.CancelledError:
+            return True
         return False
 
     def record(self, plan: _Plan, trial: TrialResult) -> None:
@@ -556,6 +584,22 @@ class _Runner:
         return offset, len(line) - 1
 
 
+async def _remote_trial(options: _Options, unit: tuple[_Plan, int]) -> tuple[TrialResult, int]:
+    """On a worker: one trial, with the runner's own code (no response cache there)."""
+    from toolproof.evals._progress import NullProgress
+
+    plan, index = unit
+    runner = _Runner([plan], options, cache=None, progress=NullProgress(), spool=None)
+    trial = await runner.trial(plan, index)
+    return trial, runner.judge_calls
+
+
+def _lost_trial(unit: tuple[_Plan, int], error: BaseException) -> tuple[TrialResult, int]:
+    """A trial whose worker kept dying: an error of its case, not a crash of the run."""
+    message = f"the worker running the trial was lost: {type(error).__name__}: {error}"
+    return TrialResult(unit[1], "error", error=message, error_type="WorkerLost"), 0
+
+
 def _user_traceback(exc: BaseException) -> str | None:
     """The traceback of the user's frames (for ``--traceback`` and pytest), if any."""
     from toolproof._tracebacks import format_user_traceback, user_location
@@ -673,6 +717,7 @@ async def evaluate_async(
     partial_on_cancel: bool = False,
     keep_failed_traces: bool = False,
     exitfirst: bool = False,
+    executor: str | Executor | None = None,
 ) -> EvalReport:
     """Run eval suites and return the report (the engine of ``toolproof run``).
 
@@ -702,6 +747,9 @@ async def evaluate_async(
             transcripts of failures), and no others.
         exitfirst: Stop at the first blocking case that fails (or errors): no new trial
             starts, running trials are cancelled, and the cases left are ``"not_run"``.
+        executor: Where trials run: ``"local"`` (this process, the default), ``"ray"`` (a
+            local Ray cluster) or ``"ray:ADDRESS"``, or an executor object. On Ray the
+            response cache is not used and rate limits apply per worker.
 
     Returns:
         The report; ``report.exit_code`` is what ``toolproof run`` exits with.
@@ -716,8 +764,10 @@ async def evaluate_async(
         asyncio.CancelledError: The run was cancelled (Ctrl-C); the reports were written
             with the cases finished so far before it propagates.
     """
+    from toolproof._executor import LocalExecutor, executor_from_string
     from toolproof.evals._progress import NullProgress
 
+    runs_on = executor_from_string(executor)
     if concurrency < 1:
         raise UserError(f"concurrency must be at least 1, got {concurrency}")
     if trials is not None and trials < 1:
@@ -760,6 +810,7 @@ async def evaluate_async(
             keep_failed_traces=keep_failed_traces,
             exitfirst=exitfirst,
             retry_backoff=retry_backoff,
+            executor=None if isinstance(runs_on, LocalExecutor) else runs_on,
         ),
         cache=response_cache,
         progress=progress or NullProgress(),

@@ -29,7 +29,14 @@ from typing import TYPE_CHECKING, Literal
 from toolproof._trace import Trace
 from toolproof.errors import UserError
 from toolproof.replay._redact import Redactor
-from toolproof.replay._store import DEFAULT_STORE_PATH, TraceStore, _Row, row_from_dict
+from toolproof.replay._store import (
+    DEFAULT_STORE_PATH,
+    TraceStore,
+    _Row,
+    resolve_store,
+    row_from_dict,
+    store_label,
+)
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -140,9 +147,9 @@ class Recorder:
         self._store: TraceStore | None = store if isinstance(store, TraceStore) else None
         self._own_store = self._store is None
         if isinstance(store, TraceStore):
-            self.store_path = store.path
+            self.store_path: str | Path = store.location
         else:  # resolved now: the writer opens it later, whatever the working directory then
-            self.store_path = Path(store) if str(store) == ":memory:" else Path(store).resolve()
+            self.store_path = resolve_store(store)
         self.redactor = redactor if redactor is not None else Redactor()
         self.sample_rate = sample_rate
         self.keep_errors = keep_errors
@@ -326,7 +333,7 @@ class Recorder:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<Recorder {self.store_path} {self.stats}>"
+        return f"<Recorder {store_label(self.store_path)} {self.stats}>"
 
     # -- the background thread ---------------------------------------------------------------
 
@@ -376,7 +383,7 @@ class Recorder:
                     self._failed(len(rows), None)
                     logger.warning(
                         "trace store %s: dropped %d traces after %d failed writes (%s)",
-                        self.store_path,
+                        store_label(self.store_path),
                         len(rows),
                         attempt,
                         self._last_error,

@@ -25,6 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from toolproof._executor import Executor, LocalExecutor, Work, executor_from_string
 from toolproof._messages import (
     Message,
     ModelResponse,
@@ -42,6 +43,7 @@ from toolproof.errors import (
     MockBypassed,
     ReplayError,
     ToolError,
+    TraceFormatError,
     UserError,
 )
 from toolproof.models._base import Model
@@ -690,6 +692,7 @@ def replay(
     keep_traces: bool = False,
     now: float | datetime | None = None,
     real_tools: Sequence[str] = (),
+    executor: str | Executor | None = None,
 ) -> ReplayReport:
     """Replay recorded samples and grade them (see :func:`areplay` for the arguments).
 
@@ -719,6 +722,7 @@ def replay(
             keep_traces=keep_traces,
             now=now,
             real_tools=real_tools,
+            executor=executor,
         )
     )
 
@@ -740,6 +744,7 @@ async def areplay(
     keep_traces: bool = False,
     now: float | datetime | None = None,
     real_tools: Sequence[str] = (),
+    executor: str | Executor | None = None,
 ) -> ReplayReport:
     """Replay recorded samples in tools or model mode and grade each one.
 
@@ -770,6 +775,8 @@ async def areplay(
             tool's real code: in model mode the tools answer from the recordings, and in
             tools mode (with ``run_mocks``) these tools run for real on the recorded
             arguments instead of their mocks.
+        executor: Where the samples run: ``"local"`` (this process, the default), ``"ray"``
+            (a local Ray cluster) or ``"ray:ADDRESS"``, or an executor object.
 
     Returns:
         The report (``report.exit_code`` is what ``toolproof replay`` exits with).
@@ -807,7 +814,9 @@ async def areplay(
     if agent is not None:
         built = _build_agent(agent, model if mode == "model" else None)
 
-    samples, expired, source_name = _samples(source, filter, aging, moment)
+    runner = executor_from_string(executor)
+    local = isinstance(runner, LocalExecutor)
+    samples, expired, source_name = _samples(source, filter, aging, moment, decode=local)
     report = ReplayReport(
         mode=mode,
         gate=gate,
@@ -835,6 +844,16 @@ async def areplay(
                 report.real_tools = list(tools.real_tools)
             today = _today_tools(tools)
             clock = time.perf_counter
+            if not local:  # every sample's JSON goes to a worker, decoded and graded there
+                work = Work(
+                    (today, rules, run_mocks, aging),
+                    _tools_item,
+                    _lost,
+                    concurrency,
+                    run_sync=_tools_item_sync,
+                )
+                report.samples = await _collect(runner, work, samples)
+                samples = iter(())
             for trace, age in samples:
                 begin = clock()
                 result = _tools_sample(trace, today, rules, run_mocks=run_mocks)
@@ -878,6 +897,7 @@ async def areplay(
             keep_traces,
             report.real_tools,
             factory,
+            runner,
         )
     report.duration_s = time.perf_counter() - started
     return report
@@ -894,45 +914,150 @@ async def _run_model_mode(
     keep_traces: bool,
     real_tools: Sequence[str] = (),
     factory: str | None = None,
+    executor: Executor | None = None,
 ) -> list[SampleResult]:
-    import asyncio
-
-    semaphore = asyncio.Semaphore(concurrency)
     recorder, agent.recorder = agent.recorder, None  # replays are not production runs
-
-    async def one(trace: Trace, age: float) -> SampleResult:
-        async with semaphore:
-            begin = time.perf_counter()
-            try:
-                result = await _model_sample(
-                    trace, agent, model, rules, judge, keep_traces, real_tools, factory
-                )
-            except MockBypassed:
-                raise  # a configuration error: stop the replay, nothing ran for real
-            except Exception as exc:
-                result = SampleResult(
-                    trace_id=trace.id,
-                    grade="fail",
-                    findings=[
-                        Finding(
-                            "fail",
-                            "run_error",
-                            f"replaying the sample failed: {type(exc).__name__}: {exc}",
-                        )
-                    ],
-                    input=trace.input,
-                    recorded_model=trace.model,
-                    recorded_output=trace.output,
-                )
-            result.age_s = age
-            result.weight = aging.weight(age)
-            result.duration_ms = (time.perf_counter() - begin) * 1000
-            return result
-
     try:
-        return list(await asyncio.gather(*(one(trace, age) for trace, age in samples)))
+        context = _ModelContext(agent, model, rules, judge, aging, keep_traces, real_tools, factory)
+        work = Work(context, _model_item, _lost, concurrency)
+        return await _collect(executor or LocalExecutor(), work, samples)
     finally:
         agent.recorder = recorder
+
+
+@dataclass(slots=True)
+class _ModelContext:
+    agent: Agent
+    model: Model | Literal["recorded"] | None
+    rules: ReplayRules
+    judge: Model | None
+    aging: Aging
+    keep_traces: bool
+    real_tools: Sequence[str]
+    factory: str | None
+
+
+async def _model_item(context: _ModelContext, item: tuple[Any, float]) -> SampleResult | _Skipped:
+    trace, age = item
+    begin = time.perf_counter()
+    try:
+        trace = _sample_trace(trace)
+        result = await _model_sample(
+            trace,
+            context.agent,
+            context.model,
+            context.rules,
+            context.judge,
+            context.keep_traces,
+            context.real_tools,
+            context.factory,
+        )
+    except MockBypassed:
+        raise  # a configuration error: stop the replay, nothing ran for real
+    except _Unreadable as exc:
+        return exc.result
+    except Exception as exc:
+        result = SampleResult(
+            trace_id=trace.id,
+            grade="fail",
+            findings=[
+                Finding(
+                    "fail",
+                    "run_error",
+                    f"replaying the sample failed: {type(exc).__name__}: {exc}",
+                )
+            ],
+            input=trace.input,
+            recorded_model=trace.model,
+            recorded_output=trace.output,
+        )
+    result.age_s = age
+    result.weight = context.aging.weight(age)
+    result.duration_ms = (time.perf_counter() - begin) * 1000
+    return result
+
+
+async def _tools_item(
+    context: tuple[Mapping[str, _TodayTool], ReplayRules, bool, Aging], item: tuple[Any, float]
+) -> SampleResult | _Skipped:
+    return _tools_item_sync(context, item)
+
+
+def _tools_item_sync(
+    context: tuple[Mapping[str, _TodayTool], ReplayRules, bool, Aging], item: tuple[Any, float]
+) -> SampleResult | _Skipped:
+    today, rules, run_mocks, aging = context
+    begin = time.perf_counter()
+    try:
+        trace = _sample_trace(item[0])
+    except _Unreadable as exc:
+        return exc.result
+    result = _tools_sample(trace, today, rules, run_mocks=run_mocks)
+    result.age_s = item[1]
+    result.weight = aging.weight(item[1])
+    result.duration_ms = (time.perf_counter() - begin) * 1000
+    return result
+
+
+@dataclass(slots=True)
+class _Skipped:
+    """A stored row a worker could not decode: left out of the report, with a warning."""
+
+    message: str
+
+
+class _Unreadable(Exception):
+    def __init__(self, result: _Skipped) -> None:
+        self.result = result
+
+
+def _sample_trace(sample: Any) -> Trace:
+    """A sample as a trace: decoded here when it came from the store as raw JSON."""
+    if isinstance(sample, Trace):
+        return sample
+    from toolproof.replay._store import _decode
+
+    trace_id, payload, version = sample
+    try:
+        return _decode(payload, version, trace_id)
+    except TraceFormatError as exc:
+        raise _Unreadable(_Skipped(str(exc))) from None
+
+
+def _lost(item: tuple[Any, float], error: BaseException) -> SampleResult | _Skipped:
+    """The result of a sample whose worker kept dying: an error, not a verdict."""
+    sample = item[0]
+    trace_id = sample.id if isinstance(sample, Trace) else str(sample[0])
+    return SampleResult(
+        trace_id=trace_id,
+        grade="error",
+        findings=[
+            Finding(
+                "fail",
+                "worker_lost",
+                f"the worker replaying the sample was lost: {type(error).__name__}: {error}",
+            )
+        ],
+    )
+
+
+async def _collect(
+    executor: Executor, work: Work[Any, Any, SampleResult | _Skipped], items: Iterable[Any]
+) -> list[SampleResult]:
+    """Every item's result in item order; rows no worker could decode are left out."""
+    from toolproof.replay._store import logger
+
+    found: dict[int, SampleResult | _Skipped] = {}
+    async with contextlib.aclosing(executor.stream(work, items)) as results:
+        async for index, result in results:
+            found[index] = result
+    kept: list[SampleResult] = []
+    for _, entry in sorted(found.items()):
+        if isinstance(entry, _Skipped):
+            logger.warning("%s; skipped", entry.message)
+        elif entry is not None:
+            kept.append(entry)
+    return kept
 
 
 def _as_toolset(tools: Any, real_tools: Sequence[str]) -> Any:
@@ -1006,14 +1131,14 @@ def _now(now: float | datetime | None) -> float:
 
 
 def _samples(
-    source: Source, filter: TraceFilter | None, aging: Aging, now: float
-) -> tuple[Iterator[tuple[Trace, float]], int, str | None]:
+    source: Source, filter: TraceFilter | None, aging: Aging, now: float, *, decode: bool = True
+) -> tuple[Iterator[tuple[Any, float]], int, str | None]:
     cut = None if aging.max_age is None else now - aging.max_age
     if isinstance(source, (str, Path)):
         store = TraceStore(source, create=False)
-        return _from_store(store, filter, cut, now, close=True)
+        return _from_store(store, filter, cut, now, close=True, decode=decode)
     if isinstance(source, TraceStore):
-        return _from_store(source, filter, cut, now, close=False)
+        return _from_store(source, filter, cut, now, close=False, decode=decode)
     if filter is not None:
         raise UserError("filter= selects stored traces; pass a TraceStore (or its path) as source")
     traces = list(source)
@@ -1032,8 +1157,14 @@ def _samples(
 
 
 def _from_store(
-    store: TraceStore, filter: TraceFilter | None, cut: float | None, now: float, *, close: bool
-) -> tuple[Iterator[tuple[Trace, float]], int, str | None]:
+    store: TraceStore,
+    filter: TraceFilter | None,
+    cut: float | None,
+    now: float,
+    *,
+    close: bool,
+    decode: bool = True,
+) -> tuple[Iterator[tuple[Any, float]], int, str | None]:
     base = filter or TraceFilter()
     expired = 0
     selected = base
@@ -1045,12 +1176,16 @@ def _from_store(
         if since is None or parse_time(since, now=now) < cut:
             selected = replace(base, since=cut)
 
-    def read() -> Iterator[tuple[Trace, float]]:
+    def read() -> Iterator[tuple[Any, float]]:
         try:
+            if not decode:  # raw rows: the workers decode them (and skip unreadable ones)
+                for trace_id, ts, payload, version in store._raw(selected):
+                    yield (trace_id, payload, version), max(now - ts, 0.0)
+                return
             for trace, ts in store.query_with_time(selected):
                 yield trace, max(now - ts, 0.0)
         finally:
             if close:
                 store.close()
 
-    return read(), expired, str(store.path)
+    return read(), expired, store.location

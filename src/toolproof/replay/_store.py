@@ -25,7 +25,9 @@ id, and record it in ``TraceStore.skipped``; ``get`` of that id raises a
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import re
 import sqlite3
 import threading
 import time
@@ -33,7 +35,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Union
 
 from toolproof._trace import TRACE_VERSION, Trace
 from toolproof.errors import TraceFormatError, UserError
@@ -75,28 +77,86 @@ _INPUT_PREVIEW = 200
 logger = logging.getLogger("toolproof.replay")
 
 
+# -- dialects ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Dialect:
+    """What differs between the SQL engines a store runs on (the rest of the SQL is shared)."""
+
+    blob: str = "BLOB"
+    real: str = "REAL"
+    without_rowid: str = "WITHOUT ROWID"
+    #: ``(column, glob) -> (SQL, parameter)``: the column matches a ``*``/``?``/``[...]`` glob.
+    glob: Callable[[str, str], tuple[str, str]] = lambda column, pattern: (
+        f"{column} GLOB ?",
+        pattern,
+    )
+    #: ``(column, text) -> (SQL, parameter)``: the column starts with the text.
+    prefix: Callable[[str, str], tuple[str, str]] = lambda column, text: (
+        f"{column} GLOB ?",
+        _glob_escape(text) + "*",
+    )
+    #: Appended to an ``INSERT`` that leaves existing rows alone (else ``OR IGNORE`` is used).
+    on_conflict_ignore: str = ""
+
+    def ignore(self, insert: str) -> str:
+        """``insert`` (an ``INSERT INTO ...`` statement) made to skip rows that exist."""
+        if self.on_conflict_ignore:
+            return f"{insert} {self.on_conflict_ignore}"
+        return insert.replace("INSERT INTO", "INSERT OR IGNORE INTO", 1)
+
+
+SQLITE = _Dialect()
+
+
 # -- migrations ----------------------------------------------------------------------------
 
 
-def _script(conn: sqlite3.Connection, sql: str) -> None:
+class _Plain:
+    """A bare SQLite connection seen as a store by the migrations (tests build old layouts)."""
+
+    _dialect = SQLITE
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def _exec(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self._conn.execute(sql, params)
+
+    def _exec_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> int:
+        return int(self._conn.executemany(sql, rows).rowcount)
+
+
+_Migratable = Union["TraceStore", _Plain, sqlite3.Connection]
+
+
+def _runner(store: _Migratable) -> TraceStore | _Plain:
+    return _Plain(store) if isinstance(store, sqlite3.Connection) else store
+
+
+def _script(store: TraceStore | _Plain, sql: str) -> None:
     # Not `executescript`: it commits first, and migrations run inside one transaction.
+    d = store._dialect
+    sql = sql.format(blob=d.blob, real=d.real, without_rowid=d.without_rowid)
     for statement in sql.split(";"):
         if statement.strip():
-            conn.execute(statement)
+            store._exec(statement)
 
 
-def _migrate_1(conn: sqlite3.Connection) -> None:
+def _migrate_1(conn: _Migratable) -> None:
     """Version 1: traces with time, model and status columns, and tags."""
+    store = _runner(conn)
     _script(
-        conn,
+        store,
         """
         CREATE TABLE traces (
             id TEXT PRIMARY KEY,
-            ts REAL NOT NULL,
+            ts {real} NOT NULL,
             started_at TEXT NOT NULL DEFAULT '',
             model TEXT NOT NULL DEFAULT '',
             status TEXT NOT NULL DEFAULT '',
-            payload BLOB NOT NULL
+            payload {blob} NOT NULL
         );
         CREATE INDEX traces_ts ON traces (ts);
         CREATE INDEX traces_model ON traces (model, ts);
@@ -104,38 +164,39 @@ def _migrate_1(conn: sqlite3.Connection) -> None:
             tag TEXT NOT NULL,
             trace_id TEXT NOT NULL,
             PRIMARY KEY (tag, trace_id)
-        ) WITHOUT ROWID;
+        ) {without_rowid};
         CREATE INDEX trace_tags_trace ON trace_tags (trace_id);
         """,
     )
 
 
-def _migrate_2(conn: sqlite3.Connection) -> None:
+def _migrate_2(conn: _Migratable) -> None:
     """Version 2: tool index, status index and listing columns, backfilled from payloads."""
+    store = _runner(conn)
     _script(
-        conn,
+        store,
         """
         ALTER TABLE traces ADD COLUMN format_version INTEGER NOT NULL DEFAULT 1;
         ALTER TABLE traces ADD COLUMN input TEXT NOT NULL DEFAULT '';
         ALTER TABLE traces ADD COLUMN tool_calls INTEGER NOT NULL DEFAULT 0;
-        ALTER TABLE traces ADD COLUMN duration_ms REAL NOT NULL DEFAULT 0;
-        ALTER TABLE traces ADD COLUMN recorded_at REAL NOT NULL DEFAULT 0;
+        ALTER TABLE traces ADD COLUMN duration_ms {real} NOT NULL DEFAULT 0;
+        ALTER TABLE traces ADD COLUMN recorded_at {real} NOT NULL DEFAULT 0;
         CREATE INDEX traces_status ON traces (status, ts);
         CREATE TABLE trace_tools (
             tool TEXT NOT NULL,
             trace_id TEXT NOT NULL,
             calls INTEGER NOT NULL DEFAULT 1,
             PRIMARY KEY (tool, trace_id)
-        ) WITHOUT ROWID;
+        ) {without_rowid};
         CREATE INDEX trace_tools_trace ON trace_tools (trace_id);
         """,
     )
     from pydantic_core import from_json
 
-    rows = conn.execute("SELECT id, payload, ts FROM traces").fetchall()
+    rows = store._exec("SELECT id, payload, ts FROM traces").fetchall()
     for trace_id, payload, ts in rows:
         try:
-            data = from_json(payload)
+            data = from_json(bytes(payload) if isinstance(payload, memoryview) else payload)
             tools = _tool_counts(
                 str(call.get("name", ""))
                 for step in data.get("steps", ())
@@ -149,19 +210,21 @@ def _migrate_2(conn: sqlite3.Connection) -> None:
             )
         except (ValueError, TypeError, AttributeError, OverflowError):
             continue  # an undecodable row keeps the defaults; readers skip it with a warning
-        conn.execute(
+        store._exec(
             "UPDATE traces SET format_version = ?, input = ?, tool_calls = ?, duration_ms = ?, "
             "recorded_at = ? WHERE id = ?",
             (*values, ts, trace_id),
         )
-        conn.executemany(
-            "INSERT OR IGNORE INTO trace_tools (tool, trace_id, calls) VALUES (?, ?, ?)",
+        store._exec_many(
+            store._dialect.ignore(
+                "INSERT INTO trace_tools (tool, trace_id, calls) VALUES (?, ?, ?)"
+            ),
             [(name, trace_id, count) for name, count in tools.items()],
         )
 
 
 #: Migration ``n`` brings a store from version ``n - 1`` to ``n``. Append, never edit.
-_MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_1, _migrate_2]
+_MIGRATIONS: list[Callable[[_Migratable], None]] = [_migrate_1, _migrate_2]
 assert len(_MIGRATIONS) == SCHEMA_VERSION
 
 
@@ -195,7 +258,9 @@ class TraceFilter:
     ids: Sequence[str] = ()
     limit: int | None = None
 
-    def where(self, now: float | None = None) -> tuple[str, list[Any]]:
+    def where(
+        self, now: float | None = None, *, dialect: _Dialect = SQLITE
+    ) -> tuple[str, list[Any]]:
         """The SQL ``WHERE`` clause (without the keyword) and its parameters.
 
         Raises:
@@ -211,10 +276,12 @@ class TraceFilter:
             params.append(parse_time(self.until, where="until", now=now))
         if self.model:
             if any(ch in self.model for ch in "*?["):
-                clauses.append("t.model GLOB ?")
+                clause, param = dialect.glob("t.model", self.model)
+                clauses.append(clause)
+                params.append(param)
             else:
                 clauses.append("t.model = ?")
-            params.append(self.model)
+                params.append(self.model)
         if self.status:
             if self.status not in STATUSES:
                 raise UserError(
@@ -245,7 +312,7 @@ class TraceFilter:
             params.extend(self.ids)
         if self.limit is not None and self.limit < 1:
             raise UserError(f"limit must be at least 1, got {self.limit}")
-        return (" AND ".join(clauses) or "1"), params
+        return (" AND ".join(clauses) or "1 = 1"), params
 
 
 @dataclass(slots=True)
@@ -283,18 +350,25 @@ class StoreRow:
 class TraceStore:
     """Recorded traces in a SQLite file (WAL mode, safe for several writing processes).
 
+    Given a ``postgresql://`` URL instead of a path, the store lives in that PostgreSQL
+    database (needs ``pip install 'toolproof[postgres]'``): the same layout, queries and
+    guarantees, for many machines writing and reading at once.
+
     Args:
         path: The database file; its folder is created when needed. ``":memory:"`` keeps
-            the store in memory (tests).
-        create: Create the file when it does not exist; with ``False`` a missing file
+            the store in memory (tests). A ``postgresql://user:password@host:port/db`` URL
+            selects a PostgreSQL store; ``sqlite:///path`` is a file too.
+        create: Create the store when it does not exist; with ``False`` a missing store
             raises ``UserError`` (commands that only read use this).
-        timeout: Seconds to wait for another process's write lock before failing.
+        timeout: Seconds to wait for another process's write lock (or, for PostgreSQL, for
+            the connection) before failing.
 
     Raises:
-        UserError: The file is missing (with ``create=False``), is not a toolproof store,
-            or was written by a newer toolproof.
+        UserError: The store is missing (with ``create=False``), is not a toolproof store,
+            cannot be reached, or was written by a newer toolproof.
 
     Attributes:
+        location: Where the store is, for messages (a URL's password is masked).
         skipped: Ids of stored rows that readers skipped because they cannot be decoded
             (each also logged as a warning on the ``toolproof.replay`` logger).
 
@@ -307,6 +381,15 @@ class TraceStore:
         ```
     """
 
+    _dialect: _Dialect = SQLITE
+
+    def __new__(cls, path: str | Path = DEFAULT_STORE_PATH, **_: Any) -> Self:
+        if cls is TraceStore and is_store_url(path):
+            from toolproof.replay._postgres import PostgresTraceStore
+
+            return super().__new__(PostgresTraceStore)  # type: ignore[return-value]
+        return super().__new__(cls)
+
     def __init__(
         self,
         path: str | Path = DEFAULT_STORE_PATH,
@@ -314,7 +397,9 @@ class TraceStore:
         create: bool = True,
         timeout: float = 30.0,
     ) -> None:
+        path = _sqlite_path(path)
         self.path = Path(path) if str(path) != ":memory:" else Path(":memory:")
+        self.location = str(self.path)
         memory = str(path) == ":memory:"
         if not memory:
             if not self.path.exists():
@@ -359,6 +444,70 @@ class TraceStore:
             self._conn.close()
             raise
 
+    # -- what each engine provides (SQLite here; see _postgres.py) ----------------------------
+
+    def _exec(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """Run one statement (``?`` placeholders); returns a cursor."""
+        return self._conn.execute(sql, params)
+
+    def _exec_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> int:
+        """Run one statement per parameter row; returns how many rows it changed."""
+        return int(self._conn.executemany(sql, rows).rowcount) if rows else 0
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """A write transaction: other writers wait for it, readers do not."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+
+    def _lock_layout(self) -> None:
+        """Inside the migration's transaction: one process at a time migrates."""
+
+    def _insert(self, values: list[tuple[Any, ...]], *, replace: bool) -> set[str]:
+        """Insert trace rows (the ``traces`` columns in order); returns the ids written."""
+        columns = ", ".join(_TRACE_COLUMNS)
+        marks = ", ".join("?" for _ in _TRACE_COLUMNS)
+        ids = {value[0] for value in values}
+        if replace:
+            self._exec_many(f"INSERT OR REPLACE INTO traces ({columns}) VALUES ({marks})", values)
+            return ids
+        existing = self._existing_ids(list(ids))
+        self._exec_many(f"INSERT OR IGNORE INTO traces ({columns}) VALUES ({marks})", values)
+        return ids - existing
+
+    def _stream(self, sql: str, params: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
+        """The rows of a query, fetched in chunks while the caller reads them."""
+        with self._lock:
+            cursor = self._conn.cursor()
+            cursor.execute(sql, params)
+        try:
+            while True:
+                with self._lock:
+                    chunk = cursor.fetchmany(256)
+                if not chunk:
+                    return
+                yield from chunk
+        finally:
+            cursor.close()
+
+    def integrity_check(self) -> str:
+        """The engine's consistency check: ``"ok"`` for a sound store.
+
+        For SQLite, ``PRAGMA integrity_check``; for PostgreSQL, that no tag or tool row
+        outlived its trace.
+        """
+        with self._lock:
+            return str(self._exec("PRAGMA integrity_check").fetchone()[0])
+
+    def _close_connection(self) -> None:
+        self._conn.close()
+
     # -- lifecycle ---------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -366,7 +515,7 @@ class TraceStore:
         with self._lock:
             if not self._closed:
                 self._closed = True
-                self._conn.close()
+                self._close_connection()
 
     def __enter__(self) -> Self:
         return self
@@ -375,30 +524,24 @@ class TraceStore:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<TraceStore {self.path}>"
+        return f"<{type(self).__name__} {self.location}>"
 
     def _migrate(self) -> int:
-        conn = self._conn
-        with self._lock:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-                row = conn.execute("SELECT version FROM schema_version").fetchone()
-                version = int(row[0]) if row else 0
-                if row is None:
-                    conn.execute("INSERT INTO schema_version (version) VALUES (0)")
-                if version > SCHEMA_VERSION:
-                    raise UserError(
-                        f"trace store {self.path} has schema version {version}, newer than this "
-                        f"toolproof understands ({SCHEMA_VERSION}); upgrade toolproof to use it"
-                    )
-                for number in range(version + 1, SCHEMA_VERSION + 1):
-                    _MIGRATIONS[number - 1](conn)
-                    conn.execute("UPDATE schema_version SET version = ?", (number,))
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+        with self._transaction():
+            self._lock_layout()
+            self._exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            row = self._exec("SELECT version FROM schema_version").fetchone()
+            version = int(row[0]) if row else 0
+            if row is None:
+                self._exec("INSERT INTO schema_version (version) VALUES (0)")
+            if version > SCHEMA_VERSION:
+                raise UserError(
+                    f"trace store {self.location} has schema version {version}, newer than "
+                    f"this toolproof understands ({SCHEMA_VERSION}); upgrade toolproof to use it"
+                )
+            for number in range(version + 1, SCHEMA_VERSION + 1):
+                _MIGRATIONS[number - 1](self)
+                self._exec("UPDATE schema_version SET version = ?", (number,))
         return SCHEMA_VERSION
 
     # -- writing -----------------------------------------------------------------------------
@@ -421,79 +564,69 @@ class TraceStore:
         """Store prepared rows in one transaction (``Recorder`` and imports use this)."""
         if not rows:
             return 0
-        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
         now = time.time()
-        with self._lock:
-            conn = self._conn
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                before = conn.total_changes
-                if replace:
-                    ids = [(row.id,) for row in rows]
-                    conn.executemany("DELETE FROM trace_tags WHERE trace_id = ?", ids)
-                    conn.executemany("DELETE FROM trace_tools WHERE trace_id = ?", ids)
-                    before = conn.total_changes
-                    inserted_ids = None
-                else:
-                    wanted = [row.id for row in rows]
-                    existing = _existing_ids(conn, wanted)
-                    inserted_ids = existing
-                conn.executemany(
-                    f"{verb} INTO traces (id, ts, started_at, model, status, payload, "
-                    "format_version, input, tool_calls, duration_ms, recorded_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [
-                        (
-                            row.id,
-                            row.ts if row.ts is not None else now,
-                            row.started_at,
-                            row.model,
-                            row.status,
-                            row.payload,
-                            row.version,
-                            row.input,
-                            sum(row.tools.values()),
-                            row.duration_ms,
-                            now,
-                        )
-                        for row in rows
-                    ],
-                )
-                written = conn.total_changes - before
-                fresh = (
-                    rows if inserted_ids is None else [r for r in rows if r.id not in inserted_ids]
-                )
-                conn.executemany(
-                    "INSERT OR IGNORE INTO trace_tags (tag, trace_id) VALUES (?, ?)",
-                    [(tag, row.id) for row in fresh for tag in row.tags],
-                )
-                conn.executemany(
-                    "INSERT OR IGNORE INTO trace_tools (tool, trace_id, calls) VALUES (?, ?, ?)",
-                    [(tool, row.id, count) for row in fresh for tool, count in row.tools.items()],
-                )
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-        return written
+        # One order for every writer: concurrent batches never wait on each other in a cycle.
+        rows = sorted(rows, key=lambda row: row.id)
+        values = [
+            (
+                row.id,
+                row.ts if row.ts is not None else now,
+                row.started_at,
+                row.model,
+                row.status,
+                row.payload,
+                row.version,
+                row.input,
+                sum(row.tools.values()),
+                row.duration_ms,
+                now,
+            )
+            for row in rows
+        ]
+        with self._transaction():
+            if replace:
+                ids = [(row.id,) for row in rows]
+                self._exec_many("DELETE FROM trace_tags WHERE trace_id = ?", ids)
+                self._exec_many("DELETE FROM trace_tools WHERE trace_id = ?", ids)
+            written = self._insert(values, replace=replace)
+            fresh = [row for row in rows if row.id in written]
+            self._exec_many(
+                self._dialect.ignore("INSERT INTO trace_tags (tag, trace_id) VALUES (?, ?)"),
+                [(tag, row.id) for row in fresh for tag in sorted(row.tags)],
+            )
+            self._exec_many(
+                self._dialect.ignore(
+                    "INSERT INTO trace_tools (tool, trace_id, calls) VALUES (?, ?, ?)"
+                ),
+                [
+                    (tool, row.id, count)
+                    for row in fresh
+                    for tool, count in sorted(row.tools.items())
+                ],
+            )
+        return len(written)
 
     def delete(self, ids: Iterable[str]) -> int:
         """Delete traces by id; returns how many existed."""
-        keys = [(trace_id,) for trace_id in ids]
-        with self._lock:
-            conn = self._conn
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                before = conn.total_changes
-                conn.executemany("DELETE FROM traces WHERE id = ?", keys)
-                deleted = conn.total_changes - before
-                conn.executemany("DELETE FROM trace_tags WHERE trace_id = ?", keys)
-                conn.executemany("DELETE FROM trace_tools WHERE trace_id = ?", keys)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+        keys = [(trace_id,) for trace_id in sorted(set(ids))]
+        with self._transaction():
+            deleted = self._exec_many("DELETE FROM traces WHERE id = ?", keys)
+            self._exec_many("DELETE FROM trace_tags WHERE trace_id = ?", keys)
+            self._exec_many("DELETE FROM trace_tools WHERE trace_id = ?", keys)
         return deleted
+
+    def delete_matching(self, filter: TraceFilter) -> int:
+        """Delete the traces ``filter`` selects (its ``limit`` is ignored); returns how many.
+
+        One statement per table, in one transaction (``toolproof traces prune`` uses this).
+        """
+        where, params = filter.where(dialect=self._dialect)
+        chosen = f"SELECT t.id FROM traces t WHERE {where}"
+        with self._transaction():
+            self._exec(f"DELETE FROM trace_tags WHERE trace_id IN ({chosen})", params)
+            self._exec(f"DELETE FROM trace_tools WHERE trace_id IN ({chosen})", params)
+            cursor = self._exec(f"DELETE FROM traces WHERE id IN ({chosen})", params)
+            return int(cursor.rowcount)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -502,11 +635,9 @@ class TraceStore:
 
     def count(self, filter: TraceFilter | None = None) -> int:
         """How many stored traces match ``filter`` (its ``limit`` is ignored)."""
-        where, params = (filter or TraceFilter()).where()
+        where, params = (filter or TraceFilter()).where(dialect=self._dialect)
         with self._lock:
-            row = self._conn.execute(
-                f"SELECT COUNT(*) FROM traces t WHERE {where}", params
-            ).fetchone()
+            row = self._exec(f"SELECT COUNT(*) FROM traces t WHERE {where}", params).fetchone()
         return int(row[0])
 
     def get(self, trace_id: str) -> Trace:
@@ -531,19 +662,20 @@ class TraceStore:
         return _text(payload)
 
     def _payload(self, trace_id: str) -> tuple[str, bytes, int]:
+        prefix, param = self._dialect.prefix("id", trace_id)
         with self._lock:
-            rows = self._conn.execute(
+            rows = self._exec(
                 "SELECT id, payload, format_version FROM traces WHERE id = ? "
                 "UNION ALL SELECT id, payload, format_version FROM traces "
-                "WHERE id GLOB ? AND id != ? LIMIT 3",
-                (trace_id, _glob_escape(trace_id) + "*", trace_id),
+                f"WHERE {prefix} AND id != ? LIMIT 3",
+                (trace_id, param, trace_id),
             ).fetchall()
         exact = [row for row in rows if row[0] == trace_id]
         if exact:
             return str(exact[0][0]), exact[0][1], int(exact[0][2])
         if not rows:
             raise UserError(
-                f"no trace {trace_id!r} in {self.path}; `toolproof traces list` shows the ids"
+                f"no trace {trace_id!r} in {self.location}; `toolproof traces list` shows the ids"
             )
         if len(rows) > 1:
             shown = ", ".join(row[0] for row in rows[:2])
@@ -570,12 +702,12 @@ class TraceStore:
                 (``prune`` uses this to delete them).
         """
         filter = filter or TraceFilter()
-        where, params = filter.where()
+        where, params = filter.where(dialect=self._dialect)
         order = "DESC" if newest_first else "ASC"
         limit = f" LIMIT {int(filter.limit)}" if filter.limit else ""
         extra = ", payload, format_version" if check else ""
         with self._lock:
-            found = self._conn.execute(
+            found = self._exec(
                 "SELECT id, ts, started_at, model, status, input, tool_calls, duration_ms"
                 f"{extra} FROM traces t WHERE {where} ORDER BY t.ts {order}, t.id{limit}",
                 params,
@@ -587,14 +719,14 @@ class TraceStore:
             by_id = {row.id: row for row in out}
             for chunk in _chunks(list(by_id), 500):
                 marks = ", ".join("?" for _ in chunk)
-                for tool, trace_id, calls in self._conn.execute(
+                for tool, trace_id, calls in self._exec(
                     f"SELECT tool, trace_id, calls FROM trace_tools WHERE trace_id IN ({marks})",
                     chunk,
-                ):
+                ).fetchall():
                     by_id[trace_id].tools[tool] = calls
-                for tag, trace_id in self._conn.execute(
+                for tag, trace_id in self._exec(
                     f"SELECT tag, trace_id FROM trace_tags WHERE trace_id IN ({marks})", chunk
-                ):
+                ).fetchall():
                     by_id[trace_id].tags.append(tag)
         for row in out:
             row.tags.sort()
@@ -655,34 +787,23 @@ class TraceStore:
         self, filter: TraceFilter | None = None, *, newest_first: bool = True
     ) -> Iterator[tuple[str, float, bytes, int]]:
         filter = filter or TraceFilter()
-        where, params = filter.where()
+        where, params = filter.where(dialect=self._dialect)
         order = "DESC" if newest_first else "ASC"
         limit = f" LIMIT {int(filter.limit)}" if filter.limit else ""
-        with self._lock:
-            cursor = self._conn.cursor()
-            cursor.execute(
-                f"SELECT id, ts, payload, format_version FROM traces t WHERE {where} "
-                f"ORDER BY t.ts {order}, t.id{limit}",
-                params,
-            )
-        try:
-            while True:
-                with self._lock:
-                    chunk = cursor.fetchmany(256)
-                if not chunk:
-                    return
-                yield from chunk
-        finally:
-            cursor.close()
+        yield from self._stream(
+            f"SELECT id, ts, payload, format_version FROM traces t WHERE {where} "
+            f"ORDER BY t.ts {order}, t.id{limit}",
+            params,
+        )
 
     def models(self) -> list[tuple[str, int]]:
         """Model names in the store with their trace counts."""
         with self._lock:
             return [
                 (str(m), int(n))
-                for m, n in self._conn.execute(
+                for m, n in self._exec(
                     "SELECT model, COUNT(*) FROM traces GROUP BY model ORDER BY model"
-                )
+                ).fetchall()
             ]
 
     def tools(self) -> list[tuple[str, int]]:
@@ -690,19 +811,87 @@ class TraceStore:
         with self._lock:
             return [
                 (str(t), int(n))
-                for t, n in self._conn.execute(
+                for t, n in self._exec(
                     "SELECT tool, SUM(calls) FROM trace_tools GROUP BY tool ORDER BY tool"
-                )
+                ).fetchall()
             ]
 
-    def integrity_check(self) -> str:
-        """SQLite's ``PRAGMA integrity_check`` answer (``"ok"`` for a sound file)."""
-        with self._lock:
-            return str(self._conn.execute("PRAGMA integrity_check").fetchone()[0])
+    def _existing_ids(self, ids: list[str]) -> set[str]:
+        found: set[str] = set()
+        for chunk in _chunks(ids, 500):
+            marks = ", ".join("?" for _ in chunk)
+            found.update(
+                row[0]
+                for row in self._exec(
+                    f"SELECT id FROM traces WHERE id IN ({marks})", chunk
+                ).fetchall()
+            )
+        return found
+
+
+_TRACE_COLUMNS = (
+    "id",
+    "ts",
+    "started_at",
+    "model",
+    "status",
+    "payload",
+    "format_version",
+    "input",
+    "tool_calls",
+    "duration_ms",
+    "recorded_at",
+)
+
+
+def is_store_url(location: str | Path) -> bool:
+    """Whether ``location`` names a database server (``postgresql://...``), not a file."""
+    text = str(location)
+    if isinstance(location, Path) or "://" not in text:
+        return False
+    scheme = text.split("://", 1)[0].lower()
+    if not re.fullmatch(r"[a-z][a-z0-9+.-]*", scheme):
+        return False  # a file path that happens to hold "://"
+    if scheme in ("postgresql", "postgres"):
+        return True
+    if scheme == "sqlite":
+        return False
+    raise UserError(
+        f"unsupported trace store URL {text.split('://', 1)[0]}://...: use a file path, "
+        "sqlite:///PATH or postgresql://USER:PASSWORD@HOST:PORT/DATABASE"
+    )
+
+
+def _sqlite_path(location: str | Path) -> str | Path:
+    text = str(location)
+    # sqlite:///relative.db and sqlite:////absolute.db, as SQLAlchemy spells them
+    if not isinstance(location, Path) and text.lower().startswith("sqlite://"):
+        return text[len("sqlite:///") :] or ":memory:"
+    return location
+
+
+def resolve_store(location: str | Path) -> str | Path:
+    """Where a store is, fixed now: a relative file path made absolute, a URL as it is."""
+    if is_store_url(location):
+        return str(location)
+    path = _sqlite_path(location)
+    return Path(path) if str(path) == ":memory:" else Path(path).resolve()
+
+
+def store_label(location: str | Path) -> str:
+    """``location`` for messages: a URL with its password masked, a path as it is."""
+    if is_store_url(location):
+        from toolproof.replay._postgres import mask_url
+
+        return mask_url(str(location))
+    return str(location)
 
 
 def open_store(path: str | Path | None = None, *, create: bool = False) -> TraceStore:
-    """Open the store at ``path`` (default ``.toolproof/traces.db``) for the CLI."""
+    """Open the store at ``path`` (default ``.toolproof/traces.db``) for the CLI.
+
+    ``path`` is a file, or a ``postgresql://`` URL for a PostgreSQL store.
+    """
     return TraceStore(path or DEFAULT_STORE_PATH, create=create)
 
 
@@ -804,16 +993,6 @@ def _decode(payload: Any, version: Any, trace_id: str, *, writing: bool = False)
 
 def _text(payload: bytes | str) -> str:
     return payload.decode() if isinstance(payload, bytes) else str(payload)
-
-
-def _existing_ids(conn: sqlite3.Connection, ids: list[str]) -> set[str]:
-    found: set[str] = set()
-    for chunk in _chunks(ids, 500):
-        marks = ", ".join("?" for _ in chunk)
-        found.update(
-            row[0] for row in conn.execute(f"SELECT id FROM traces WHERE id IN ({marks})", chunk)
-        )
-    return found
 
 
 def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
