@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import mcp_types as types
+from mcp import Client, StdioServerParameters
 from mcp.server.lowlevel import Server
 
-from mcp import Client, StdioServerParameters
 from toolproof._messages import Message, ToolCall, ToolDefinition, ToolResult
 from toolproof._tools import ArgumentsInvalid, Tool
 from toolproof._toolset import Toolset
