@@ -100,6 +100,13 @@ def register(subparsers: Any) -> None:
         help="append each session's trace to this JSONL file (redacted)",
     )
     serve.add_argument("--name", default="toolproof", help="the server name clients see")
+    serve.add_argument(
+        "--tool-timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="limit of one call when its tool sets none (default 60; 0: no limit)",
+    )
     serve.set_defaults(handler=run_serve)
 
 
@@ -290,6 +297,8 @@ def run_serve(args: argparse.Namespace) -> int:
                 'toolproof mcp needs the MCP SDK: pip install "toolproof[mcp]"'
             ) from None
         raise
+    if args.tool_timeout < 0:
+        raise UserError(f"--tool-timeout must be 0 or more seconds, got {args.tool_timeout}")
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port must be between 0 and 65535, got {args.port}")
     toolset, label = build_toolset(args)
@@ -318,6 +327,7 @@ def run_serve(args: argparse.Namespace) -> int:
                 port=args.port,
                 sessions=sessions,
                 name=args.name,
+                tool_timeout=args.tool_timeout or None,
                 on_ready=ready,
             )
         )

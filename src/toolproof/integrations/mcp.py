@@ -52,6 +52,9 @@ __all__ = ["McpSessions", "mcp_server", "mcp_tools", "serve_mcp"]
 
 Transport = Literal["stdio", "http"]
 
+#: Seconds a served call may take when its tool sets no ``timeout``.
+DEFAULT_TOOL_TIMEOUT = 60.0
+
 #: How long :func:`mcp_tools` waits for a server to start and list its tools, by default.
 DEFAULT_CONNECT_TIMEOUT = 10.0
 
@@ -215,6 +218,7 @@ def mcp_server(
     *,
     sessions: McpSessions | None = None,
     name: str = "toolproof",
+    tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
 ) -> Server[Any]:
     """A low-level MCP ``Server`` whose tools are ``tools``, each call run by the toolset.
 
@@ -229,6 +233,8 @@ def mcp_server(
         tools: A toolset (its mode, mocks and faults apply) or tools (run for real).
         sessions: Collects each session's calls as a trace.
         name: The server name announced to clients.
+        tool_timeout: Seconds a call may take when its tool sets no ``timeout`` (then the
+            client receives a "timed out" error result); ``None``: no limit.
 
     Returns:
         The server; run it with :func:`serve_mcp`, or connect to it in-process with
@@ -244,7 +250,7 @@ def mcp_server(
         call = ToolCall(
             params.name, dict(params.arguments or {}), id=f"mcp_{uuid.uuid4().hex[:12]}"
         )
-        result = await _execute(toolset, call)
+        result = await _execute(toolset, call, tool_timeout)
         if sessions is not None:
             sessions.add(_session_key(ctx), call, result)
         if not result.ok:
@@ -265,11 +271,11 @@ def mcp_server(
     )
 
 
-async def _execute(toolset: Toolset, call: ToolCall) -> ToolResult:
+async def _execute(toolset: Toolset, call: ToolCall, timeout: float | None) -> ToolResult:
     """Run one call; refusals, missing fixtures and crashes become error results."""
     started = time.perf_counter()
     try:
-        return await toolset.execute(call)
+        return await toolset.execute(call, timeout=timeout)
     except (UnmockedToolCall, MockBypassed) as exc:
         error_type, text = type(exc).__name__, f"Tool '{call.name}' was not run: {exc}"
     except MissingFixture as exc:
@@ -302,6 +308,7 @@ async def serve_mcp(
     port: int = 8000,
     sessions: McpSessions | None = None,
     name: str = "toolproof",
+    tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
     on_ready: Callable[[str], None] | None = None,
 ) -> None:
     """Serve ``tools`` over MCP until the client disconnects (stdio) or the task is cancelled.
@@ -315,12 +322,13 @@ async def serve_mcp(
         sessions: Collects each session's calls as a trace; open sessions are finished
             when the server stops.
         name: The server name announced to clients.
+        tool_timeout: Seconds a call may take when its tool sets no ``timeout``.
         on_ready: Called with the URL (or ``"stdio"``) once the server accepts clients.
 
     Raises:
         UserError: Unknown transport, or the HTTP port cannot be bound.
     """
-    server = mcp_server(tools, sessions=sessions, name=name)
+    server = mcp_server(tools, sessions=sessions, name=name, tool_timeout=tool_timeout)
     try:
         if transport == "stdio":
             from mcp.server.stdio import stdio_server
@@ -379,8 +387,14 @@ async def _serve_http(
             on_ready(url)
 
     watcher = asyncio.ensure_future(announce())
+    serving = asyncio.ensure_future(uv.serve(sockets=[sock]))
     try:
-        await uv.serve(sockets=[sock])
+        await asyncio.shield(serving)
+    except asyncio.CancelledError:
+        # Stopped from outside: shut down gracefully (open sessions end, the port is freed).
+        uv.should_exit = True
+        await asyncio.gather(serving, return_exceptions=True)
+        raise
     finally:
         watcher.cancel()
         sock.close()
