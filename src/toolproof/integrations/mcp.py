@@ -48,7 +48,7 @@ from toolproof.errors import (
     UserError,
 )
 
-__all__ = ["McpSessions", "mcp_server", "mcp_tools", "serve_mcp"]
+__all__ = ["McpSessions", "load_mcp_tools", "mcp_server", "mcp_tools", "serve_mcp"]
 
 Transport = Literal["stdio", "http"]
 
@@ -435,7 +435,7 @@ class _McpTool(Tool[..., Any]):
         return full
 
 
-def tool_from_mcp(
+def _tool_from_mcp(
     spec: types.Tool,
     call: Callable[[str, dict[str, Any]], Any],
     *,
@@ -640,7 +640,7 @@ async def mcp_tools(
             flag = side_effects if isinstance(side_effects, bool) else None
             if named is not None:
                 flag = spec.name in named
-            tools.append(tool_from_mcp(spec, call, side_effects=flag, timeout=timeout))
+            tools.append(_tool_from_mcp(spec, call, side_effects=flag, timeout=timeout))
         yield Toolset(tools, mode=mode, mocks=mocks, overrides=overrides)
 
 
