@@ -21,6 +21,7 @@ from mcp_helpers import DEMO_FAULTS, DEMO_FIXTURES, DEMO_TOOLS, child_env, serve
 from toolproof import Trace
 from toolproof.cli import main
 from toolproof.replay import TraceStore
+from toolproof.testing import assert_tool_called
 
 
 def _client(argv: list[str], **env: str) -> Client:
@@ -97,6 +98,8 @@ async def test_fixtures_faults_and_the_session_trace(tmp_path: Path) -> None:
     statuses = [r.status for r in trace.tool_results]
     assert statuses == ["ok", "error", "ok", "ok", "error", "ok", "error", "error", "error", "ok"]
     assert trace.tool_results[0].value == {"order_id": "A1", "status": "refunded", "total": 30}
+    assert_tool_called(trace, "get_order", order_id="A1")  # graded like any agent's run
+    assert_tool_called(trace, "add", times=5)
     assert [r.error_type for r in trace.tool_results if not r.ok] == [
         "KeyError",
         "ToolError",
@@ -109,7 +112,8 @@ async def test_fixtures_faults_and_the_session_trace(tmp_path: Path) -> None:
 async def test_mock_mode_refuses_unmocked_side_effects_and_records(tmp_path: Path) -> None:
     store = tmp_path / "traces.db"
     side_effects = tmp_path / "side_effects.txt"
-    argv = serve_argv("--record", str(store))
+    trace_file = tmp_path / "calls.jsonl"
+    argv = serve_argv("--record", str(store), "--trace-file", str(trace_file))
     async with _client(argv, MCP_DEMO_SIDE_EFFECTS=str(side_effects)) as client:
         refused = await client.call_tool(
             "cancel_order", {"order_id": "A1", "reason": "card 4111 1111 1111 1111"}
@@ -135,6 +139,9 @@ async def test_mock_mode_refuses_unmocked_side_effects_and_records(tmp_path: Pat
     assert trace.tool_results[0].error_type == "UnmockedToolCall"
     stored = trace.to_json()
     assert "4111 1111 1111 1111" not in stored, "the recorder stored a card number unredacted"
+    written = trace_file.read_text(encoding="utf-8")
+    assert "cancel_order" in written
+    assert "4111 1111 1111 1111" not in written, "the trace file holds a card number"
 
 
 async def test_real_mode_and_stateful_mocks(tmp_path: Path) -> None:
@@ -229,3 +236,17 @@ def test_faults_file_in_json(tmp_path: Path) -> None:
     path.write_text(json.dumps({"faults": faults}), encoding="utf-8")
     loaded = load_faults(path, Toolset(mcp_demo_tools.TOOLS))
     assert [f.describe() for f in loaded] == ["timeout on add", "raises KeyError on get_order"]
+
+
+async def test_a_module_with_one_toolset_serves_it_with_its_mocks() -> None:
+    from mcp_helpers import HERE
+
+    from toolproof import ToolCall
+    from toolproof.cli import build_parser
+    from toolproof.cli._mcp import build_toolset
+
+    args = build_parser().parse_args(["mcp", "serve", str(HERE / "mcp_demo_toolset.py")])
+    toolset, _ = build_toolset(args)
+    assert toolset.mode == "mock"
+    result = await toolset.execute(ToolCall("cancel_order", {"order_id": "A1"}, id="1"))
+    assert result.value == "toolset mock" and result.mocked

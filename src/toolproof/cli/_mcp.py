@@ -12,6 +12,7 @@ import argparse
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolproof.cli import show_help
@@ -116,6 +117,10 @@ def build_toolset(args: argparse.Namespace) -> tuple[Toolset, str]:
     from toolproof._toolset import ToolMode, Toolset
 
     value, label = load_target(args.module)
+    if isinstance(value, ModuleType):  # a module holding one Toolset serves it (with its mocks)
+        toolsets = {id(v): v for v in vars(value).values() if isinstance(v, Toolset)}
+        if len(toolsets) == 1:
+            value = next(iter(toolsets.values()))
     if isinstance(value, Toolset):
         base = value
     else:
