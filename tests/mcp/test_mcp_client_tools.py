@@ -160,3 +160,15 @@ def test_schema_snapshot_of_a_hanging_server_exits_2() -> None:
     assert "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     assert time.monotonic() - started < 30
+
+
+def test_schema_snapshot_of_a_server_that_exits_at_start_exits_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    crash = f"mcp:{sys.executable} -c 'import sys; sys.exit(3)'"
+    assert main(["schema", "snapshot", crash]) == 2
+    err = capsys.readouterr().err
+    assert "cannot connect to the MCP server" in err and "did it exit?" in err
+    assert len(err.strip().splitlines()) == 1
+    assert main(["schema", "snapshot", "mcp:"]) == 2
+    assert "names no MCP server" in capsys.readouterr().err
