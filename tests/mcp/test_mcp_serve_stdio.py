@@ -250,3 +250,43 @@ async def test_a_module_with_one_toolset_serves_it_with_its_mocks() -> None:
     assert toolset.mode == "mock"
     result = await toolset.execute(ToolCall("cancel_order", {"order_id": "A1"}, id="1"))
     assert result.value == "toolset mock" and result.mocked
+
+
+def test_http_command_on_a_free_port_writes_the_trace_when_stopped(tmp_path: Path) -> None:
+    import re
+    import signal
+
+    trace_file = tmp_path / "calls.jsonl"
+    argv = serve_argv("--http", "--port", "0", "--fixtures", DEMO_FIXTURES)
+    argv += ["--trace-file", str(trace_file)]
+    process = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**child_env(), "PATH": "/usr/bin:/bin"},
+    )
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()  # the server announces its URL once it listens
+        found = re.search(r"on (http://127\.0\.0\.1:\d+/mcp)$", line.strip())
+        assert found, line
+
+        async def use() -> Any:
+            async with Client(found.group(1)) as client:
+                return await client.call_tool("get_order", {"order_id": "A1"})
+
+        result = asyncio.run(use())
+        assert result.structured_content == {"order_id": "A1", "status": "refunded", "total": 30}
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0  # a clean stop, not a kill
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        if process.stderr is not None:
+            process.stderr.close()
+    (line,) = trace_file.read_text(encoding="utf-8").splitlines()
+    trace = Trace.from_json(line)
+    assert [(c.name, c.arguments) for c in trace.tool_calls] == [("get_order", {"order_id": "A1"})]

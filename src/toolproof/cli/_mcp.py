@@ -293,6 +293,8 @@ def _read_data(path: Path) -> Any:
 def run_serve(args: argparse.Namespace) -> int:
     """``mcp serve``."""
     import asyncio
+    import contextlib
+    import signal
 
     try:
         from toolproof.integrations.mcp import McpSessions, serve_mcp
@@ -323,8 +325,8 @@ def run_serve(args: argparse.Namespace) -> int:
         )
         sys.stderr.flush()
 
-    try:
-        asyncio.run(
+    async def serve() -> None:
+        task = asyncio.ensure_future(
             serve_mcp(
                 toolset,
                 transport=transport,
@@ -336,6 +338,16 @@ def run_serve(args: argparse.Namespace) -> int:
                 on_ready=ready,
             )
         )
+        # Ctrl-C and SIGTERM stop the server cleanly: open sessions' traces are written.
+        loop = asyncio.get_running_loop()
+        for number in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(number, task.cancel)
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    try:
+        asyncio.run(serve())
     except KeyboardInterrupt:
         pass
     finally:

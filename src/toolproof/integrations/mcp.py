@@ -23,8 +23,8 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -376,8 +376,16 @@ async def _serve_http(
     except OSError as exc:
         raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     bound = sock.getsockname()[1]
+
+    class _Server(uvicorn.Server):
+        @contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            # Signals are the caller's: uvicorn would re-raise them after shutting down,
+            # killing the process before the open sessions' traces are written.
+            yield
+
     config = uvicorn.Config(ended_sessions, log_level="warning", lifespan="on")
-    uv = uvicorn.Server(config)
+    uv = _Server(config)
     url = f"http://{'[' + host + ']' if ':' in host else host}:{bound}/mcp"
 
     async def announce() -> None:
