@@ -44,5 +44,11 @@ def book_umbrella(city: str) -> str:
     return f"umbrella booked for {city}"
 
 
+@server.tool(name="weather.alerts")
+def alerts(city: str) -> str:
+    """A tool whose name toolproof cannot offer to a model (it is left out)."""
+    return "none"
+
+
 if __name__ == "__main__":
     server.run()

@@ -27,7 +27,9 @@ def model_call(name: str, **arguments: object) -> ToolCall:
     return ToolCall(name, dict(arguments), id=f"{name}-1")
 
 
-async def test_an_agent_uses_a_real_mcp_server_with_one_tool_mocked() -> None:
+async def test_an_agent_uses_a_real_mcp_server_with_one_tool_mocked(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     model = ScriptedModel(
         [
             call("get_weather", city="Paris"),
@@ -42,6 +44,7 @@ async def test_an_agent_uses_a_real_mcp_server_with_one_tool_mocked() -> None:
     forecast.add("get_forecast", {"city": "Paris", "days": 2}, returns={"outlook": "mocked"})
     async with mcp_tools(WEATHER_CMD, env=child_env()) as tools:
         assert [t.name for t in tools] == ["get_weather", "get_forecast", "book_umbrella"]
+        assert "'weather.alerts', which toolproof cannot offer" in caplog.text
         assert tools["book_umbrella"].side_effects  # not marked read-only by the server
         assert not tools["get_weather"].side_effects
         toolset = tools.with_mode("real", overrides={"get_forecast": "mock"}, mocks=[forecast])

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import shlex
 import sys
 import threading
@@ -51,6 +52,8 @@ from toolproof.errors import (
 __all__ = ["McpSessions", "load_mcp_tools", "mcp_server", "mcp_tools", "serve_mcp"]
 
 Transport = Literal["stdio", "http"]
+
+logger = logging.getLogger("toolproof.mcp")
 
 #: Seconds a served call may take when its tool sets no ``timeout``.
 DEFAULT_TOOL_TIMEOUT = 60.0
@@ -414,7 +417,6 @@ async def _serve_http(
 class _McpTool(Tool[..., Any]):
     """A tool answered by an MCP server; arguments are checked against its JSON Schema."""
 
-    _required: frozenset[str]
     _optional: dict[str, Any]
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -492,7 +494,7 @@ def _tool_from_mcp(
     read_only = spec.annotations.read_only_hint if spec.annotations is not None else None
     made = _McpTool(
         placeholder,
-        name=_tool_name(name),
+        name=name,
         description=spec.description or spec.title or name,
         side_effects=(read_only is not True) if side_effects is None else side_effects,
         timeout=timeout,
@@ -505,7 +507,6 @@ def _tool_from_mcp(
     made.function = run
     made.is_async = True
     made.has_return_annotation = False
-    made._required = frozenset(required)
     made._optional = optional
     made.parameters = parameters
     made.definition = ToolDefinition(made.name, made.description, parameters)
@@ -515,13 +516,8 @@ def _tool_from_mcp(
     return made
 
 
-def _tool_name(name: str) -> str:
-    if name and name.replace("_", "a").replace("-", "a").isalnum():
-        return name
-    raise UserError(
-        f"the MCP server lists a tool named {name!r}, which is not a valid tool name "
-        "(letters, digits, '_' and '-' only)"
-    )
+def _usable_name(name: str) -> bool:
+    return bool(name) and name.replace("_", "a").replace("-", "a").isalnum()
 
 
 def _result_value(result: types.CallToolResult) -> Any:
@@ -645,6 +641,14 @@ async def mcp_tools(
                 )
         tools = []
         for spec in listed:
+            if not _usable_name(spec.name):
+                logger.warning(
+                    "the MCP server %s lists a tool named %r, which toolproof cannot offer "
+                    "to a model (tool names are letters, digits, '_' and '-'): left out",
+                    label,
+                    spec.name,
+                )
+                continue
             flag = side_effects if isinstance(side_effects, bool) else None
             if named is not None:
                 flag = spec.name in named
