@@ -74,7 +74,7 @@ async def test_fixtures_faults_and_the_session_trace(tmp_path: Path) -> None:
     assert not side_effects.exists(), "a side-effecting tool ran its real code in mock mode"
 
     for _ in range(200):  # the server writes the trace when the session ends: up to 10 s
-        if trace_file.exists():
+        if trace_file.exists() and trace_file.read_text(encoding="utf-8").strip():
             break
         await asyncio.sleep(0.05)
     lines = trace_file.read_text(encoding="utf-8").splitlines()
@@ -183,6 +183,7 @@ def _cli(*argv: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         (["mcp", "serve", DEMO_TOOLS, "--real", "nope"], "--real nope: no such tool"),
         (["mcp", "serve", DEMO_TOOLS, "--mocks", f"{DEMO_TOOLS}:ORDERS"], "no tool named A1"),
         (["mcp", "serve", DEMO_TOOLS, "--port", "70000", "--http"], "--port must be"),
+        (["mcp", "serve", DEMO_TOOLS, "--trace-file", "/proc/nope/x.jsonl"], "cannot write"),
     ],
 )
 def test_bad_serve_options_exit_2_with_one_line(

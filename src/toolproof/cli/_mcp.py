@@ -309,6 +309,14 @@ def run_serve(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port must be between 0 and 65535, got {args.port}")
     toolset, label = build_toolset(args)
+    if args.trace_file:
+        path = Path(args.trace_file)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a", encoding="utf-8"):
+                pass
+        except OSError as exc:
+            raise UserError(f"--trace-file {path}: cannot write it ({exc.strerror})") from None
     recorder = None
     if args.record:
         from toolproof.replay import Recorder

@@ -164,12 +164,18 @@ class McpSessions:
             tags=["mcp"],
         )
         self.traces.append(trace)
+        sinks: list[tuple[str, Callable[[Trace], Any]]] = []
         if self.recorder is not None:
-            self.recorder.record(trace)
+            sinks.append(("the recorder", self.recorder.record))
         if self.trace_file is not None:
-            self._append(trace)
+            sinks.append((str(self.trace_file), self._append))
         if self.on_trace is not None:
-            self.on_trace(trace)
+            sinks.append(("on_trace", self.on_trace))
+        for where, sink in sinks:
+            try:
+                sink(trace)
+            except Exception:  # one failing sink must not lose the trace for the others
+                logger.exception("the trace of an MCP session could not go to %s", where)
         return trace
 
     def _append(self, trace: Trace) -> None:
