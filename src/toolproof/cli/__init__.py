@@ -44,6 +44,7 @@ COMMAND_MODULES = [
     "toolproof.cli._replay",
     "toolproof.cli._runs",
     "toolproof.cli._view",
+    "toolproof.cli._mcp",
 ]
 
 

@@ -23,8 +23,12 @@ __all__ = ["register"]
 
 MODULE_HELP = (
     "tools: a module (pkg.tools), a file (path/tools.py) or module:attr naming a tool, a list "
-    "of tools, a toolset or an agent"
+    "of tools, a toolset or an agent; or an MCP server: mcp:'python server.py' (stdio) or "
+    "mcp:http://127.0.0.1:8000/mcp"
 )
+
+#: The prefix of an MCP server source (``mcp:"python server.py"``, ``mcp:http://...``).
+MCP_PREFIX = "mcp:"
 
 
 def register(subparsers: Any) -> None:
@@ -98,7 +102,10 @@ def run_snapshot(args: argparse.Namespace) -> int:
     from toolproof._loading import collect_tools
     from toolproof.testing._contracts import dump_snapshot, snapshot_tools
 
-    tools, _ = collect_tools(args.modules)
+    mcp_specs = [spec for spec in args.modules if spec.startswith(MCP_PREFIX)]
+    tools, _ = collect_tools([spec for spec in args.modules if spec not in mcp_specs])
+    if mcp_specs:
+        tools = _merge_tools(tools, [t for spec in mcp_specs for t in _mcp_tools(spec)])
     if not tools:
         raise UserError(
             f"no tools found in {', '.join(args.modules)} (looked for tools, toolsets, agents "
@@ -171,6 +178,10 @@ def _load_side(spec: str) -> tuple[dict[str, Any], str]:
     """A snapshot from a schema file (toolproof snapshot or OpenAI tools.json) or a module."""
     from toolproof.testing._contracts import load_snapshot
 
+    if spec.startswith(MCP_PREFIX):
+        from toolproof.testing._contracts import snapshot_tools
+
+        return snapshot_tools(_mcp_tools(spec)), spec
     path = Path(spec)
     if path.suffix == ".json" and not path.exists():
         load_snapshot(path)  # raises: no such snapshot file
@@ -189,6 +200,41 @@ def _load_side(spec: str) -> tuple[dict[str, Any], str]:
     from toolproof.testing._contracts import load_side
 
     return load_side(spec)
+
+
+def _mcp_tools(spec: str) -> list[Any]:
+    """The tools an MCP server lists: ``mcp:COMMAND`` (stdio) or ``mcp:http(s)://URL``."""
+    import os
+
+    server = spec[len(MCP_PREFIX) :].strip()
+    if not server:
+        raise UserError(f"{spec!r} names no MCP server: mcp:'python server.py' or mcp:http://...")
+    try:
+        from toolproof.integrations.mcp import DEFAULT_CONNECT_TIMEOUT, load_mcp_tools
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.split(".")[0] in ("mcp", "mcp_types"):
+            raise UserError(
+                f'{spec}: MCP servers need the MCP SDK: pip install "toolproof[mcp]"'
+            ) from None
+        raise
+    raw = os.environ.get("TOOLPROOF_MCP_TIMEOUT", "")
+    try:
+        timeout = float(raw) if raw else DEFAULT_CONNECT_TIMEOUT
+    except ValueError:
+        raise UserError(f"TOOLPROOF_MCP_TIMEOUT must be seconds, got {raw!r}") from None
+    tools = load_mcp_tools(server, timeout=timeout)
+    if not tools:
+        raise UserError(f"the MCP server {server} lists no tools")
+    return sorted(tools, key=lambda t: t.name)
+
+
+def _merge_tools(tools: list[Any], more: list[Any]) -> list[Any]:
+    by_name = {t.name: t for t in tools}
+    for t in more:
+        if t.name in by_name:
+            raise UserError(f"two different tools are named {t.name!r}")
+        by_name[t.name] = t
+    return [by_name[name] for name in sorted(by_name)]
 
 
 def _report_rejections(store: str, new: dict[str, Any], examples: int) -> int:

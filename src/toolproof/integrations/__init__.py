@@ -10,6 +10,8 @@ this package imports nothing:
   OpenAI Agents SDK: a scripted model, tools both ways, trace capture.
 - ``toolproof.integrations.otel`` (``pip install "toolproof[otel]"``): OpenTelemetry GenAI
   spans: export traces, import spans as traces.
+- ``toolproof.integrations.mcp`` (``pip install "toolproof[mcp]"``): MCP: toolproof tools
+  served over MCP (mocked, with faults, recorded), MCP servers' tools as toolproof tools.
 """
 
 __all__: list[str] = []

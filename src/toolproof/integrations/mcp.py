@@ -1,0 +1,758 @@
+"""MCP (Model Context Protocol): toolproof tools served over MCP, and MCP servers' tools as Tools.
+
+Install with ``pip install "toolproof[mcp]"``. This module imports the ``mcp`` SDK.
+
+- :func:`serve_mcp` (and ``toolproof mcp serve``) exposes a :class:`~toolproof.Toolset` as an
+  MCP server over stdio or streamable HTTP. Every call goes through the toolset, so mock mode,
+  fixture mocks, stateful mocks and faults answer an external agent's calls exactly as they
+  answer toolproof's own agent, and a side-effecting tool without a mock is refused with an
+  error result naming it (its real code never runs in mock mode). Each client session
+  becomes a :class:`~toolproof.Trace` of its tool calls, for grading.
+- :func:`mcp_tools` connects to an MCP server (a command run over stdio, or a streamable
+  HTTP URL) and yields its tools as toolproof :class:`~toolproof.Tool` objects: their schemas
+  come from ``tools/list``, calls go through the session, and an error result (``isError``)
+  comes back to the model as a ``ToolError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import shlex
+import sys
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+import mcp_types as types
+from mcp import Client, StdioServerParameters
+from mcp.server.lowlevel import Server
+
+from toolproof._messages import Message, ToolCall, ToolDefinition, ToolResult
+from toolproof._tools import ArgumentsInvalid, Tool
+from toolproof._toolset import Toolset
+from toolproof._trace import RequestSummary, Step, Trace, stable_hash
+from toolproof._version import __version__
+from toolproof.errors import (
+    MissingFixture,
+    MockBypassed,
+    ToolCrashed,
+    ToolError,
+    UnmockedToolCall,
+    UserError,
+)
+
+__all__ = ["McpSessions", "load_mcp_tools", "mcp_server", "mcp_tools", "serve_mcp"]
+
+Transport = Literal["stdio", "http"]
+
+logger = logging.getLogger("toolproof.mcp")
+
+#: Seconds a served call may take when its tool sets no ``timeout``.
+DEFAULT_TOOL_TIMEOUT = 60.0
+
+#: How long :func:`mcp_tools` waits for a server to start and list its tools, by default.
+DEFAULT_CONNECT_TIMEOUT = 10.0
+
+
+# -- toolproof tools served over MCP ---------------------------------------------------------
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass
+class _Session:
+    key: str
+    started_at: str = field(default_factory=_now)
+    started: float = field(default_factory=time.perf_counter)
+    steps: list[Step] = field(default_factory=list)
+
+
+class McpSessions:
+    """The tool calls an MCP server answered, one :class:`~toolproof.Trace` per client session.
+
+    A session is an MCP session: the whole connection over stdio, an ``Mcp-Session-Id`` over
+    streamable HTTP (sessionless HTTP requests share one trace for the server's lifetime).
+    A session's trace is finished when the client ends the session (or the server stops)
+    and handed to each sink: a :class:`~toolproof.replay.Recorder` (which redacts before
+    writing), a JSONL file (redacted with the default :class:`~toolproof.replay.Redactor`),
+    or a callable.
+
+    Args:
+        toolset: The tools served (their schemas go into each trace).
+        recorder: Records each finished trace into its store.
+        trace_file: Appends each finished trace to this JSONL file, one trace a line.
+        on_trace: Called with each finished trace.
+        label: What the server serves, for the traces' metadata.
+
+    Attributes:
+        traces: The finished traces, in the order they finished.
+    """
+
+    def __init__(
+        self,
+        toolset: Toolset,
+        *,
+        recorder: Any = None,
+        trace_file: str | Path | None = None,
+        on_trace: Callable[[Trace], None] | None = None,
+        label: str = "",
+    ) -> None:
+        self.toolset = toolset
+        self.recorder = recorder
+        self.trace_file = Path(trace_file) if trace_file is not None else None
+        self.on_trace = on_trace
+        self.label = label
+        self.traces: list[Trace] = []
+        self._open: dict[str, _Session] = {}
+        self._lock = threading.Lock()
+        self._redactor: Any = None
+
+    def add(self, key: str, call: ToolCall, result: ToolResult) -> None:
+        """Add one answered call to the session ``key``."""
+        with self._lock:
+            session = self._open.get(key)
+            if session is None:
+                session = self._open[key] = _Session(key)
+            session.steps.append(
+                Step(
+                    index=len(session.steps) + 1,
+                    request=RequestSummary(message_count=0),
+                    response=Message(role="assistant", tool_calls=[call]),
+                    offset_ms=max(0.0, (time.perf_counter() - session.started) * 1000),
+                    tool_results=[result],
+                )
+            )
+
+    def end(self, key: str) -> Trace | None:
+        """Finish the session ``key``; its trace goes to the sinks (``None``: no calls)."""
+        with self._lock:
+            session = self._open.pop(key, None)
+        if session is None:
+            return None
+        return self._finish(session)
+
+    def end_all(self) -> None:
+        """Finish every open session (the server is stopping)."""
+        with self._lock:
+            keys = list(self._open)
+        for key in keys:
+            self.end(key)
+
+    def _finish(self, session: _Session) -> Trace:
+        names = [call.name for step in session.steps for call in step.response.tool_calls]
+        trace = Trace(
+            id=uuid.uuid4().hex,
+            input=f"MCP session: {len(names)} tool call{'s' if len(names) != 1 else ''}",
+            started_at=session.started_at,
+            ended_at=_now(),
+            model="mcp-client",
+            tools=self.toolset.infos(),
+            tool_mode=self.toolset.mode,
+            steps=session.steps,
+            duration_ms=(time.perf_counter() - session.started) * 1000,
+            metadata={"source": "toolproof mcp serve", "served": self.label},
+            tags=["mcp"],
+        )
+        self.traces.append(trace)
+        sinks: list[tuple[str, Callable[[Trace], Any]]] = []
+        if self.recorder is not None:
+            sinks.append(("the recorder", self.recorder.record))
+        if self.trace_file is not None:
+            sinks.append((str(self.trace_file), self._append))
+        if self.on_trace is not None:
+            sinks.append(("on_trace", self.on_trace))
+        for where, sink in sinks:
+            try:
+                sink(trace)
+            except Exception:  # one failing sink must not lose the trace for the others
+                logger.exception("the trace of an MCP session could not go to %s", where)
+        return trace
+
+    def _append(self, trace: Trace) -> None:
+        assert self.trace_file is not None
+        if self._redactor is None:
+            from toolproof.replay import Redactor
+
+            self._redactor = Redactor()
+        line = self._redactor.redact_trace(trace).to_json()
+        self.trace_file.parent.mkdir(parents=True, exist_ok=True)
+        with self.trace_file.open("a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+
+
+def _as_toolset(tools: Toolset | Tool[..., Any] | Iterable[Tool[..., Any]]) -> Toolset:
+    if isinstance(tools, Toolset):
+        return tools
+    if isinstance(tools, Tool):
+        return Toolset([tools])
+    return Toolset(list(tools))
+
+
+def _mcp_tool(t: Tool[..., Any]) -> types.Tool:
+    return types.Tool(
+        name=t.name,
+        description=t.description,
+        input_schema=t.parameters,
+        annotations=types.ToolAnnotations(read_only_hint=not t.side_effects),
+    )
+
+
+def _error_result(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+def _session_key(ctx: Any) -> str:
+    request = getattr(ctx, "request", None)
+    headers = getattr(request, "headers", None)
+    if headers is not None:
+        session_id = headers.get("mcp-session-id")
+        if session_id:
+            return str(session_id)
+        return "http"
+    return "stdio"
+
+
+def mcp_server(
+    tools: Toolset | Tool[..., Any] | Iterable[Tool[..., Any]],
+    *,
+    sessions: McpSessions | None = None,
+    name: str = "toolproof",
+    tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
+) -> Server[Any]:
+    """A low-level MCP ``Server`` whose tools are ``tools``, each call run by the toolset.
+
+    ``tools/list`` answers each tool's name, description and JSON Schema exactly as toolproof
+    describes them to a model (``readOnlyHint`` is false for side-effecting tools). A call is
+    validated and run by the :class:`~toolproof.Toolset`; errors the model can act on
+    (invalid arguments, an unknown tool, a declared error, a refused side-effecting tool, a
+    call no fixture answers, a tool that crashed) come back as error results
+    (``isError: true``): the server keeps serving.
+
+    Args:
+        tools: A toolset (its mode, mocks and faults apply) or tools (run for real).
+        sessions: Collects each session's calls as a trace.
+        name: The server name announced to clients.
+        tool_timeout: Seconds a call may take when its tool sets no ``timeout`` (then the
+            client receives a "timed out" error result); ``None``: no limit.
+
+    Returns:
+        The server; run it with :func:`serve_mcp`, or connect to it in-process with
+        ``mcp.Client(server)``.
+    """
+    toolset = _as_toolset(tools)
+    listed = [_mcp_tool(t) for t in toolset]
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=listed)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        call = ToolCall(
+            params.name, dict(params.arguments or {}), id=f"mcp_{uuid.uuid4().hex[:12]}"
+        )
+        result = await _execute(toolset, call, tool_timeout)
+        if sessions is not None:
+            sessions.add(_session_key(ctx), call, result)
+        if not result.ok:
+            return _error_result(result.content)
+        # Structured content is an object: other values are wrapped as the MCP SDK does.
+        structured = result.value if isinstance(result.value, dict) else {"result": result.value}
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=result.content)],
+            structured_content=structured,
+            is_error=False,
+        )
+
+    return Server(
+        name,
+        version=__version__,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+async def _execute(toolset: Toolset, call: ToolCall, timeout: float | None) -> ToolResult:
+    """Run one call; refusals, missing fixtures and crashes become error results."""
+    started = time.perf_counter()
+    try:
+        return await toolset.execute(call, timeout=timeout)
+    except (UnmockedToolCall, MockBypassed) as exc:
+        error_type, text = type(exc).__name__, f"Tool '{call.name}' was not run: {exc}"
+    except MissingFixture as exc:
+        error_type, text = (
+            "MissingFixture",
+            f"Tool '{call.name}' has no fixture for this call: {exc}",
+        )
+    except ToolCrashed as exc:
+        error_type, text = "ToolCrashed", str(exc)
+    except Exception as exc:  # a server must keep serving whatever one call does
+        error_type = "ToolCrashed"
+        text = f"tool '{call.name}' failed: {type(exc).__name__}: {exc}"
+    mocked = call.name in toolset and toolset.mode_of(call.name) == "mock"
+    return ToolResult(
+        call_id=call.id,
+        name=call.name,
+        status="error",
+        content=text,
+        error_type=error_type,
+        duration_ms=(time.perf_counter() - started) * 1000,
+        mocked=mocked,
+    )
+
+
+async def serve_mcp(
+    tools: Toolset | Tool[..., Any] | Iterable[Tool[..., Any]],
+    *,
+    transport: Transport = "stdio",
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    sessions: McpSessions | None = None,
+    name: str = "toolproof",
+    tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
+    on_ready: Callable[[str], None] | None = None,
+) -> None:
+    """Serve ``tools`` over MCP until the client disconnects (stdio) or the task is cancelled.
+
+    Args:
+        tools: A toolset (its mode, mocks and faults apply) or tools (run for real).
+        transport: ``"stdio"`` (the process's stdin and stdout) or ``"http"`` (streamable
+            HTTP at ``http://HOST:PORT/mcp``).
+        host: The HTTP address to bind (default ``127.0.0.1``: this machine only).
+        port: The HTTP port (``0`` picks a free one; ``on_ready`` receives the URL).
+        sessions: Collects each session's calls as a trace; open sessions are finished
+            when the server stops.
+        name: The server name announced to clients.
+        tool_timeout: Seconds a call may take when its tool sets no ``timeout``.
+        on_ready: Called with the URL (or ``"stdio"``) once the server accepts clients.
+
+    Raises:
+        UserError: Unknown transport, or the HTTP port cannot be bound.
+    """
+    server = mcp_server(tools, sessions=sessions, name=name, tool_timeout=tool_timeout)
+    try:
+        if transport == "stdio":
+            from mcp.server.stdio import stdio_server
+
+            async with stdio_server() as (read, write):
+                if on_ready is not None:
+                    on_ready("stdio")
+                await server.run(read, write, server.create_initialization_options())
+        elif transport == "http":
+            await _serve_http(server, host, port, sessions, on_ready)
+        else:
+            raise UserError(f"transport must be 'stdio' or 'http', got {transport!r}")
+    finally:
+        if sessions is not None:
+            sessions.end_all()
+
+
+async def _serve_http(
+    server: Server[Any],
+    host: str,
+    port: int,
+    sessions: McpSessions | None,
+    on_ready: Callable[[str], None] | None,
+) -> None:
+    import socket
+
+    import uvicorn
+
+    app = server.streamable_http_app(host=host)
+
+    async def ended_sessions(scope: Any, receive: Any, send: Any) -> None:
+        # A client ends its session with DELETE: that session's trace is complete.
+        if scope.get("type") == "http" and scope.get("method") == "DELETE" and sessions:
+            key = dict(scope.get("headers") or []).get(b"mcp-session-id")
+            await app(scope, receive, send)
+            if key:
+                sessions.end(key.decode("latin-1"))
+            return
+        await app(scope, receive, send)
+
+    try:
+        sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    bound = sock.getsockname()[1]
+
+    class _Server(uvicorn.Server):
+        @contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            # Signals are the caller's: uvicorn would re-raise them after shutting down,
+            # killing the process before the open sessions' traces are written.
+            yield
+
+    config = uvicorn.Config(ended_sessions, log_level="warning", lifespan="on")
+    uv = _Server(config)
+    url = f"http://{'[' + host + ']' if ':' in host else host}:{bound}/mcp"
+
+    async def announce() -> None:
+        while not uv.started:  # noqa: ASYNC110 - uvicorn offers no event to wait on
+            await asyncio.sleep(0.02)
+        if on_ready is not None:
+            on_ready(url)
+
+    watcher = asyncio.ensure_future(announce())
+    serving = asyncio.ensure_future(uv.serve(sockets=[sock]))
+    try:
+        await asyncio.shield(serving)
+    except asyncio.CancelledError:
+        # Stopped from outside: shut down gracefully (open sessions end, the port is freed).
+        uv.should_exit = True
+        await asyncio.gather(serving, return_exceptions=True)
+        raise
+    finally:
+        watcher.cancel()
+        sock.close()
+
+
+# -- MCP servers' tools as toolproof tools ---------------------------------------------------
+
+
+class _McpTool(Tool[..., Any]):
+    """A tool answered by an MCP server; arguments are checked against its JSON Schema."""
+
+    _optional: dict[str, Any]
+
+    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        import jsonschema
+
+        try:
+            validator_class = jsonschema.validators.validator_for(self.parameters)
+            validator = validator_class(self.parameters)
+            errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.path))
+        except (jsonschema.SchemaError, TypeError, ValueError):
+            errors = []  # the server's schema is not checkable here: the server validates
+        if errors:
+            problems = []
+            for error in errors[:5]:
+                where = ".".join(str(p) for p in error.absolute_path)
+                problems.append(f"'{where}': {error.message}" if where else error.message)
+            accepted = ", ".join(self.parameters.get("properties") or {}) or "no arguments"
+            raise ArgumentsInvalid(
+                f"Invalid arguments for tool '{self.name}': {'; '.join(problems)}. "
+                f"This tool accepts: {accepted}."
+            )
+        # Mocks see every parameter, as with a Python tool (missing optional ones as defaults).
+        full = dict(arguments)
+        for name, default in self._optional.items():
+            full.setdefault(name, default)
+        return full
+
+
+def _tool_from_mcp(
+    spec: types.Tool,
+    call: Callable[[str, dict[str, Any]], Any],
+    *,
+    side_effects: bool | None = None,
+    timeout: float | None = None,
+) -> Tool[..., Any]:
+    """Make one MCP tool listing a toolproof :class:`~toolproof.Tool` calling ``call``.
+
+    Args:
+        spec: The tool as ``tools/list`` described it.
+        call: ``await call(name, arguments)`` runs the tool on the server; it returns the
+            tool's value or raises :class:`~toolproof.errors.ToolError`.
+        side_effects: Whether the tool changes the outside world; ``None`` reads the server's
+            ``readOnlyHint`` (a tool not marked read-only is treated as side-effecting, so
+            mock mode never calls the server for it).
+        timeout: Seconds one call may take.
+    """
+    parameters: dict[str, Any] = dict(spec.input_schema or {"type": "object", "properties": {}})
+    properties = parameters.get("properties") or {}
+    required = set(parameters.get("required") or [])
+    params = []
+    optional: dict[str, Any] = {}
+    for key, schema in properties.items():
+        if not isinstance(key, str) or not key.isidentifier():
+            continue
+        default: Any = inspect.Parameter.empty
+        if key not in required:
+            default = schema.get("default") if isinstance(schema, dict) else None
+            optional[key] = default
+        params.append(inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, default=default))
+    given_defaults = {k for k, s in properties.items() if isinstance(s, dict) and "default" in s}
+    name = spec.name
+
+    async def run(**kwargs: Any) -> Any:
+        # Optional parameters the model left out were filled with None for mocks: drop them.
+        sent = {
+            k: v
+            for k, v in kwargs.items()
+            if not (v is None and k in optional and k not in given_defaults)
+        }
+        return await call(name, sent)
+
+    async def placeholder() -> Any:
+        """Replaced below."""
+
+    read_only = spec.annotations.read_only_hint if spec.annotations is not None else None
+    made = _McpTool(
+        placeholder,
+        name=name,
+        description=spec.description or spec.title or name,
+        side_effects=(read_only is not True) if side_effects is None else side_effects,
+        timeout=timeout,
+        extra="ignore",
+        _localns={},
+    )
+    run.__name__ = made.name
+    run.__doc__ = made.description
+    run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    made.function = run
+    made.is_async = True
+    made.has_return_annotation = False
+    made._optional = optional
+    made.parameters = parameters
+    made.definition = ToolDefinition(made.name, made.description, parameters)
+    made.schema_hash = stable_hash(
+        {"name": made.name, "description": made.description, "parameters": parameters}
+    )
+    return made
+
+
+def _usable_name(name: str) -> bool:
+    return bool(name) and name.replace("_", "a").replace("-", "a").isalnum()
+
+
+def _result_value(result: types.CallToolResult) -> Any:
+    texts = [block.text for block in result.content if isinstance(block, types.TextContent)]
+    if result.is_error:
+        raise ToolError("\n".join(texts) or "the MCP tool reported an error")
+    if result.structured_content is not None:
+        structured = result.structured_content
+        # The SDK wraps non-object return values as {"result": value}.
+        if set(structured) == {"result"} and len(texts) <= 1:
+            return structured["result"]
+        return structured
+    others = [block for block in result.content if not isinstance(block, types.TextContent)]
+    if others:
+        return [
+            block.model_dump(mode="json", by_alias=True, exclude_none=True)
+            for block in result.content
+        ]
+    if len(texts) == 1:
+        return texts[0]
+    return "\n".join(texts)
+
+
+def _server_source(
+    server: str | Sequence[str],
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+) -> tuple[StdioServerParameters | str, str]:
+    """A URL, a command line (``"python server.py"``) or an argv list, and a label."""
+    if isinstance(server, str):
+        text = server.strip()
+        if text.startswith(("http://", "https://")):
+            return text, text
+        try:
+            argv = shlex.split(text)
+        except ValueError as exc:
+            raise UserError(f"MCP server command {server!r} cannot be read: {exc}") from None
+    else:
+        argv = [str(part) for part in server]
+        text = shlex.join(argv)
+    if not argv:
+        raise UserError("the MCP server command is empty: give a command or an http(s):// URL")
+    command = sys.executable if argv[0] in ("python", "python3") else argv[0]
+    params = StdioServerParameters(
+        command=command, args=argv[1:], env=dict(env) if env is not None else None, cwd=cwd
+    )
+    return params, text
+
+
+@asynccontextmanager
+async def mcp_tools(
+    server: str | Sequence[str],
+    *,
+    mode: Literal["real", "mock"] = "real",
+    mocks: Any = None,
+    overrides: Mapping[str, Literal["real", "mock"]] | None = None,
+    side_effects: bool | Iterable[str] | None = None,
+    timeout: float | None = None,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+) -> AsyncIterator[Toolset]:
+    """Connect to an MCP server and yield its tools as a :class:`~toolproof.Toolset`.
+
+    The connection stays open inside the block; every call of a tool (in real mode) is a
+    ``tools/call`` on it. An error result (``isError``) becomes a ``ToolError`` the model
+    reads. Arguments are checked against the tool's JSON Schema first, so an invalid call
+    is reported to the model without reaching the server.
+
+    Args:
+        server: An ``http(s)://`` URL of a streamable HTTP server, a command line run as a
+            stdio server (``"python server.py"``; ``python`` is this interpreter), or its
+            argv list.
+        mode: The toolset's mode (``"mock"`` answers from ``mocks``; a tool not marked
+            read-only by the server never reaches it in mock mode).
+        mocks: Mock providers or ``{name: function}`` (see :class:`~toolproof.Toolset`).
+        overrides: Per-tool modes.
+        side_effects: ``True``/``False`` for every tool, or the names of the tools that have
+            side effects; ``None`` (default) trusts the server's ``readOnlyHint``.
+        timeout: Seconds one tool call may take.
+        connect_timeout: Seconds to wait for the server to start and list its tools.
+        env: Environment variables for a stdio server, over the MCP SDK's safe defaults
+            (which pass ``PATH``, ``HOME`` and a few others, not the whole environment).
+        cwd: The working directory of a stdio server.
+
+    Yields:
+        The toolset (``mcp_tools(...).tools`` are :class:`~toolproof.Tool` objects).
+
+    Raises:
+        UserError: The server cannot be started or reached, exits, or does not answer within
+            ``connect_timeout`` (one line naming the server).
+
+    Example:
+        ```python
+        async with mcp_tools("python weather_server.py") as tools:
+            agent = Agent(model, tools)
+            result = await agent.run("weather in Paris?")
+        ```
+    """
+    source, label = _server_source(server, env, cwd)
+    async with _connected(source, label, connect_timeout) as client:
+
+        async def call(name: str, arguments: dict[str, Any]) -> Any:
+            try:
+                result = await client.call_tool(name, arguments)
+            except ToolError:
+                raise
+            except Exception as exc:
+                raise ToolError(f"the MCP server {label} failed the call: {_reason(exc)}") from exc
+            return _result_value(result)
+
+        listed = await _list(client, label, connect_timeout)
+        named = None
+        if side_effects is not None and not isinstance(side_effects, bool):
+            named = set(side_effects)
+            unknown = named - {t.name for t in listed}
+            if unknown:
+                raise UserError(
+                    f"side_effects names tools the MCP server {label} does not list: "
+                    f"{', '.join(sorted(unknown))}"
+                )
+        tools = []
+        for spec in listed:
+            if not _usable_name(spec.name):
+                logger.warning(
+                    "the MCP server %s lists a tool named %r, which toolproof cannot offer "
+                    "to a model (tool names are letters, digits, '_' and '-'): left out",
+                    label,
+                    spec.name,
+                )
+                continue
+            flag = side_effects if isinstance(side_effects, bool) else None
+            if named is not None:
+                flag = spec.name in named
+            tools.append(_tool_from_mcp(spec, call, side_effects=flag, timeout=timeout))
+        yield Toolset(tools, mode=mode, mocks=mocks, overrides=overrides)
+
+
+@asynccontextmanager
+async def _connected(
+    source: StdioServerParameters | str, label: str, limit: float
+) -> AsyncIterator[Client]:
+    """An open client; a task of its own owns the connection (anyio scopes stay in one task)."""
+    ready = asyncio.Event()
+    stop = asyncio.Event()
+    state: dict[str, Any] = {}
+
+    async def own() -> None:
+        try:
+            async with Client(source, mode="auto") as client:
+                state["client"] = client
+                ready.set()
+                await stop.wait()
+        except Exception as exc:
+            state["error"] = exc
+        finally:
+            ready.set()
+
+    task = asyncio.ensure_future(own())
+    try:
+        await asyncio.wait_for(ready.wait(), limit)
+    except asyncio.TimeoutError:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        raise UserError(
+            f"the MCP server {label} did not answer within {limit:g} s (is it an MCP server? "
+            "does it start slowly?)"
+        ) from None
+    try:
+        if "client" not in state:
+            error = state.get("error")
+            reason = _reason(error) if error is not None else "it closed the connection"
+            hint = "" if isinstance(source, str) else " (did it exit? its error output is above)"
+            raise UserError(f"cannot connect to the MCP server {label}: {reason}{hint}")
+        yield state["client"]
+    finally:
+        stop.set()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def _list(client: Client, label: str, limit: float) -> list[types.Tool]:
+    tools: list[types.Tool] = []
+    cursor: str | None = None
+    try:
+        for _ in range(1000):
+            page = await asyncio.wait_for(client.list_tools(cursor=cursor), limit)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+    except asyncio.TimeoutError:
+        raise UserError(
+            f"the MCP server {label} did not list its tools within {limit:g} s"
+        ) from None
+    except Exception as exc:
+        raise UserError(
+            f"the MCP server {label} could not list its tools: {_reason(exc)}"
+        ) from None
+    return tools
+
+
+def _reason(exc: BaseException) -> str:
+    """One line saying why, digging through exception groups (anyio task groups)."""
+    inner = getattr(exc, "exceptions", None)
+    while isinstance(inner, tuple) and inner and isinstance(inner[0], BaseException):
+        exc = inner[0]
+        inner = getattr(exc, "exceptions", None)
+    text = str(exc).strip().splitlines()
+    first = text[0] if text else ""
+    if isinstance(exc, FileNotFoundError):
+        return f"command not found ({exc.filename or first})"
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def load_mcp_tools(
+    server: str | Sequence[str], *, timeout: float = DEFAULT_CONNECT_TIMEOUT
+) -> list[Tool[..., Any]]:
+    """The tools an MCP server lists (for schema snapshots); the connection is closed after.
+
+    Raises:
+        UserError: The server cannot be reached or does not answer within ``timeout``.
+    """
+
+    async def collect() -> list[Tool[..., Any]]:
+        async with mcp_tools(server, connect_timeout=timeout) as toolset:
+            return list(toolset)
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(collect())
+    raise UserError("load_mcp_tools() cannot run inside an event loop: use mcp_tools()")
