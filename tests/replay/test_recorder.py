@@ -224,17 +224,36 @@ def test_record_returns_in_bounded_time_under_slow_redaction_and_a_full_queue(
 
 
 def test_flush_is_true_only_when_every_trace_was_written(db_path: Path) -> None:
-    recorder = Recorder(db_path, max_queue=2, batch_size=100, flush_interval=60)
+    import threading
+
+    entered, gate = threading.Event(), threading.Event()
+    gate.set()
+
+    class Gated(Redactor):
+        """Holds the writer inside redaction while the gate is shut, so the queue fills."""
+
+        def redact_data(self, data: Any) -> Any:
+            entered.set()
+            assert gate.wait(10)
+            return super().redact_data(data)
+
+    recorder = Recorder(db_path, redactor=Gated(), max_queue=2, batch_size=100, flush_interval=60)
     for i in range(2):
         recorder.record(user_trace(i))
     assert recorder.flush(10) is True
+    gate.clear()
+    entered.clear()
+    recorder.record(user_trace(9))
+    assert recorder.flush(0.01) is False  # wakes the writer: it takes the trace, waits at the gate
+    assert entered.wait(10)
     for i in range(5):
-        recorder.record(user_trace(10 + i))  # three of them find the queue full
+        recorder.record(user_trace(10 + i))  # two fit the queue, three find it full
+    gate.set()
     assert recorder.flush(10) is False
     assert recorder.stats.dropped_full == 3
     recorder.record(user_trace(99))
     assert recorder.close() is True
-    assert recorder.stats.written == 5
+    assert recorder.stats.written == 6
 
 
 def test_traces_unwritten_at_exit_are_counted_and_reported(tmp_path: Path) -> None:
