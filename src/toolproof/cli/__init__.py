@@ -42,6 +42,7 @@ COMMAND_MODULES = [
     "toolproof.cli._mocks",
     "toolproof.cli._traces",
     "toolproof.cli._replay",
+    "toolproof.cli._serve",
 ]
 
 
