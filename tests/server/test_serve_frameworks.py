@@ -66,7 +66,7 @@ async def test_a_framework_agent_is_graded_off_the_wire(
         name, *flags = script.split()
         command = [sys.executable, str(AGENTS / name), *flags]
     env = {"OPENAI_AGENTS_DISABLE_TRACING": "1", "NO_PROXY": "127.0.0.1"}
-    suite = load_suite(suite_for(tmp_path, {"command": command, "env": env}, trials=2))
+    suite = load_suite(suite_for(tmp_path, {"command": command, "env": env}))
     report = await evaluate_async([suite], model="scripted", keep_traces=True, concurrency=4)
     apples, pears = report.cases
     assert apples.verdict == "pass", apples.reason
