@@ -205,6 +205,10 @@ class ToolproofServer:
             chat = parse_request(await request.read())
         except BadRequest as exc:
             return _error(400, str(exc), "invalid_request_error")
+        except Exception as exc:  # a body this reader did not foresee: still a clear 400
+            return _error(
+                400, f"unreadable request: {type(exc).__name__}: {exc}", "invalid_request_error"
+            )
         conv = channel.conversation(chat.messages)
         started = time.perf_counter()
         try:

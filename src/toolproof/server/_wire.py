@@ -55,7 +55,10 @@ def _message(item: Any, position: int) -> Message:
         return Message("tool", content or "", tool_call_id=str(call_id or ""))
     if role == "assistant":
         calls: list[ToolCall] = []
-        for index, raw in enumerate(item.get("tool_calls") or []):
+        raw_calls = item.get("tool_calls") or []
+        if not isinstance(raw_calls, list):
+            raise BadRequest(f"messages[{position}].tool_calls must be a list")
+        for index, raw in enumerate(raw_calls):
             function = raw.get("function") if isinstance(raw, dict) else None
             if not isinstance(function, dict):
                 raise BadRequest(f"messages[{position}].tool_calls[{index}] has no function")
@@ -89,7 +92,10 @@ def parse_request(raw: bytes) -> ChatRequest:
     if not isinstance(messages, list) or not messages:
         raise BadRequest("'messages' must be a non-empty list")
     tools: list[ToolDefinition] = []
-    for index, item in enumerate(body.get("tools") or []):
+    raw_tools = body.get("tools") or []
+    if not isinstance(raw_tools, list):
+        raise BadRequest("'tools' must be a list")
+    for index, item in enumerate(raw_tools):
         function = item.get("function") if isinstance(item, dict) else None
         if not isinstance(function, dict) or not isinstance(function.get("name"), str):
             raise BadRequest(f"tools[{index}] must be {{type: function, function: {{name, ...}}}}")
