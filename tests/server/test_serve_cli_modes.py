@@ -37,7 +37,10 @@ def tool_loop(base_url: str, question: str, *, stream: bool = False) -> list[Any
             text, calls = "", {}
             usage = None
             for chunk in client.chat.completions.create(
-                model="m", messages=messages, tools=TOOLS, stream=True,
+                model="m",
+                messages=messages,
+                tools=TOOLS,
+                stream=True,
                 stream_options={"include_usage": True},
             ):
                 usage = chunk.usage or usage
@@ -53,8 +56,11 @@ def tool_loop(base_url: str, question: str, *, stream: bool = False) -> list[Any
             message: dict[str, Any] = {"role": "assistant", "content": text or None}
             if calls:
                 message["tool_calls"] = [
-                    {"id": c["id"], "type": "function",
-                     "function": {"name": c["name"], "arguments": c["args"]}}
+                    {
+                        "id": c["id"],
+                        "type": "function",
+                        "function": {"name": c["name"], "arguments": c["args"]},
+                    }
                     for c in calls.values()
                 ]
         else:
@@ -99,7 +105,9 @@ def test_record_through_the_server_then_replay_without_the_upstream(tmp_path: Pa
         with pytest.raises(openai.NotFoundError) as caught:
             client.chat.completions.create(
                 model="m",
-                messages=[{"role": "user", "content": "What is the id of bob@example.com, the new one?"}],
+                messages=[
+                    {"role": "user", "content": "What is the id of bob@example.com, the new one?"}
+                ],
                 tools=TOOLS,
             )
     error = caught.value.body

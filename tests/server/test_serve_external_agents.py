@@ -17,7 +17,9 @@ pytest.importorskip("openai")
 
 async def test_an_openai_sdk_program_passes_one_case_and_fails_the_other(tmp_path: Path) -> None:
     agent = {"command": [sys.executable, str(AGENTS / "openai_sdk_agent.py")]}
-    report = await evaluate_async([load_suite(suite_for(tmp_path, agent))], model="scripted", keep_traces=True)
+    report = await evaluate_async(
+        [load_suite(suite_for(tmp_path, agent))], model="scripted", keep_traces=True
+    )
     apples, pears = report.cases
     assert apples.verdict == "pass", apples.reason
     assert pears.verdict == "fail"
@@ -29,7 +31,7 @@ async def test_an_openai_sdk_program_passes_one_case_and_fails_the_other(tmp_pat
         ("multiply", {"a": 3, "b": 2}),
     ]
     results = [(r.call_id, r.content) for r in trace.tool_results]
-    assert results == [(c.id, v) for c, v in zip(trace.tool_calls, ["2", "3", "6"])]
+    assert results == [(c.id, v) for c, v in zip(trace.tool_calls, ["2", "3", "6"], strict=True)]
     assert len({c.id for c in trace.tool_calls}) == 3
     assert trace.output == "3 apples cost 6 euros."
     assert trace.system_prompt == "You are a shop assistant."

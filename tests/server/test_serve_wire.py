@@ -45,7 +45,9 @@ def question(text: str = "hi") -> list[Any]:
     return [{"role": "user", "content": text}]
 
 
-async def test_the_sdk_retries_injected_429_and_503_then_succeeds(server: ToolproofServer, sdk: Callable[..., Any]) -> None:
+async def test_the_sdk_retries_injected_429_and_503_then_succeeds(
+    server: ToolproofServer, sdk: Callable[..., Any]
+) -> None:
     channel = server.open_channel(lambda: ScriptedModel(["hello"]), faults=["429:0", "503"])
     client = sdk(base_url=server.base_url(channel), api_key="k", max_retries=2)
     reply = await client.chat.completions.create(model="m", messages=question())
@@ -74,11 +76,11 @@ async def test_429_carries_retry_after_and_other_faults_answer_as_asked(
             assert r.status == 400 and "unknown fault" in (await r.json())["error"]["message"]
 
 
-async def test_an_injected_timeout_trips_the_client_timeout(server: ToolproofServer, sdk: Callable[..., Any]) -> None:
+async def test_an_injected_timeout_trips_the_client_timeout(
+    server: ToolproofServer, sdk: Callable[..., Any]
+) -> None:
     channel = server.open_channel(lambda: ScriptedModel(["hello"]), faults=["timeout:5"])
-    client = sdk(
-        base_url=server.base_url(channel), api_key="k", max_retries=0, timeout=0.3
-    )
+    client = sdk(base_url=server.base_url(channel), api_key="k", max_retries=0, timeout=0.3)
     started = time.perf_counter()
     with pytest.raises(openai.APITimeoutError):
         await client.chat.completions.create(model="m", messages=question())
@@ -90,9 +92,7 @@ async def test_a_scripted_error_reaches_the_client_with_its_status(
 ) -> None:
     from toolproof.errors import ModelHTTPError
 
-    channel = server.open_channel(
-        lambda: ScriptedModel([ModelHTTPError("overloaded", status=529)])
-    )
+    channel = server.open_channel(lambda: ScriptedModel([ModelHTTPError("overloaded", status=529)]))
     client = sdk(base_url=server.base_url(channel), api_key="k", max_retries=0)
     with pytest.raises(openai.APIStatusError) as caught:
         await client.chat.completions.create(model="m", messages=question())
@@ -107,9 +107,7 @@ async def test_conversations_are_told_apart_by_prefix_key_and_content(
     one = server.open_channel(lambda: ScriptedModel([call("f", x=1), "one done"]))
     two = server.open_channel(lambda: ScriptedModel([call("f", x=2), "two done"]))
     by_prefix = sdk(base_url=server.base_url(one), api_key="k", max_retries=0)
-    by_key = sdk(
-        base_url=server.base_url(server.default), api_key=f"tp-{two.id}", max_retries=0
-    )
+    by_key = sdk(base_url=server.base_url(server.default), api_key=f"tp-{two.id}", max_retries=0)
     tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
 
     async def loop(client: Any, text: str) -> str:
@@ -133,7 +131,9 @@ async def test_conversations_are_told_apart_by_prefix_key_and_content(
         assert trace.tool_results[0].content == text
 
 
-async def test_an_unknown_channel_is_refused(server: ToolproofServer, sdk: Callable[..., Any]) -> None:
+async def test_an_unknown_channel_is_refused(
+    server: ToolproofServer, sdk: Callable[..., Any]
+) -> None:
     client = sdk(base_url=f"{server.url}/t/nope/v1", api_key="k", max_retries=0)
     with pytest.raises(openai.NotFoundError):
         await client.chat.completions.create(model="m", messages=question())
@@ -141,7 +141,9 @@ async def test_an_unknown_channel_is_refused(server: ToolproofServer, sdk: Calla
 
 _json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=20,
 )
 _bodies = st.one_of(
@@ -162,9 +164,10 @@ async def test_a_hostile_body_gets_a_json_answer_never_a_crash(
     server: ToolproofServer, body: bytes
 ) -> None:
     started = time.perf_counter()
-    async with aiohttp.ClientSession() as session, session.post(
-        server.base_url(server.default) + "/chat/completions", data=body
-    ) as reply:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(server.base_url(server.default) + "/chat/completions", data=body) as reply,
+    ):
         data = await reply.json(content_type=None)
     assert reply.status in (200, 400), (reply.status, data)
     assert ("error" in data) == (reply.status == 400)

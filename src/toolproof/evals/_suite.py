@@ -620,7 +620,9 @@ def _external_agent(spec: Mapping[str, Any], near: Path) -> AgentSpec | str:
     ):
         return f"agent.timeout: expected a positive number of seconds, got {timeout!r}"
     env = spec.get("env") or {}
-    if not isinstance(env, Mapping) or not all(isinstance(v, (str, int, float)) for v in env.values()):
+    if not isinstance(env, Mapping) or not all(
+        isinstance(v, (str, int, float)) for v in env.values()
+    ):
         return "agent.env: expected a mapping of variable names to values"
     cwd = spec.get("cwd")
     if cwd is not None and not isinstance(cwd, str):

@@ -41,12 +41,15 @@ class Channel:
         new_model: Makes the model of each new conversation.
         faults: Faults applied to the next requests, in order (``None`` for no fault).
         on_finished: Called with each finished conversation's trace.
+        keep: How many recent conversations to remember (``None``: all, as a trial needs);
+            a long-running server forgets older ones once they are recorded.
     """
 
     id: str
     new_model: Callable[[], Any]
     faults: list[str | None] = field(default_factory=list)
     on_finished: Callable[[Trace], None] | None = None
+    keep: int | None = None
     conversations: list[Conversation] = field(default_factory=list)
     requests: int = 0
 
@@ -56,9 +59,13 @@ class Channel:
         best: Conversation | None = None
         for conv in self.conversations:
             expected = conv.expected
-            if expected and keys[: len(expected)] == expected and len(keys) > len(expected):
-                if best is None or len(expected) > len(best.expected):
-                    best = conv
+            if (
+                expected
+                and len(keys) > len(expected)
+                and keys[: len(expected)] == expected
+                and (best is None or len(expected) > len(best.expected))
+            ):
+                best = conv
         if best is not None:
             return best
         answered = {m.tool_call_id for m in messages if m.role == "tool"}
@@ -74,6 +81,8 @@ class Channel:
             return found
         conv = Conversation(found.model if found is not None else self.new_model())
         self.conversations.append(conv)
+        if self.keep is not None and len(self.conversations) > self.keep:
+            del self.conversations[: len(self.conversations) - self.keep]
         return conv
 
     def traces(self) -> list[Trace]:
@@ -107,7 +116,7 @@ class ToolproofServer:
         self.host = host
         self.port = port
         self.channels: dict[str, Channel] = {}
-        self.default = Channel("", new_model or _no_model, on_finished=on_finished)
+        self.default = Channel("", new_model or _no_model, on_finished=on_finished, keep=256)
         self._runner: web.AppRunner | None = None
 
     # -- life cycle --------------------------------------------------------------------------
@@ -156,7 +165,9 @@ class ToolproofServer:
         on_finished: Callable[[Trace], None] | None = None,
     ) -> Channel:
         """A new channel with its own base URL (``url/t/<id>/v1``) and key (``tp-<id>``)."""
-        channel = Channel(uuid.uuid4().hex[:16], new_model, list(faults or []), on_finished)
+        channel = Channel(
+            uuid.uuid4().hex[:16], new_model, list(faults or []), on_finished, keep=None
+        )
         self.channels[channel.id] = channel
         return channel
 
@@ -301,7 +312,8 @@ def _model_error(exc: BaseException, chat: ChatRequest) -> web.Response:
     if isinstance(exc, ScriptExhausted):
         return _error(400, str(exc), "toolproof_script_exhausted")
     return _error(
-        502, f"the model failed: {type(exc).__name__}: {exc}", "upstream_error", detail=json.dumps(
-            {"messages": len(chat.messages)}
-        )
+        502,
+        f"the model failed: {type(exc).__name__}: {exc}",
+        "upstream_error",
+        detail=json.dumps({"messages": len(chat.messages)}),
     )

@@ -56,16 +56,8 @@ class Conversation:
     started_at: str = field(default_factory=_now)
     ended_at: str = ""
 
-    @property
-    def expected(self) -> list[tuple[Any, ...]]:
-        """The keys a continuation of this conversation starts with."""
-        if not self.exchanges:
-            return []
-        last = self.exchanges[-1]
-        keys = [message_key(m) for m in last.messages]
-        if last.response is not None:
-            keys.append(message_key(last.response.message))
-        return keys
+    expected: list[tuple[Any, ...]] = field(default_factory=list)
+    """The keys a continuation of this conversation starts with."""
 
     @property
     def finished(self) -> bool:
@@ -103,6 +95,9 @@ class Conversation:
             )
         )
         self.ended_at = _now()
+        self.expected = [message_key(m) for m in messages]
+        if response is not None:
+            self.expected.append(message_key(response.message))
 
     def trace(self, *, output: str | None = None) -> Trace:
         """The conversation as a Trace, as toolproof's own agent would have recorded it."""
@@ -185,5 +180,3 @@ class Conversation:
         if output is not None:
             trace.output = output
         return trace
-
-

@@ -60,9 +60,7 @@ class ExternalAgent(Agent):
         if (command is None) == (http is None):
             raise UserError("ExternalAgent needs exactly one of command=... or http=...")
         super().__init__(model, name=name)
-        self.command = (
-            shlex.split(command) if isinstance(command, str) else list(command or [])
-        )
+        self.command = shlex.split(command) if isinstance(command, str) else list(command or [])
         if command is not None and not self.command:
             raise UserError("ExternalAgent(command=...) is empty")
         self.http = http
@@ -172,7 +170,10 @@ class ExternalAgent(Agent):
             raise
         if process.returncode != 0:
             tail = err.decode(errors="replace").strip()[-400:].replace("\n", " | ")
-            return None, f"{argv[0]} exited with status {process.returncode}: {tail or '(no stderr)'}"
+            return (
+                None,
+                f"{argv[0]} exited with status {process.returncode}: {tail or '(no stderr)'}",
+            )
         return out.decode(errors="replace").strip(), None
 
     async def _post(
@@ -184,9 +185,10 @@ class ExternalAgent(Agent):
         body = {"input": input, "base_url": base_url, "api_key": key}
         headers = {"X-Toolproof-Base-Url": base_url, "X-Toolproof-Api-Key": key}
         try:
-            async with aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=limit)
-            ) as session, session.post(self.http, json=body, headers=headers) as response:
+            async with (
+                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=limit)) as session,
+                session.post(self.http, json=body, headers=headers) as response,
+            ):
                 text = await response.text()
                 if response.status >= 400:
                     return None, f"{self.http} answered HTTP {response.status}: {text[-300:]}"

@@ -37,7 +37,9 @@ class NoRecording(UserError):
 def _show(message: Message) -> dict[str, Any]:
     item: dict[str, Any] = {"role": message.role, "content": message.content}
     if message.tool_calls:
-        item["tool_calls"] = [{"name": c.name, "arguments": c.arguments} for c in message.tool_calls]
+        item["tool_calls"] = [
+            {"name": c.name, "arguments": c.arguments} for c in message.tool_calls
+        ]
     if message.tool_call_id:
         item["tool_call_id"] = message.tool_call_id
     return item

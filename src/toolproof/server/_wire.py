@@ -34,9 +34,7 @@ def _text(content: Any) -> str | None:
         return content
     if isinstance(content, list):  # content parts: keep the text ones
         return "".join(
-            p["text"]
-            for p in content
-            if isinstance(p, dict) and isinstance(p.get("text"), str)
+            p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
         )
     return str(content)
 
@@ -170,9 +168,7 @@ def completion_body(response: ModelResponse, model: str) -> dict[str, Any]:
         "object": "chat.completion",
         "created": int(time.time()),
         "model": response.model_name or model,
-        "choices": [
-            {"index": 0, "message": message, "finish_reason": finish_reason(response)}
-        ],
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason(response)}],
         "usage": _usage(response),
     }
 

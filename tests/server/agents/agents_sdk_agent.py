@@ -26,7 +26,9 @@ async def main() -> None:
     set_tracing_disabled(True)  # nothing leaves the machine
     model = OpenAIChatCompletionsModel(model="gpt-4o-mini", openai_client=AsyncOpenAI())
     agent = Agent(
-        name="shop", instructions="You are a shop assistant.", model=model,
+        name="shop",
+        instructions="You are a shop assistant.",
+        model=model,
         tools=[get_price, multiply],
     )
     result = await Runner.run(agent, sys.stdin.read())

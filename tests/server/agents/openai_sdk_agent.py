@@ -49,12 +49,19 @@ def main() -> None:
     ]
     for _ in range(8):
         if stream:
-            message = collect(client.chat.completions.create(
-                model="gpt-4o-mini", messages=messages, tools=TOOLS, stream=True,
-                stream_options={"include_usage": True},
-            ))
+            message = collect(
+                client.chat.completions.create(
+                    model="gpt-4o-mini",
+                    messages=messages,
+                    tools=TOOLS,
+                    stream=True,
+                    stream_options={"include_usage": True},
+                )
+            )
         else:
-            reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=TOOLS)
+            reply = client.chat.completions.create(
+                model="gpt-4o-mini", messages=messages, tools=TOOLS
+            )
             message = reply.choices[0].message.model_dump(exclude_none=True)
         messages.append(message)
         if not message.get("tool_calls"):
@@ -75,8 +82,10 @@ def collect(chunks) -> dict:
         delta = chunk.choices[0].delta
         content += delta.content or ""
         for piece in delta.tool_calls or []:
-            slot = calls.setdefault(piece.index, {"id": "", "type": "function",
-                                                  "function": {"name": "", "arguments": ""}})
+            slot = calls.setdefault(
+                piece.index,
+                {"id": "", "type": "function", "function": {"name": "", "arguments": ""}},
+            )
             slot["id"] = piece.id or slot["id"]
             if piece.function:
                 slot["function"]["name"] += piece.function.name or ""
