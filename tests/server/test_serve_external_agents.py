@@ -15,8 +15,10 @@ from toolproof.evals import evaluate_async, load_suite
 pytest.importorskip("openai")
 
 
-async def test_an_openai_sdk_program_passes_one_case_and_fails_the_other(tmp_path: Path) -> None:
-    agent = {"command": [sys.executable, str(AGENTS / "openai_sdk_agent.py")]}
+async def test_a_streaming_openai_sdk_program_passes_one_case_and_fails_the_other(
+    tmp_path: Path,
+) -> None:
+    agent = {"command": [sys.executable, str(AGENTS / "openai_sdk_agent.py"), "--stream"]}
     report = await evaluate_async(
         [load_suite(suite_for(tmp_path, agent))], model="scripted", keep_traces=True
     )
