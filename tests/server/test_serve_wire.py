@@ -172,3 +172,37 @@ async def test_a_hostile_body_gets_a_json_answer_never_a_crash(
     assert reply.status in (200, 400), (reply.status, data)
     assert ("error" in data) == (reply.status == 400)
     assert time.perf_counter() - started < 5
+
+
+async def test_a_dropped_connection_is_a_connection_error_for_the_client(
+    server: ToolproofServer, sdk: Callable[..., Any]
+) -> None:
+    channel = server.open_channel(lambda: ScriptedModel(["hello"]), faults=["drop"])
+    client = sdk(base_url=server.base_url(channel), api_key="k", max_retries=1)
+    reply = await client.chat.completions.create(model="m", messages=question())
+    assert reply.choices[0].message.content == "hello"  # the retry got through
+    assert channel.requests == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--mode", "scripted"], "--mode scripted needs --script FILE"),
+        (["--mode", "record"], "--mode record needs --model"),
+        (["--mode", "replay", "--store", "nowhere.db"], "no trace store at nowhere.db"),
+        (["--mode", "scripted", "--script", "missing.yaml"], "no such script file"),
+    ],
+)
+def test_serve_refuses_bad_options_with_exit_2(
+    args: list[str],
+    expected: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from toolproof.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["serve", *args]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and "Traceback" not in err

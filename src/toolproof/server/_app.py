@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 import uuid
 from collections.abc import Callable
@@ -315,5 +314,4 @@ def _model_error(exc: BaseException, chat: ChatRequest) -> web.Response:
         502,
         f"the model failed: {type(exc).__name__}: {exc}",
         "upstream_error",
-        detail=json.dumps({"messages": len(chat.messages)}),
     )
