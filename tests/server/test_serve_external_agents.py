@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from _suites import AGENTS, suite_for
 
+from toolproof.errors import AgentRunError
 from toolproof.evals import evaluate_async, load_suite
 
 pytest.importorskip("openai")
@@ -204,3 +205,23 @@ def test_the_cli_runs_a_suite_of_an_external_agent_and_writes_reports(tmp_path: 
     data = json.loads(out.read_text())
     verdicts = {c["name"]: c["verdict"] for c in data["cases"]}
     assert verdicts == {"apples": "pass", "pears": "fail"}
+
+
+async def test_a_program_recorded_once_replays_from_its_trace_without_a_model() -> None:
+    from toolproof.models.fake import ScriptedModel, call
+    from toolproof.server import ExternalAgent, RecordedModel
+
+    script = ScriptedModel([call("get_price", item="pear"), "a pear costs 3 euros"])
+    first = await ExternalAgent(script, command=STDLIB).run("What does a pear cost?")
+    replayed = await ExternalAgent(RecordedModel([first.trace]), command=STDLIB).run(
+        "What does a pear cost?"
+    )
+    assert replayed.output == first.output == "a pear costs 3 euros"
+    assert [(c.name, c.arguments) for c in replayed.trace.tool_calls] == [
+        ("get_price", {"item": "pear"})
+    ]
+    assert replayed.trace.tool_results[0].content == "3"
+    # A question never recorded is refused (HTTP 404), so the program fails: no live call.
+    with pytest.raises(AgentRunError) as caught:
+        await ExternalAgent(RecordedModel([first.trace]), command=STDLIB).run("And an apple?")
+    assert "exited with status 1" in str(caught.value) and "404" in str(caught.value)
