@@ -60,8 +60,11 @@ def backend(args: argparse.Namespace) -> tuple[Any, Any]:
     if args.mode == "scripted":
         if not args.script:
             raise UserError("--mode scripted needs --script FILE (a list of responses)")
-        _scripted_model(args.script)  # checked now, made fresh for each conversation
-        return (lambda: _scripted_model(args.script)), None
+        from toolproof.models.fake import ScriptedModel
+
+        checked = _scripted_model(args.script)  # read once; each conversation starts it afresh
+        assert isinstance(checked, ScriptedModel)
+        return (lambda: ScriptedModel(list(checked.script), name=checked.name)), None
     if args.mode == "record":
         if not args.model:
             raise UserError("--mode record needs --model (the real model to proxy to)")

@@ -139,10 +139,9 @@ class ToolproofServer:
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()
-        server = getattr(site, "_server", None)
-        sockets = getattr(server, "sockets", None) or []
-        if sockets:
-            self.port = sockets[0].getsockname()[1]
+        addresses = self._runner.addresses
+        if addresses:
+            self.port = addresses[0][1]
         return self.url
 
     @property
