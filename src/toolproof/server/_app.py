@@ -51,27 +51,39 @@ class Channel:
     keep: int | None = None
     conversations: list[Conversation] = field(default_factory=list)
     requests: int = 0
+    _tails: dict[tuple[int, tuple[Any, ...]], Conversation] = field(
+        default_factory=dict, repr=False
+    )
 
     def find(self, messages: list[Message]) -> Conversation | None:
-        """The conversation a request continues, if any."""
+        """The conversation a request continues, if any.
+
+        A request continues the conversation whose last request and answer it starts with
+        (the longest such); else the one whose pending tool calls it answers.
+        """
         keys = [message_key(m) for m in messages]
-        best: Conversation | None = None
-        for conv in self.conversations:
-            expected = conv.expected
-            if (
-                expected
-                and len(keys) > len(expected)
-                and keys[: len(expected)] == expected
-                and (best is None or len(expected) > len(best.expected))
-            ):
-                best = conv
-        if best is not None:
-            return best
+        for position in range(len(keys) - 2, -1, -1):  # the longest continuation first
+            if keys[position][0] != "assistant":
+                continue
+            conv = self._tails.get((position, keys[position]))
+            if conv is not None and keys[: position + 1] == conv.expected:
+                return conv
         answered = {m.tool_call_id for m in messages if m.role == "tool"}
+        if not answered:
+            return None
         for conv in reversed(self.conversations):
             if answered & conv.pending_call_ids():
                 return conv
         return None
+
+    def remember(self, conv: Conversation) -> None:
+        """Index a conversation by its last answer, after each exchange."""
+        if conv.tail is not None and self._tails.get(conv.tail) is conv:
+            del self._tails[conv.tail]
+        conv.tail = None
+        if conv.exchanges and conv.exchanges[-1].response is not None:
+            conv.tail = (len(conv.expected) - 1, conv.expected[-1])
+            self._tails[conv.tail] = conv
 
     def conversation(self, messages: list[Message]) -> Conversation:
         """The conversation of a request: the one it continues, or a new one."""
@@ -81,6 +93,9 @@ class Channel:
         conv = Conversation(found.model if found is not None else self.new_model())
         self.conversations.append(conv)
         if self.keep is not None and len(self.conversations) > self.keep:
+            for old in self.conversations[: len(self.conversations) - self.keep]:
+                if old.tail is not None and self._tails.get(old.tail) is old:
+                    del self._tails[old.tail]
             del self.conversations[: len(self.conversations) - self.keep]
         return conv
 
@@ -224,11 +239,13 @@ class ToolproofServer:
             response = await conv.model.request(chat.messages, chat.tools, chat.settings)
         except Exception as exc:
             conv.add(chat.messages, chat.tools, None, started, exc)
+            channel.remember(conv)
             self._finished(channel, conv)
             return _model_error(exc, chat)
         if not isinstance(response, ModelResponse):  # pragma: no cover - a model's bug
             return _error(500, f"the model returned {type(response).__name__}")
         conv.add(chat.messages, chat.tools, response, started)
+        channel.remember(conv)
         if conv.finished:
             self._finished(channel, conv)
         if not chat.stream:

@@ -58,6 +58,8 @@ class Conversation:
 
     expected: list[tuple[Any, ...]] = field(default_factory=list)
     """The keys a continuation of this conversation starts with."""
+    tail: tuple[int, tuple[Any, ...]] | None = None
+    """Where the channel indexes this conversation (the position and key of its last answer)."""
 
     @property
     def finished(self) -> bool:
