@@ -206,3 +206,36 @@ def test_serve_refuses_bad_options_with_exit_2(
     assert main(["serve", *args]) == 2
     err = capsys.readouterr().err
     assert expected in err and "Traceback" not in err
+
+
+async def test_interleaved_conversations_with_identical_answers_are_told_apart_by_content(
+    sdk: Callable[..., Any],
+) -> None:
+    # No prefix, no key: every conversation gets the same answers and the same call ids,
+    # so only the user's question tells them apart.
+    running = ToolproofServer(lambda: ScriptedModel([call("f", x=1), call("f", x=1), "done"]))
+    await running.start()
+    client = sdk(base_url=f"{running.url}/v1", api_key="k", max_retries=0)
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+
+    async def loop(text: str) -> None:
+        messages = question(text)
+        for _ in range(4):
+            await asyncio.sleep(0)
+            reply = await client.chat.completions.create(model="m", messages=messages, tools=tools)
+            message = reply.choices[0].message.model_dump(exclude_none=True)
+            messages.append(message)
+            if not message.get("tool_calls"):
+                return
+            for c in message["tool_calls"]:
+                messages.append({"role": "tool", "tool_call_id": c["id"], "content": text})
+
+    try:
+        await asyncio.gather(*(loop(f"question {n}") for n in range(8)))
+    finally:
+        await running.aclose()
+    traces = running.default.traces()
+    assert len(traces) == 8
+    for trace in traces:
+        assert trace.output == "done" and len(trace.steps) == 3
+        assert [r.content for r in trace.tool_results] == [trace.input, trace.input]

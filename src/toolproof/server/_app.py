@@ -51,7 +51,7 @@ class Channel:
     keep: int | None = None
     conversations: list[Conversation] = field(default_factory=list)
     requests: int = 0
-    _tails: dict[tuple[int, tuple[Any, ...]], Conversation] = field(
+    _tails: dict[tuple[int, tuple[Any, ...]], list[Conversation]] = field(
         default_factory=dict, repr=False
     )
 
@@ -65,9 +65,9 @@ class Channel:
         for position in range(len(keys) - 2, -1, -1):  # the longest continuation first
             if keys[position][0] != "assistant":
                 continue
-            conv = self._tails.get((position, keys[position]))
-            if conv is not None and keys[: position + 1] == conv.expected:
-                return conv
+            for conv in self._tails.get((position, keys[position]), ()):
+                if keys[: position + 1] == conv.expected:
+                    return conv
         answered = {m.tool_call_id for m in messages if m.role == "tool"}
         if not answered:
             return None
@@ -78,12 +78,19 @@ class Channel:
 
     def remember(self, conv: Conversation) -> None:
         """Index a conversation by its last answer, after each exchange."""
-        if conv.tail is not None and self._tails.get(conv.tail) is conv:
-            del self._tails[conv.tail]
-        conv.tail = None
+        self._forget(conv)
         if conv.exchanges and conv.exchanges[-1].response is not None:
             conv.tail = (len(conv.expected) - 1, conv.expected[-1])
-            self._tails[conv.tail] = conv
+            self._tails.setdefault(conv.tail, []).append(conv)
+
+    def _forget(self, conv: Conversation) -> None:
+        if conv.tail is not None:
+            same = self._tails.get(conv.tail, [])
+            if conv in same:
+                same.remove(conv)
+            if not same:
+                self._tails.pop(conv.tail, None)
+        conv.tail = None
 
     def conversation(self, messages: list[Message]) -> Conversation:
         """The conversation of a request: the one it continues, or a new one."""
@@ -94,8 +101,7 @@ class Channel:
         self.conversations.append(conv)
         if self.keep is not None and len(self.conversations) > self.keep:
             for old in self.conversations[: len(self.conversations) - self.keep]:
-                if old.tail is not None and self._tails.get(old.tail) is old:
-                    del self._tails[old.tail]
+                self._forget(old)
             del self.conversations[: len(self.conversations) - self.keep]
         return conv
 
