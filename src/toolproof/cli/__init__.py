@@ -45,6 +45,7 @@ COMMAND_MODULES = [
     "toolproof.cli._runs",
     "toolproof.cli._view",
     "toolproof.cli._mcp",
+    "toolproof.cli._serve",
 ]
 
 

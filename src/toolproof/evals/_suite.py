@@ -69,7 +69,8 @@ JudgeWhen = Literal["objective_pass", "always"]
 
 #: Keys that set a default for every case of a suite; each case may override any of them.
 DEFAULT_KEYS: dict[str, str] = {
-    "agent": "an import path 'module:factory' of a function (model, tools) -> Agent, or an Agent",
+    "agent": "an import path 'module:factory' of a function (model, tools) -> Agent, an Agent, "
+    "or an agent you did not build: {command: 'python my_agent.py'} or {http: URL}",
     "agent_options": "a mapping of keyword arguments passed to the agent factory",
     "model": "a model string such as 'deepseek:deepseek-chat', or 'scripted'",
     "judge_model": "a model string for the judged checks",
@@ -234,12 +235,15 @@ class AgentSpec:
         target: The factory ``(model, tools, **options) -> Agent``, or an ``Agent``.
         options: ``agent_options``.
         toolset: The agent's own toolset, learned by building it once.
+        external: An agent toolproof did not build (``{command: ...}`` or ``{http: ...}``):
+            its tools are its own, so checks may name any tool.
     """
 
     source: str
     target: Any
     options: dict[str, Any]
     toolset: Toolset
+    external: bool = False
 
     @property
     def tools(self) -> dict[str, Tool[..., Any]]:
@@ -581,6 +585,62 @@ class _Resolver:
         return AgentSpec(spec, target, dict(options), agent.toolset)
 
 
+_EXTERNAL_KEYS = {
+    "command": "the program to run: a command line ('python my_agent.py'), or a list",
+    "http": "the URL each input is POSTed to as JSON {input, base_url, api_key}",
+    "timeout": "seconds a run may take",
+    "env": "extra environment variables for the program",
+    "cwd": "the program's working directory (relative to the suite file)",
+}
+
+
+def _external_agent(spec: Mapping[str, Any], near: Path) -> AgentSpec | str:
+    """The spec of ``agent: {command: ...}`` or ``agent: {http: ...}``, or a problem."""
+    from toolproof.models.fake import ScriptedModel
+    from toolproof.server._external import ExternalAgent
+
+    unknown = sorted(set(map(str, spec)) - set(_EXTERNAL_KEYS))
+    if unknown:
+        return f"unknown key {unknown[0]!r} in agent; known: {', '.join(_EXTERNAL_KEYS)}"
+    command, http = spec.get("command"), spec.get("http")
+    if (command is None) == (http is None):
+        return "an agent mapping needs exactly one of 'command' (a program) or 'http' (a URL)"
+    if command is not None and not (
+        (isinstance(command, str) and command.strip())
+        or (isinstance(command, list) and command and all(isinstance(c, str) for c in command))
+    ):
+        return f"agent.command: expected a command line or a list of strings, got {command!r}"
+    if http is not None and not (
+        isinstance(http, str) and http.startswith(("http://", "https://"))
+    ):
+        return f"agent.http: expected an http:// or https:// URL, got {http!r}"
+    timeout = spec.get("timeout")
+    if timeout is not None and (
+        not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0
+    ):
+        return f"agent.timeout: expected a positive number of seconds, got {timeout!r}"
+    env = spec.get("env") or {}
+    if not isinstance(env, Mapping) or not all(
+        isinstance(v, (str, int, float)) for v in env.values()
+    ):
+        return "agent.env: expected a mapping of variable names to values"
+    cwd = spec.get("cwd")
+    if cwd is not None and not isinstance(cwd, str):
+        return f"agent.cwd: expected a folder path, got {cwd!r}"
+    base = near.parent if near.suffix else near
+    agent = ExternalAgent(
+        ScriptedModel([], name="toolproof-probe"),
+        command=command,
+        http=http,
+        timeout=float(timeout) if timeout is not None else None,
+        env={str(k): str(v) for k, v in env.items()},
+        cwd=(base / cwd) if cwd is not None else base,
+        name=str(command if command is not None else http),
+    )
+    source = f"command {command!r}" if command is not None else f"http {http!r}"
+    return AgentSpec(source, agent, {}, agent.toolset, external=True)
+
+
 def _import(spec: str, near: Path) -> Any:
     """Import ``module:attribute`` (or ``module.attribute``).
 
@@ -787,7 +847,7 @@ class _Builder:
                 turns_data = data["turns"]
         else:
             self.add(path, f"case {name!r} needs an 'input' (or 'turns' for a conversation)")
-        tools = agent.tools if agent is not None else None
+        tools = agent.tools if agent is not None and not agent.external else None
 
         # Checks: suite expectations under the case's own.
         expect = dict(suite_expect)
@@ -797,7 +857,7 @@ class _Builder:
             case_expect = None
         expect.update(case_expect or {})
         checks: list[Check] = []
-        if tools is None:
+        if agent is None:
             # The agent did not load: still report every other problem of the expectations.
             compile_expect(expect, tools=None, problems=self.problems, path=(*path, "expect"))
         else:
@@ -924,6 +984,12 @@ class _Builder:
                 "no 'agent': set it in the suite (or the case) to 'module:factory', a function "
                 "(model, tools) -> Agent",
             )
+        elif isinstance(agent_source, Mapping):
+            external = _external_agent(agent_source, self.file)
+            if isinstance(external, str):
+                bad("agent", external)
+            else:
+                agent = external
         elif not isinstance(agent_source, str):
             bad("agent", f"expected {DEFAULT_KEYS['agent']}, got {_type(agent_source)}")
         else:

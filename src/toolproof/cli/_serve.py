@@ -1,0 +1,115 @@
+"""``toolproof serve``: an OpenAI-compatible endpoint for agents toolproof did not build."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+__all__ = ["register"]
+
+EPILOG = """examples:
+  toolproof serve --mode scripted --script script.yaml
+  toolproof serve --mode record --model deepseek:deepseek-chat --store traces.db
+  toolproof serve --mode replay --store traces.db
+then point your agent at it:  OPENAI_BASE_URL=http://127.0.0.1:8700/v1 python my_agent.py
+faults for one request: header X-Toolproof-Fault (or ?fault=) 429[:SECONDS], 500, 502, 503,
+timeout[:SECONDS], malformed, drop
+"""
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``serve`` subcommand."""
+    parser = subparsers.add_parser(
+        "serve",
+        help="an OpenAI-compatible endpoint that records what any agent does (scripted, "
+        "record, replay)",
+        description=(
+            "Serve POST /v1/chat/completions on 127.0.0.1 for an agent written with any\n"
+            "framework or language. Every conversation is read off the wire as a trace."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--mode", choices=("scripted", "record", "replay"), required=True, help="how to answer"
+    )
+    parser.add_argument(
+        "--script", metavar="FILE", help="scripted: the responses of each conversation (YAML)"
+    )
+    parser.add_argument(
+        "--model", "-m", help="record: the real model requests are proxied to (a model string)"
+    )
+    parser.add_argument(
+        "--store",
+        metavar="PATH",
+        help="record: where traces are written; replay: where they are read "
+        "(default: $TOOLPROOF_STORE or .toolproof/traces.db)",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8700, help="port (default 8700; 0: any)")
+    parser.set_defaults(handler=run_serve)
+
+
+def backend(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The model factory and the finished-trace callback of the chosen mode."""
+    from toolproof.cli._chat import _scripted_model, load_model
+    from toolproof.cli._traces import store_path
+    from toolproof.errors import UserError
+
+    if args.mode == "scripted":
+        if not args.script:
+            raise UserError("--mode scripted needs --script FILE (a list of responses)")
+        from toolproof.models.fake import ScriptedModel
+
+        checked = _scripted_model(args.script)  # read once; each conversation starts it afresh
+        assert isinstance(checked, ScriptedModel)
+        return (lambda: ScriptedModel(list(checked.script), name=checked.name)), None
+    if args.mode == "record":
+        if not args.model:
+            raise UserError("--mode record needs --model (the real model to proxy to)")
+        from toolproof.replay import Recorder
+
+        model = load_model(args.model)
+        recorder = Recorder(store_path(args))
+        return (lambda: model), recorder.record
+    from pathlib import Path
+
+    from toolproof.replay._store import open_store
+    from toolproof.server._replay import RecordedModel
+
+    path = store_path(args)
+    if not Path(path).exists():
+        raise UserError(f"--mode replay: no trace store at {path} (record one with --mode record)")
+    with open_store(path) as store:
+        replayed = RecordedModel(store.query(newest_first=False))
+    return (lambda: replayed), None
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """Serve until interrupted."""
+    import asyncio
+
+    from toolproof.server._app import ToolproofServer
+
+    new_model, on_finished = backend(args)
+    server = ToolproofServer(new_model, on_finished=on_finished, host=args.host, port=args.port)
+
+    async def serve() -> None:
+        try:
+            await server.start()
+        except OSError as exc:
+            from toolproof.errors import UserError
+
+            raise UserError(f"cannot listen on {args.host}:{args.port}: {exc}") from None
+        print(f"toolproof serve ({args.mode}): {server.url}/v1", flush=True)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await server.aclose()
+
+    try:
+        asyncio.run(serve())
+    except KeyboardInterrupt:
+        print("stopped", file=sys.stderr)
+    return 0

@@ -1,0 +1,34 @@
+"""An OpenAI-compatible server that reads an agent's trajectory off the wire.
+
+Point any agent (any framework, any language) at it with ``OPENAI_BASE_URL``: it answers
+from a script, proxies to a real model while recording, or answers from recordings, and
+turns every conversation into the same ``Trace`` toolproof's own agent produces.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from toolproof.server._app import Channel, ToolproofServer
+    from toolproof.server._external import ExternalAgent
+    from toolproof.server._replay import NoRecording, RecordedModel
+
+__all__ = ["Channel", "ExternalAgent", "NoRecording", "RecordedModel", "ToolproofServer"]
+
+_HOMES = {
+    "Channel": "toolproof.server._app",
+    "ToolproofServer": "toolproof.server._app",
+    "ExternalAgent": "toolproof.server._external",
+    "NoRecording": "toolproof.server._replay",
+    "RecordedModel": "toolproof.server._replay",
+}
+
+
+def __getattr__(name: str) -> Any:
+    import importlib
+
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'toolproof.server' has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)

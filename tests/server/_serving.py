@@ -1,0 +1,40 @@
+"""Start ``toolproof serve`` as a real process on 127.0.0.1 and read its URL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+@contextmanager
+def serving(*args: str, cwd: Path) -> Iterator[str]:
+    """``toolproof serve ARGS --port 0``; yields its ``/v1`` base URL, stops it with SIGINT."""
+    env = dict(os.environ, PYTHONPATH=str(SRC), PYTHONUNBUFFERED="1")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "toolproof", "serve", *args, "--port", "0"],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        if not line:
+            raise AssertionError(f"toolproof serve did not start: {process.stderr.read()}")  # type: ignore[union-attr]
+        yield line.rsplit(" ", 1)[-1].strip()
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
