@@ -249,9 +249,13 @@ def _first_line(text: str, limit: int = 200) -> str:
 
 
 def _xml_text(text: str) -> str:
-    # XML 1.0 cannot carry most control characters, even escaped: drop them.
+    # XML 1.0 cannot carry most control characters, even escaped: drop them. Lone
+    # surrogates cannot be written as UTF-8 at all: drop them too.
     return "".join(
-        ch for ch in text if ch in "\t\n\r" or (ord(ch) >= 0x20 and ord(ch) not in (0xFFFE, 0xFFFF))
+        ch
+        for ch in text
+        if ch in "\t\n\r"
+        or (ord(ch) >= 0x20 and ord(ch) not in (0xFFFE, 0xFFFF) and not 0xD800 <= ord(ch) < 0xE000)
     )
 
 
