@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
+import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
@@ -685,7 +686,13 @@ async def _within(awaitable: Awaitable[_T], deadline: float | None) -> _T:
 
     if deadline is None:
         return await awaitable
-    return await asyncio.wait_for(awaitable, max(deadline - time.perf_counter(), 0.0))
+    remaining = max(deadline - time.perf_counter(), 0.0)
+    if sys.version_info >= (3, 11):
+        # A timer on the running task: no extra task per await, unlike wait_for (every run
+        # has a deadline by default, so this is on the loop's hot path).
+        async with asyncio.timeout(remaining):
+            return await awaitable
+    return await asyncio.wait_for(awaitable, remaining)  # pragma: no cover - Python 3.10
 
 
 def _args_key(call: ToolCall) -> str:
