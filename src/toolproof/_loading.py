@@ -175,7 +175,10 @@ def collect_tools(specs: Iterable[str]) -> tuple[list[Tool[..., Any]], list[Any]
 
 
 def load_model_spec(spec: str, *, option: str = "--model", keywords: Iterable[str] = ()) -> Any:
-    """What a ``--model`` option names: a keyword, a model string, or ``MODULE:ATTR``.
+    """What a ``--model`` option names: a keyword, a model string, a store, or ``MODULE:ATTR``.
+
+    ``replay:STORE`` answers from the recorded traces of a trace store (a file or a
+    ``postgresql://`` URL), as ``toolproof serve --mode replay`` does.
 
     ``MODULE:ATTR`` (a dotted module, or a ``.py`` file, with an attribute) names a
     :class:`~toolproof.models.Model` or a function returning one, and the model is returned.
@@ -193,6 +196,15 @@ def load_model_spec(spec: str, *, option: str = "--model", keywords: Iterable[st
     text = spec.strip()
     if text.lower() in {k.lower() for k in keywords}:
         return text.lower()
+    if text.lower().startswith("replay:"):
+        # Answers from recorded traces (what `toolproof serve --mode replay` serves): an
+        # external agent's suite runs against its recordings, never a live model.
+        from toolproof.server._replay import recorded_model_from_store
+
+        location = text.partition(":")[2].strip()
+        if not location:
+            raise UserError(f"{option} {spec}: name the trace store, e.g. replay:traces.db")
+        return recorded_model_from_store(location)
     module, sep, _ = text.partition(":")
     looks_imported = sep and module not in PROVIDERS and _importable(module)
     if looks_imported:

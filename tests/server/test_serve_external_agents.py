@@ -225,3 +225,63 @@ async def test_a_program_recorded_once_replays_from_its_trace_without_a_model() 
     with pytest.raises(AgentRunError) as caught:
         await ExternalAgent(RecordedModel([first.trace]), command=STDLIB).run("And an apple?")
     assert "exited with status 1" in str(caught.value) and "404" in str(caught.value)
+
+
+def test_a_suite_replays_a_program_from_a_store_with_the_replay_model_spec(
+    tmp_path: Path,
+) -> None:
+    import asyncio
+    import os
+    import subprocess
+
+    from toolproof.models.fake import ScriptedModel, call
+    from toolproof.replay import TraceStore
+    from toolproof.server import ExternalAgent
+
+    script = ScriptedModel([call("get_price", item="apple"), "an apple costs 2 euros"])
+    first = asyncio.run(ExternalAgent(script, command=STDLIB).run("What does an apple cost?"))
+    store = tmp_path / "traces.db"
+    with TraceStore(store) as opened:
+        opened.add(first.trace)
+    suite = tmp_path / "replayed.eval.yaml"
+    suite.write_text(
+        "\n".join(
+            [
+                "suite: replayed",
+                f"agent: {json.dumps({'command': STDLIB})}",
+                "cases:",
+                "  - name: recorded",
+                "    input: What does an apple cost?",
+                "    expect: {tools_called: [get_price], final_contains: '2 euros'}",
+                "  - name: never_recorded",
+                "    input: What does a pear cost?",
+                "    expect: {tools_called: [get_price]}",
+            ]
+        )
+        + "\n"
+    )
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    done = subprocess.run(
+        [sys.executable, "-m", "toolproof", "run", str(suite), "--model", f"replay:{store}",
+         "--no-log", "--report", f"json:{tmp_path / 'report.json'}"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": src, "NO_COLOR": "1"},
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr  # one case fails, nothing is live
+    cases = {c["name"]: c for c in json.loads((tmp_path / "report.json").read_text())["cases"]}
+    assert cases["recorded"]["verdict"] == "pass", cases["recorded"]["reason"]
+    assert cases["never_recorded"]["verdict"] == "fail"
+    assert "404" in cases["never_recorded"]["reason"]
+    # A store that is not there is a configuration error before anything runs.
+    missing = subprocess.run(
+        [sys.executable, "-m", "toolproof", "run", str(suite), "--model",
+         f"replay:{tmp_path / 'nope.db'}", "--no-log"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": src},
+        timeout=60,
+    )  # fmt: skip
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+    assert "no trace store" in missing.stderr

@@ -75,14 +75,12 @@ def backend(args: argparse.Namespace) -> tuple[Any, Any]:
         return (lambda: model), recorder.record
     from pathlib import Path
 
-    from toolproof.replay._store import open_store
-    from toolproof.server._replay import RecordedModel
+    from toolproof.server._replay import recorded_model_from_store
 
     path = store_path(args)
-    if not Path(path).exists():
+    if "://" not in str(path) and not Path(path).exists():
         raise UserError(f"--mode replay: no trace store at {path} (record one with --mode record)")
-    with open_store(path) as store:
-        replayed = RecordedModel(store.query(newest_first=False))
+    replayed = recorded_model_from_store(str(path))
     return (lambda: replayed), None
 
 

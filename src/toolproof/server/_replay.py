@@ -142,3 +142,18 @@ class RecordedModel(Model):
             [_show(m) for m in redacted],
             closest,
         )
+
+
+def recorded_model_from_store(location: str) -> RecordedModel:
+    """A :class:`RecordedModel` over every trace of the store at ``location``.
+
+    ``location`` is a store file or a ``postgresql://`` URL: what ``toolproof serve --mode
+    replay --store`` and the ``replay:STORE`` model spec read.
+
+    Raises:
+        UserError: There is no store there (nothing is created).
+    """
+    from toolproof.replay._store import open_store
+
+    with open_store(location) as store:
+        return RecordedModel(store.query(newest_first=False))
