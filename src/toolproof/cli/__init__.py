@@ -28,6 +28,10 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 from toolproof._version import __version__
 from toolproof.errors import UserError
@@ -72,6 +76,20 @@ def build_parser() -> argparse.ArgumentParser:
             raise
         module.register(subparsers)
     return parser
+
+
+def report_console(*, stderr: bool = False) -> Console:
+    """A rich console for tables: 140 columns wide when writing to a log, not a terminal.
+
+    Rich assumes 80 columns without a terminal, which folds wide tables in CI logs; an
+    explicit ``COLUMNS`` still wins.
+    """
+    from rich.console import Console
+
+    console = Console(stderr=stderr, highlight=False)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = 140
+    return console
 
 
 def show_help(parser: argparse.ArgumentParser) -> int:

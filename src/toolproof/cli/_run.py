@@ -249,6 +249,7 @@ def run_command(args: argparse.Namespace) -> int:
 
     from toolproof._loading import load_model_spec
     from toolproof._reporting import parse_report_specs
+    from toolproof.cli import report_console
     from toolproof.errors import UserError
     from toolproof.evals._progress import default_progress
     from toolproof.evals._suite import load_suites, select_cases
@@ -267,9 +268,7 @@ def run_command(args: argparse.Namespace) -> int:
     if isinstance(judge_model, str) and judge_model.strip().lower() == "scripted":
         raise UserError("--judge-model needs a model that can grade, not 'scripted'")
     stdout_taken = any(spec.to_stdout for spec in specs)
-    console = Console(stderr=stdout_taken, highlight=False)
-    if not console.is_terminal and "COLUMNS" not in os.environ:
-        console.width = 140  # CI logs are wide; rich assumes 80 columns without a terminal
+    console = report_console(stderr=stdout_taken)
     if args.last_failed:
         suites = _last_failed(suites, args, console)
     log = _start_log(suites, args)

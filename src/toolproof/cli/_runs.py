@@ -133,18 +133,18 @@ def _passed(info: RunInfo) -> tuple[str, str]:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
     from toolproof._runlog import list_runs, log_dir
+    from toolproof.cli import report_console
 
     runs = [r for r in list_runs(args.log_dir) if args.kind is None or r.kind == args.kind]
     runs = runs[: max(args.limit, 0)]
     if args.json:
         print(json.dumps([r.to_dict() | {"path": str(r.path.resolve())} for r in runs], indent=1))
         return 0
-    console = Console(highlight=False)
+    console = report_console()
     if not runs:
         console.print(f"no runs in {log_dir(args.log_dir)}")
         return 0
@@ -211,10 +211,9 @@ def _pick(args: argparse.Namespace) -> tuple[Run, Run]:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from toolproof._reporting import open_output, parse_report_specs
     from toolproof._runlog import compare_runs
+    from toolproof.cli import report_console
     from toolproof.cli._run import check_report_paths
 
     specs = parse_report_specs(args.report, formats=("json", "markdown"))
@@ -232,7 +231,7 @@ def _compare(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=1, ensure_ascii=False))
     else:
         stdout_taken = any(spec.to_stdout for spec in specs)
-        _print(old, new, changes, Console(stderr=stdout_taken, highlight=False), show_all=args.all)
+        _print(old, new, changes, report_console(stderr=stdout_taken), show_all=args.all)
     return 1 if any(c.change == "regressed" for c in changes) else 0
 
 
