@@ -34,11 +34,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from toolproof._messages import ModelSettings, ToolCall
+from toolproof._filemodel import validate
+from toolproof._messages import ModelSettings
+from toolproof._yaml import DocPath, Locator, Problems, load_yaml
+from toolproof._yaml import describe_type as _type
 from toolproof.errors import ConfigError, UserError
 from toolproof.evals._checks import Check, compile_expect
-from toolproof.evals._yaml import DocPath, Locator, Problems, load_yaml
-from toolproof.evals._yaml import describe_type as _type
+from toolproof.evals._script import parse_script
+from toolproof.evals._script import unknown_tool as _unknown_tool
+from toolproof.evals._suite_model import (
+    CASE_KEYS,
+    DEFAULT_KEYS,
+    SETTINGS_KEYS,
+    SUITE_KEYS,
+    CaseEntry,
+    CaseSettings,
+    SuiteFile,
+)
 
 if TYPE_CHECKING:
     from toolproof._agent import Agent
@@ -48,6 +60,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CASE_KEYS",
+    "DEFAULT_KEYS",
+    "SETTINGS_KEYS",
     "SUITE_KEYS",
     "AgentSpec",
     "Case",
@@ -66,68 +80,6 @@ __all__ = [
 ToolModeName = Literal["real", "mock"]
 Gate = Literal["block", "advise"]
 JudgeWhen = Literal["objective_pass", "always"]
-
-#: Keys that set a default for every case of a suite; each case may override any of them.
-DEFAULT_KEYS: dict[str, str] = {
-    "agent": "an import path 'module:factory' of a function (model, tools) -> Agent, an Agent, "
-    "or an agent you did not build: {command: 'python my_agent.py'} or {http: URL}",
-    "agent_options": "a mapping of keyword arguments passed to the agent factory",
-    "model": "a model string such as 'deepseek:deepseek-chat', or 'scripted'",
-    "judge_model": "a model string for the judged checks",
-    "tools": "real or mock",
-    "tool_modes": "a mapping of tool name to real or mock",
-    "real_tools": "a list of tool names that run their real code although tools are mocked",
-    "mocks": (
-        "a fixture file (.yaml, .yml, .json), an import path 'module:factory' returning mock "
-        "providers, or a list of them"
-    ),
-    "trials": "a positive integer",
-    "pass_rule": "all, any, {at_least: N} or {rate: R} with 0 < R <= 1",
-    "gate": "block or advise",
-    "judge_when": "objective_pass or always",
-    "judge_inconclusive": "fail or pass",
-    "settings": (
-        "model settings: temperature, max_tokens, seed, stop, tool_choice, parallel_tool_calls, "
-        "extra"
-    ),
-    "retries": "a non-negative integer (retries of a trial after infrastructure errors)",
-    "timeout": "seconds per trial (a positive number)",
-}
-
-SUITE_KEYS: dict[str, str] = {
-    "suite": "the suite's name",
-    "description": "a string",
-    "cases": "a list of cases",
-    "expect": "checks applied to every case (a case's own keys win)",
-    "judge": "rubric lines applied to every case without its own 'judge'",
-    "tags": "a list of tags given to every case",
-    "metadata": "a mapping merged into every case's metadata",
-    **DEFAULT_KEYS,
-}
-
-CASE_KEYS: dict[str, str] = {
-    "name": "the case's name, unique in the suite",
-    "description": "a string",
-    "input": "the user's message",
-    "turns": "user messages of a multi-turn conversation (strings or {input, expect})",
-    "expect": "objective checks",
-    "judge": "rubric lines for the judge model (a string or a list of strings)",
-    "script": "responses of the scripted model: text, {call: {name, arguments}}, a list of calls",
-    "tags": "a list of strings",
-    "metadata": "a mapping (context for the run and the judge)",
-    "skip": "true or a reason: the case is reported as skipped",
-    **DEFAULT_KEYS,
-}
-
-SETTINGS_KEYS = (
-    "temperature",
-    "max_tokens",
-    "seed",
-    "stop",
-    "tool_choice",
-    "parallel_tool_calls",
-    "extra",
-)
 
 _DEFAULTS: dict[str, Any] = {
     "agent": None,
@@ -548,6 +500,15 @@ class _Resolver:
             self.imports[key] = _import(spec, near)
         return self.imports[key]
 
+    def import_module(self, name: str, near: Path) -> Any:
+        """Import a module by name (found near the suite file, like factories)."""
+        key = (f"module:{name}", near)
+        if key not in self.imports:
+            if not re.fullmatch(r"[\w.]+", name):
+                raise UserError(f"{name!r} is not a module name; write 'package.module'")
+            self.imports[key] = _import_module(name, name, near)
+        return self.imports[key]
+
     def agent(self, spec: str, options: dict[str, Any], near: Path) -> AgentSpec | str:
         """The agent spec, or a problem message."""
         import json
@@ -585,48 +546,15 @@ class _Resolver:
         return AgentSpec(spec, target, dict(options), agent.toolset)
 
 
-_EXTERNAL_KEYS = {
-    "command": "the program to run: a command line ('python my_agent.py'), or a list",
-    "http": "the URL each input is POSTed to as JSON {input, base_url, api_key}",
-    "timeout": "seconds a run may take",
-    "env": "extra environment variables for the program",
-    "cwd": "the program's working directory (relative to the suite file)",
-}
-
-
-def _external_agent(spec: Mapping[str, Any], near: Path) -> AgentSpec | str:
-    """The spec of ``agent: {command: ...}`` or ``agent: {http: ...}``, or a problem."""
+def _external_agent(spec: Mapping[str, Any], near: Path) -> AgentSpec:
+    """The spec of ``agent: {command: ...}`` or ``agent: {http: ...}`` (already checked)."""
     from toolproof.models.fake import ScriptedModel
     from toolproof.server._external import ExternalAgent
 
-    unknown = sorted(set(map(str, spec)) - set(_EXTERNAL_KEYS))
-    if unknown:
-        return f"unknown key {unknown[0]!r} in agent; known: {', '.join(_EXTERNAL_KEYS)}"
     command, http = spec.get("command"), spec.get("http")
-    if (command is None) == (http is None):
-        return "an agent mapping needs exactly one of 'command' (a program) or 'http' (a URL)"
-    if command is not None and not (
-        (isinstance(command, str) and command.strip())
-        or (isinstance(command, list) and command and all(isinstance(c, str) for c in command))
-    ):
-        return f"agent.command: expected a command line or a list of strings, got {command!r}"
-    if http is not None and not (
-        isinstance(http, str) and http.startswith(("http://", "https://"))
-    ):
-        return f"agent.http: expected an http:// or https:// URL, got {http!r}"
     timeout = spec.get("timeout")
-    if timeout is not None and (
-        not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0
-    ):
-        return f"agent.timeout: expected a positive number of seconds, got {timeout!r}"
     env = spec.get("env") or {}
-    if not isinstance(env, Mapping) or not all(
-        isinstance(v, (str, int, float)) for v in env.values()
-    ):
-        return "agent.env: expected a mapping of variable names to values"
     cwd = spec.get("cwd")
-    if cwd is not None and not isinstance(cwd, str):
-        return f"agent.cwd: expected a folder path, got {cwd!r}"
     base = near.parent if near.suffix else near
     agent = ExternalAgent(
         ScriptedModel([], name="toolproof-probe"),
@@ -653,6 +581,17 @@ def _import(spec: str, near: Path) -> Any:
         module_name, _, attribute = spec.rpartition(".")
     if not module_name or not attribute or not re.fullmatch(r"[\w.]+", module_name):
         raise UserError(f"{spec!r} is not an import path; write 'package.module:name'")
+    module = _import_module(module_name, spec, near)
+    try:
+        return getattr(module, attribute)
+    except AttributeError:
+        names = [n for n in dir(module) if not n.startswith("_")]
+        close = difflib.get_close_matches(attribute, names, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise UserError(f"module {module_name!r} has no attribute {attribute!r}{hint}") from None
+
+
+def _import_module(module_name: str, spec: str, near: Path) -> Any:
     top = module_name.split(".")[0]
     try:
         module = importlib.import_module(module_name)
@@ -671,13 +610,7 @@ def _import(spec: str, near: Path) -> Any:
         raise UserError(
             f"cannot import {module_name!r} for {spec}: {type(exc).__name__}: {exc}"
         ) from None
-    try:
-        return getattr(module, attribute)
-    except AttributeError:
-        names = [n for n in dir(module) if not n.startswith("_")]
-        close = difflib.get_close_matches(attribute, names, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise UserError(f"module {module_name!r} has no attribute {attribute!r}{hint}") from None
+    return module
 
 
 def _find_root(top: str, near: Path) -> Path | None:
@@ -735,36 +668,21 @@ class _Builder:
                 (), f"a suite file must be a mapping with 'suite' and 'cases', got {_type(data)}"
             )
             return None
-        self.unknown_keys(data, SUITE_KEYS, ())
-        name = data.get("suite")
-        if not isinstance(name, str) or not name.strip():
-            self.add(
-                ("suite",) if "suite" in data else (),
-                "'suite' must be the suite's name (a non-empty string)",
-            )
-            name = self.file.stem
-        description = self._optional_str(data, "description", ())
+        _, bad = validate(SuiteFile, data, self.problems)
+        data = {key: value for key, value in data.items() if key not in bad}
+        name = data.get("suite", self.file.stem)
+        description = data.get("description")
+        self.import_checks(data.get("checks") or [])
         defaults = dict(_DEFAULTS)
         for key in DEFAULT_KEYS:
             if key in data:
                 defaults[key] = data[key]
         suite_origin = {key: ("suite", key) for key in DEFAULT_KEYS if key in data}
         suite_expect = data.get("expect")
-        if suite_expect is not None and not isinstance(suite_expect, Mapping):
-            self.add(("expect",), f"expected a mapping of checks, got {_type(suite_expect)}")
-            suite_expect = None
-        suite_judge = self._judge(data.get("judge"), ("judge",)) if "judge" in data else []
-        suite_tags = self._tags(data.get("tags"), ("tags",)) if "tags" in data else []
-        suite_metadata = self._mapping(data, "metadata", ())
-        cases_data = data.get("cases")
-        if "cases" not in data:
-            self.add((), "missing 'cases': a list of cases, each with a 'name' and an 'input'")
-            cases_data = []
-        elif not isinstance(cases_data, list) or not cases_data:
-            self.add(
-                ("cases",), f"'cases' must be a non-empty list of cases, got {_type(cases_data)}"
-            )
-            cases_data = []
+        suite_judge = _lines(data.get("judge")) if "judge" in data else []
+        suite_tags = _lines(data.get("tags")) if "tags" in data else []
+        suite_metadata = dict(data.get("metadata") or {})
+        cases_data = data.get("cases") or []
         cases: list[Case] = []
         seen: dict[str, int] = {}
         for index, item in enumerate(cases_data):
@@ -812,13 +730,9 @@ class _Builder:
             self.add(path, f"a case must be a mapping with 'name' and 'input', got {_type(data)}")
             return None
         before = len(self.problems)
-        self.unknown_keys(data, CASE_KEYS, path)
-        name = data.get("name")
-        if not isinstance(name, str) or not name.strip():
-            self.add(
-                (*path, "name") if "name" in data else path,
-                "each case needs a 'name' (a non-empty string)",
-            )
+        _, bad = validate(CaseEntry, data, self.problems, path)
+        name = data.get("name") if "name" not in bad else None
+        if not isinstance(name, str):
             name = f"case-{index + 1}"
         values = dict(suite_defaults)
         origin = dict(suite_origin)
@@ -851,10 +765,7 @@ class _Builder:
 
         # Checks: suite expectations under the case's own.
         expect = dict(suite_expect)
-        case_expect = data.get("expect")
-        if case_expect is not None and not isinstance(case_expect, Mapping):
-            self.add((*path, "expect"), f"expected a mapping of checks, got {_type(case_expect)}")
-            case_expect = None
+        case_expect = data.get("expect") if "expect" not in bad else None
         expect.update(case_expect or {})
         checks: list[Check] = []
         if agent is None:
@@ -913,27 +824,26 @@ class _Builder:
             else:
                 self.add(turn_path, f"a turn is a string or {{input, expect}}, got {_type(item)}")
 
-        judge = (
-            self._judge(data["judge"], (*path, "judge")) if "judge" in data else list(suite_judge)
-        )
+        judge = _lines(data["judge"]) if "judge" in data and "judge" not in bad else suite_judge
         script = (
-            self._script(data["script"], (*path, "script"), tools) if "script" in data else None
+            parse_script(self, data["script"], (*path, "script"), tools)
+            if "script" in data
+            else None
         )
         tags = list(suite_tags)
-        for tag in self._tags(data.get("tags"), (*path, "tags")) if "tags" in data else []:
-            if tag not in tags:
-                tags.append(tag)
-        metadata = {**suite_metadata, **self._mapping(data, "metadata", path)}
-        description = self._optional_str(data, "description", path)
+        own_tags = _lines(data["tags"]) if "tags" in data and "tags" not in bad else []
+        tags.extend(tag for tag in own_tags if tag not in tags)
+        metadata = {
+            **suite_metadata,
+            **(dict(data.get("metadata") or {}) if "metadata" not in bad else {}),
+        }
+        description = data.get("description") if "description" not in bad else None
         skip: str | None = None
-        if "skip" in data:
-            value = data["skip"]
-            if value is True:
-                skip = "skipped in the suite"
-            elif isinstance(value, str) and value.strip():
-                skip = value
-            elif value is not False:
-                self.add((*path, "skip"), f"expected true or a reason, got {value!r}")
+        value = data.get("skip", False) if "skip" not in bad else False
+        if value is True:
+            skip = "skipped in the suite"
+        elif isinstance(value, str):
+            skip = value
         if config is None or len(self.problems) > before:
             return None
         return Case(
@@ -958,74 +868,48 @@ class _Builder:
         self, values: dict[str, Any], origin: dict[str, DocPath], path: DocPath
     ) -> tuple[CaseConfig | None, AgentSpec | None]:
         """The case's settings (``None`` when invalid) and its agent (when it resolved)."""
-        ok = True
 
-        def bad(key: str, message: str) -> None:
-            nonlocal ok
-            ok = False
-            where = origin.get(key, path)
-            if where[:1] == ("suite",):
-                where = where[1:]
-            self.add(where, message)
-
-        def where_of(key: str) -> DocPath:
+        def where_of(key: Any) -> DocPath:
             where = origin.get(key, path)
             return where[1:] if where[:1] == ("suite",) else where
 
-        agent_source = values["agent"]
-        options = values["agent_options"]
-        if not isinstance(options, Mapping):
-            bad("agent_options", f"expected a mapping of keyword arguments, got {_type(options)}")
-            options = {}
+        def remap(loc: DocPath) -> DocPath:
+            key = loc[0] if loc else None
+            return (*where_of(key), *loc[1:]) if key in origin else path
+
+        before = len(self.problems)
+        valid, bad = validate(CaseSettings, values, self.problems, remap=remap)
+        ok = valid is not None
+        checked = valid or CaseSettings.model_construct(
+            **{k: v for k, v in values.items() if k not in bad}
+        )
         agent: AgentSpec | None = None
-        if agent_source is None:
-            bad(
-                "agent",
-                "no 'agent': set it in the suite (or the case) to 'module:factory', a function "
-                "(model, tools) -> Agent",
-            )
-        elif isinstance(agent_source, Mapping):
-            external = _external_agent(agent_source, self.file)
-            if isinstance(external, str):
-                bad("agent", external)
+        agent_source = values["agent"]
+        if "agent" not in bad:
+            options = checked.agent_options if "agent_options" not in bad else {}
+            if isinstance(agent_source, Mapping):
+                agent = _external_agent(agent_source, self.file)
             else:
-                agent = external
-        elif not isinstance(agent_source, str):
-            bad("agent", f"expected {DEFAULT_KEYS['agent']}, got {_type(agent_source)}")
-        else:
-            resolved = self.resolver.agent(agent_source, dict(options), self.file)
-            if isinstance(resolved, str):
-                bad("agent", resolved)
-            else:
-                agent = resolved
-        for key in ("model", "judge_model"):
-            value = values[key]
-            if value is not None and (not isinstance(value, str) or not value.strip()):
-                bad(key, f"expected {DEFAULT_KEYS[key]}, got {_type(value)}")
-        tools_mode = values["tools"]
-        if tools_mode not in ("real", "mock"):
-            bad("tools", f"expected real or mock, got {tools_mode!r}")
-        tool_modes = values["tool_modes"]
-        if not isinstance(tool_modes, Mapping):
-            bad("tool_modes", f"expected {DEFAULT_KEYS['tool_modes']}, got {_type(tool_modes)}")
-            tool_modes = {}
-        else:
-            for tool_name, mode in tool_modes.items():
-                if agent is not None and tool_name not in agent.tools:
-                    self.add(
-                        (*where_of("tool_modes"), tool_name), _unknown_tool(tool_name, agent.tools)
-                    )
+                resolved = self.resolver.agent(agent_source, dict(options), self.file)
+                if isinstance(resolved, str):
+                    self.add(where_of("agent"), resolved)
                     ok = False
-                if mode not in ("real", "mock"):
-                    self.add(
-                        (*where_of("tool_modes"), tool_name), f"expected real or mock, got {mode!r}"
-                    )
-                    ok = False
-        real_tools = values["real_tools"]
-        if not isinstance(real_tools, list) or not all(isinstance(n, str) for n in real_tools):
-            bad("real_tools", f"expected {DEFAULT_KEYS['real_tools']}, got {_type(real_tools)}")
-            real_tools = []
-        elif agent is not None:
+                else:
+                    agent = resolved
+        tool_modes = checked.tool_modes if "tool_modes" not in bad else {}
+        for tool_name, mode in tool_modes.items():
+            if agent is not None and tool_name not in agent.tools:
+                self.add(
+                    (*where_of("tool_modes"), tool_name), _unknown_tool(tool_name, agent.tools)
+                )
+                ok = False
+            if mode not in ("real", "mock"):
+                self.add(
+                    (*where_of("tool_modes"), tool_name), f"expected real or mock, got {mode!r}"
+                )
+                ok = False
+        real_tools = checked.real_tools if "real_tools" not in bad else []
+        if agent is not None:
             for position, tool_name in enumerate(real_tools):
                 if tool_name not in agent.tools:
                     self.add(
@@ -1033,119 +917,57 @@ class _Builder:
                     )
                     ok = False
         mocks = self._mocks(values["mocks"], where_of("mocks"), agent)
-        if mocks is None:
-            ok = False
-        trials = values["trials"]
-        if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
-            bad("trials", f"expected a positive integer, got {trials!r}")
-            trials = None
-        rule = self._pass_rule(values["pass_rule"], where_of("pass_rule"), trials)
-        if rule is None:
-            ok = False
-        for key, allowed in (
-            ("gate", ("block", "advise")),
-            ("judge_when", ("objective_pass", "always")),
-            ("judge_inconclusive", ("fail", "pass")),
+        trials = checked.trials if "trials" not in bad else None
+        rule = None if "pass_rule" in bad else _pass_rule(values["pass_rule"])
+        if (
+            rule is not None
+            and rule.kind == "at_least"
+            and trials is not None
+            and rule.value > trials
         ):
-            if values[key] not in allowed:
-                bad(key, f"expected {' or '.join(allowed)}, got {values[key]!r}")
-        settings = self._settings(values["settings"], where_of("settings"))
-        if values["settings"] is not None and settings is None:
-            ok = False
-        retries = values["retries"]
-        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-            bad("retries", f"expected a non-negative integer, got {retries!r}")
-        timeout = values["timeout"]
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
+            self.add(
+                where_of("pass_rule"),
+                f"at_least: {int(rule.value)} can never pass with trials: {trials}; "
+                "raise trials or lower N",
+            )
+            rule = None
+        settings = _model_settings(checked.settings) if "settings" not in bad else None
+        if (
+            not ok
+            or len(self.problems) > before
+            or agent is None
+            or rule is None
+            or mocks is None
+            or valid is None
+            or trials is None
         ):
-            bad("timeout", f"expected a positive number of seconds, got {timeout!r}")
-        if not ok or agent is None or rule is None or mocks is None or trials is None:
             return None, agent
         config = CaseConfig(
             agent=agent,
-            model=values["model"],
-            judge_model=values["judge_model"],
-            tools=tools_mode,
+            model=valid.model,
+            judge_model=valid.judge_model,
+            tools=valid.tools,
             tool_modes=dict(tool_modes),
             real_tools=tuple(dict.fromkeys(real_tools)),
             mocks=tuple(mocks),
             trials=trials,
             pass_rule=rule,
-            gate=values["gate"],
-            judge_when=values["judge_when"],
-            judge_inconclusive=values["judge_inconclusive"],
+            gate=valid.gate,
+            judge_when=valid.judge_when,
+            judge_inconclusive=valid.judge_inconclusive,
             settings=settings,
-            retries=retries,
-            timeout=None if timeout is None else float(timeout),
+            retries=valid.retries,
+            timeout=valid.timeout,
         )
         return config, agent
 
-    def _pass_rule(self, value: Any, path: DocPath, trials: int | None) -> PassRule | None:
-        rule: PassRule | None = None
-        if value in ("all", "any"):
-            rule = PassRule(value)
-        elif isinstance(value, Mapping) and len(value) == 1:
-            ((kind, number),) = value.items()
-            if (
-                kind == "at_least"
-                and isinstance(number, int)
-                and not isinstance(number, bool)
-                and number >= 1
-            ):
-                rule = PassRule("at_least", number)
-            elif (
-                kind == "rate"
-                and isinstance(number, (int, float))
-                and not isinstance(number, bool)
-                and 0 < number <= 1
-            ):
-                rule = PassRule("rate", float(number))
-        if rule is None:
-            self.add(path, f"expected {DEFAULT_KEYS['pass_rule']}, got {value!r}")
-            return None
-        if rule.kind == "at_least" and trials is not None and rule.value > trials:
-            self.add(
-                path,
-                f"at_least: {int(rule.value)} can never pass with trials: {trials}; "
-                "raise trials or lower N",
-            )
-            return None
-        return rule
-
-    def _settings(self, value: Any, path: DocPath) -> ModelSettings | None:
-        if value is None:
-            return None
-        if not isinstance(value, Mapping):
-            self.add(path, f"expected {DEFAULT_KEYS['settings']}, got {_type(value)}")
-            return None
-        self.unknown_keys(value, dict.fromkeys(SETTINGS_KEYS, ""), path)
-        kinds: dict[str, tuple[type, ...]] = {
-            "temperature": (int, float),
-            "max_tokens": (int,),
-            "seed": (int,),
-            "stop": (list, str),
-            "tool_choice": (str,),
-            "parallel_tool_calls": (bool,),
-            "extra": (dict,),
-        }
-        clean: dict[str, Any] = {}
-        ok = True
-        for key, item in value.items():
-            if key not in kinds:
-                ok = False
-                continue
-            if not isinstance(item, kinds[key]) or (
-                isinstance(item, bool) and bool not in kinds[key]
-            ):
-                expected = " or ".join(t.__name__ for t in kinds[key])
-                self.add((*path, key), f"expected {expected}, got {item!r}")
-                ok = False
-                continue
-            clean[key] = [item] if key == "stop" and isinstance(item, str) else item
-        if not ok:
-            return None
-        return ModelSettings(**clean)
+    def import_checks(self, modules: list[str]) -> None:
+        """Import the modules a suite's ``checks:`` names (they register checks)."""
+        for index, module in enumerate(modules):
+            try:
+                self.resolver.import_module(module, self.file)
+            except UserError as exc:
+                self.add(("checks", index), str(exc))
 
     def _mocks(self, value: Any, path: DocPath, agent: AgentSpec | None) -> list[MockSpec] | None:
         items = value if isinstance(value, list) else [value]
@@ -1197,182 +1019,27 @@ class _Builder:
             specs.append(spec)
         return specs if ok else None
 
-    # -- small values ---------------------------------------------------------------------------
 
-    def _optional_str(self, data: Mapping[str, Any], key: str, path: DocPath) -> str | None:
-        value = data.get(key)
-        if value is not None and not isinstance(value, str):
-            self.add((*path, key), f"expected a string, got {_type(value)}")
-            return None
-        return value
+def _lines(value: Any) -> list[str]:
+    """Judge lines or tags as written: a string or a list of them (already checked)."""
+    return [value] if isinstance(value, str) else list(value)
 
-    def _mapping(self, data: Mapping[str, Any], key: str, path: DocPath) -> dict[str, Any]:
-        value = data.get(key)
-        if value is None:
-            return {}
-        if not isinstance(value, Mapping):
-            self.add((*path, key), f"expected a mapping, got {_type(value)}")
-            return {}
-        return dict(value)
 
-    def _tags(self, value: Any, path: DocPath) -> list[str]:
-        if isinstance(value, str):
-            value = [value]
-        if not isinstance(value, list) or not all(isinstance(t, str) and t for t in value):
-            self.add(path, f"expected a list of tags (strings), got {_type(value)}")
-            return []
-        return list(value)
+def _pass_rule(value: Any) -> PassRule:
+    """A pass rule checked by :class:`CaseSettings`."""
+    if value in ("all", "any"):
+        return PassRule(value)
+    ((kind, number),) = value.items()
+    return PassRule(kind, int(number) if kind == "at_least" else float(number))
 
-    def _judge(self, value: Any, path: DocPath) -> list[str]:
-        if isinstance(value, str):
-            value = [value]
-        if (
-            not isinstance(value, list)
-            or not value
-            or not all(isinstance(t, str) and t.strip() for t in value)
-        ):
-            self.add(
-                path, f"expected a rubric line or a list of them (strings), got {_type(value)}"
-            )
-            return []
-        return list(value)
 
-    def _script(
-        self, value: Any, path: DocPath, tools: Mapping[str, Tool[..., Any]] | None = None
-    ) -> list[ScriptItem] | None:
-        if not isinstance(value, list) or not value:
-            self.add(
-                path, f"expected a list of responses ({CASE_KEYS['script']}), got {_type(value)}"
-            )
-            return None
-        items: list[ScriptItem] = []
-        for index, item in enumerate(value):
-            parsed = self._script_item(item, (*path, index), tools)
-            if parsed is not None:
-                items.append(parsed)
-        return items
-
-    def _script_item(
-        self, item: Any, path: DocPath, tools: Mapping[str, Tool[..., Any]] | None
-    ) -> ScriptItem | None:
-        if isinstance(item, str):
-            return item
-        if isinstance(item, list):
-            calls = [self._script_call(entry, (*path, i), tools) for i, entry in enumerate(item)]
-            if not item:
-                self.add(path, "a list of calls must not be empty")
-                return None
-            if any(c is None for c in calls):
-                return None
-            return [c for c in calls if c is not None]
-        if isinstance(item, Mapping) and "raise" in item:
-            return self._script_error(item, path)
-        if isinstance(item, Mapping) and "call" in item:
-            return self._script_call(item, path, tools)
-        self.add(
-            path,
-            f"a script item is text, {{call: {{name, arguments}}}}, a list of calls (parallel), or "
-            f"{{raise: ModelConnectionError}}; got {_type(item)}",
-        )
+def _model_settings(spec: Any) -> ModelSettings | None:
+    if spec is None:
         return None
-
-    def _script_call(
-        self, item: Any, path: DocPath, tools: Mapping[str, Tool[..., Any]] | None
-    ) -> ToolCall | None:
-        if not isinstance(item, Mapping) or set(item) != {"call"}:
-            self.add(path, "expected {call: {name: ..., arguments: {...}}}")
-            return None
-        body = item["call"]
-        if not isinstance(body, Mapping) or not isinstance(body.get("name"), str):
-            self.add(
-                (*path, "call"), "a call needs a 'name' (string) and optional 'arguments' (mapping)"
-            )
-            return None
-        self.unknown_keys(
-            body,
-            {"name": "", "arguments": "", "id": "", "unchecked": "send it as written"},
-            (*path, "call"),
-        )
-        arguments = body.get("arguments", {})
-        call_id = str(body.get("id", ""))
-        unchecked = body.get("unchecked", False)
-        if not isinstance(unchecked, bool):
-            self.add((*path, "call", "unchecked"), f"expected true or false, got {unchecked!r}")
-            return None
-        if isinstance(arguments, str):  # raw JSON text, possibly malformed on purpose
-            return ToolCall.from_json_arguments(body["name"], arguments, call_id)
-        if not isinstance(arguments, Mapping):
-            self.add(
-                (*path, "call", "arguments"),
-                f"expected a mapping (or JSON text), got {_type(arguments)}",
-            )
-            return None
-        if (
-            tools is not None
-            and not unchecked
-            and not self._script_call_fits(body["name"], dict(arguments), tools, path)
-        ):
-            return None
-        return ToolCall(body["name"], dict(arguments), call_id)
-
-    def _script_call_fits(
-        self,
-        name: str,
-        arguments: dict[str, Any],
-        tools: Mapping[str, Tool[..., Any]],
-        path: DocPath,
-    ) -> bool:
-        """Whether a scripted call fits the agent's tools (names and arguments).
-
-        A call that is wrong on purpose says ``unchecked: true``.
-        """
-        from toolproof._tools import ArgumentsInvalid
-
-        hint = " (to send it anyway, to test how the agent copes, add 'unchecked: true')"
-        found = tools.get(name)
-        if found is None:
-            self.add((*path, "call", "name"), "script calls " + _unknown_tool(name, tools) + hint)
-            return False
-        try:
-            found.validate(arguments)
-        except ArgumentsInvalid as exc:
-            self.add(
-                (*path, "call", "arguments"),
-                f"script call of {name!r} does not fit its schema: {exc}{hint}",
-            )
-            return False
-        return True
-
-    def _script_error(self, item: Mapping[str, Any], path: DocPath) -> ScriptItem | None:
-        from toolproof import errors
-
-        spec = item["raise"]
-        allowed = ("ModelConnectionError", "ModelHTTPError", "UnexpectedModelOutput")
-        if isinstance(spec, str):
-            spec = {"type": spec}
-        if not isinstance(spec, Mapping) or spec.get("type") not in allowed:
-            self.add(
-                (*path, "raise"),
-                f"expected one of {', '.join(allowed)} (or {{type, status, message}})",
-            )
-            return None
-        message = str(spec.get("message", f"scripted {spec['type']}"))
-        if spec["type"] == "ModelHTTPError":
-            status = spec.get("status", 503)
-            if not isinstance(status, int) or isinstance(status, bool):
-                self.add((*path, "raise", "status"), f"expected an HTTP status, got {status!r}")
-                return None
-            return errors.ModelHTTPError(message, status=status)
-        if spec["type"] == "UnexpectedModelOutput":
-            return errors.UnexpectedModelOutput(message)
-        return errors.ModelConnectionError(message)
-
-
-def _unknown_tool(name: Any, tools: Mapping[str, Any]) -> str:
-    known = sorted(tools)
-    close = difflib.get_close_matches(str(name), known, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return f"unknown tool {name!r}{hint}; the agent's tools are: {', '.join(known) or '(none)'}"
+    clean = spec.model_dump(exclude_unset=True)
+    if isinstance(clean.get("stop"), str):
+        clean["stop"] = [clean["stop"]]
+    return ModelSettings(**clean)
 
 
 def _providers(created: Any, source: str) -> list[Any]:

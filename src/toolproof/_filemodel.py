@@ -1,0 +1,223 @@
+"""File formats as pydantic models, with the problems a person can act on.
+
+Every file a user writes (eval suites, fixture files, redaction rules, replay rules) is
+described once as pydantic models derived from :class:`FileModel`. Validating a document
+against them reports **every** problem at once, each as ``file:line: path: message``: the
+line comes from the YAML node positions (:class:`toolproof._yaml.Locator`), unknown keys get
+a did-you-mean suggestion, and each field says in words what it accepts.
+
+How a model says what it accepts:
+
+- ``Annotated[int, Field(ge=1), Expected("a positive integer")]``: any problem with the
+  field becomes ``expected a positive integer, got 0`` (``got`` shows the value, or its
+  type with ``Expected(..., got="type")``);
+- a validator raising :func:`problem` gives the exact message (and may point at the
+  mapping that holds the field, with ``parent=True``);
+- :attr:`FileModel.unknown_key` words unknown keys (the default:
+  ``unknown key 'gatee' (did you mean 'gate'?); allowed: ...``).
+
+The same models generate the published JSON Schemas of the formats.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
+
+from toolproof._yaml import DocPath, Problems, describe_type
+
+__all__ = [
+    "Expected",
+    "FileModel",
+    "did_you_mean",
+    "problem",
+    "problems_of",
+    "report",
+    "unknown_key_message",
+    "validate",
+]
+
+#: The error type of every translated problem.
+PROBLEM = "toolproof"
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def problem(message: str, *, parent: bool = False) -> PydanticCustomError:
+    """An error to raise from a validator: ``message`` is shown as written.
+
+    Args:
+        message: What is wrong and what is allowed.
+        parent: Report it at the mapping that holds the field (for a missing key).
+    """
+    return PydanticCustomError(PROBLEM, "{message}", {"message": message, "parent": parent})
+
+
+@dataclass(frozen=True, slots=True)
+class Expected:
+    """Field metadata: any problem with the field reads ``expected <text>, got <value>``.
+
+    Attributes:
+        text: What the field accepts, in words.
+        got: Show the value (``"repr"``) or its type (``"type"``, "got a string").
+    """
+
+    text: str
+    got: Literal["repr", "type"] = "repr"
+
+    def message(self, value: Any) -> str:
+        """The message for ``value``."""
+        shown = describe_type(value) if self.got == "type" else repr(value)
+        return f"expected {self.text}, got {shown}"
+
+
+def did_you_mean(word: Any, known: Iterable[Any]) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``known``, or an empty string."""
+    close = difflib.get_close_matches(str(word), [str(k) for k in known], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def unknown_key_message(key: Any, allowed: Iterable[str]) -> str:
+    """``unknown key 'gatee' (did you mean 'gate'?); allowed: ...``."""
+    names = list(allowed)
+    return f"unknown key {key!r}{did_you_mean(key, names)}; allowed: {', '.join(names)}"
+
+
+class FileModel(BaseModel):
+    """A mapping of a user-written file: unknown keys refused, values checked strictly.
+
+    Values are not converted: ``"3"`` is not an integer and ``true`` is not ``1``.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid", strict=True, populate_by_name=True, arbitrary_types_allowed=True
+    )
+
+    #: How unknown keys are worded: ``(key, allowed keys) -> message``; ``None``: the default.
+    unknown_key: ClassVar[Callable[[Any, list[str]], str] | None] = None
+    #: Messages for missing required keys (reported at the mapping that lacks them).
+    missing: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def allowed_keys(cls) -> list[str]:
+        """The keys the mapping accepts, in the order they are documented."""
+        return [field.alias or name for name, field in cls.model_fields.items()]
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _translate(cls, data: Any, handler: Callable[[Any], Any]) -> Any:
+        try:
+            return handler(data)
+        except ValidationError as exc:
+            errors = _translated(cls, data, exc)
+        raise ValidationError.from_exception_data(cls.__name__, errors) from None  # type: ignore[arg-type]
+
+
+def _translated(model: type[FileModel], data: Any, exc: ValidationError) -> list[dict[str, Any]]:
+    """The errors of one model as :func:`problem` errors, unknown keys first."""
+    unknown: list[dict[str, Any]] = []
+    others: list[dict[str, Any]] = []
+    explained: set[str] = set()
+    by_key = {field.alias or name: field for name, field in model.model_fields.items()}
+    for error in exc.errors():
+        loc = tuple(error["loc"])
+        if error["type"] == PROBLEM:
+            others.append(_detail(loc, error["input"], error["ctx"]))
+            continue
+        if error["type"] == "extra_forbidden" and len(loc) == 1:
+            word = model.unknown_key or unknown_key_message
+            message = word(loc[0], model.allowed_keys())
+            unknown.append(_detail(loc, error["input"], {"message": message}))
+            continue
+        if error["type"] == "model_type" and not loc:
+            message = f"expected a mapping, got {describe_type(data)}"
+            others.append(_detail(loc, data, {"message": message}))
+            continue
+        key = loc[0] if loc else None
+        field = by_key.get(key) if isinstance(key, str) else None
+        marker = (
+            next((m for m in field.metadata if isinstance(m, Expected)), None) if field else None
+        )
+        if marker is not None and isinstance(data, Mapping):
+            if key in explained:
+                continue
+            explained.add(str(key))
+            value = data.get(key)
+            others.append(_detail((key,), value, {"message": marker.message(value)}))
+            continue
+        if error["type"] == "missing" and len(loc) == 1:
+            message = model.missing.get(str(loc[0]), f"missing {loc[0]!r}")
+            others.append(_detail(loc, None, {"message": message, "parent": True}))
+            continue
+        message = (
+            f"{error['msg'][:1].lower()}{error['msg'][1:]}, got {describe_type(error['input'])}"
+        )
+        others.append(_detail(loc, error["input"], {"message": message}))
+    return unknown + others
+
+
+def _detail(loc: tuple[Any, ...], value: Any, ctx: Mapping[str, Any]) -> dict[str, Any]:
+    context = {"message": ctx["message"], "parent": bool(ctx.get("parent"))}
+    return {"type": PydanticCustomError(PROBLEM, "{message}", context), "loc": loc, "input": value}
+
+
+def problems_of(exc: ValidationError) -> list[tuple[DocPath, str]]:
+    """Each problem of a validation error as ``(path in the document, message)``, in order.
+
+    Errors a :class:`FileModel` did not translate keep pydantic's wording.
+    """
+    out: list[tuple[DocPath, str]] = []
+    for error in exc.errors():
+        loc = tuple(error["loc"])
+        ctx = error.get("ctx") or {}
+        if error["type"] == PROBLEM:
+            out.append((loc[:-1] if ctx.get("parent") and loc else loc, str(ctx["message"])))
+        else:
+            out.append((loc, error["msg"]))
+    return out
+
+
+def report(
+    exc: ValidationError,
+    problems: Problems,
+    base: DocPath = (),
+    remap: Callable[[DocPath], DocPath] | None = None,
+) -> None:
+    """Record every problem of ``exc`` (a document validated at ``base``) with its line.
+
+    Args:
+        exc: The validation error.
+        problems: Where the problems go.
+        base: The path of the validated value in the document.
+        remap: Turns a path of the validated value into its path in the document (for a
+            value merged from several places, such as a case's settings over the suite's).
+    """
+    for path, message in problems_of(exc):
+        where = remap(path) if remap is not None else (*base, *path)
+        problems.add(where, message)
+
+
+def validate(
+    model: type[M],
+    data: Any,
+    problems: Problems,
+    base: DocPath = (),
+    *,
+    remap: Callable[[DocPath], DocPath] | None = None,
+) -> tuple[M | None, set[Any]]:
+    """``model`` validated from ``data`` (``None`` when invalid), every problem recorded.
+
+    Returns:
+        The model, and the top-level keys of ``data`` that have problems (so a loader can
+        go on with the others and report what depends on them too).
+    """
+    try:
+        return model.model_validate(data), set()
+    except ValidationError as exc:
+        report(exc, problems, base, remap)
+        return None, {error["loc"][0] for error in exc.errors() if error["loc"]}

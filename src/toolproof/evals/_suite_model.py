@@ -1,0 +1,532 @@
+"""The suite file format as pydantic models: what each key accepts, and in what words.
+
+The loader (``toolproof.evals._suite``) validates a suite's mappings with these models and
+reports their problems with file and line; what needs the agent (tool names, argument
+names, scripted calls, mocks) is checked there against the loaded agent. The same models
+generate the published JSON Schema (:func:`suite_json_schema`).
+
+A case's settings (:class:`CaseSettings`) are validated as the case sees them: the
+suite's defaults under the case's own keys, each problem reported where the value was
+written (a suite default that every case overrides is never used, so never reported).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import Field, WithJsonSchema, field_validator
+
+from toolproof._filemodel import Expected, FileModel, problem
+from toolproof._yaml import describe_type
+
+__all__ = [
+    "CASE_KEYS",
+    "DEFAULT_KEYS",
+    "SETTINGS_KEYS",
+    "SUITE_KEYS",
+    "CaseEntry",
+    "CaseSettings",
+    "ExternalAgentSpec",
+    "SettingsSpec",
+    "SuiteFile",
+    "suite_json_schema",
+]
+
+#: Keys that set a default for every case of a suite; each case may override any of them.
+DEFAULT_KEYS: dict[str, str] = {
+    "agent": "an import path 'module:factory' of a function (model, tools) -> Agent, an Agent, "
+    "or an agent you did not build: {command: 'python my_agent.py'} or {http: URL}",
+    "agent_options": "a mapping of keyword arguments passed to the agent factory",
+    "model": "a model string such as 'deepseek:deepseek-chat', or 'scripted'",
+    "judge_model": "a model string for the judged checks",
+    "tools": "real or mock",
+    "tool_modes": "a mapping of tool name to real or mock",
+    "real_tools": "a list of tool names that run their real code although tools are mocked",
+    "mocks": (
+        "a fixture file (.yaml, .yml, .json), an import path 'module:factory' returning mock "
+        "providers, or a list of them"
+    ),
+    "trials": "a positive integer",
+    "pass_rule": "all, any, {at_least: N} or {rate: R} with 0 < R <= 1",
+    "gate": "block or advise",
+    "judge_when": "objective_pass or always",
+    "judge_inconclusive": "fail or pass",
+    "settings": (
+        "model settings: temperature, max_tokens, seed, stop, tool_choice, parallel_tool_calls, "
+        "extra"
+    ),
+    "retries": "a non-negative integer (retries of a trial after infrastructure errors)",
+    "timeout": "seconds per trial (a positive number)",
+}
+
+SUITE_KEYS: dict[str, str] = {
+    "suite": "the suite's name",
+    "description": "a string",
+    "cases": "a list of cases",
+    "expect": "checks applied to every case (a case's own keys win)",
+    "judge": "rubric lines applied to every case without its own 'judge'",
+    "tags": "a list of tags given to every case",
+    "metadata": "a mapping merged into every case's metadata",
+    "checks": "modules that register your own checks (import paths such as 'mypkg.checks')",
+    **DEFAULT_KEYS,
+}
+
+CASE_KEYS: dict[str, str] = {
+    "name": "the case's name, unique in the suite",
+    "description": "a string",
+    "input": "the user's message",
+    "turns": "user messages of a multi-turn conversation (strings or {input, expect})",
+    "expect": "objective checks",
+    "judge": "rubric lines for the judge model (a string or a list of strings)",
+    "script": "responses of the scripted model: text, {call: {name, arguments}}, a list of calls",
+    "tags": "a list of strings",
+    "metadata": "a mapping (context for the run and the judge)",
+    "skip": "true or a reason: the case is reported as skipped",
+    **DEFAULT_KEYS,
+}
+
+SETTINGS_KEYS = (
+    "temperature",
+    "max_tokens",
+    "seed",
+    "stop",
+    "tool_choice",
+    "parallel_tool_calls",
+    "extra",
+)
+
+_EXTERNAL_KEYS = {
+    "command": "the program to run: a command line ('python my_agent.py'), or a list",
+    "http": "the URL each input is POSTed to as JSON {input, base_url, api_key}",
+    "timeout": "seconds a run may take",
+    "env": "extra environment variables for the program",
+    "cwd": "the program's working directory (relative to the suite file)",
+}
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# -- model settings -----------------------------------------------------------------------------
+
+
+def _typed(*kinds: type) -> Expected:
+    return Expected(" or ".join(kind.__name__ for kind in kinds))
+
+
+class SettingsSpec(FileModel):
+    """``settings:``: model settings sent with every request."""
+
+    temperature: Annotated[float | None, _typed(int, float)] = None
+    max_tokens: Annotated[int | None, _typed(int)] = None
+    seed: Annotated[int | None, _typed(int)] = None
+    stop: Annotated[list[Any] | str | None, _typed(list, str)] = None
+    tool_choice: Annotated[str | None, _typed(str)] = None
+    parallel_tool_calls: Annotated[bool | None, _typed(bool)] = None
+    extra: Annotated[dict[str, Any] | None, _typed(dict)] = None
+
+
+# -- agents you did not build -------------------------------------------------------------------
+
+
+class ExternalAgentSpec(FileModel):
+    """``agent: {command: ...}`` or ``agent: {http: ...}``: an agent toolproof did not build."""
+
+    command: str | list[str] | None = Field(None, description=_EXTERNAL_KEYS["command"])
+    http: str | None = Field(None, description=_EXTERNAL_KEYS["http"], pattern="^https?://")
+    timeout: float | None = Field(None, description=_EXTERNAL_KEYS["timeout"], gt=0)
+    env: dict[str, str | int | float] | None = Field(None, description=_EXTERNAL_KEYS["env"])
+    cwd: str | None = Field(None, description=_EXTERNAL_KEYS["cwd"])
+
+    @classmethod
+    def first_problem(cls, spec: Mapping[str, Any]) -> str | None:
+        """The first problem of ``spec`` as the suite reports it, or ``None``."""
+        unknown = sorted(set(map(str, spec)) - set(_EXTERNAL_KEYS))
+        if unknown:
+            return f"unknown key {unknown[0]!r} in agent; known: {', '.join(_EXTERNAL_KEYS)}"
+        command, http = spec.get("command"), spec.get("http")
+        if (command is None) == (http is None):
+            return "an agent mapping needs exactly one of 'command' (a program) or 'http' (a URL)"
+        if command is not None and not (
+            (isinstance(command, str) and command.strip())
+            or (isinstance(command, list) and command and all(isinstance(c, str) for c in command))
+        ):
+            return f"agent.command: expected a command line or a list of strings, got {command!r}"
+        if http is not None and not (
+            isinstance(http, str) and http.startswith(("http://", "https://"))
+        ):
+            return f"agent.http: expected an http:// or https:// URL, got {http!r}"
+        timeout = spec.get("timeout")
+        if timeout is not None and (not _is_number(timeout) or timeout <= 0):
+            return f"agent.timeout: expected a positive number of seconds, got {timeout!r}"
+        env = spec.get("env") or {}
+        if not isinstance(env, Mapping) or not all(
+            isinstance(v, (str, int, float)) for v in env.values()
+        ):
+            return "agent.env: expected a mapping of variable names to values"
+        cwd = spec.get("cwd")
+        if cwd is not None and not isinstance(cwd, str):
+            return f"agent.cwd: expected a folder path, got {cwd!r}"
+        return None
+
+
+# -- a case's settings --------------------------------------------------------------------------
+
+def _agent_schema(schema: dict[str, Any]) -> None:
+    external = ExternalAgentSpec.model_json_schema()
+    external.pop("title", None)
+    external["anyOf"] = [{"required": ["command"]}, {"required": ["http"]}]
+    schema.update(
+        description=DEFAULT_KEYS["agent"],
+        anyOf=[{"type": "string", "pattern": r"^[\w.]+[:.]\w+$"}, external],
+    )
+_PASS_RULE_SCHEMA: dict[str, Any] = {
+    "description": DEFAULT_KEYS["pass_rule"],
+    "anyOf": [
+        {"enum": ["all", "any"]},
+        {
+            "type": "object",
+            "properties": {"at_least": {"type": "integer", "minimum": 1}},
+            "required": ["at_least"],
+            "additionalProperties": False,
+        },
+        {
+            "type": "object",
+            "properties": {"rate": {"type": "number", "exclusiveMinimum": 0, "maximum": 1}},
+            "required": ["rate"],
+            "additionalProperties": False,
+        },
+    ],
+}
+_MOCKS_SCHEMA: dict[str, Any] = {
+    "description": DEFAULT_KEYS["mocks"],
+    "anyOf": [
+        {"type": "string", "minLength": 1},
+        {"type": "array", "items": {"type": "string", "minLength": 1}},
+    ],
+}
+
+
+class CaseSettings(FileModel):
+    """The settings of a case (:data:`DEFAULT_KEYS`): the suite's defaults, the case's own."""
+
+    agent_options: Annotated[
+        dict[Any, Any], Expected("a mapping of keyword arguments", got="type")
+    ] = Field(default_factory=dict, description=DEFAULT_KEYS["agent_options"])
+    agent: Any = Field(None, json_schema_extra=_agent_schema)
+    model: Annotated[
+        str | None, Field(min_length=1), Expected(DEFAULT_KEYS["model"], got="type")
+    ] = Field(None, description=DEFAULT_KEYS["model"])
+    judge_model: Annotated[
+        str | None, Field(min_length=1), Expected(DEFAULT_KEYS["judge_model"], got="type")
+    ] = Field(None, description=DEFAULT_KEYS["judge_model"])
+    tools: Annotated[Literal["real", "mock"], Expected("real or mock")] = Field(
+        "mock", description=DEFAULT_KEYS["tools"]
+    )
+    tool_modes: Annotated[
+        dict[str, Any],
+        Expected(DEFAULT_KEYS["tool_modes"], got="type"),
+        WithJsonSchema(
+            {
+                "description": DEFAULT_KEYS["tool_modes"],
+                "type": "object",
+                "additionalProperties": {"enum": ["real", "mock"]},
+            }
+        ),
+    ] = Field(default_factory=dict)
+    real_tools: Annotated[list[str], Expected(DEFAULT_KEYS["real_tools"], got="type")] = Field(
+        default_factory=list, description=DEFAULT_KEYS["real_tools"]
+    )
+    mocks: Annotated[Any, WithJsonSchema(_MOCKS_SCHEMA)] = Field(default_factory=list)
+    trials: Annotated[int, Field(ge=1), Expected("a positive integer")] = Field(
+        1, description=DEFAULT_KEYS["trials"]
+    )
+    pass_rule: Annotated[Any, WithJsonSchema(_PASS_RULE_SCHEMA)] = "all"
+    gate: Annotated[Literal["block", "advise"], Expected("block or advise")] = Field(
+        "block", description=DEFAULT_KEYS["gate"]
+    )
+    judge_when: Annotated[
+        Literal["objective_pass", "always"], Expected("objective_pass or always")
+    ] = Field("objective_pass", description=DEFAULT_KEYS["judge_when"])
+    judge_inconclusive: Annotated[Literal["fail", "pass"], Expected("fail or pass")] = Field(
+        "fail", description=DEFAULT_KEYS["judge_inconclusive"]
+    )
+    settings: SettingsSpec | None = Field(None, description=DEFAULT_KEYS["settings"])
+    retries: Annotated[int, Field(ge=0), Expected("a non-negative integer")] = Field(
+        2, description=DEFAULT_KEYS["retries"]
+    )
+    timeout: Annotated[float | None, Field(gt=0), Expected("a positive number of seconds")] = Field(
+        None, description=DEFAULT_KEYS["timeout"]
+    )
+
+    @field_validator("agent", mode="before")
+    @classmethod
+    def _agent(cls, value: Any) -> Any:
+        if value is None:
+            raise problem(
+                "no 'agent': set it in the suite (or the case) to 'module:factory', a function "
+                "(model, tools) -> Agent"
+            )
+        if isinstance(value, Mapping):
+            found = ExternalAgentSpec.first_problem(value)
+            if found is not None:
+                raise problem(found)
+            return value
+        if not isinstance(value, str):
+            raise problem(f"expected {DEFAULT_KEYS['agent']}, got {describe_type(value)}")
+        return value
+
+    @field_validator("pass_rule", mode="before")
+    @classmethod
+    def _pass_rule(cls, value: Any) -> Any:
+        if value in ("all", "any"):
+            return value
+        if isinstance(value, Mapping) and len(value) == 1:
+            ((kind, number),) = value.items()
+            if kind == "at_least" and isinstance(number, int) and not isinstance(number, bool):
+                if number >= 1:
+                    return value
+            elif kind == "rate" and _is_number(number) and 0 < number <= 1:
+                return value
+        raise problem(f"expected {DEFAULT_KEYS['pass_rule']}, got {value!r}")
+
+    @field_validator("settings", mode="before")
+    @classmethod
+    def _settings(cls, value: Any) -> Any:
+        if value is not None and not isinstance(value, Mapping):
+            raise problem(f"expected {DEFAULT_KEYS['settings']}, got {describe_type(value)}")
+        return value
+
+
+# -- suites and cases ---------------------------------------------------------------------------
+
+_JUDGE = "a rubric line or a list of them (strings)"
+_TAGS = "a list of tags (strings)"
+
+
+def _judge_lines(value: Any) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(t, str) and t.strip() for t in value)
+    ):
+        raise problem(f"expected {_JUDGE}, got {describe_type(value)}")
+    return list(value)
+
+
+def _tag_list(value: Any) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(t, str) and t for t in value):
+        raise problem(f"expected {_TAGS}, got {describe_type(value)}")
+    return list(value)
+
+
+def _expect_mapping(value: Any) -> Any:
+    if value is not None and not isinstance(value, Mapping):
+        raise problem(f"expected a mapping of checks, got {describe_type(value)}")
+    return value
+
+
+_STRINGS = {"type": "array", "items": {"type": "string"}}
+_JUDGE_SCHEMA = {"description": _JUDGE, "anyOf": [{"type": "string"}, _STRINGS]}
+_TAGS_SCHEMA = {"description": _TAGS, "anyOf": [{"type": "string"}, _STRINGS]}
+_EXPECT_SCHEMA = {"$ref": "#/$defs/Expect"}
+
+Judge = Annotated[Any, WithJsonSchema(_JUDGE_SCHEMA)]
+Tags = Annotated[Any, WithJsonSchema(_TAGS_SCHEMA)]
+ExpectSpec = Annotated[Any, WithJsonSchema(_EXPECT_SCHEMA)]
+
+
+class _Common(FileModel):
+    """Keys a suite and a case share (settings are validated by :class:`CaseSettings`)."""
+
+    @field_validator("judge", mode="before", check_fields=False)
+    @classmethod
+    def _judge(cls, value: Any) -> list[str]:
+        return _judge_lines(value)
+
+    @field_validator("tags", mode="before", check_fields=False)
+    @classmethod
+    def _tags(cls, value: Any) -> list[str]:
+        return _tag_list(value)
+
+    @field_validator("expect", mode="before", check_fields=False)
+    @classmethod
+    def _expect(cls, value: Any) -> Any:
+        return _expect_mapping(value)
+
+    @field_validator("description", mode="before", check_fields=False)
+    @classmethod
+    def _description(cls, value: Any) -> Any:
+        if value is not None and not isinstance(value, str):
+            raise problem(f"expected a string, got {describe_type(value)}")
+        return value
+
+    @field_validator("metadata", mode="before", check_fields=False)
+    @classmethod
+    def _metadata(cls, value: Any) -> Any:
+        if value is not None and not isinstance(value, Mapping):
+            raise problem(f"expected a mapping, got {describe_type(value)}")
+        return value
+
+
+def _prop(key: str) -> Callable[[dict[str, Any]], None]:
+    """The JSON Schema of setting ``key`` as :class:`CaseSettings` describes it."""
+
+    def fill(schema: dict[str, Any]) -> None:
+        settings = CaseSettings.model_json_schema()
+        prop = dict(settings["properties"][key])
+        prop.pop("default", None)
+        prop.pop("title", None)
+        prop.setdefault("description", DEFAULT_KEYS[key])
+        text = json.dumps(prop)
+        for name, definition in settings.get("$defs", {}).items():
+            # Inline the definitions of the settings (the suite schema has its own).
+            ref = json.dumps({"$ref": f"#/$defs/{name}"})
+            definition = {k: v for k, v in definition.items() if k != "title"}
+            text = text.replace(ref, json.dumps(definition))
+        schema.update(json.loads(text))
+
+    return fill
+
+
+class _Defaults(_Common):
+    """The case settings, as keys of a suite (defaults) or of a case (its own).
+
+    They take any value here: :class:`CaseSettings` checks them once merged (a suite default
+    that every case overrides is never used). The JSON Schema still says what each accepts.
+    """
+
+    agent: Any = Field(None, json_schema_extra=_prop("agent"))
+    agent_options: Any = Field(None, json_schema_extra=_prop("agent_options"))
+    model: Any = Field(None, json_schema_extra=_prop("model"))
+    judge_model: Any = Field(None, json_schema_extra=_prop("judge_model"))
+    tools: Any = Field(None, json_schema_extra=_prop("tools"))
+    tool_modes: Any = Field(None, json_schema_extra=_prop("tool_modes"))
+    real_tools: Any = Field(None, json_schema_extra=_prop("real_tools"))
+    mocks: Any = Field(None, json_schema_extra=_prop("mocks"))
+    trials: Any = Field(None, json_schema_extra=_prop("trials"))
+    pass_rule: Any = Field(None, json_schema_extra=_prop("pass_rule"))
+    gate: Any = Field(None, json_schema_extra=_prop("gate"))
+    judge_when: Any = Field(None, json_schema_extra=_prop("judge_when"))
+    judge_inconclusive: Any = Field(None, json_schema_extra=_prop("judge_inconclusive"))
+    settings: Any = Field(None, json_schema_extra=_prop("settings"))
+    retries: Any = Field(None, json_schema_extra=_prop("retries"))
+    timeout: Any = Field(None, json_schema_extra=_prop("timeout"))
+
+
+class TurnEntry(FileModel):
+    """One turn of ``turns:`` written as a mapping."""
+
+    input: str = Field(description="the user's message")
+    expect: ExpectSpec = Field(None, description="checks of this turn")
+
+
+class CaseEntry(_Defaults):
+    """One entry of ``cases:``."""
+
+    name: str = Field(description=CASE_KEYS["name"])
+    description: str | None = Field(None, description=CASE_KEYS["description"])
+    input: Any = Field(
+        None, json_schema_extra={"type": "string", "description": CASE_KEYS["input"]}
+    )
+    turns: Any = Field(
+        None,
+        json_schema_extra={
+            "type": "array",
+            "minItems": 1,
+            "items": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/TurnEntry"}]},
+            "description": CASE_KEYS["turns"],
+        },
+    )
+    expect: ExpectSpec = Field(None, description=CASE_KEYS["expect"])
+    judge: Judge = None
+    script: Any = Field(
+        None, json_schema_extra={"type": "array", "minItems": 1, "description": CASE_KEYS["script"]}
+    )
+    tags: Tags = None
+    metadata: dict[Any, Any] | None = Field(None, description=CASE_KEYS["metadata"])
+    skip: bool | str | None = Field(None, description=CASE_KEYS["skip"])
+
+    @classmethod
+    def allowed_keys(cls) -> list[str]:
+        """The keys of a case, in the order of :data:`CASE_KEYS`."""
+        return list(CASE_KEYS)
+
+    missing: ClassVar[dict[str, str]] = {"name": "each case needs a 'name' (a non-empty string)"}
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _name(cls, value: Any) -> Any:
+        if not isinstance(value, str) or not value.strip():
+            raise problem("each case needs a 'name' (a non-empty string)")
+        return value
+
+    @field_validator("skip", mode="before")
+    @classmethod
+    def _skip(cls, value: Any) -> Any:
+        if value is True or value is False or (isinstance(value, str) and value.strip()):
+            return value
+        raise problem(f"expected true or a reason, got {value!r}")
+
+
+class SuiteFile(_Defaults):
+    """A suite file (``*.eval.yaml``)."""
+
+    suite: str = Field(description=SUITE_KEYS["suite"])
+    description: str | None = Field(None, description=SUITE_KEYS["description"])
+    cases: list[Any] = Field(
+        json_schema_extra={
+            "type": "array",
+            "minItems": 1,
+            "items": {"$ref": "#/$defs/CaseEntry"},
+            "description": SUITE_KEYS["cases"],
+        }
+    )
+    expect: ExpectSpec = Field(None, description=SUITE_KEYS["expect"])
+    judge: Judge = None
+    tags: Tags = None
+    metadata: dict[Any, Any] | None = Field(None, description=SUITE_KEYS["metadata"])
+    checks: list[str] | None = Field(None, description=SUITE_KEYS["checks"])
+
+    @classmethod
+    def allowed_keys(cls) -> list[str]:
+        """The keys of a suite, in the order of :data:`SUITE_KEYS`."""
+        return list(SUITE_KEYS)
+
+    missing: ClassVar[dict[str, str]] = {
+        "suite": "'suite' must be the suite's name (a non-empty string)",
+        "cases": "missing 'cases': a list of cases, each with a 'name' and an 'input'",
+    }
+
+    @field_validator("suite", mode="before")
+    @classmethod
+    def _suite(cls, value: Any) -> Any:
+        if not isinstance(value, str) or not value.strip():
+            raise problem("'suite' must be the suite's name (a non-empty string)")
+        return value
+
+    @field_validator("cases", mode="before")
+    @classmethod
+    def _cases(cls, value: Any) -> Any:
+        if not isinstance(value, list) or not value:
+            raise problem(f"'cases' must be a non-empty list of cases, got {describe_type(value)}")
+        return value
+
+    @field_validator("checks", mode="before")
+    @classmethod
+    def _checks(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+            raise problem(
+                "expected a list of module import paths ('mypkg.checks'), got "
+                f"{describe_type(value)}"
+            )
+        return value
