@@ -1,6 +1,6 @@
 """Workflow evals: YAML suites, objective and judged checks, trials with pass^k, reports."""
 
-from toolproof.evals._checks import CheckResult, SessionRecord
+from toolproof.evals._checks import CheckContext, CheckResult, CheckStatus, SessionRecord
 from toolproof.evals._judge import JUDGE_PROMPT_VERSION
 from toolproof.evals._matching import (
     ArgumentsMatcher,
@@ -18,6 +18,7 @@ from toolproof.evals._matching import (
     match_order,
     match_trajectory,
 )
+from toolproof.evals._registry import check
 from toolproof.evals._report import REPORT_VERSION
 from toolproof.evals._results import CaseResult, EvalReport, TrialResult
 from toolproof.evals._runner import evaluate, evaluate_async
@@ -40,7 +41,9 @@ __all__ = [
     "Case",
     "CaseResult",
     "CaseStats",
+    "CheckContext",
     "CheckResult",
+    "CheckStatus",
     "EvalReport",
     "Matcher",
     "OrderMatcher",
@@ -52,6 +55,7 @@ __all__ = [
     "Verdict",
     "bfcl_expected_calls",
     "case_stats",
+    "check",
     "classify",
     "compile_arguments",
     "compile_calls",

@@ -175,6 +175,7 @@ class ExternalAgentSpec(FileModel):
 
 # -- a case's settings --------------------------------------------------------------------------
 
+
 def _agent_schema(schema: dict[str, Any]) -> None:
     external = ExternalAgentSpec.model_json_schema()
     external.pop("title", None)
@@ -183,6 +184,8 @@ def _agent_schema(schema: dict[str, Any]) -> None:
         description=DEFAULT_KEYS["agent"],
         anyOf=[{"type": "string", "pattern": r"^[\w.]+[:.]\w+$"}, external],
     )
+
+
 _PASS_RULE_SCHEMA: dict[str, Any] = {
     "description": DEFAULT_KEYS["pass_rule"],
     "anyOf": [
