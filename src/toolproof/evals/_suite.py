@@ -22,24 +22,29 @@ Example:
 
 from __future__ import annotations
 
-import copy
 import difflib
 import fnmatch
-import importlib
-import math
 import re
-import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from toolproof._filemodel import validate
 from toolproof._messages import ModelSettings
 from toolproof._yaml import DocPath, Locator, Problems, load_yaml
 from toolproof._yaml import describe_type as _type
 from toolproof.errors import ConfigError, UserError
+from toolproof.evals._cases import (
+    AgentSpec,
+    Case,
+    CaseConfig,
+    MockSpec,
+    PassRule,
+    Suite,
+    Turn,
+)
 from toolproof.evals._checks import Check, compile_expect
+from toolproof.evals._resolve import _external_agent, _Resolver
 from toolproof.evals._script import parse_script
 from toolproof.evals._script import unknown_tool as _unknown_tool
 from toolproof.evals._suite_model import (
@@ -53,9 +58,6 @@ from toolproof.evals._suite_model import (
 )
 
 if TYPE_CHECKING:
-    from toolproof._agent import Agent
-    from toolproof._tools import Tool
-    from toolproof._toolset import Toolset
     from toolproof.models.fake import ScriptItem
 
 __all__ = [
@@ -70,16 +72,14 @@ __all__ = [
     "PassRule",
     "Suite",
     "Turn",
+    "_Builder",
+    "_Resolver",
     "discover_suite_files",
     "is_suite_file",
     "load_suite",
     "load_suites",
     "select_cases",
 ]
-
-ToolModeName = Literal["real", "mock"]
-Gate = Literal["block", "advise"]
-JudgeWhen = Literal["objective_pass", "always"]
 
 _DEFAULTS: dict[str, Any] = {
     "agent": None,
@@ -103,252 +103,6 @@ _DEFAULTS: dict[str, Any] = {
 _SUITE_NAME_LINE = re.compile(r"^suite\s*:", re.MULTILINE)
 _CASES_LINE = re.compile(r"^cases\s*:", re.MULTILINE)
 SUITE_PATTERNS = ("*.eval.yaml", "*.eval.yml")
-
-
-# -- data ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class PassRule:
-    """How a case's trials become its verdict.
-
-    Attributes:
-        kind: ``"all"``, ``"any"``, ``"at_least"`` or ``"rate"``.
-        value: ``N`` for ``at_least``, the minimum pass rate for ``rate``.
-    """
-
-    kind: Literal["all", "any", "at_least", "rate"] = "all"
-    value: float = 0.0
-
-    def describe(self) -> str:
-        """The rule as written in a suite (``"at_least: 2"``)."""
-        if self.kind in ("all", "any"):
-            return self.kind
-        if self.kind == "at_least":
-            return f"at_least: {int(self.value)}"
-        return f"rate: {self.value:g}"
-
-    def needed(self, trials: int) -> int:
-        """How many passing trials out of ``trials`` the rule needs."""
-        if self.kind == "all":
-            return trials
-        if self.kind == "any":
-            return 1
-        if self.kind == "at_least":
-            return int(self.value)
-        return max(1, math.ceil(self.value * trials - 1e-9))
-
-    def decide(self, trials: int, passes: int, failures: int) -> Literal["pass", "fail", None]:
-        """The verdict, or ``None`` when trials without a result (errors) could change it.
-
-        Args:
-            trials: Trials the case was to run.
-            passes: Trials that passed.
-            failures: Trials that failed (agent failures, not infrastructure errors).
-        """
-        needed = self.needed(trials)
-        unknown = trials - passes - failures
-        if passes >= needed:
-            return "pass"
-        if passes + unknown < needed:
-            return "fail"
-        return None
-
-
-@dataclass(frozen=True, slots=True)
-class MockSpec:
-    """One entry of ``mocks:``; :meth:`create` builds fresh providers for each trial.
-
-    Attributes:
-        source: As written (a file path or an import path).
-        kind: ``"file"`` (ToolMock fixtures) or ``"factory"`` (a callable or class).
-        target: The resolved file path or callable.
-    """
-
-    source: str
-    kind: Literal["file", "factory"]
-    target: Any
-
-    def create(self) -> list[Any]:
-        """New mock providers (fixture mocks, stateful mocks, or tool-name mappings)."""
-        if self.kind == "file":
-            from toolproof.testing import ToolMock
-
-            return [ToolMock.from_file(self.target)]
-        return _providers(self.target(), self.source)
-
-
-@dataclass(slots=True)
-class AgentSpec:
-    """A resolved ``agent:`` entry.
-
-    Attributes:
-        source: The import path as written.
-        target: The factory ``(model, tools, **options) -> Agent``, or an ``Agent``.
-        options: ``agent_options``.
-        toolset: The agent's own toolset, learned by building it once.
-        external: An agent toolproof did not build (``{command: ...}`` or ``{http: ...}``):
-            its tools are its own, so checks may name any tool.
-    """
-
-    source: str
-    target: Any
-    options: dict[str, Any]
-    toolset: Toolset
-    external: bool = False
-
-    @property
-    def tools(self) -> dict[str, Tool[..., Any]]:
-        """The agent's tools by name."""
-        return dict(self.toolset.tools)
-
-    def build(self, model: Any, toolset: Toolset) -> Agent:
-        """An agent for one trial, with ``model`` and ``toolset``.
-
-        Raises:
-            UserError: The factory failed or did not return an ``Agent``.
-            MockBypassed: The agent does not use ``toolset`` (the factory ignored it).
-        """
-        from toolproof._agent import Agent
-
-        if isinstance(self.target, Agent):
-            agent = copy.copy(self.target)
-            agent.model = model
-            agent.toolset = toolset
-            return agent
-        agent = self.target(model, toolset, **self.options)
-        if not isinstance(agent, Agent):
-            raise UserError(
-                f"agent factory {self.source} returned {type(agent).__name__}, not an Agent"
-            )
-        from toolproof._toolset import check_uses_tools
-
-        check_uses_tools(agent.toolset, toolset, self.source)
-        return agent
-
-
-@dataclass(frozen=True, slots=True)
-class CaseConfig:
-    """A case's settings after suite defaults and its own overrides.
-
-    Attributes:
-        agent: The agent factory.
-        model: The model string (``None`` when neither the suite nor the case sets one).
-        judge_model: The judge's model string.
-        tools: ``"mock"`` or ``"real"``.
-        tool_modes: Per-tool modes over ``tools``.
-        real_tools: With ``tools: mock``, the tools that run their real code on purpose (a
-            ``real`` entry of ``tool_modes`` counts too); every other tool with side
-            effects never does.
-        mocks: Mock providers to create for each trial.
-        trials: How many times the case runs.
-        pass_rule: How trials become the verdict.
-        gate: ``"block"`` (a failure fails the run) or ``"advise"`` (reported only).
-        judge_when: ``"objective_pass"`` or ``"always"``.
-        judge_inconclusive: What an inconclusive judge counts as: ``"fail"`` or ``"pass"``.
-        settings: Model settings for every request.
-        retries: Retries of a trial after infrastructure errors.
-        timeout: Seconds a trial may take.
-    """
-
-    agent: AgentSpec
-    model: str | None = None
-    judge_model: str | None = None
-    tools: ToolModeName = "mock"
-    tool_modes: Mapping[str, ToolModeName] = field(default_factory=dict)
-    real_tools: tuple[str, ...] = ()
-    mocks: tuple[MockSpec, ...] = ()
-    trials: int = 1
-    pass_rule: PassRule = field(default_factory=PassRule)
-    gate: Gate = "block"
-    judge_when: JudgeWhen = "objective_pass"
-    judge_inconclusive: Literal["fail", "pass"] = "fail"
-    settings: ModelSettings | None = None
-    retries: int = 2
-    timeout: float | None = None
-
-    @property
-    def named_real_tools(self) -> tuple[str, ...]:
-        """With ``tools: mock``, the tools that run their real code on purpose, for reports."""
-        if self.tools != "mock":
-            return ()
-        named = [*self.real_tools, *(n for n, m in self.tool_modes.items() if m == "real")]
-        return tuple(dict.fromkeys(named))
-
-
-@dataclass(slots=True)
-class Turn:
-    """One user message of a case, with the checks of that turn alone.
-
-    Attributes:
-        input: The user's message.
-        checks: Checks that read this turn's trace only.
-    """
-
-    input: str
-    checks: list[Check] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class Case:
-    """One eval case: inputs, checks, judge rubric, and its effective settings.
-
-    Attributes:
-        suite: The suite's name.
-        name: The case's name.
-        file: The suite file.
-        line: The line where the case starts.
-        turns: The user messages (one for single-turn cases).
-        checks: Objective checks over the whole conversation.
-        judge: Rubric lines for the judge model.
-        script: Responses of the scripted model, when the case has a script.
-        tags: Tags (suite tags included).
-        metadata: Context for the run and the judge (suite metadata included).
-        config: Effective settings.
-        description: A description.
-        skip: Why the case is skipped, when it is.
-    """
-
-    suite: str
-    name: str
-    file: Path
-    line: int
-    turns: list[Turn]
-    checks: list[Check]
-    judge: list[str]
-    script: list[ScriptItem] | None
-    tags: list[str]
-    metadata: dict[str, Any]
-    config: CaseConfig
-    description: str | None = None
-    skip: str | None = None
-
-    @property
-    def id(self) -> str:
-        """``suite::name``."""
-        return f"{self.suite}::{self.name}"
-
-    @property
-    def location(self) -> str:
-        """``file:line`` of the case."""
-        return f"{self.file}:{self.line}"
-
-
-@dataclass(slots=True)
-class Suite:
-    """A loaded suite.
-
-    Attributes:
-        name: The suite's name.
-        file: Its file.
-        cases: Its cases, in file order.
-        description: Its description.
-    """
-
-    name: str
-    file: Path
-    cases: list[Case]
-    description: str | None = None
 
 
 # -- discovery ----------------------------------------------------------------------------------
@@ -485,139 +239,6 @@ def _summary(problems: list[str]) -> str:
 
 
 # -- loading ------------------------------------------------------------------------------------
-
-
-class _Resolver:
-    """Resolves and caches import paths and agents across the files of one load."""
-
-    def __init__(self) -> None:
-        self.agents: dict[tuple[str, str], AgentSpec | str] = {}
-        self.imports: dict[tuple[str, Path], Any] = {}
-
-    def import_object(self, spec: str, near: Path) -> Any:
-        key = (spec, near)
-        if key not in self.imports:
-            self.imports[key] = _import(spec, near)
-        return self.imports[key]
-
-    def import_module(self, name: str, near: Path) -> Any:
-        """Import a module by name (found near the suite file, like factories)."""
-        key = (f"module:{name}", near)
-        if key not in self.imports:
-            if not re.fullmatch(r"[\w.]+", name):
-                raise UserError(f"{name!r} is not a module name; write 'package.module'")
-            self.imports[key] = _import_module(name, name, near)
-        return self.imports[key]
-
-    def agent(self, spec: str, options: dict[str, Any], near: Path) -> AgentSpec | str:
-        """The agent spec, or a problem message."""
-        import json
-
-        text = json.dumps(options, sort_keys=True, default=repr) if options else ""
-        key = (spec, text + str(near))
-        if key not in self.agents:
-            self.agents[key] = self._agent(spec, options, near)
-        return self.agents[key]
-
-    def _agent(self, spec: str, options: dict[str, Any], near: Path) -> AgentSpec | str:
-        from toolproof._agent import Agent
-        from toolproof.models.fake import ScriptedModel
-
-        try:
-            target = self.import_object(spec, near)
-        except UserError as exc:
-            return str(exc)
-        if isinstance(target, Agent):
-            return AgentSpec(spec, target, {}, target.toolset)
-        if not callable(target):
-            return f"{spec} is {type(target).__name__}, not an agent factory or an Agent"
-        probe = ScriptedModel([], name="toolproof-probe")
-        try:
-            agent = target(probe, None, **options)
-        except Exception as exc:
-            return (
-                f"agent factory {spec} failed when called as {spec.split(':')[-1]}(model, None"
-                f"{', **agent_options' if options else ''}): {type(exc).__name__}: {exc} "
-                "(a factory "
-                "takes (model, tools, **options) and builds its default tools when tools is None)"
-            )
-        if not isinstance(agent, Agent):
-            return f"agent factory {spec} returned {type(agent).__name__}, not an Agent"
-        return AgentSpec(spec, target, dict(options), agent.toolset)
-
-
-def _external_agent(spec: Mapping[str, Any], near: Path) -> AgentSpec:
-    """The spec of ``agent: {command: ...}`` or ``agent: {http: ...}`` (already checked)."""
-    from toolproof.models.fake import ScriptedModel
-    from toolproof.server._external import ExternalAgent
-
-    command, http = spec.get("command"), spec.get("http")
-    timeout = spec.get("timeout")
-    env = spec.get("env") or {}
-    cwd = spec.get("cwd")
-    base = near.parent if near.suffix else near
-    agent = ExternalAgent(
-        ScriptedModel([], name="toolproof-probe"),
-        command=command,
-        http=http,
-        timeout=float(timeout) if timeout is not None else None,
-        env={str(k): str(v) for k, v in env.items()},
-        cwd=(base / cwd) if cwd is not None else base,
-        name=str(command if command is not None else http),
-    )
-    source = f"command {command!r}" if command is not None else f"http {http!r}"
-    return AgentSpec(source, agent, {}, agent.toolset, external=True)
-
-
-def _import(spec: str, near: Path) -> Any:
-    """Import ``module:attribute`` (or ``module.attribute``).
-
-    The module is imported from ``sys.path`` (the CLI puts the current directory first); if
-    its top-level package is not found there, the nearest parent directory of ``near`` that
-    holds it is added, so a suite runs from any working directory.
-    """
-    module_name, sep, attribute = spec.partition(":")
-    if not sep:
-        module_name, _, attribute = spec.rpartition(".")
-    if not module_name or not attribute or not re.fullmatch(r"[\w.]+", module_name):
-        raise UserError(f"{spec!r} is not an import path; write 'package.module:name'")
-    module = _import_module(module_name, spec, near)
-    try:
-        return getattr(module, attribute)
-    except AttributeError:
-        names = [n for n in dir(module) if not n.startswith("_")]
-        close = difflib.get_close_matches(attribute, names, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise UserError(f"module {module_name!r} has no attribute {attribute!r}{hint}") from None
-
-
-def _import_module(module_name: str, spec: str, near: Path) -> Any:
-    top = module_name.split(".")[0]
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        root = _find_root(top, near)
-        if exc.name not in (top, module_name) or root is None:
-            raise UserError(f"cannot import {module_name!r} for {spec}: {exc}") from None
-        sys.path.insert(0, str(root))
-        try:
-            module = importlib.import_module(module_name)
-        except Exception as inner:
-            raise UserError(
-                f"cannot import {module_name!r} for {spec}: {type(inner).__name__}: {inner}"
-            ) from None
-    except Exception as exc:
-        raise UserError(
-            f"cannot import {module_name!r} for {spec}: {type(exc).__name__}: {exc}"
-        ) from None
-    return module
-
-
-def _find_root(top: str, near: Path) -> Path | None:
-    for parent in near.resolve().parents:
-        if (parent / top / "__init__.py").is_file() or (parent / f"{top}.py").is_file():
-            return parent
-    return None
 
 
 def _load(file: Path, resolver: _Resolver) -> Suite:
@@ -961,6 +582,10 @@ class _Builder:
         )
         return config, agent
 
+    def _script(self, value: Any, path: DocPath) -> list[ScriptItem] | None:
+        """A script file's responses (``toolproof chat --model script.yaml``)."""
+        return parse_script(self, value, path)
+
     def import_checks(self, modules: list[str]) -> None:
         """Import the modules a suite's ``checks:`` names (they register checks)."""
         for index, module in enumerate(modules):
@@ -1040,20 +665,3 @@ def _model_settings(spec: Any) -> ModelSettings | None:
     if isinstance(clean.get("stop"), str):
         clean["stop"] = [clean["stop"]]
     return ModelSettings(**clean)
-
-
-def _providers(created: Any, source: str) -> list[Any]:
-    """Normalize what a mock factory returned into a list of providers."""
-    from toolproof._toolset import MockProvider
-
-    if isinstance(created, (MockProvider, Mapping)):
-        return [created]
-    if isinstance(created, (list, tuple)) and all(
-        isinstance(p, (MockProvider, Mapping)) for p in created
-    ):
-        return list(created)
-    raise UserError(
-        f"{source} returned {type(created).__name__}; a mock factory returns a mock provider "
-        "(an object with mock_for(tool), such as ToolMock or a StatefulMock), a mapping of tool "
-        "name to function, or a list of them"
-    )

@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from toolproof._yaml import describe_type as _type
 from toolproof.evals._checks import (
     Check,
     CheckContext,
@@ -15,7 +16,6 @@ from toolproof.evals._checks import (
     _clip,
     _matcher,
     _strings,
-    _type,
     accepts,
 )
 from toolproof.evals._registry import check

@@ -12,6 +12,7 @@ from toolproof.errors import ConfigError
 if TYPE_CHECKING:
     from toolproof.evals._matching import ArgumentsMatcher, CallSpec
 
+from toolproof._yaml import describe_type as _type
 from toolproof.evals._checks import (
     ARG_MODES,
     CALL_KEYS,
@@ -23,7 +24,6 @@ from toolproof.evals._checks import (
     _calls_text,
     _names,
     _times,
-    _type,
     accepts,
 )
 from toolproof.evals._registry import check

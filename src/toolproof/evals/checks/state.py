@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from toolproof.evals._matching import Matcher
 
+from toolproof._yaml import describe_type as _type
 from toolproof.evals._checks import (
     Check,
     CheckContext,
     CheckStatus,
     SessionRecord,
     _matcher,
-    _type,
     accepts,
 )
 from toolproof.evals._registry import check
