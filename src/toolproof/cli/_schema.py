@@ -96,6 +96,10 @@ def register(subparsers: Any) -> None:
     )
     diff.set_defaults(handler=run_diff)
 
+    from toolproof.cli._formats import add_format_commands
+
+    add_format_commands(commands)
+
 
 def run_snapshot(args: argparse.Namespace) -> int:
     """``schema snapshot``."""

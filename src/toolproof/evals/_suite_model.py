@@ -24,6 +24,7 @@ from toolproof._yaml import describe_type
 __all__ = [
     "CASE_KEYS",
     "DEFAULT_KEYS",
+    "SCHEMA_URL",
     "SETTINGS_KEYS",
     "SUITE_KEYS",
     "CaseEntry",
@@ -306,6 +307,12 @@ class CaseSettings(FileModel):
 
 # -- suites and cases ---------------------------------------------------------------------------
 
+#: Where the published suite schema lives (the file shipped in ``toolproof/schemas/``).
+SCHEMA_URL = (
+    "https://raw.githubusercontent.com/toolproof/toolproof/main/src/toolproof/schemas/"
+    "suite.schema.json"
+)
+
 _JUDGE = "a rubric line or a list of them (strings)"
 _TAGS = "a list of tags (strings)"
 
@@ -339,7 +346,7 @@ def _expect_mapping(value: Any) -> Any:
 _STRINGS = {"type": "array", "items": {"type": "string"}}
 _JUDGE_SCHEMA = {"description": _JUDGE, "anyOf": [{"type": "string"}, _STRINGS]}
 _TAGS_SCHEMA = {"description": _TAGS, "anyOf": [{"type": "string"}, _STRINGS]}
-_EXPECT_SCHEMA = {"$ref": "#/$defs/Expect"}
+_EXPECT_SCHEMA = {"x-ref": "Expect"}  # becomes a $ref in suite_json_schema()
 
 Judge = Annotated[Any, WithJsonSchema(_JUDGE_SCHEMA)]
 Tags = Annotated[Any, WithJsonSchema(_TAGS_SCHEMA)]
@@ -444,7 +451,7 @@ class CaseEntry(_Defaults):
         json_schema_extra={
             "type": "array",
             "minItems": 1,
-            "items": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/TurnEntry"}]},
+            "items": {"anyOf": [{"type": "string"}, {"x-ref": "TurnEntry"}]},
             "description": CASE_KEYS["turns"],
         },
     )
@@ -488,7 +495,7 @@ class SuiteFile(_Defaults):
         json_schema_extra={
             "type": "array",
             "minItems": 1,
-            "items": {"$ref": "#/$defs/CaseEntry"},
+            "items": {"x-ref": "CaseEntry"},
             "description": SUITE_KEYS["cases"],
         }
     )
@@ -533,3 +540,58 @@ class SuiteFile(_Defaults):
                 f"{describe_type(value)}"
             )
         return value
+
+
+def suite_json_schema(*, strict_checks: bool = False) -> dict[str, Any]:
+    """The JSON Schema of a suite file, generated from these models and the check registry.
+
+    Args:
+        strict_checks: Refuse ``expect`` keys that are not registered checks. The published
+            file allows them (your own checks are registered by your modules), and types
+            every built-in check.
+    """
+    from toolproof.evals._registry import registered
+
+    schema = SuiteFile.model_json_schema()
+    definitions: dict[str, Any] = dict(schema.pop("$defs", {}))
+    for model in (CaseEntry, TurnEntry):
+        part = model.model_json_schema()
+        definitions.update(part.pop("$defs", {}))
+        definitions[model.__name__] = part
+    checks: dict[str, Any] = {}
+    for name, definition in registered().items():
+        if strict_checks or definition.builtin:
+            entry = dict(definition.schema or {})
+            entry.setdefault("description", definition.accepts)
+            checks[name] = entry
+    definitions["Expect"] = {
+        "title": "Expect",
+        "description": "objective checks: each key is a registered check",
+        "type": "object",
+        "properties": checks,
+        "additionalProperties": not strict_checks,
+    }
+    out: dict[str, Any] = _refs(
+        {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": SCHEMA_URL,
+            **schema,
+            "title": "toolproof eval suite",
+            "$defs": dict(sorted(definitions.items())),
+        }
+    )
+    return out
+
+
+def _refs(node: Any) -> Any:
+    """``{"x-ref": "Name"}`` placeholders as ``$ref`` to the schema's definitions."""
+    if isinstance(node, dict):
+        if set(node) == {"x-ref"}:
+            return {"$ref": f"#/$defs/{node['x-ref']}"}
+        if "x-ref" in node:
+            rest = {k: _refs(v) for k, v in node.items() if k != "x-ref"}
+            return {"$ref": f"#/$defs/{node['x-ref']}", **rest}
+        return {k: _refs(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_refs(item) for item in node]
+    return node

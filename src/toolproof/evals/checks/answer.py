@@ -19,9 +19,10 @@ from toolproof.evals._checks import (
     accepts,
 )
 from toolproof.evals._registry import check
+from toolproof.evals.checks._schemas import _TEXTS
 
 
-@check.compiler("final_contains", accepts="a string or a list of strings")
+@check.compiler("final_contains", accepts="a string or a list of strings", schema=_TEXTS)
 def _final_contains(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
     texts = _strings(ctx, value, "final_contains")
     if texts is None:
@@ -40,7 +41,7 @@ def _final_contains(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) ->
     return Check("final_contains", f"answer contains {', '.join(map(repr, texts))}", evaluate)
 
 
-@check.compiler("final_not_contains", accepts="a string or a list of strings")
+@check.compiler("final_not_contains", accepts="a string or a list of strings", schema=_TEXTS)
 def _final_not_contains(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
     texts = _strings(ctx, value, "final_not_contains")
     if texts is None:
@@ -59,7 +60,7 @@ def _final_not_contains(ctx: CheckContext, value: Any, expect: Mapping[str, Any]
     return Check("final_not_contains", f"answer avoids {', '.join(map(repr, texts))}", evaluate)
 
 
-@check.compiler("final_regex", accepts="a regular expression or a list of them")
+@check.compiler("final_regex", accepts="a regular expression or a list of them", schema=_TEXTS)
 def _final_regex(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
     patterns = _strings(ctx, value, "final_regex")
     if patterns is None:
@@ -106,7 +107,7 @@ def _final_equals(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> C
     return Check("final_equals", f"answer {matcher.describe()}", evaluate)
 
 
-@check.compiler("final_json_schema", accepts="a JSON Schema (mapping)")
+@check.compiler("final_json_schema", accepts="a JSON Schema (mapping)", schema={"type": "object"})
 def _final_json_schema(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
     if not isinstance(value, Mapping):
         ctx.problems.add(
@@ -150,7 +151,21 @@ def _strip_fence(text: str) -> str:
 
 
 @check.compiler(
-    "grounded", accepts="true, or {check_small_numbers: bool, include_system_prompt: bool}"
+    "grounded",
+    accepts="true, or {check_small_numbers: bool, include_system_prompt: bool}",
+    schema={
+        "anyOf": [
+            {"type": "boolean"},
+            {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "check_small_numbers": {"type": "boolean"},
+                    "include_system_prompt": {"type": "boolean"},
+                },
+            },
+        ]
+    },
 )
 def _grounded(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
     options = {"check_small_numbers": True, "include_system_prompt": True}

@@ -27,11 +27,13 @@ from toolproof.evals._checks import (
     accepts,
 )
 from toolproof.evals._registry import check
+from toolproof.evals.checks._schemas import _CALL, _COUNT, _NAME, _NAMES
 
 
 @check.compiler(
     "tools_called",
     accepts="a list of tool names, or a mapping of tool name to a count or {min, max}",
+    schema={"anyOf": [_NAME, _NAMES, {"type": "object", "additionalProperties": _COUNT}]},
 )
 def _tools_called(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
     bounds: dict[str, tuple[int, int | None]] = {}
@@ -99,7 +101,9 @@ def _count(ctx: CheckContext, value: Any, path: tuple[Any, ...]) -> tuple[int, i
     return None
 
 
-@check.compiler("tools_not_called", accepts="a list of tool names")
+@check.compiler(
+    "tools_not_called", accepts="a list of tool names", schema={"anyOf": [_NAME, _NAMES]}
+)
 def _tools_not_called(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
     names = _names(ctx, value, "tools_not_called")
     if names is None:
@@ -119,7 +123,9 @@ def _tools_not_called(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) 
     return Check("tools_not_called", f"never calls {', '.join(names)}", evaluate)
 
 
-@check.compiler("order", accepts=f"one of {', '.join(ORDER_MODES)}")
+@check.compiler(
+    "order", accepts=f"one of {', '.join(ORDER_MODES)}", schema={"enum": list(ORDER_MODES)}
+)
 def _order(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
     if value not in ORDER_MODES:
         ctx.problems.add(
@@ -137,7 +143,9 @@ def _order(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | 
 
 
 @check.compiler(
-    "calls", accepts="a list of expected calls: {name, arguments, mode} (or a tool name)"
+    "calls",
+    accepts="a list of expected calls: {name, arguments, mode} (or a tool name)",
+    schema={"type": "array", "minItems": 1, "items": {"anyOf": [_NAME, _CALL]}},
 )
 def _calls(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
     from toolproof.evals._matching import CallSpec
@@ -245,7 +253,17 @@ def _sequence_check(name: str, expected: list[CallSpec], mode: str) -> Check:
     return Check(name, f"calls [{want}] ({mode})", evaluate)
 
 
-@check.compiler("args", accepts="a mapping of tool name to expected arguments (or a list of them)")
+@check.compiler(
+    "args",
+    accepts="a mapping of tool name to expected arguments (or a list of them)",
+    schema={
+        "type": "object",
+        "minProperties": 1,
+        "additionalProperties": {
+            "anyOf": [{"type": "object"}, {"type": "array", "items": {"type": "object"}}]
+        },
+    },
+)
 def _args(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
     if not isinstance(value, Mapping) or not value:
         ctx.problems.add(ctx.at("args"), f"expected {accepts('args')}, got {_type(value)}")
@@ -311,13 +329,23 @@ def _args(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | N
     return Check("args", summary, evaluate)
 
 
-@check.compiler("args_mode", accepts=f"one of {', '.join(ARG_MODES)}")
+@check.compiler(
+    "args_mode", accepts=f"one of {', '.join(ARG_MODES)}", schema={"enum": list(ARG_MODES)}
+)
 def _args_mode(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
     """``args_mode`` modifies ``args``; :func:`compile_expect` checks it with ``args``."""
     return None
 
 
-@check.compiler("required_args", accepts="a mapping of tool name to a list of argument names")
+@check.compiler(
+    "required_args",
+    accepts="a mapping of tool name to a list of argument names",
+    schema={
+        "type": "object",
+        "minProperties": 1,
+        "additionalProperties": {"anyOf": [_NAME, _NAMES]},
+    },
+)
 def _required_args(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
     if not isinstance(value, Mapping) or not value:
         ctx.problems.add(
@@ -376,7 +404,11 @@ def _required_args(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> 
     return Check("required_args", describe, evaluate)
 
 
-@check.compiler("forbid_extra_args", accepts="true, or a list of tool names")
+@check.compiler(
+    "forbid_extra_args",
+    accepts="true, or a list of tool names",
+    schema={"anyOf": [{"type": "boolean"}, _NAME, _NAMES]},
+)
 def _forbid_extra_args(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
     if value is False:
         return None

@@ -17,6 +17,7 @@ from toolproof.evals._checks import (
     accepts,
 )
 from toolproof.evals._registry import check
+from toolproof.evals.checks._schemas import _TEXTS
 
 _LIMITS = {
     "max_steps": "a positive integer (model calls)",
@@ -27,7 +28,21 @@ _LIMITS = {
 }
 
 
-@check.compiler("no_tool_errors", accepts="true, or {allow: [tool names or error types]}")
+@check.compiler(
+    "no_tool_errors",
+    accepts="true, or {allow: [tool names or error types]}",
+    schema={
+        "anyOf": [
+            {"type": "boolean"},
+            {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["allow"],
+                "properties": {"allow": _TEXTS},
+            },
+        ]
+    },
+)
 def _no_tool_errors(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
     allow: list[str] = []
     if value is False:
@@ -67,7 +82,16 @@ def _no_tool_errors(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) ->
     return Check("no_tool_errors", f"no tool errors{scope}", evaluate)
 
 
-@check.compiler("stop_reason", accepts=f"one of {', '.join(STOP_REASONS)}, or a list of them")
+@check.compiler(
+    "stop_reason",
+    accepts=f"one of {', '.join(STOP_REASONS)}, or a list of them",
+    schema={
+        "anyOf": [
+            {"enum": list(STOP_REASONS)},
+            {"type": "array", "items": {"enum": list(STOP_REASONS)}},
+        ]
+    },
+)
 def _stop_reason(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
     reasons = _strings(ctx, value, "stop_reason")
     if reasons is None:
@@ -124,4 +148,12 @@ for _key, _what, _read, _integer in (
     ("max_cost", "cost (USD)", lambda r: r.cost, False),
     ("max_latency_s", "run time (s)", lambda r: r.duration_ms / 1000, False),
 ):
-    check.compiler(_key, accepts=_LIMITS[_key])(_limit(_key, _what, _read, integer=_integer))
+    _minimum = 0 if _key == "max_tool_calls" else None
+    _schema: dict[str, Any] = (
+        {"type": "integer", "minimum": _minimum if _minimum is not None else 1}
+        if _integer
+        else {"type": "number", "exclusiveMinimum": 0}
+    )
+    check.compiler(_key, accepts=_LIMITS[_key], schema=_schema)(
+        _limit(_key, _what, _read, integer=_integer)
+    )

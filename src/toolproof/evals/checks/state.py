@@ -21,7 +21,9 @@ from toolproof.evals._registry import check
 
 
 @check.compiler(
-    "state", accepts="a mapping of state path (dotted) to expected value or matcher spec"
+    "state",
+    accepts="a mapping of state path (dotted) to expected value or matcher spec",
+    schema={"type": "object", "minProperties": 1},
 )
 def _state(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
     if not isinstance(value, Mapping) or not value:
