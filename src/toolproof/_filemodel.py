@@ -40,6 +40,7 @@ __all__ = [
     "report",
     "unknown_key_message",
     "validate",
+    "where_problems",
 ]
 
 #: The error type of every translated problem.
@@ -48,14 +49,17 @@ PROBLEM = "toolproof"
 M = TypeVar("M", bound=BaseModel)
 
 
-def problem(message: str, *, parent: bool = False) -> PydanticCustomError:
+def problem(message: str, *, parent: bool = False, key: Any = None) -> PydanticCustomError:
     """An error to raise from a validator: ``message`` is shown as written.
 
     Args:
         message: What is wrong and what is allowed.
         parent: Report it at the mapping that holds the field (for a missing key).
+        key: Report it at this key of that mapping instead (for keys a validator reads
+            itself, such as ``max_<arg>``).
     """
-    return PydanticCustomError(PROBLEM, "{message}", {"message": message, "parent": parent})
+    context = {"message": message, "parent": parent or key is not None, "key": key}
+    return PydanticCustomError(PROBLEM, "{message}", context)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +106,11 @@ class FileModel(BaseModel):
     unknown_key: ClassVar[Callable[[Any, list[str]], str] | None] = None
     #: Messages for missing required keys (reported at the mapping that lacks them).
     missing: ClassVar[dict[str, str]] = {}
+    #: Report each unknown key at the mapping that holds it, not at the key.
+    unknown_at_parent: ClassVar[bool] = False
+    #: Word all unknown keys of a mapping in one message at the mapping:
+    #: ``(keys, allowed keys) -> message``; ``None``: one message per key, at the key.
+    unknown_keys: ClassVar[Callable[[list[Any], list[str]], str] | None] = None
 
     @classmethod
     def allowed_keys(cls) -> list[str]:
@@ -132,7 +141,8 @@ def _translated(model: type[FileModel], data: Any, exc: ValidationError) -> list
         if error["type"] == "extra_forbidden" and len(loc) == 1:
             word = model.unknown_key or unknown_key_message
             message = word(loc[0], model.allowed_keys())
-            unknown.append(_detail(loc, error["input"], {"message": message}))
+            context = {"message": message, "parent": model.unknown_at_parent}
+            unknown.append(_detail(loc, error["input"], context))
             continue
         if error["type"] == "model_type" and not loc:
             message = f"expected a mapping, got {describe_type(data)}"
@@ -158,11 +168,19 @@ def _translated(model: type[FileModel], data: Any, exc: ValidationError) -> list
             f"{error['msg'][:1].lower()}{error['msg'][1:]}, got {describe_type(error['input'])}"
         )
         others.append(_detail(loc, error["input"], {"message": message}))
+    if unknown and model.unknown_keys is not None:
+        keys = [detail["loc"][0] for detail in unknown]
+        message = model.unknown_keys(keys, model.allowed_keys())
+        unknown = [_detail((), data, {"message": message})]
     return unknown + others
 
 
 def _detail(loc: tuple[Any, ...], value: Any, ctx: Mapping[str, Any]) -> dict[str, Any]:
-    context = {"message": ctx["message"], "parent": bool(ctx.get("parent"))}
+    context = {
+        "message": ctx["message"],
+        "parent": bool(ctx.get("parent")),
+        "key": ctx.get("key"),
+    }
     return {"type": PydanticCustomError(PROBLEM, "{message}", context), "loc": loc, "input": value}
 
 
@@ -176,9 +194,28 @@ def problems_of(exc: ValidationError) -> list[tuple[DocPath, str]]:
         loc = tuple(error["loc"])
         ctx = error.get("ctx") or {}
         if error["type"] == PROBLEM:
-            out.append((loc[:-1] if ctx.get("parent") and loc else loc, str(ctx["message"])))
+            if ctx.get("parent") and loc:
+                loc = loc[:-1]
+            if ctx.get("key") is not None:
+                loc = (*loc, ctx["key"])
+            out.append((loc, str(ctx["message"])))
         else:
             out.append((loc, error["msg"]))
+    return out
+
+
+def where_problems(exc: ValidationError, where: str) -> list[str]:
+    """Each problem as ``where.path: message``.
+
+    For data that has no lines, and files whose messages name the key rather than the line.
+    """
+    from toolproof._yaml import format_path
+
+    out = []
+    for path, message in problems_of(exc):
+        shown = format_path(path)
+        joint = "" if not shown or shown.startswith("[") else "."
+        out.append(f"{where}{joint}{shown}: {message}")
     return out
 
 

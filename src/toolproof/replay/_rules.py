@@ -23,8 +23,7 @@ The YAML form (every key optional)::
 from __future__ import annotations
 
 import fnmatch
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -34,16 +33,14 @@ from toolproof.replay._time import format_duration, parse_duration
 
 if TYPE_CHECKING:
     from toolproof.evals import Matcher
+    from toolproof.replay._rules_model import ToolRuleSpec
 
 __all__ = ["Aging", "ReplayRules", "ToolRule"]
 
 ExtraArgs = Literal["fail", "warn", "accept"]
 Severity = Literal["ignore", "warn", "fail"]
 
-_TOOL_KEYS = ("required_args", "bounds", "forbid_extra_args", "compare", "ignore")
-_TOP_KEYS = ("version", "tools", "answer", "order", "mask", "gate", "aging")
 _DEFAULT_MASK = ("api_key", "password", "token", "user_id")
-_BOUND_SHORTHAND = re.compile(r"^(max|min)_(.+)$")
 
 
 @dataclass(slots=True)
@@ -75,66 +72,50 @@ class ToolRule:
         Raises:
             ConfigError: An unknown key, a malformed list, or an invalid bound spec.
         """
+        from pydantic import ValidationError
+
+        from toolproof._filemodel import where_problems
+        from toolproof.replay._rules_model import ToolRuleSpec
+
+        try:
+            spec = ToolRuleSpec.model_validate(data)
+        except ValidationError as exc:
+            problems = where_problems(exc, where)
+            message = problems[0] if len(problems) == 1 else f"invalid rule {where}"
+            raise ConfigError(message, problems) from None
+        return cls._from_spec(spec, where)
+
+    @classmethod
+    def _from_spec(cls, spec: ToolRuleSpec, where: str) -> ToolRule:
         from toolproof.evals import compile_value_matcher
 
-        if not isinstance(data, Mapping):
-            raise ConfigError(f"{where}: expected a mapping of rule settings, got {data!r}")
         specs: dict[str, Any] = {}
-        problems: list[str] = []
-        for key, value in data.items():
-            match = _BOUND_SHORTHAND.match(str(key))
-            if key in _TOOL_KEYS:
-                continue
-            if match is not None:
-                bound, arg = match.groups()
-                if isinstance(value, bool) or not isinstance(value, (int, float)):
-                    problems.append(f"{where}.{key}: expected a number, got {value!r}")
-                    continue
-                spec = specs.setdefault(arg, {})
-                if not isinstance(spec, dict):
-                    problems.append(f"{where}.{key}: {arg} already has a bound spec")
-                    continue
-                spec[bound] = value
+        for key, value in spec.shorthand.items():
+            bound, arg = key.split("_", 1)
+            specs.setdefault(arg, {})[bound] = value
+        for arg, bound_spec in (spec.bounds or {}).items():
+            if arg in specs and isinstance(bound_spec, Mapping):
+                specs[arg] = {**specs[arg], **bound_spec}
             else:
-                problems.append(
-                    f"{where}: unknown key {key!r}; valid keys: {', '.join(_TOOL_KEYS)}, "
-                    "max_<arg>, min_<arg>"
-                )
-        bounds_data = data.get("bounds") or {}
-        if not isinstance(bounds_data, Mapping):
-            problems.append(f"{where}.bounds: expected a mapping of argument to matcher spec")
-            bounds_data = {}
-        for arg, spec in bounds_data.items():
-            if arg in specs and isinstance(spec, Mapping):
-                specs[arg] = {**specs[arg], **spec}
-            else:
-                specs[arg] = spec
-        if problems:
-            raise ConfigError(
-                problems[0] if len(problems) == 1 else f"invalid rule {where}", problems
-            )
+                specs[arg] = bound_spec
         bounds = {
-            arg: compile_value_matcher(spec, where=f"{where}.bounds.{arg}")
-            for arg, spec in specs.items()
+            arg: compile_value_matcher(bound_spec, where=f"{where}.bounds.{arg}")
+            for arg, bound_spec in specs.items()
         }
-        extra = data.get("forbid_extra_args", "warn")
-        extra_args: ExtraArgs
-        if extra is True or extra == "fail":
-            extra_args = "fail"
-        elif extra is False or extra == "accept":
-            extra_args = "accept"
-        elif extra == "warn":
-            extra_args = "warn"
-        else:
-            raise ConfigError(
-                f"{where}.forbid_extra_args: expected true, false or warn, got {extra!r}"
-            )
+        extra = spec.forbid_extra_args
+        extra_args: ExtraArgs = (
+            "fail"
+            if extra in (True, "fail")
+            else "accept"
+            if extra in (False, "accept")
+            else "warn"
+        )
         return cls(
-            required_args=_names(data.get("required_args"), f"{where}.required_args"),
+            required_args=tuple(spec.required_args or ()),
             bounds=bounds,
             extra_args=extra_args,
-            compare=_names(data.get("compare"), f"{where}.compare"),
-            ignore=_names(data.get("ignore"), f"{where}.ignore"),
+            compare=tuple(spec.compare or ()),
+            ignore=tuple(spec.ignore or ()),
             specs=specs,
         )
 
@@ -229,55 +210,39 @@ class ReplayRules:
         Raises:
             ConfigError: Every problem found, each naming its key.
         """
+        from pydantic import ValidationError
+
+        from toolproof._filemodel import where_problems
+        from toolproof.replay._rules_model import ReplayRulesFile
+
         data = data or {}
         if not isinstance(data, Mapping):
             raise ConfigError(f"{where}: expected a mapping of replay rules, got {data!r}")
-        unknown = [k for k in data if k not in _TOP_KEYS]
-        if unknown:
-            raise ConfigError(
-                f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; "
-                f"valid keys: {', '.join(_TOP_KEYS)}"
-            )
-        tools_data = data.get("tools") or {}
-        if not isinstance(tools_data, Mapping):
-            raise ConfigError(f"{where}.tools: expected a mapping of tool name to rule")
-        raw: dict[str, dict[str, Any]] = {}
-        tools: dict[str, ToolRule] = {}
-        for name, rule in tools_data.items():
-            rule_where = f"{where}.tools.{name}"
-            tools[str(name)] = ToolRule.from_dict(rule or {}, where=rule_where)
-            raw[str(name)] = dict(rule or {})
-        answer = data.get("answer") or {}
-        if not isinstance(answer, Mapping) or set(answer) - {"grounding", "check_small_numbers"}:
-            raise ConfigError(
-                f"{where}.answer: expected {{grounding: true|false, check_small_numbers: "
-                f"true|false}}, got {answer!r}"
-            )
-        order = data.get("order", "warn")
-        if order not in ("ignore", "warn", "fail"):
-            raise ConfigError(f"{where}.order: expected ignore, warn or fail, got {order!r}")
-        gate = data.get("gate")
-        if gate is not None and (
-            isinstance(gate, bool) or not isinstance(gate, (int, float)) or not 0 <= gate <= 1
-        ):
-            raise ConfigError(
-                f"{where}.gate: expected a failure rate between 0 and 1, got {gate!r}"
-            )
-        aging_data = data.get("aging") or {}
-        if not isinstance(aging_data, Mapping) or set(aging_data) - {"half_life", "max_age"}:
-            raise ConfigError(f"{where}.aging: expected {{half_life: 30d, max_age: 90d}}")
         try:
-            aging = Aging.parse(aging_data.get("half_life"), aging_data.get("max_age"))
-        except Exception as exc:
-            raise ConfigError(f"{where}.aging: {exc}") from None
+            spec = ReplayRulesFile.model_validate(data)
+        except ValidationError as exc:
+            problems = where_problems(exc, where)
+            message = (
+                problems[0]
+                if len(problems) == 1
+                else f"invalid replay rules {where}:\n" + "\n".join(f"  {p}" for p in problems)
+            )
+            raise ConfigError(message, problems) from None
+        tools = {
+            name: ToolRule._from_spec(rule, f"{where}.tools.{name}")
+            for name, rule in (spec.tools or {}).items()
+        }
+        raw = {str(name): dict(rule or {}) for name, rule in (data.get("tools") or {}).items()}
+        answer = spec.answer or {}
+        aging = spec.aging or {}
         return cls(
             tools=tools,
             grounding=bool(answer.get("grounding", True)),
             check_small_numbers=bool(answer.get("check_small_numbers", True)),
-            order=order,
-            mask=_names(data.get("mask"), f"{where}.mask") or _DEFAULT_MASK,
-            gate=None if gate is None else float(gate),
-            aging=aging,
+            order=spec.order,
+            mask=tuple(spec.mask or ()) or _DEFAULT_MASK,
+            gate=spec.gate,
+            aging=Aging.parse(aging.get("half_life"), aging.get("max_age")),
             _raw=raw,
         )
 
@@ -321,13 +286,3 @@ class ReplayRules:
             rule = ToolRule.from_dict(merged, where=f"rules for {tool}")
         self._resolved[tool] = rule
         return rule
-
-
-def _names(value: Any, where: str) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, str) or not isinstance(value, Sequence):
-        raise ConfigError(f"{where}: expected a list of argument names, got {value!r}")
-    if not all(isinstance(item, str) for item in value):
-        raise ConfigError(f"{where}: expected a list of argument names, got {value!r}")
-    return tuple(value)
