@@ -55,10 +55,10 @@ def problem(message: str, *, parent: bool = False, key: Any = None) -> PydanticC
     Args:
         message: What is wrong and what is allowed.
         parent: Report it at the mapping that holds the field (for a missing key).
-        key: Report it at this key of that mapping instead (for keys a validator reads
-            itself, such as ``max_<arg>``).
+        key: Report it at this key (or index) inside the field, or inside the mapping
+            with ``parent`` (for keys a validator reads itself, such as ``max_<arg>``).
     """
-    context = {"message": message, "parent": parent or key is not None, "key": key}
+    context = {"message": message, "parent": parent, "key": key}
     return PydanticCustomError(PROBLEM, "{message}", context)
 
 

@@ -403,58 +403,9 @@ class Redactor:
         Raises:
             ConfigError: The data is malformed; the message names ``where`` and the key.
         """
-        if not isinstance(data, Mapping):
-            raise ConfigError(f"{where}: expected a mapping of redaction settings, got {data!r}")
-        known = {"secret_env", "mask", "default_fields", "fields", "patterns", "custom"}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(
-                f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; "
-                f"valid keys: {', '.join(sorted(known))}"
-            )
-        fields = data.get("fields") or {}
-        if isinstance(fields, list):
-            fields = {str(name): "mask" for name in fields}
-        if not isinstance(fields, Mapping):
-            raise ConfigError(f"{where}.fields: expected a mapping of field name to action")
-        patterns = data.get("patterns")
-        if isinstance(patterns, list):
-            patterns = {str(name): "mask" for name in patterns}
-        if patterns is not None and not isinstance(patterns, Mapping):
-            raise ConfigError(f"{where}.patterns: expected a mapping of pattern name to action")
-        custom: list[PatternRule] = []
-        for index, item in enumerate(data.get("custom") or []):
-            if not isinstance(item, Mapping) or "regex" not in item:
-                raise ConfigError(
-                    f"{where}.custom[{index}]: expected {{name: ..., regex: ..., action: ...}}"
-                )
-            custom.append(
-                PatternRule(
-                    str(item.get("name") or f"custom{index}"),
-                    str(item["regex"]),
-                    _action(item.get("action", "mask"), f"{where}.custom[{index}].action"),
-                )
-            )
-        secret_env = str(data.get("secret_env") or SECRET_ENV)
-        mask = data.get("mask", "***")
-        if not isinstance(mask, str):
-            raise ConfigError(f"{where}.mask: expected text, got {mask!r}")
-        try:
-            return cls(
-                {str(k): _action(v, f"{where}.fields.{k}") for k, v in fields.items()},
-                patterns,
-                custom,
-                secret=os.environ.get(secret_env) or None,
-                mask=mask,
-                default_fields=bool(data.get("default_fields", True)),
-            )
-        except ConfigError as exc:
-            if secret_env != SECRET_ENV and "no secret is set" in str(exc):
-                raise ConfigError(
-                    f"{where}: the 'hash' action needs a secret in the {secret_env} "
-                    "environment variable (secret_env), which is not set"
-                ) from None
-            raise ConfigError(f"{where}: {exc}") from None
+        from toolproof.replay._redact_rules import redactor_from_dict
+
+        return redactor_from_dict(cls, data, where)
 
     @classmethod
     def from_file(cls, path: str | Path) -> Redactor:

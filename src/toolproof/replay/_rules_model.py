@@ -110,7 +110,7 @@ class ToolRuleSpec(FileModel):
         for key, number in value.items():
             if isinstance(number, bool) or not isinstance(number, (int, float)):
                 # Reported at the key itself, as written (``max_top_k``).
-                raise problem(f"expected a number, got {number!r}", key=key)
+                raise problem(f"expected a number, got {number!r}", parent=True, key=key)
         return value
 
 

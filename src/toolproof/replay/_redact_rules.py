@@ -1,0 +1,185 @@
+r"""Redaction-rule files as pydantic models: what :meth:`Redactor.from_dict` reads.
+
+The form::
+
+    secret_env: TOOLPROOF_REDACTION_SECRET   # where the HMAC secret is read from
+    mask: "***"
+    default_fields: true                      # also mask api_key, password, token...
+    fields: {user_id: hash, order_id: hash, api_key: mask, "*_token": drop}
+    patterns: {email: hash, phone: mask, card: mask, api_key: mask}
+    custom:
+      - {name: employee_id, regex: "E\\d{4}", action: hash}
+
+Problems name the key (``redaction.fields.user_id: unknown redaction action 'encrypt'...``);
+a file with several problems reports all of them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
+
+from pydantic import (
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    WithJsonSchema,
+    field_validator,
+)
+
+from toolproof._filemodel import Expected, FileModel, problem, where_problems
+from toolproof.errors import ConfigError
+
+if TYPE_CHECKING:
+    from toolproof.replay._redact import Redactor
+
+__all__ = ["CustomPatternSpec", "RedactionFile", "redactor_from_dict"]
+
+ACTIONS = ("mask", "drop", "hash")
+_ACTION_SCHEMA: dict[str, Any] = {"enum": list(ACTIONS)}
+
+
+def action_problem(value: Any) -> str | None:
+    """The problem with an action, or ``None`` when it is one of :data:`ACTIONS`."""
+    if value in ACTIONS:
+        return None
+    return f"unknown redaction action {value!r}; use one of: {', '.join(ACTIONS)}"
+
+
+def _unknown(keys: list[Any], allowed: list[str]) -> str:
+    return (
+        f"unknown key(s) {', '.join(map(repr, sorted(keys, key=str)))}; "
+        f"valid keys: {', '.join(sorted(allowed))}"
+    )
+
+
+def _one_action(value: Any) -> Any:
+    found = action_problem(value)
+    if found is not None:
+        raise problem(found)
+    return value
+
+
+#: An action, checked with the message of the Redactor.
+ActionValue = Annotated[Any, BeforeValidator(_one_action), WithJsonSchema(_ACTION_SCHEMA)]
+
+
+class CustomPatternSpec(FileModel):
+    """One entry of ``custom:``: your own regular expression."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    name: Any = Field(None, json_schema_extra={"type": "string"}, description="the rule's name")
+    regex: Any = Field(json_schema_extra={"type": "string"}, description="a regular expression")
+    action: Any = Field("mask", json_schema_extra=_ACTION_SCHEMA)
+
+    missing: ClassVar[dict[str, str]] = {"regex": "expected {name: ..., regex: ..., action: ...}"}
+
+    @field_validator("action", mode="before")
+    @classmethod
+    def _action(cls, value: Any) -> Any:
+        found = action_problem(value)
+        if found is not None:
+            raise problem(found)
+        return value
+
+
+def _custom_mapping(value: Any) -> Any:
+    if not isinstance(value, Mapping):
+        raise problem("expected {name: ..., regex: ..., action: ...}")
+    return value
+
+
+CustomItem = Annotated[CustomPatternSpec, BeforeValidator(_custom_mapping)]
+
+
+def _actions(value: Any, what: str) -> Any:
+    if isinstance(value, list):
+        return {str(name): "mask" for name in value}
+    if not isinstance(value, Mapping):
+        raise problem(f"expected a mapping of {what} name to action")
+    return value
+
+
+class RedactionFile(FileModel):
+    """A redaction-rules file (or the ``redaction:`` section of one)."""
+
+    secret_env: Any = Field(
+        None, json_schema_extra={"type": "string"}, description="where the HMAC secret is read"
+    )
+    mask: Annotated[str, Expected("text")] = Field("***", description="replaces masked values")
+    default_fields: Any = Field(
+        True, json_schema_extra={"type": "boolean"}, description="also mask credential fields"
+    )
+    fields: dict[Any, ActionValue] | None = Field(
+        None, description="field names (globs allowed) and their action"
+    )
+    patterns: Any = Field(
+        None,
+        json_schema_extra={"type": "object", "additionalProperties": _ACTION_SCHEMA},
+        description="built-in patterns (email, phone, card, api_key) and their action",
+    )
+    custom: list[CustomItem] | None = Field(None, description="your own patterns")
+
+    unknown_keys: ClassVar[Any] = staticmethod(_unknown)
+
+    @field_validator("fields", mode="before")
+    @classmethod
+    def _fields(cls, value: Any) -> Any:
+        return _actions(value or {}, "field")
+
+    @field_validator("patterns", mode="before")
+    @classmethod
+    def _patterns(cls, value: Any) -> Any:
+        # Actions of patterns are checked by the Redactor, which names them itself.
+        return None if value is None else _actions(value, "pattern")
+
+    @field_validator("custom", mode="before")
+    @classmethod
+    def _custom(cls, value: Any) -> Any:
+        return list(value or []) or None
+
+
+def redactor_from_dict(cls: type[Redactor], data: Any, where: str) -> Redactor:
+    """A redactor built from the YAML form (see the module docstring).
+
+    Raises:
+        ConfigError: The data is malformed; each problem names ``where`` and the key.
+    """
+    from toolproof.replay._redact import SECRET_ENV, PatternRule
+
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{where}: expected a mapping of redaction settings, got {data!r}")
+    try:
+        spec = RedactionFile.model_validate(data)
+    except ValidationError as exc:
+        problems = where_problems(exc, where)
+        message = (
+            problems[0]
+            if len(problems) == 1
+            else f"invalid redaction rules {where}:\n" + "\n".join(f"  {p}" for p in problems)
+        )
+        raise ConfigError(message, problems) from None
+    custom = [
+        PatternRule(str(item.name or f"custom{index}"), str(item.regex), item.action)
+        for index, item in enumerate(spec.custom or [])
+    ]
+    secret_env = str(spec.secret_env or SECRET_ENV)
+    try:
+        return cls(
+            {str(k): v for k, v in (spec.fields or {}).items()},
+            spec.patterns,
+            custom,
+            secret=os.environ.get(secret_env) or None,
+            mask=spec.mask,
+            default_fields=bool(spec.default_fields),
+        )
+    except ConfigError as exc:
+        if secret_env != SECRET_ENV and "no secret is set" in str(exc):
+            raise ConfigError(
+                f"{where}: the 'hash' action needs a secret in the {secret_env} "
+                "environment variable (secret_env), which is not set"
+            ) from None
+        raise ConfigError(f"{where}: {exc}") from None
