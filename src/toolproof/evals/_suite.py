@@ -220,7 +220,7 @@ class MockSpec:
     def create(self) -> list[Any]:
         """New mock providers (fixture mocks, stateful mocks, or tool-name mappings)."""
         if self.kind == "file":
-            from toolproof.testing import ToolMock
+            from toolproof._mocks import ToolMock
 
             return [ToolMock.from_file(self.target)]
         return _providers(self.target(), self.source)
