@@ -1,8 +1,6 @@
 """Workflow evals: YAML suites, objective and judged checks, trials with pass^k, reports."""
 
-from toolproof.evals._checks import CheckResult, SessionRecord
-from toolproof.evals._judge import JUDGE_PROMPT_VERSION
-from toolproof.evals._matching import (
+from toolproof._matching import (
     ArgumentsMatcher,
     CallSpec,
     Matcher,
@@ -18,6 +16,8 @@ from toolproof.evals._matching import (
     match_order,
     match_trajectory,
 )
+from toolproof.evals._checks import CheckResult, SessionRecord
+from toolproof.evals._judge import JUDGE_PROMPT_VERSION
 from toolproof.evals._report import REPORT_VERSION
 from toolproof.evals._results import CaseResult, EvalReport, TrialResult
 from toolproof.evals._runner import evaluate, evaluate_async

@@ -25,8 +25,8 @@ from toolproof.evals._yaml import DocPath, Problems, format_path
 from toolproof.evals._yaml import describe_type as _type
 
 if TYPE_CHECKING:
+    from toolproof._matching import ArgumentsMatcher, CallSpec, Matcher
     from toolproof._tools import Tool
-    from toolproof.evals._matching import ArgumentsMatcher, CallSpec, Matcher
 
 __all__ = [
     "EXPECT_KEYS",
@@ -377,7 +377,7 @@ def _number(ctx: _Context, value: Any, key: str, *, integer: bool, minimum: floa
 
 
 def _matcher(ctx: _Context, spec: Any, path: DocPath) -> Matcher | None:
-    from toolproof.evals._matching import compile_value_matcher
+    from toolproof._matching import compile_value_matcher
 
     try:
         return compile_value_matcher(spec, where=format_path(path))
@@ -507,13 +507,13 @@ def _order(ctx: _Context, value: Any, expect: Mapping[str, Any]) -> Check | None
     names = expect.get("tools_called")
     if not isinstance(names, list) or not all(ctx.knows(n) for n in names):
         return None
-    from toolproof.evals._matching import CallSpec
+    from toolproof._matching import CallSpec
 
     return _sequence_check("order", [CallSpec(name) for name in names], str(value))
 
 
 def _calls(ctx: _Context, value: Any, expect: Mapping[str, Any]) -> Check | None:
-    from toolproof.evals._matching import CallSpec
+    from toolproof._matching import CallSpec
 
     if not isinstance(value, list) or not value:
         ctx.problems.add(ctx.at("calls"), f"expected {EXPECT_KEYS['calls']}, got {_type(value)}")
@@ -569,7 +569,7 @@ def _arguments(
     ctx: _Context, tool: str, args: Any, path: DocPath, mode: Any
 ) -> ArgumentsMatcher | None:
     """Compile one expected-arguments mapping: known argument names, valid specs and mode."""
-    from toolproof.evals._matching import compile_arguments
+    from toolproof._matching import compile_arguments
 
     if mode not in ARG_MODES:
         ctx.problems.add(path, f"argument mode must be one of {', '.join(ARG_MODES)}, got {mode!r}")
@@ -600,7 +600,7 @@ def _arguments(
 
 
 def _sequence_check(name: str, expected: list[CallSpec], mode: str) -> Check:
-    from toolproof.evals._matching import OrderMatcher
+    from toolproof._matching import OrderMatcher
 
     matcher = OrderMatcher(expected, mode)
     want = ", ".join(spec.describe() for spec in expected)

@@ -510,7 +510,7 @@ class _RecordedOnly:
         mask = self.mock.mask
 
         def missing(**kwargs: Any) -> Any:
-            from toolproof.testing._matchers import format_call, mask_arguments
+            from toolproof._matching._objects import format_call, mask_arguments
 
             shown = format_call(tool.name, mask_arguments(kwargs, mask))
             raise MissingFixture(

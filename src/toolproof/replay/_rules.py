@@ -33,7 +33,7 @@ from toolproof.errors import ConfigError
 from toolproof.replay._time import format_duration, parse_duration
 
 if TYPE_CHECKING:
-    from toolproof.evals import Matcher
+    from toolproof._matching import Matcher
 
 __all__ = ["Aging", "ReplayRules", "ToolRule"]
 
@@ -75,7 +75,7 @@ class ToolRule:
         Raises:
             ConfigError: An unknown key, a malformed list, or an invalid bound spec.
         """
-        from toolproof.evals import compile_value_matcher
+        from toolproof._matching import compile_value_matcher
 
         if not isinstance(data, Mapping):
             raise ConfigError(f"{where}: expected a mapping of rule settings, got {data!r}")

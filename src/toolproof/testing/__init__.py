@@ -15,6 +15,7 @@ Example:
     ```
 """
 
+from toolproof._matching._objects import ANY, approx
 from toolproof._mocks import Fixture, RecordedCall, ToolMock
 from toolproof.models.fake import FunctionModel, ModelRequest, RequestInfo, ScriptedModel, call
 from toolproof.testing._assertions import (
@@ -27,7 +28,6 @@ from toolproof.testing._assertions import (
 )
 from toolproof.testing._contracts import assert_schema_snapshot
 from toolproof.testing._faults import Fault, mock_tools, with_faults
-from toolproof.testing._matchers import ANY, approx
 from toolproof.testing._stateful import StatefulMock
 
 __all__ = [
