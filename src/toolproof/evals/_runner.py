@@ -142,7 +142,7 @@ async def _limited_request(
     limiter = slot.limiter
     if limiter is None:
         return await slot.model.request(messages, tools, settings)
-    from toolproof._memory import estimate_message_tokens
+    from toolproof._tokens import estimate_message_tokens
 
     estimate = sum(estimate_message_tokens(m) for m in messages) + (settings.max_tokens or 0)
     await limiter.acquire(estimate)

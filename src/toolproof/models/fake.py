@@ -11,7 +11,6 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from toolproof._memory import MESSAGE_OVERHEAD, estimate_message_tokens
 from toolproof._messages import (
     Message,
     ModelResponse,
@@ -20,6 +19,7 @@ from toolproof._messages import (
     ToolDefinition,
     Usage,
 )
+from toolproof._tokens import MESSAGE_OVERHEAD, estimate_message_tokens
 from toolproof.errors import UserError
 from toolproof.models._base import Model
 

@@ -16,19 +16,18 @@ if TYPE_CHECKING:
 
 __all__ = ["Channel", "ExternalAgent", "NoRecording", "RecordedModel", "ToolproofServer"]
 
-_HOMES = {
-    "Channel": "toolproof.server._app",
-    "ToolproofServer": "toolproof.server._app",
-    "ExternalAgent": "toolproof.server._external",
-    "NoRecording": "toolproof.server._replay",
-    "RecordedModel": "toolproof.server._replay",
-}
-
 
 def __getattr__(name: str) -> Any:
-    import importlib
+    if name in ("Channel", "ToolproofServer"):
+        from toolproof.server import _app
 
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'toolproof.server' has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
+        return getattr(_app, name)
+    if name == "ExternalAgent":
+        from toolproof.server._external import ExternalAgent
+
+        return ExternalAgent
+    if name in ("NoRecording", "RecordedModel"):
+        from toolproof.server import _replay
+
+        return getattr(_replay, name)
+    raise AttributeError(f"module 'toolproof.server' has no attribute {name!r}")
