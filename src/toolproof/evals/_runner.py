@@ -203,7 +203,7 @@ def infrastructure_error(exc: BaseException) -> _Infra | None:
     an agent factory, a mock, a model written in Python) is a failure of the case, and
     configuration problems (a missing key) are found before anything runs.
     """
-    from toolproof.models.fake import ScriptExhausted
+    from toolproof.errors import ScriptExhausted
 
     root = exc.__cause__ if isinstance(exc, AgentRunError) and exc.__cause__ else exc
     name = type(root).__name__

@@ -20,7 +20,7 @@ from toolproof._messages import (
     Usage,
 )
 from toolproof._tokens import MESSAGE_OVERHEAD, estimate_message_tokens
-from toolproof.errors import UserError
+from toolproof.errors import ScriptExhausted, UserError
 from toolproof.models._base import Model
 
 __all__ = ["FunctionModel", "ModelRequest", "RequestInfo", "ScriptItem", "ScriptedModel", "call"]
@@ -186,10 +186,6 @@ class ScriptedModel(_Recording):
         item = self.script[self.position]
         self.position += 1
         return self._respond(item, messages, f"script item {self.position}")
-
-
-class ScriptExhausted(UserError):
-    """A :class:`ScriptedModel` was asked for more responses than its script holds."""
 
 
 FunctionResult = str | ToolCall | Sequence[ToolCall] | Message | ModelResponse

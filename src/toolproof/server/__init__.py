@@ -10,24 +10,24 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from toolproof.server._app import Channel, ToolproofServer
+    from toolproof.server._app import ToolproofServer
     from toolproof.server._external import ExternalAgent
-    from toolproof.server._replay import NoRecording, RecordedModel
+    from toolproof.server._replay import RecordedModel
 
-__all__ = ["Channel", "ExternalAgent", "NoRecording", "RecordedModel", "ToolproofServer"]
+__all__ = ["ExternalAgent", "RecordedModel", "ToolproofServer"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("Channel", "ToolproofServer"):
-        from toolproof.server import _app
+    if name == "ToolproofServer":
+        from toolproof.server._app import ToolproofServer
 
-        return getattr(_app, name)
+        return ToolproofServer
     if name == "ExternalAgent":
         from toolproof.server._external import ExternalAgent
 
         return ExternalAgent
-    if name in ("NoRecording", "RecordedModel"):
-        from toolproof.server import _replay
+    if name == "RecordedModel":
+        from toolproof.server._replay import RecordedModel
 
-        return getattr(_replay, name)
+        return RecordedModel
     raise AttributeError(f"module 'toolproof.server' has no attribute {name!r}")
