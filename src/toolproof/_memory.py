@@ -16,46 +16,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from toolproof._messages import Message, ModelSettings
+from toolproof._tokens import estimate_message_tokens, estimate_tokens
 from toolproof.errors import UserError
 from toolproof.models._base import Model
 
 __all__ = ["Memory", "MemoryState", "estimate_message_tokens", "estimate_tokens", "turn_groups"]
-
-#: Tokens added per message for role and separators (OpenAI's chat format adds 3-4).
-MESSAGE_OVERHEAD = 4
 
 SUMMARY_PROMPT = (
     "Summarize the conversation below for an assistant that will continue it. Keep every "
     "fact, number, id, tool result and open question; drop pleasantries. Answer with the "
     "summary only."
 )
-
-
-def estimate_tokens(text: str) -> int:
-    """Estimate the tokens of ``text`` without a tokenizer.
-
-    ASCII text counts one token per 4 characters (rounded up); every other character (CJK,
-    kana, hangul, emoji, accents) counts one token. Chinese text with GPT-4o's and
-    DeepSeek's tokenizers takes 0.6 to 1 token per character, so the estimate errs on the
-    side of trimming early, which is the safe side for a context budget.
-    """
-    if not text:
-        return 0
-    ascii_chars = len(text.encode("ascii", "ignore"))
-    return (ascii_chars + 3) // 4 + (len(text) - ascii_chars)
-
-
-def estimate_message_tokens(message: Message) -> int:
-    """Estimate the tokens a message takes in a request (content, tool calls, overhead)."""
-    tokens = MESSAGE_OVERHEAD + estimate_tokens(message.content or "")
-    for call in message.tool_calls:
-        # repr() of the arguments is as long as their JSON to within a few characters, and
-        # much cheaper to produce on the hot path.
-        args = call.raw_arguments if call.raw_arguments is not None else repr(call.arguments)
-        tokens += MESSAGE_OVERHEAD + estimate_tokens(call.name) + estimate_tokens(args)
-    if message.reasoning:
-        tokens += estimate_tokens(message.reasoning)
-    return tokens
 
 
 def turn_groups(messages: Sequence[Message]) -> list[list[int]]:

@@ -7,12 +7,15 @@ The tree::
     │   ├── ConfigError            a suite, fixture or settings file is invalid (file, line)
     │   ├── TraceFormatError       a trace cannot be written or read back (names the field)
     │   ├── MissingAPIKey          a provider key is not set (names the variable)
-    │   └── ModelRequestsDisabled  a real model was called while requests are switched off
+    │   ├── ModelRequestsDisabled  a real model was called while requests are switched off
+    │   ├── ScriptExhausted        a scripted model was asked for more than its script holds
+    │   └── NoRecording            no recording answers a request (replay server, HTTP 404)
     ├── ToolError                  raised inside a tool: the message goes back to the model
     ├── ModelError                 the model provider failed or answered something unusable
     │   ├── ModelHTTPError         the provider answered an HTTP error (status, provider message)
     │   ├── ModelConnectionError   the provider could not be reached or timed out
     │   └── UnexpectedModelOutput  the provider answered a body that cannot be understood
+    │       └── ToolCallParseError a ``<tool_call>`` block in a text-protocol answer is broken
     ├── AgentRunError              a run stopped on a problem; carries the partial trace
     │   ├── ToolCrashed            a tool raised an exception it did not declare (a bug)
     │   ├── ModelFailed            the model request failed (cause in ``__cause__``)
@@ -44,7 +47,10 @@ __all__ = [
     "ModelFailed",
     "ModelHTTPError",
     "ModelRequestsDisabled",
+    "NoRecording",
     "ReplayError",
+    "ScriptExhausted",
+    "ToolCallParseError",
     "ToolCrashed",
     "ToolError",
     "ToolproofError",
@@ -106,6 +112,24 @@ class MissingAPIKey(UserError):
 
 class ModelRequestsDisabled(UserError, RuntimeError):
     """A real model was asked for a completion while ``ALLOW_MODEL_REQUESTS`` is off."""
+
+
+class ScriptExhausted(UserError):
+    """A :class:`ScriptedModel` was asked for more responses than its script holds."""
+
+
+class NoRecording(UserError):
+    """No recording answers this request (answered with HTTP 404).
+
+    Attributes:
+        request: The request's messages, sensitive values masked.
+        closest: The most similar recorded request and its answer, if any.
+    """
+
+    def __init__(self, message: str, request: list[dict[str, Any]], closest: Any) -> None:
+        super().__init__(message)
+        self.request = request
+        self.closest = closest
 
 
 class ToolError(ToolproofError):
@@ -183,6 +207,14 @@ class UnexpectedModelOutput(ModelError):
     def __init__(self, message: str, body: str | None = None) -> None:
         super().__init__(message)
         self.body = body
+
+
+class ToolCallParseError(UnexpectedModelOutput, ValueError):
+    """A ``<tool_call>`` block could not be turned into tool calls.
+
+    Attributes:
+        body: The block's text as the model wrote it.
+    """
 
 
 class AgentRunError(ToolproofError):

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import toolproof.evals._pytest_plugin  # kept loaded across pytester runs
+import toolproof.testing._suites  # kept loaded across pytester runs
 from toolproof import _yaml
 from toolproof.errors import ConfigError, ToolproofError, UserError
 from toolproof.evals import load_suite

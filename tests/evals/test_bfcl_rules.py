@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from toolproof import ToolCall
+from toolproof._matching import compile_calls
 from toolproof.errors import ConfigError
-from toolproof.evals import bfcl_expected_calls, compile_calls, match_bfcl
+from toolproof.evals import bfcl_expected_calls, match_bfcl
 
 
 def function(name: str, required: list[str] | None = None, **params: Any) -> dict[str, Any]:

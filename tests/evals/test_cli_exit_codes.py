@@ -19,10 +19,10 @@ import yaml  # noqa: F401 - loaded here, so in-process pytester runs share one Y
 
 # pytester restores sys.modules after each in-process run; keep what inner runs import loaded.
 import toolproof.evals
-import toolproof.evals._pytest_plugin
 import toolproof.evals._suite
 import toolproof.models
 import toolproof.testing
+import toolproof.testing._suites
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent

@@ -9,8 +9,8 @@ import pytest
 from evalagents import TOOLS, Orders, build_agent
 
 from toolproof import Message, Toolset
-from toolproof.evals import CheckResult, SessionRecord
-from toolproof.evals._checks import EXPECT_KEYS, Check, compile_expect
+from toolproof.evals import CheckResult
+from toolproof.evals._checks import EXPECT_KEYS, Check, SessionRecord, compile_expect
 from toolproof.evals._yaml import Locator, Problems
 from toolproof.models import ModelResponse, Usage
 from toolproof.testing import ScriptedModel, call

@@ -9,9 +9,9 @@ import pytest
 
 from toolproof import ToolCall, UserError
 from toolproof.errors import ConfigError, ModelConnectionError, ModelHTTPError
-from toolproof.evals import Case, PassRule, load_suite, load_suites
+from toolproof.evals import Case, load_suite, load_suites
 from toolproof.evals._checks import EXPECT_KEYS
-from toolproof.evals._suite import discover_suite_files, is_suite_file, select_cases
+from toolproof.evals._suite import PassRule, discover_suite_files, is_suite_file, select_cases
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolproof import Message, ToolCall
+from toolproof._matching import compile_calls
 from toolproof.errors import ConfigError
 from toolproof.evals import (
     CallSpec,
@@ -20,7 +21,6 @@ from toolproof.evals import (
     Verdict,
     bfcl_expected_calls,
     compile_arguments,
-    compile_calls,
     compile_order,
     compile_value_matcher,
     match_arguments,

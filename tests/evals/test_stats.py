@@ -14,14 +14,13 @@ from hypothesis import strategies as st
 
 from _shared import shared_path
 from toolproof.evals import (
-    CaseStats,
-    SuiteStats,
     case_stats,
     classify,
     pass_at_k,
     pass_hat_k,
     suite_stats,
 )
+from toolproof.evals._stats import CaseStats, SuiteStats
 
 
 def test_reproduces_tau_bench_airline_pass_hat_k() -> None:

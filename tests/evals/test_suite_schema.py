@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from toolproof.cli._formats import suite_schema_text
-from toolproof.evals._registry import registered
+from toolproof.evals._checks import registered
 from toolproof.evals._suite_model import SCHEMA_URL
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,7 +16,7 @@ import pytest
 
 from toolproof.errors import ConfigError
 from toolproof.evals import evaluate, load_suite
-from toolproof.evals._registry import registered, unregister
+from toolproof.evals._checks import registered, unregister
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "evals.md"

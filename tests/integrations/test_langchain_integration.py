@@ -16,7 +16,7 @@ from langchain_core.tools import ToolException
 from langchain_core.tools import tool as lc_tool
 
 from toolproof import Toolset, Trace, tool
-from toolproof.errors import UnmockedToolCall
+from toolproof.errors import ScriptExhausted, UnmockedToolCall
 from toolproof.integrations.langchain import (
     LangChainAgent,
     ScriptedChatModel,
@@ -28,7 +28,6 @@ from toolproof.integrations.langchain import (
     to_langchain_messages,
     to_toolproof_messages,
 )
-from toolproof.models.fake import ScriptExhausted
 from toolproof.replay import Recorder, TraceStore, replay
 from toolproof.testing import (
     ScriptedModel,

@@ -17,8 +17,8 @@ from toolproof.testing import (
     assert_tool_not_called,
     assert_tool_order,
     call,
-    format_tool_calls,
 )
+from toolproof.testing._assertions import format_tool_calls
 
 
 @tool

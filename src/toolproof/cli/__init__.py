@@ -24,7 +24,6 @@ traceback of the user's own code (toolproof's and asyncio's frames hidden).
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 from collections.abc import Sequence
@@ -37,20 +36,6 @@ from toolproof._version import __version__
 from toolproof.errors import UserError
 
 __all__ = ["main"]
-
-#: Subcommand modules, in the order ``--help`` lists them.
-COMMAND_MODULES = [
-    "toolproof.cli._run",
-    "toolproof.cli._chat",
-    "toolproof.cli._schema",
-    "toolproof.cli._mocks",
-    "toolproof.cli._traces",
-    "toolproof.cli._replay",
-    "toolproof.cli._runs",
-    "toolproof.cli._view",
-    "toolproof.cli._mcp",
-    "toolproof.cli._serve",
-]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,13 +52,21 @@ def build_parser() -> argparse.ArgumentParser:
         "accepted anywhere on the command line)",
     )
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:  # a command not built yet
-                continue
-            raise
+    from toolproof.cli import (
+        _chat,
+        _mcp,
+        _mocks,
+        _replay,
+        _run,
+        _runs,
+        _schema,
+        _serve,
+        _traces,
+        _view,
+    )
+
+    # In the order ``--help`` lists them.
+    for module in (_run, _chat, _schema, _mocks, _traces, _replay, _runs, _view, _mcp, _serve):
         module.register(subparsers)
     return parser
 

@@ -141,7 +141,7 @@ def build_toolset(args: argparse.Namespace) -> tuple[Toolset, str]:
             raise UserError(f"--real {name}: no such tool; tools: {', '.join(base.names)}")
     mocks: list[Any] = []
     if args.fixtures:
-        from toolproof.testing import ToolMock
+        from toolproof._mocks import ToolMock
 
         mocks.append(ToolMock.from_file(args.fixtures, assert_all_used=False))
     for spec in args.mocks:
@@ -193,9 +193,9 @@ def load_faults(path: str | Path, toolset: Toolset) -> list[Fault]:
     Raises:
         ConfigError: The file is missing or invalid; every problem is listed.
     """
+    from toolproof._mocks import _NamedError, _parse_error
     from toolproof.testing import Fault
     from toolproof.testing._faults import MALFORMED_DEFAULT
-    from toolproof.testing._mocks import _NamedError, _parse_error
 
     data = _read_data(Path(path))
     if isinstance(data, Mapping):

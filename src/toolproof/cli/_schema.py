@@ -247,16 +247,8 @@ def _report_rejections(store: str, new: dict[str, Any], examples: int) -> int:
     url = is_store_url(store)
     if not url and not Path(store).exists():
         raise UserError(f"--store {store}: no such trace store")
-    import importlib
+    from toolproof.replay import count_schema_rejections
 
-    count_schema_rejections = getattr(
-        importlib.import_module("toolproof.replay"), "count_schema_rejections", None
-    )
-    if count_schema_rejections is None:
-        raise UserError(
-            "--store needs toolproof.replay.count_schema_rejections, which this toolproof "
-            "does not provide"
-        )
     schemas = {name: entry["parameters"] for name, entry in new["tools"].items()}
     results = count_schema_rejections(store, schemas, examples=examples)
     total = sum(r.rejected for r in results)

@@ -1,16 +1,11 @@
 """Workflow evals: YAML suites, objective and judged checks, trials with pass^k, reports."""
 
-from toolproof.evals._checks import CheckContext, CheckResult, CheckStatus, SessionRecord
-from toolproof.evals._judge import JUDGE_PROMPT_VERSION
-from toolproof.evals._matching import (
-    ArgumentsMatcher,
+from toolproof._matching import (
     CallSpec,
     Matcher,
-    OrderMatcher,
     Verdict,
     bfcl_expected_calls,
     compile_arguments,
-    compile_calls,
     compile_order,
     compile_value_matcher,
     match_arguments,
@@ -18,39 +13,29 @@ from toolproof.evals._matching import (
     match_order,
     match_trajectory,
 )
-from toolproof.evals._registry import check
-from toolproof.evals._report import REPORT_VERSION
+from toolproof._runlog import list_runs, load_run
+from toolproof.evals._checks import CheckResult, CheckStatus, SessionRecord, check
 from toolproof.evals._results import CaseResult, EvalReport, TrialResult
 from toolproof.evals._runner import evaluate, evaluate_async
 from toolproof.evals._stats import (
-    CaseStats,
-    SuiteStats,
     case_stats,
     classify,
     pass_at_k,
     pass_hat_k,
     suite_stats,
 )
-from toolproof.evals._suite import Case, PassRule, Suite, load_suite, load_suites
+from toolproof.evals._suite import Case, Suite, load_suite, load_suites
 
 __all__ = [
-    "JUDGE_PROMPT_VERSION",
-    "REPORT_VERSION",
-    "ArgumentsMatcher",
     "CallSpec",
     "Case",
     "CaseResult",
-    "CaseStats",
-    "CheckContext",
     "CheckResult",
     "CheckStatus",
     "EvalReport",
     "Matcher",
-    "OrderMatcher",
-    "PassRule",
     "SessionRecord",
     "Suite",
-    "SuiteStats",
     "TrialResult",
     "Verdict",
     "bfcl_expected_calls",
@@ -58,11 +43,12 @@ __all__ = [
     "check",
     "classify",
     "compile_arguments",
-    "compile_calls",
     "compile_order",
     "compile_value_matcher",
     "evaluate",
     "evaluate_async",
+    "list_runs",
+    "load_run",
     "load_suite",
     "load_suites",
     "match_arguments",

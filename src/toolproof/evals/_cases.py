@@ -19,7 +19,16 @@ if TYPE_CHECKING:
     from toolproof._toolset import Toolset
     from toolproof.models.fake import ScriptItem
 
-__all__ = ["AgentSpec", "Case", "CaseConfig", "MockSpec", "PassRule", "Suite", "Turn"]
+__all__ = [
+    "AgentSpec",
+    "Case",
+    "CaseConfig",
+    "MockSpec",
+    "PassRule",
+    "Suite",
+    "Turn",
+    "_external_agent",
+]
 
 ToolModeName = Literal["real", "mock"]
 Gate = Literal["block", "advise"]
@@ -93,7 +102,7 @@ class MockSpec:
     def create(self) -> list[Any]:
         """New mock providers (fixture mocks, stateful mocks, or tool-name mappings)."""
         if self.kind == "file":
-            from toolproof.testing import ToolMock
+            from toolproof._mocks import ToolMock
 
             return [ToolMock.from_file(self.target)]
         return _providers(self.target(), self.source)
@@ -287,3 +296,26 @@ def _providers(created: Any, source: str) -> list[Any]:
         "(an object with mock_for(tool), such as ToolMock or a StatefulMock), a mapping of tool "
         "name to function, or a list of them"
     )
+
+
+def _external_agent(spec: Mapping[str, Any], near: Path) -> AgentSpec:
+    """The spec of ``agent: {command: ...}`` or ``agent: {http: ...}`` (already checked)."""
+    from toolproof.models.fake import ScriptedModel
+    from toolproof.server._external import ExternalAgent
+
+    command, http = spec.get("command"), spec.get("http")
+    timeout = spec.get("timeout")
+    env = spec.get("env") or {}
+    cwd = spec.get("cwd")
+    base = near.parent if near.suffix else near
+    agent = ExternalAgent(
+        ScriptedModel([], name="toolproof-probe"),
+        command=command,
+        http=http,
+        timeout=float(timeout) if timeout is not None else None,
+        env={str(k): str(v) for k, v in env.items()},
+        cwd=(base / cwd) if cwd is not None else base,
+        name=str(command if command is not None else http),
+    )
+    source = f"command {command!r}" if command is not None else f"http {http!r}"
+    return AgentSpec(source, agent, {}, agent.toolset, external=True)

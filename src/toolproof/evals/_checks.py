@@ -6,6 +6,30 @@ Schemas, matcher specs) and records every problem with its line, so a bad suite 
 before anything runs. Running a check reads a :class:`SessionRecord` (the traces of one
 trial) and returns a :class:`CheckResult` whose reason says what was expected and what
 happened.
+
+Built-in checks and your own are registered the same way, with :func:`check`::
+
+    from toolproof.evals import SessionRecord, check
+
+    @check("max_words", accepts="a positive integer")
+    def max_words(record: SessionRecord, limit: int) -> tuple[str, str]:
+        words = len((record.output or "").split())
+        if words > limit:
+            return "fail", f"the answer has {words} words, more than {limit}"
+        return "pass", f"{words} words <= {limit}"
+
+A suite names the modules that register its checks (``checks: [mypkg.checks]``); then
+``expect: {max_words: 50}`` works like any built-in key, and a misspelt name gets a
+did-you-mean suggestion among every registered check.
+
+The decorated function runs on every trial with the trial's :class:`SessionRecord` and the
+value written in the suite (validated first against ``spec``, a type or pydantic model,
+when given: a bad value fails the suite before anything runs, with its file and line). It
+returns ``True``/``False``, or ``(status, reason)`` with status ``"pass"``, ``"fail"`` or
+``"skip"``.
+
+Built-in checks need more than the value (the agent's tools, the other keys of the
+mapping): they are registered with :meth:`check.compiler` and build a :class:`Check`.
 """
 
 from __future__ import annotations
@@ -13,28 +37,33 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 from toolproof._messages import ToolCall, ToolResult, Usage
 from toolproof._text import clip
 from toolproof._trace import Trace
-from toolproof.errors import ConfigError
+from toolproof.errors import ConfigError, UserError
 from toolproof.evals._yaml import DocPath, Problems, format_path
 from toolproof.evals._yaml import describe_type as _type
 
 if TYPE_CHECKING:
+    from toolproof._matching import Matcher
     from toolproof._tools import Tool
-    from toolproof.evals._matching import Matcher
 
 __all__ = [
     "EXPECT_KEYS",  # noqa: F822 (read from the registry by __getattr__)
     "ORDER_MODES",
     "Check",
     "CheckContext",
+    "CheckDefinition",
     "CheckResult",
     "CheckStatus",
     "SessionRecord",
+    "accepts",
+    "check",
     "compile_expect",
+    "registered",
+    "unregister",
 ]
 
 CheckStatus = Literal["pass", "fail", "skip", "inconclusive"]
@@ -289,8 +318,6 @@ def compile_expect(
     if not isinstance(expect, Mapping):
         problems.add(path, f"expected a mapping of checks, got {_type(expect)}")
         return []
-    from toolproof.evals._registry import registered
-
     vocabulary = registered()
     ctx = CheckContext(tools, problems, path, key_paths or {})
     for key in expect:
@@ -364,7 +391,7 @@ def _number(
 
 
 def _matcher(ctx: CheckContext, spec: Any, path: DocPath) -> Matcher | None:
-    from toolproof.evals._matching import compile_value_matcher
+    from toolproof._matching import compile_value_matcher
 
     try:
         return compile_value_matcher(spec, where=format_path(path))
@@ -395,18 +422,221 @@ def _clip(text: str | None, limit: int = 200) -> str:
     return repr(clip(text, limit))
 
 
-def accepts(name: str) -> str:
-    """What the value of check ``name`` must be, in words."""
-    from toolproof.evals._registry import accepts as words
-
-    return words(name)
-
-
 def __getattr__(name: str) -> Any:
     # ``EXPECT_KEYS``: the built-in checks (name -> what the value must be), read from the
     # registry when first asked for.
     if name == "EXPECT_KEYS":
-        from toolproof.evals._registry import registered
-
         return {key: d.accepts for key, d in registered().items() if d.builtin}
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# -- the vocabulary: checks registered by name --------------------------------------------------
+
+#: Builds one check from its value: ``(context, value, the whole expect mapping)``.
+Compiler = Callable[["CheckContext", Any, Mapping[str, Any]], "Check | None"]
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True, slots=True)
+class CheckDefinition:
+    """A registered check.
+
+    Attributes:
+        name: The ``expect`` key.
+        accepts: What its value must be, in words (shown in messages and the JSON Schema).
+        compile: Builds the check from a value.
+        schema: The JSON Schema of its value (``None``: any value).
+        module: The module that registered it.
+        builtin: Whether toolproof ships it.
+    """
+
+    name: str
+    accepts: str
+    compile: Compiler
+    schema: dict[str, Any] | None
+    module: str
+    builtin: bool
+
+
+_REGISTRY: dict[str, CheckDefinition] = {}
+
+
+def registered() -> dict[str, CheckDefinition]:
+    """Every registered check by name: the built-ins first, in their documented order.
+
+    The built-ins register when ``toolproof.evals`` is imported (its suite loader imports
+    them), so they always come before your own.
+    """
+    return _REGISTRY
+
+
+def accepts(name: str) -> str:
+    """What the value of check ``name`` must be, in words."""
+    return registered()[name].accepts
+
+
+def _register(definition: CheckDefinition) -> None:
+    found = _REGISTRY.get(definition.name)
+    if found is not None and (found.builtin or found.module != definition.module):
+        raise UserError(
+            f"a check named {definition.name!r} is already registered by {found.module}; "
+            "choose another name"
+        )
+    _REGISTRY[definition.name] = definition
+
+
+def unregister(name: str) -> None:
+    """Forget a user check (tests register checks and clean up after themselves)."""
+    found = _REGISTRY.get(name)
+    if found is not None and not found.builtin:
+        del _REGISTRY[name]
+
+
+class _CheckDecorator:
+    """:func:`check` and its :meth:`compiler` form."""
+
+    def __call__(
+        self,
+        name: str,
+        *,
+        spec: Any = None,
+        accepts: str | None = None,
+        describe: Callable[[Any], str] | str | None = None,
+    ) -> Callable[[F], F]:
+        """Register the decorated function as the check ``name``.
+
+        Args:
+            name: The key written under ``expect:``.
+            spec: The type its value must have (a pydantic model, ``int``,
+                ``list[str]``...); ``None`` accepts any value.
+            accepts: What the value must be, in words (for messages); defaults to the
+                spec's description.
+            describe: What the check expects, in words, for reports: text, or a function of
+                the value.
+
+        Returns:
+            The decorator; the function is returned unchanged.
+        """
+
+        def decorate(function: F) -> F:
+            adapter = _adapter(spec)
+            schema = adapter.json_schema() if adapter is not None else None
+            words = accepts or (schema or {}).get("description") or _spec_words(spec)
+            _register(
+                CheckDefinition(
+                    name=name,
+                    accepts=words,
+                    compile=_user_compiler(name, function, adapter, describe),
+                    schema=schema,
+                    module=getattr(function, "__module__", "?"),
+                    builtin=False,
+                )
+            )
+            return function
+
+        return decorate
+
+    def compiler(
+        self, name: str, *, accepts: str, schema: dict[str, Any] | None = None
+    ) -> Callable[[F], F]:
+        """Register a function that compiles the check ``name`` itself.
+
+        The function takes ``(context, value, expect)`` — the :class:`CheckContext` (the
+        agent's tools, where to record problems), the value, and the whole ``expect``
+        mapping — and returns a :class:`Check`, or ``None`` after recording problems.
+        """
+
+        def decorate(function: F) -> F:
+            module = getattr(function, "__module__", "?")
+            _register(
+                CheckDefinition(
+                    name=name,
+                    accepts=accepts,
+                    compile=function,
+                    schema=schema,
+                    module=module,
+                    builtin=module.startswith("toolproof."),
+                )
+            )
+            return function
+
+        return decorate
+
+
+#: Registers a check under a name usable from ``expect:`` (see the module docstring).
+check = _CheckDecorator()
+
+
+def _adapter(spec: Any) -> Any:
+    if spec is None:
+        return None
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(spec)
+
+
+def _spec_words(spec: Any) -> str:
+    if spec is None:
+        return "any value"
+    args = get_args(spec)
+    if args:
+        return " or ".join(_spec_words(arg) for arg in args)
+    return getattr(spec, "__name__", repr(spec))
+
+
+def _user_compiler(
+    name: str,
+    function: Callable[..., Any],
+    adapter: Any,
+    describe: Callable[[Any], str] | str | None,
+) -> Compiler:
+    def compile_check(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
+        from pydantic import ValidationError
+
+        from toolproof._filemodel import report
+
+        spec_value = value
+        if adapter is not None:
+            try:
+                spec_value = adapter.validate_python(value, strict=True)
+            except ValidationError as exc:
+                problems = [(e["loc"], e["msg"]) for e in exc.errors()]
+                if all(e["type"] == "toolproof" for e in exc.errors()):
+                    report(exc, ctx.problems, ctx.at(name))
+                else:
+                    words = registered()[name].accepts
+                    where = ", ".join(
+                        ".".join(map(str, loc)) + ": " + msg if loc else msg
+                        for loc, msg in problems[:3]
+                    )
+                    ctx.problems.add(ctx.at(name), f"expected {words}, got {value!r} ({where})")
+                return None
+        if callable(describe):
+            text = describe(spec_value)
+        else:
+            text = describe or f"{name}: {clip(repr(value), 60)}"
+
+        def evaluate(record: SessionRecord) -> tuple[CheckStatus, str]:
+            return _outcome(name, function(record, spec_value))
+
+        return Check(name, text, evaluate)
+
+    return compile_check
+
+
+def _outcome(name: str, result: Any) -> tuple[CheckStatus, str]:
+    if result is True:
+        return "pass", f"{name} passed"
+    if result is False:
+        return "fail", f"{name} failed"
+    if (
+        isinstance(result, tuple)
+        and len(result) == 2
+        and result[0] in ("pass", "fail", "skip")
+        and isinstance(result[1], str)
+    ):
+        return result[0], result[1]
+    raise TypeError(
+        f"check {name!r} returned {clip(repr(result), 80)}; a check returns True, False, or "
+        "(status, reason) with status 'pass', 'fail' or 'skip'"
+    )

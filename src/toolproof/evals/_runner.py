@@ -142,7 +142,7 @@ async def _limited_request(
     limiter = slot.limiter
     if limiter is None:
         return await slot.model.request(messages, tools, settings)
-    from toolproof._memory import estimate_message_tokens
+    from toolproof._tokens import estimate_message_tokens
 
     estimate = sum(estimate_message_tokens(m) for m in messages) + (settings.max_tokens or 0)
     await limiter.acquire(estimate)
@@ -203,7 +203,7 @@ def infrastructure_error(exc: BaseException) -> _Infra | None:
     an agent factory, a mock, a model written in Python) is a failure of the case, and
     configuration problems (a missing key) are found before anything runs.
     """
-    from toolproof.models.fake import ScriptExhausted
+    from toolproof.errors import ScriptExhausted
 
     root = exc.__cause__ if isinstance(exc, AgentRunError) and exc.__cause__ else exc
     name = type(root).__name__

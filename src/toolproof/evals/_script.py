@@ -7,7 +7,7 @@ on purpose says ``unchecked: true``), so a script cannot silently test the wrong
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from toolproof._messages import ToolCall
 from toolproof._yaml import DocPath
@@ -15,10 +15,20 @@ from toolproof._yaml import describe_type as _type
 
 if TYPE_CHECKING:
     from toolproof._tools import Tool
-    from toolproof.evals._suite import _Builder
     from toolproof.models.fake import ScriptItem
 
 __all__ = ["parse_script", "unknown_tool"]
+
+
+class _Builder(Protocol):
+    """Where the problems of a script go (the suite loader)."""
+
+    def add(self, path: DocPath, message: str) -> None: ...
+
+    def unknown_keys(
+        self, data: Mapping[Any, Any], allowed: Mapping[str, str], path: DocPath
+    ) -> None: ...
+
 
 SCRIPT = "responses of the scripted model: text, {call: {name, arguments}}, a list of calls"
 

@@ -550,7 +550,7 @@ def suite_json_schema(*, strict_checks: bool = False) -> dict[str, Any]:
             file allows them (your own checks are registered by your modules), and types
             every built-in check.
     """
-    from toolproof.evals._registry import registered
+    from toolproof.evals._checks import registered
 
     schema = SuiteFile.model_json_schema()
     definitions: dict[str, Any] = dict(schema.pop("$defs", {}))

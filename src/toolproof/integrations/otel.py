@@ -751,7 +751,8 @@ def import_otlp_json(
     Returns:
         The imported traces, as written.
     """
-    from toolproof.replay import DEFAULT_STORE_PATH, Redactor, TraceStore
+    from toolproof.replay import Redactor, TraceStore
+    from toolproof.replay._store import DEFAULT_STORE_PATH
 
     chosen = redactor if redactor is not None else Redactor()
     traces = []

@@ -23,25 +23,36 @@ if TYPE_CHECKING:
     from toolproof.models.textproto import TextProtocolModel, ToolCallParseError, parse_tool_calls
 
 # The adapters are imported on first use: `import toolproof` must stay light.
-_LAZY = {
-    "OpenAIChatModel": "toolproof.models.openai",
-    "RetryPolicy": "toolproof.models._http",
-    "TextProtocolModel": "toolproof.models.textproto",
-    "Timeout": "toolproof.models._http",
-    "ToolCallParseError": "toolproof.models.textproto",
-    "api_key_env": "toolproof.models._registry",
-    "model_from_string": "toolproof.models._registry",
-    "parse_tool_calls": "toolproof.models.textproto",
-}
+_LAZY = (
+    "OpenAIChatModel",
+    "RetryPolicy",
+    "TextProtocolModel",
+    "Timeout",
+    "ToolCallParseError",
+    "api_key_env",
+    "model_from_string",
+    "parse_tool_calls",
+)
 
 
 def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'toolproof.models' has no attribute {name!r}")
-    import importlib
+    value: object
+    if name == "OpenAIChatModel":
+        from toolproof.models.openai import OpenAIChatModel as value
+    elif name in ("RetryPolicy", "Timeout"):
+        from toolproof.models import _http
 
-    value = getattr(importlib.import_module(module), name)
+        value = getattr(_http, name)
+    elif name in ("TextProtocolModel", "ToolCallParseError", "parse_tool_calls"):
+        from toolproof.models import textproto
+
+        value = getattr(textproto, name)
+    elif name in ("api_key_env", "model_from_string"):
+        from toolproof.models import _registry
+
+        value = getattr(_registry, name)
+    else:
+        raise AttributeError(f"module 'toolproof.models' has no attribute {name!r}")
     globals()[name] = value
     return value
 

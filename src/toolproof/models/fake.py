@@ -11,7 +11,6 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from toolproof._memory import MESSAGE_OVERHEAD, estimate_message_tokens
 from toolproof._messages import (
     Message,
     ModelResponse,
@@ -20,7 +19,8 @@ from toolproof._messages import (
     ToolDefinition,
     Usage,
 )
-from toolproof.errors import UserError
+from toolproof._tokens import MESSAGE_OVERHEAD, estimate_message_tokens
+from toolproof.errors import ScriptExhausted, UserError
 from toolproof.models._base import Model
 
 __all__ = ["FunctionModel", "ModelRequest", "RequestInfo", "ScriptItem", "ScriptedModel", "call"]
@@ -186,10 +186,6 @@ class ScriptedModel(_Recording):
         item = self.script[self.position]
         self.position += 1
         return self._respond(item, messages, f"script item {self.position}")
-
-
-class ScriptExhausted(UserError):
-    """A :class:`ScriptedModel` was asked for more responses than its script holds."""
 
 
 FunctionResult = str | ToolCall | Sequence[ToolCall] | Message | ModelResponse

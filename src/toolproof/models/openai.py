@@ -805,7 +805,7 @@ def _usage(raw: Any, messages: Sequence[Message], message: Message) -> Usage:
     ):
         # The provider reported no usage (some servers do not, when streaming): estimate it
         # so that budgets and costs still see the request.
-        from toolproof._memory import estimate_message_tokens
+        from toolproof._tokens import estimate_message_tokens
 
         return Usage(
             input_tokens=sum(estimate_message_tokens(m) for m in messages),

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from toolproof._messages import Message, ModelResponse, ModelSettings, ToolCall, ToolDefinition
-from toolproof.errors import UnexpectedModelOutput
+from toolproof.errors import ToolCallParseError
 from toolproof.models._base import Model
 
 __all__ = [
@@ -61,14 +61,6 @@ _LANG = re.compile(r"[\w+-]*")
 _BLANKS = re.compile(r"[ \t]*")
 _SPACES = re.compile(r"\s*")
 _FENCE = "```"
-
-
-class ToolCallParseError(UnexpectedModelOutput, ValueError):
-    """A ``<tool_call>`` block could not be turned into tool calls.
-
-    Attributes:
-        body: The block's text as the model wrote it.
-    """
 
 
 @dataclass(slots=True)

@@ -16,30 +16,26 @@ Example:
 """
 
 from toolproof.replay._grading import Finding, SampleResult
-from toolproof.replay._recorder import Recorder, RecorderStats
+from toolproof.replay._recorder import Recorder
 from toolproof.replay._redact import FieldRule, PatternRule, Redactor
 from toolproof.replay._replay import ReplayModel, areplay, mock_from_trace, replay
 from toolproof.replay._report import ReplayReport
-from toolproof.replay._rules import Aging, ReplayRules, ToolRule
+from toolproof.replay._rules import Aging, ReplayRules
 from toolproof.replay._schema_check import SchemaRejections, count_schema_rejections
-from toolproof.replay._store import DEFAULT_STORE_PATH, StoreRow, TraceFilter, TraceStore
+from toolproof.replay._store import TraceFilter, TraceStore
 
 __all__ = [
-    "DEFAULT_STORE_PATH",
     "Aging",
     "FieldRule",
     "Finding",
     "PatternRule",
     "Recorder",
-    "RecorderStats",
     "Redactor",
     "ReplayModel",
     "ReplayReport",
     "ReplayRules",
     "SampleResult",
     "SchemaRejections",
-    "StoreRow",
-    "ToolRule",
     "TraceFilter",
     "TraceStore",
     "areplay",

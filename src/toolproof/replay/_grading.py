@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from toolproof._grounding import check_grounding, extract_claims, trace_evidence
+from toolproof._matching import json_equal
 from toolproof._messages import ToolCall, ToolResult
 from toolproof._trace import Trace
 from toolproof.replay._rules import ReplayRules, ToolRule
@@ -314,7 +315,7 @@ def _one_call(
                         new=_show_call(call, mask),
                     )
                 )
-        elif not _same(old_args[arg], value):
+        elif not json_equal(old_args[arg], value):
             strict = arg in rule.compare
             findings.append(
                 Finding(
@@ -472,17 +473,6 @@ def _counts(names: Iterable[str]) -> dict[str, int]:
     for name in names:
         out[name] = out.get(name, 0) + 1
     return out
-
-
-def _same(a: Any, b: Any) -> bool:
-    if a == b:
-        return type(a) is type(b) or (
-            isinstance(a, (int, float))
-            and isinstance(b, (int, float))
-            and not isinstance(a, bool)
-            and not isinstance(b, bool)
-        )
-    return False
 
 
 def _s(count: int) -> str:

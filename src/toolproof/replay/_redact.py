@@ -403,9 +403,27 @@ class Redactor:
         Raises:
             ConfigError: The data is malformed; the message names ``where`` and the key.
         """
-        from toolproof.replay._redact_rules import redactor_from_dict
+        from toolproof.replay._redact_rules import parse_redaction
 
-        return redactor_from_dict(cls, data, where)
+        settings = parse_redaction(data, where)
+        secret_env = settings.secret_env or SECRET_ENV
+        custom = [PatternRule(name, regex, action) for name, regex, action in settings.custom]
+        try:
+            return cls(
+                settings.fields,
+                settings.patterns,
+                custom,
+                secret=os.environ.get(secret_env) or None,
+                mask=settings.mask,
+                default_fields=settings.default_fields,
+            )
+        except ConfigError as exc:
+            if secret_env != SECRET_ENV and "no secret is set" in str(exc):
+                raise ConfigError(
+                    f"{where}: the 'hash' action needs a secret in the {secret_env} "
+                    "environment variable (secret_env), which is not set"
+                ) from None
+            raise ConfigError(f"{where}: {exc}") from None
 
     @classmethod
     def from_file(cls, path: str | Path) -> Redactor:

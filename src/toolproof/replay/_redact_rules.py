@@ -16,9 +16,9 @@ a file with several problems reports all of them.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar
 
 from pydantic import (
     BeforeValidator,
@@ -32,10 +32,7 @@ from pydantic import (
 from toolproof._filemodel import Expected, FileModel, problem, where_problems
 from toolproof.errors import ConfigError
 
-if TYPE_CHECKING:
-    from toolproof.replay._redact import Redactor
-
-__all__ = ["CustomPatternSpec", "RedactionFile", "redactor_from_dict"]
+__all__ = ["CustomPatternSpec", "RedactionFile", "RedactionSettings", "parse_redaction"]
 
 ACTIONS = ("mask", "drop", "hash")
 _ACTION_SCHEMA: dict[str, Any] = {"enum": list(ACTIONS)}
@@ -142,14 +139,33 @@ class RedactionFile(FileModel):
         return list(value or []) or None
 
 
-def redactor_from_dict(cls: type[Redactor], data: Any, where: str) -> Redactor:
-    """A redactor built from the YAML form (see the module docstring).
+@dataclass(frozen=True, slots=True)
+class RedactionSettings:
+    """A checked redaction-rules mapping, ready for the ``Redactor``.
+
+    Attributes:
+        fields: Field name to action.
+        patterns: Built-in pattern name to action (``None``: the defaults).
+        custom: Your own patterns: ``(name, regex, action)``.
+        secret_env: The variable that holds the HMAC secret (``None``: the default).
+        mask: The text that replaces masked values.
+        default_fields: Also mask the credential fields.
+    """
+
+    fields: dict[str, Any]
+    patterns: dict[str, Any] | None
+    custom: list[tuple[str, str, Any]]
+    secret_env: str | None
+    mask: str
+    default_fields: bool
+
+
+def parse_redaction(data: Any, where: str) -> RedactionSettings:
+    """Check a redaction-rules mapping (see the module docstring).
 
     Raises:
         ConfigError: The data is malformed; each problem names ``where`` and the key.
     """
-    from toolproof.replay._redact import SECRET_ENV, PatternRule
-
     if not isinstance(data, Mapping):
         raise ConfigError(f"{where}: expected a mapping of redaction settings, got {data!r}")
     try:
@@ -162,24 +178,14 @@ def redactor_from_dict(cls: type[Redactor], data: Any, where: str) -> Redactor:
             else f"invalid redaction rules {where}:\n" + "\n".join(f"  {p}" for p in problems)
         )
         raise ConfigError(message, problems) from None
-    custom = [
-        PatternRule(str(item.name or f"custom{index}"), str(item.regex), item.action)
-        for index, item in enumerate(spec.custom or [])
-    ]
-    secret_env = str(spec.secret_env or SECRET_ENV)
-    try:
-        return cls(
-            {str(k): v for k, v in (spec.fields or {}).items()},
-            spec.patterns,
-            custom,
-            secret=os.environ.get(secret_env) or None,
-            mask=spec.mask,
-            default_fields=bool(spec.default_fields),
-        )
-    except ConfigError as exc:
-        if secret_env != SECRET_ENV and "no secret is set" in str(exc):
-            raise ConfigError(
-                f"{where}: the 'hash' action needs a secret in the {secret_env} "
-                "environment variable (secret_env), which is not set"
-            ) from None
-        raise ConfigError(f"{where}: {exc}") from None
+    return RedactionSettings(
+        fields={str(k): v for k, v in (spec.fields or {}).items()},
+        patterns=None if spec.patterns is None else dict(spec.patterns),
+        custom=[
+            (str(item.name or f"custom{index}"), str(item.regex), item.action)
+            for index, item in enumerate(spec.custom or [])
+        ],
+        secret_env=str(spec.secret_env) if spec.secret_env else None,
+        mask=spec.mask,
+        default_fields=bool(spec.default_fields),
+    )

@@ -63,7 +63,7 @@ from toolproof.replay._time import parse_timestamp
 
 if TYPE_CHECKING:
     from toolproof._agent import Agent
-    from toolproof.testing import ToolMock
+    from toolproof._mocks import ToolMock
 
 __all__ = [
     "AgentFactory",
@@ -444,7 +444,7 @@ def mock_from_trace(
         tools: Today's tools, to drop arguments they no longer have.
         rules: Grading rules (``ignore`` lists and ``mask``).
     """
-    from toolproof.testing import ToolMock
+    from toolproof._mocks import ToolMock
 
     rules = rules or ReplayRules()
     known: dict[str, set[str]] | None = None
@@ -510,7 +510,7 @@ class _RecordedOnly:
         mask = self.mock.mask
 
         def missing(**kwargs: Any) -> Any:
-            from toolproof.testing._matchers import format_call, mask_arguments
+            from toolproof._matching._objects import format_call, mask_arguments
 
             shown = format_call(tool.name, mask_arguments(kwargs, mask))
             raise MissingFixture(

@@ -32,7 +32,7 @@ from toolproof.errors import ConfigError
 from toolproof.replay._time import format_duration, parse_duration
 
 if TYPE_CHECKING:
-    from toolproof.evals import Matcher
+    from toolproof._matching import Matcher
     from toolproof.replay._rules_model import ToolRuleSpec
 
 __all__ = ["Aging", "ReplayRules", "ToolRule"]
@@ -87,7 +87,7 @@ class ToolRule:
 
     @classmethod
     def _from_spec(cls, spec: ToolRuleSpec, where: str) -> ToolRule:
-        from toolproof.evals import compile_value_matcher
+        from toolproof._matching import compile_value_matcher
 
         specs: dict[str, Any] = {}
         for key, value in spec.shorthand.items():

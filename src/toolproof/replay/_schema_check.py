@@ -46,7 +46,7 @@ def load_schema_file(path: str | Path) -> list[ToolInfo]:
     except ValueError as exc:
         raise UserError(f"{path}: invalid JSON ({exc})") from None
     if isinstance(data, Mapping) and "format" in data:
-        from toolproof.testing._contracts import _check_snapshot
+        from toolproof._snapshots import _check_snapshot
 
         snapshot = _check_snapshot(data, str(path))
         infos = []
@@ -69,7 +69,7 @@ def load_schema_file(path: str | Path) -> list[ToolInfo]:
 
 def schema_snapshot(infos: Sequence[ToolInfo]) -> dict[str, Any]:
     """A schema snapshot (as ``schema snapshot`` writes) of tools known by their schemas."""
-    from toolproof.testing._contracts import SNAPSHOT_FORMAT, SNAPSHOT_VERSION
+    from toolproof._snapshots import SNAPSHOT_FORMAT, SNAPSHOT_VERSION
 
     entries = {
         info.name: {"description": info.description, "parameters": info.parameters, "returns": None}

@@ -10,25 +10,24 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from toolproof.server._app import Channel, ToolproofServer
+    from toolproof.server._app import ToolproofServer
     from toolproof.server._external import ExternalAgent
-    from toolproof.server._replay import NoRecording, RecordedModel
+    from toolproof.server._replay import RecordedModel
 
-__all__ = ["Channel", "ExternalAgent", "NoRecording", "RecordedModel", "ToolproofServer"]
-
-_HOMES = {
-    "Channel": "toolproof.server._app",
-    "ToolproofServer": "toolproof.server._app",
-    "ExternalAgent": "toolproof.server._external",
-    "NoRecording": "toolproof.server._replay",
-    "RecordedModel": "toolproof.server._replay",
-}
+__all__ = ["ExternalAgent", "RecordedModel", "ToolproofServer"]
 
 
 def __getattr__(name: str) -> Any:
-    import importlib
+    if name == "ToolproofServer":
+        from toolproof.server._app import ToolproofServer
 
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'toolproof.server' has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
+        return ToolproofServer
+    if name == "ExternalAgent":
+        from toolproof.server._external import ExternalAgent
+
+        return ExternalAgent
+    if name == "RecordedModel":
+        from toolproof.server._replay import RecordedModel
+
+        return RecordedModel
+    raise AttributeError(f"module 'toolproof.server' has no attribute {name!r}")

@@ -314,8 +314,7 @@ async def _fault(request: web.Request, fault: str) -> web.StreamResponse | None:
 
 
 def _model_error(exc: BaseException, chat: ChatRequest) -> web.Response:
-    from toolproof.errors import ModelHTTPError
-    from toolproof.server._replay import NoRecording
+    from toolproof.errors import ModelHTTPError, NoRecording
 
     if isinstance(exc, NoRecording):
         return _error(
@@ -328,7 +327,7 @@ def _model_error(exc: BaseException, chat: ChatRequest) -> web.Response:
     if isinstance(exc, ModelHTTPError):
         status = exc.status if isinstance(exc.status, int) and exc.status >= 400 else 502
         return _error(status, str(exc), "upstream_error")
-    from toolproof.models.fake import ScriptExhausted
+    from toolproof.errors import ScriptExhausted
 
     if isinstance(exc, ScriptExhausted):
         return _error(400, str(exc), "toolproof_script_exhausted")

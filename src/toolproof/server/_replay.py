@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolproof._messages import Message, ModelResponse, ModelSettings, ToolDefinition
-from toolproof.errors import UserError
+from toolproof.errors import NoRecording
 from toolproof.models._base import Model
 from toolproof.server._conversation import message_key
 
@@ -18,20 +18,6 @@ if TYPE_CHECKING:
 __all__ = ["NoRecording", "RecordedModel"]
 
 _CLOSEST_SCAN = 5000
-
-
-class NoRecording(UserError):
-    """No recording answers this request (answered with HTTP 404).
-
-    Attributes:
-        request: The request's messages, sensitive values masked.
-        closest: The most similar recorded request and its answer, if any.
-    """
-
-    def __init__(self, message: str, request: list[dict[str, Any]], closest: Any) -> None:
-        super().__init__(message)
-        self.request = request
-        self.closest = closest
 
 
 def _show(message: Message) -> dict[str, Any]:

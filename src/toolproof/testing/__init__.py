@@ -15,19 +15,18 @@ Example:
     ```
 """
 
-from toolproof.models.fake import FunctionModel, ModelRequest, RequestInfo, ScriptedModel, call
+from toolproof._matching._objects import ANY, approx
+from toolproof._mocks import Fixture, ToolMock
+from toolproof.models.fake import FunctionModel, RequestInfo, ScriptedModel, call
 from toolproof.testing._assertions import (
     assert_grounded,
     assert_no_tool_errors,
     assert_tool_called,
     assert_tool_not_called,
     assert_tool_order,
-    format_tool_calls,
 )
 from toolproof.testing._contracts import assert_schema_snapshot
 from toolproof.testing._faults import Fault, mock_tools, with_faults
-from toolproof.testing._matchers import ANY, approx
-from toolproof.testing._mocks import Fixture, RecordedCall, ToolMock
 from toolproof.testing._stateful import StatefulMock
 
 __all__ = [
@@ -35,8 +34,6 @@ __all__ = [
     "Fault",
     "Fixture",
     "FunctionModel",
-    "ModelRequest",
-    "RecordedCall",
     "RequestInfo",
     "ScriptedModel",
     "StatefulMock",
@@ -49,7 +46,6 @@ __all__ = [
     "assert_tool_not_called",
     "assert_tool_order",
     "call",
-    "format_tool_calls",
     "mock_tools",
     "with_faults",
 ]

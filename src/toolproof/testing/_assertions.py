@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from toolproof._matching._objects import compare, format_call
 from toolproof._text import clip
 from toolproof._trace import Trace
 from toolproof.errors import UserError
-from toolproof.testing._matchers import compare, format_call
 
 if TYPE_CHECKING:
     from toolproof._agent import RunResult

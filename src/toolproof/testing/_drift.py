@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from toolproof._matching._objects import format_call
+from toolproof._mocks import Fixture, ToolMock, _NamedError
 from toolproof._schema import build_function_schema
 from toolproof._tools import ArgumentsInvalid, Tool
 from toolproof.errors import ToolError, UserError
-from toolproof.testing._matchers import format_call
-from toolproof.testing._mocks import Fixture, ToolMock, _NamedError
 from toolproof.testing._stateful import StatefulMock
 
 __all__ = ["Drift", "DriftReport", "check_mocks"]

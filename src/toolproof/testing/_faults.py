@@ -17,9 +17,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from toolproof._matching._objects import compare, format_call
 from toolproof._toolset import MockProvider, ToolMode, Toolset, mock_context
 from toolproof.errors import ToolError, UserError
-from toolproof.testing._matchers import compare, format_call
 
 if TYPE_CHECKING:
     from toolproof._agent import Agent

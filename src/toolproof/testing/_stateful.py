@@ -11,8 +11,8 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from toolproof._mocks import RecordedCall, _jsonable
 from toolproof.errors import UserError
-from toolproof.testing._mocks import RecordedCall, _jsonable
 
 if TYPE_CHECKING:
     from toolproof._tools import Tool

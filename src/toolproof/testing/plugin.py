@@ -23,13 +23,14 @@ Markers:
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from toolproof.testing._live import LIVE_ENV, is_live
 
 if TYPE_CHECKING:
     from toolproof._agent import Agent, RunResult
@@ -43,8 +44,6 @@ __all__ = ["AgentRunner", "is_live"]
 _PREVIOUS_ALLOW = pytest.StashKey[bool]()
 _TRACES = pytest.StashKey[list["Trace"]]()
 _CALL_FAILED = pytest.StashKey[bool]()
-
-LIVE_ENV = "TOOLPROOF_LIVE"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -64,13 +63,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def is_live(config: pytest.Config) -> bool:
-    """Whether live model tests are switched on (``--toolproof-live`` or ``TOOLPROOF_LIVE``)."""
-    if config.getoption("toolproof_live", default=False):
-        return True
-    return os.environ.get(LIVE_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
-
-
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
@@ -84,9 +76,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "the tool_mock fixture",
     )
     if not config.pluginmanager.has_plugin("toolproof-suites"):
-        config.pluginmanager.register(
-            importlib.import_module("toolproof.evals._pytest_plugin"), "toolproof-suites"
-        )
+        from toolproof.testing import _suites
+
+        config.pluginmanager.register(_suites, "toolproof-suites")
     import toolproof.models as models
 
     config.stash[_PREVIOUS_ALLOW] = models.ALLOW_MODEL_REQUESTS
@@ -190,7 +182,7 @@ def tool_mock(request: pytest.FixtureRequest) -> Iterator[ToolMock]:
 
     Options come from ``@pytest.mark.tool_mock(...)`` (the ``ToolMock`` arguments).
     """
-    from toolproof.testing import ToolMock
+    from toolproof._mocks import ToolMock
 
     marker = request.node.get_closest_marker("tool_mock")
     options = dict(marker.kwargs) if marker is not None else {}

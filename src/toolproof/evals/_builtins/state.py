@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from toolproof.evals._matching import Matcher
+    from toolproof._matching import Matcher
 
 from toolproof._yaml import describe_type as _type
 from toolproof.evals._checks import (
@@ -16,8 +16,8 @@ from toolproof.evals._checks import (
     SessionRecord,
     _matcher,
     accepts,
+    check,
 )
-from toolproof.evals._registry import check
 
 
 @check.compiler(

@@ -1,8 +1,8 @@
-"""Value matchers for fixtures and assertions, and the one comparison function they share.
+"""Python-side expectations: ``ANY``, ``approx`` and the comparison of expected with actual values.
 
 A fixture or an assertion may hold, instead of a plain value:
 
-- a matcher object (the ``Matcher`` protocol of ``toolproof.evals``: ``__call__(actual)``
+- a matcher object (the ``Matcher`` protocol, such as a compiled spec: ``__call__(actual)``
   returns ``None`` on a match or a reason string), such as :data:`ANY` or :func:`approx`;
 - a type (``str``, ``int``...): the actual value must be an instance;
 - any other callable: a predicate; ``True`` (or ``None``) means a match.
@@ -14,20 +14,20 @@ nested), and booleans never equal numbers (``True`` is not ``1`` in a tool call)
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from typing import Any
+
+from toolproof._matching._values import _Any, approx_matcher
 
 __all__ = ["ANY", "approx", "compare", "describe_value", "format_call", "mask_arguments"]
 
 MASKED = "***"
 
 
-class _Any:
-    """Matches every value (including ``None``)."""
+class _AnyValue(_Any):
+    """Matches every value (including ``None``); shown as ``ANY``."""
 
-    def __call__(self, actual: Any) -> str | None:
-        return None
+    __slots__ = ()
 
     def describe(self) -> str:
         return "ANY"
@@ -37,43 +37,22 @@ class _Any:
 
 
 #: Matches any value: ``mock.add("search", {"query": "leave", "top_k": ANY}, returns=...)``.
-ANY: Any = _Any()
+ANY: Any = _AnyValue()
 
 
-class _Approx:
-    def __init__(self, expected: float, rel: float, abs_: float) -> None:
-        self.expected = expected
-        self.rel = rel
-        self.abs = abs_
+def approx(expected: float, *, rel: float | None = None, abs: float | None = None) -> Any:
+    """Match a number close to ``expected``: the ``{approx: ...}`` matcher of YAML files.
 
-    def __call__(self, actual: Any) -> str | None:
-        if isinstance(actual, bool) or not isinstance(actual, (int, float)):
-            return f"expected a number close to {self.expected!r}, got {_short(actual)}"
-        if math.isclose(actual, self.expected, rel_tol=self.rel, abs_tol=self.abs):
-            return None
-        return f"expected {self.describe()}, got {_short(actual)}"
-
-    def describe(self) -> str:
-        return f"approx({self.expected!r})"
-
-    def __repr__(self) -> str:
-        return self.describe()
-
-
-def approx(expected: float, *, rel: float = 1e-6, abs: float = 1e-9) -> Any:
-    """Match a number close to ``expected`` (relative or absolute tolerance).
+    With neither tolerance given, the number may be off by at most ``1e-6`` (absolute), as in
+    YAML; ``rel`` and ``abs`` (YAML's ``rel`` and ``tol``) set either or both, and the value
+    matches when it is within either of them.
 
     Example:
         ```python
         assert_tool_called(trace, "multiply_numbers", a=approx(0.1 + 0.2), b=3)
         ```
     """
-    return _Approx(float(expected), rel, abs)
-
-
-def is_matcher(value: Any) -> bool:
-    """Whether ``value`` is a matcher, type or predicate rather than a plain value."""
-    return callable(value)
+    return approx_matcher(float(expected), tol=abs, rel=rel)
 
 
 def describe_value(value: Any) -> str:

@@ -10,9 +10,10 @@ from toolproof._yaml import DocPath, format_path
 from toolproof.errors import ConfigError
 
 if TYPE_CHECKING:
-    from toolproof.evals._matching import ArgumentsMatcher, CallSpec
+    from toolproof._matching import ArgumentsMatcher, CallSpec
 
 from toolproof._yaml import describe_type as _type
+from toolproof.evals._builtins._schemas import _CALL, _COUNT, _NAME, _NAMES
 from toolproof.evals._checks import (
     ARG_MODES,
     CALL_KEYS,
@@ -25,9 +26,8 @@ from toolproof.evals._checks import (
     _names,
     _times,
     accepts,
+    check,
 )
-from toolproof.evals._registry import check
-from toolproof.evals.checks._schemas import _CALL, _COUNT, _NAME, _NAMES
 
 
 @check.compiler(
@@ -137,7 +137,7 @@ def _order(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | 
     names = expect.get("tools_called")
     if not isinstance(names, list) or not all(ctx.knows(n) for n in names):
         return None
-    from toolproof.evals._matching import CallSpec
+    from toolproof._matching import CallSpec
 
     return _sequence_check("order", [CallSpec(name) for name in names], str(value))
 
@@ -148,7 +148,7 @@ def _order(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | 
     schema={"type": "array", "minItems": 1, "items": {"anyOf": [_NAME, _CALL]}},
 )
 def _calls(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
-    from toolproof.evals._matching import CallSpec
+    from toolproof._matching import CallSpec
 
     if not isinstance(value, list) or not value:
         ctx.problems.add(ctx.at("calls"), f"expected {accepts('calls')}, got {_type(value)}")
@@ -204,7 +204,7 @@ def _arguments(
     ctx: CheckContext, tool: str, args: Any, path: DocPath, mode: Any
 ) -> ArgumentsMatcher | None:
     """Compile one expected-arguments mapping: known argument names, valid specs and mode."""
-    from toolproof.evals._matching import compile_arguments
+    from toolproof._matching import compile_arguments
 
     if mode not in ARG_MODES:
         ctx.problems.add(path, f"argument mode must be one of {', '.join(ARG_MODES)}, got {mode!r}")
@@ -235,7 +235,7 @@ def _arguments(
 
 
 def _sequence_check(name: str, expected: list[CallSpec], mode: str) -> Check:
-    from toolproof.evals._matching import OrderMatcher
+    from toolproof._matching import OrderMatcher
 
     matcher = OrderMatcher(expected, mode)
     want = ", ".join(spec.describe() for spec in expected)

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from toolproof._yaml import describe_type as _type
+from toolproof.evals._builtins._schemas import _TEXTS
 from toolproof.evals._checks import (
     Check,
     CheckContext,
@@ -17,9 +18,8 @@ from toolproof.evals._checks import (
     _matcher,
     _strings,
     accepts,
+    check,
 )
-from toolproof.evals._registry import check
-from toolproof.evals.checks._schemas import _TEXTS
 
 
 @check.compiler("final_contains", accepts="a string or a list of strings", schema=_TEXTS)

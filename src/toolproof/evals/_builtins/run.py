@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from toolproof.evals._builtins._schemas import _TEXTS
 from toolproof.evals._checks import (
     STOP_REASONS,
     Check,
@@ -15,9 +16,8 @@ from toolproof.evals._checks import (
     _number,
     _strings,
     accepts,
+    check,
 )
-from toolproof.evals._registry import check
-from toolproof.evals.checks._schemas import _TEXTS
 
 _LIMITS = {
     "max_steps": "a positive integer (model calls)",

@@ -1,6 +1,6 @@
 """pytest hooks that collect eval suite files as test items (one per case).
 
-Registered by ``toolproof.testing.plugin`` at ``pytest_configure``.
+Registered by ``toolproof.testing.plugin`` at ``pytest_configure`` (as ``toolproof-suites``).
 
 Which files: YAML files named ``*.eval.yaml`` / ``*.eval.yml``, or any ``.yaml`` / ``.yml``
 file whose top level has both ``suite:`` and ``cases:`` (the same rule as ``toolproof run
@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from toolproof.testing._live import is_live
 
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
@@ -83,7 +85,7 @@ class EvalCaseItem(pytest.Item):
         """The model to run with, or skip the item with the reason."""
         case = self.case
         model = case.config.model
-        if _is_live(self.config) and model and model.strip().lower() != "scripted":
+        if is_live(self.config) and model and model.strip().lower() != "scripted":
             from toolproof.errors import UserError
             from toolproof.models import api_key_env
 
@@ -185,11 +187,3 @@ def _describe(result: CaseResult) -> str:
         for trace in failed[0].traces or []:
             lines.extend("  " + line for line in trace.summary().splitlines())
     return "\n".join(lines)
-
-
-def _is_live(config: pytest.Config) -> bool:
-    try:
-        from toolproof.testing.plugin import is_live
-    except ImportError:  # pragma: no cover - the testing plugin ships with toolproof
-        return os.environ.get("TOOLPROOF_LIVE", "").strip().lower() in {"1", "true", "yes", "on"}
-    return is_live(config)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import builtins
 import copy
-import importlib
 import inspect
 import json
 import sys
@@ -21,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from toolproof._matching._objects import compare, format_call, mask_arguments
 from toolproof.errors import ConfigError, MissingFixture, ToolError, UserError
-from toolproof.testing._matchers import compare, format_call, mask_arguments
 
 if TYPE_CHECKING:
     from toolproof._tools import Tool
@@ -746,14 +745,9 @@ def _parse_fixture(item: Any, where: str, problems: list[str]) -> Fixture | None
 
 
 def _compile_matcher(spec: Any, where: str) -> Any:
-    # toolproof.evals owns the YAML matcher vocabulary; import it only when a file uses it.
-    compile_value_matcher = getattr(
-        importlib.import_module("toolproof.evals"), "compile_value_matcher", None
-    )
-    if compile_value_matcher is None:
-        raise ConfigError(
-            f"{where}: 'match' needs the matchers of toolproof.evals, which are not available"
-        )
+    # The spec compiler is imported only when a file uses 'match'.
+    from toolproof._matching._specs import compile_value_matcher
+
     return compile_value_matcher(spec, where=where)
 
 

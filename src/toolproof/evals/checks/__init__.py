@@ -1,1 +1,0 @@
-"""The built-in checks of ``expect:``, one module per subject (see ``toolproof.evals.check``)."""
