@@ -49,7 +49,9 @@ PROBLEM = "toolproof"
 M = TypeVar("M", bound=BaseModel)
 
 
-def problem(message: str, *, parent: bool = False, key: Any = None) -> PydanticCustomError:
+def problem(
+    message: str, *, parent: bool = False, key: Any = None, also: Iterable[str] = ()
+) -> PydanticCustomError:
     """An error to raise from a validator: ``message`` is shown as written.
 
     Args:
@@ -57,8 +59,9 @@ def problem(message: str, *, parent: bool = False, key: Any = None) -> PydanticC
         parent: Report it at the mapping that holds the field (for a missing key).
         key: Report it at this key (or index) inside the field, or inside the mapping
             with ``parent`` (for keys a validator reads itself, such as ``max_<arg>``).
+        also: More problems at the same place (a value with several).
     """
-    context = {"message": message, "parent": parent, "key": key}
+    context = {"message": message, "parent": parent, "key": key, "also": list(also)}
     return PydanticCustomError(PROBLEM, "{message}", context)
 
 
@@ -180,6 +183,7 @@ def _detail(loc: tuple[Any, ...], value: Any, ctx: Mapping[str, Any]) -> dict[st
         "message": ctx["message"],
         "parent": bool(ctx.get("parent")),
         "key": ctx.get("key"),
+        "also": list(ctx.get("also") or ()),
     }
     return {"type": PydanticCustomError(PROBLEM, "{message}", context), "loc": loc, "input": value}
 
@@ -199,6 +203,7 @@ def problems_of(exc: ValidationError) -> list[tuple[DocPath, str]]:
             if ctx.get("key") is not None:
                 loc = (*loc, ctx["key"])
             out.append((loc, str(ctx["message"])))
+            out.extend((loc, str(more)) for more in ctx.get("also") or ())
         else:
             out.append((loc, error["msg"]))
     return out

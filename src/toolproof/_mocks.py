@@ -9,31 +9,31 @@ closest fixture and what differs; fixtures that were never used are reported by
 
 from __future__ import annotations
 
-import builtins
 import copy
 import inspect
 import json
-import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from toolproof._fixture_files import NamedError
 from toolproof._matching._objects import compare, format_call, mask_arguments
-from toolproof.errors import ConfigError, MissingFixture, ToolError, UserError
+from toolproof.errors import ConfigError, MissingFixture, UserError
 
 if TYPE_CHECKING:
     from toolproof._tools import Tool
 
 __all__ = ["DEFAULT_MASK", "Fixture", "RecordedCall", "ToolMock"]
 
+#: An error a fixture file names by the tool's declared error (the MCP server and drift
+#: checks read it too).
+_NamedError = NamedError
+
 #: Argument names whose values are never shown in messages (matched case-insensitively,
 #: at any depth).
 DEFAULT_MASK: tuple[str, ...] = ("api_key", "password", "token", "user_id")
-
-_FIXTURE_KEYS = ("tool", "arguments", "match", "returns", "raises", "times")
-_FILE_KEYS = ("version", "fixtures", "key_args", "mask", "strict", "assert_all_used")
 
 
 class _Unset:
@@ -95,25 +95,6 @@ class RecordedCall(NamedTuple):
     tool: str
     arguments: dict[str, Any]
     fixture: Fixture | None
-
-
-@dataclass(frozen=True, slots=True)
-class _NamedError:
-    """An error named in a fixture file, resolved against the tool's declared errors."""
-
-    name: str
-    message: str | None
-
-    def resolve(self, tool: Tool[..., Any], where: str) -> BaseException:
-        for error in tool.errors:
-            if error.__name__ == self.name:
-                return error(self.message) if self.message is not None else error()
-        declared = ", ".join(e.__name__ for e in tool.errors) or "none"
-        raise UserError(
-            f"{where} raises {self.name!r}, which is neither a built-in exception nor one of "
-            f"the errors tool '{tool.name}' declares ({declared}); use one of those, "
-            "'ToolError', or a dotted path such as 'myapp.errors.NotFound' (of an imported module)"
-        )
 
 
 @dataclass(slots=True)
@@ -351,44 +332,41 @@ class ToolMock:
     def _from_data(
         cls, data: Any, options: Mapping[str, Any], *, source: str, lines: Mapping[int, int]
     ) -> ToolMock:
+        from pydantic import ValidationError
+
+        from toolproof._fixture_files import UNSET, FixtureFile, fixture_problems, fixture_where
+
         label = source or "fixture data"
         if not isinstance(data, Mapping):
             raise ConfigError(
                 f"{label}: expected a mapping with 'fixtures', got {type(data).__name__}"
             )
-        problems: list[str] = []
-        unknown = [k for k in data if k not in _FILE_KEYS]
-        if unknown:
-            problems.append(
-                f"{label}: unknown key(s) {', '.join(map(repr, unknown))}; "
-                f"valid keys: {', '.join(_FILE_KEYS)}"
-            )
-        version = data.get("version", 1)
-        if version != 1:
-            problems.append(f"{label}: unsupported fixture file version {version!r} (expected 1)")
-        settings = {
-            k: data[k] for k in ("key_args", "mask", "strict", "assert_all_used") if k in data
-        }
-        problems.extend(_settings_problems(settings, label))
-        settings.update(options)
-        items = data.get("fixtures", [])
-        if not isinstance(items, list):
-            problems.append(f"{label}: 'fixtures' must be a list, got {type(items).__name__}")
-            items = []
-        fixtures = []
-        for index, item in enumerate(items):
-            line = lines.get(index)
-            if line:
-                where = f"{source}:{line}"
-            else:
-                where = f"{source} fixture #{index + 1}" if source else f"fixture #{index + 1}"
-            fixture = _parse_fixture(item, where, problems)
-            if fixture is not None:
-                fixtures.append(fixture)
-        if problems:
+        try:
+            spec = FixtureFile.model_validate(data)
+        except ValidationError as exc:
+            problems = fixture_problems(exc, label, source, lines)
             raise ConfigError(
                 f"invalid fixtures in {label}:\n" + "\n".join(f"  - {p}" for p in problems),
                 problems,
+            ) from None
+        settings = {
+            k: data[k] for k in ("key_args", "mask", "strict", "assert_all_used") if k in data
+        }
+        settings.update(options)
+        fixtures = []
+        for index, item in enumerate(spec.fixtures):
+            args: dict[str, Any] | None = None
+            if item.arguments is not None or item.match:
+                args = {**dict(item.arguments or {}), **dict(item.match or {})}
+            fixtures.append(
+                Fixture(
+                    tool=str(item.tool),
+                    arguments=args,
+                    returns=None if item.returns is UNSET else item.returns,
+                    raises=item.raises,
+                    times=item.times,
+                    source=fixture_where(index, source, lines),
+                )
             )
         try:
             return cls(fixtures, **settings)
@@ -692,156 +670,13 @@ def _jsonable(value: Any) -> Any:
     return to_jsonable_python(value, fallback=str)
 
 
-def _parse_fixture(item: Any, where: str, problems: list[str]) -> Fixture | None:
-    if not isinstance(item, Mapping):
-        problems.append(f"{where}: a fixture must be a mapping, got {type(item).__name__}")
-        return None
-    count = len(problems)
-    unknown = [k for k in item if k not in _FIXTURE_KEYS]
-    if unknown:
-        problems.append(
-            f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; "
-            f"valid keys: {', '.join(_FIXTURE_KEYS)}"
-        )
-    tool = item.get("tool")
-    if not isinstance(tool, str) or not tool:
-        problems.append(f"{where}: 'tool' must name the tool, got {tool!r}")
-    arguments = item.get("arguments")
-    if arguments is not None and not isinstance(arguments, Mapping):
-        problems.append(f"{where}: 'arguments' must be a mapping, got {type(arguments).__name__}")
-        arguments = None
-    match = item.get("match")
-    compiled: dict[str, Any] = {}
-    if match is not None:
-        if not isinstance(match, Mapping):
-            problems.append(f"{where}: 'match' must be a mapping, got {type(match).__name__}")
-        else:
-            for name, spec in match.items():
-                try:
-                    compiled[str(name)] = _compile_matcher(spec, f"{where}: match.{name}")
-                except ConfigError as exc:
-                    problems.extend(exc.problems or [str(exc)])
-    if "returns" in item and "raises" in item:
-        problems.append(f"{where}: give 'returns' or 'raises', not both")
-    raises = None
-    if item.get("raises") is not None:
-        raises = _parse_error(item["raises"], where, problems)
-    times = item.get("times")
-    if times is not None and (isinstance(times, bool) or not isinstance(times, int) or times < 1):
-        problems.append(f"{where}: 'times' must be a positive integer, got {times!r}")
-    if len(problems) > count:
-        return None
-    args: dict[str, Any] | None = None
-    if arguments is not None or compiled:
-        args = {**dict(arguments or {}), **compiled}
-    return Fixture(
-        tool=str(tool),
-        arguments=args,
-        returns=item.get("returns"),
-        raises=raises,
-        times=times,
-        source=where,
-    )
+def _parse_error(spec: Any, where: str, problems: list[str]) -> Any:
+    """What a fixture's ``raises`` names (``None``: its problems go to ``problems``)."""
+    from toolproof._fixture_files import parse_error
 
-
-def _compile_matcher(spec: Any, where: str) -> Any:
-    # The spec compiler is imported only when a file uses 'match'.
-    from toolproof._matching._specs import compile_value_matcher
-
-    return compile_value_matcher(spec, where=where)
-
-
-def _settings_problems(settings: Mapping[str, Any], label: str) -> list[str]:
-    """What is wrong with a fixture file's own settings (types only; the mock checks more)."""
-    problems = []
-    for flag in ("strict", "assert_all_used"):
-        if flag in settings and not isinstance(settings[flag], bool):
-            problems.append(f"{label}: {flag!r} must be true or false, got {settings[flag]!r}")
-    mask = settings.get("mask", [])
-    if not isinstance(mask, list) or not all(isinstance(m, str) for m in mask):
-        problems.append(f"{label}: 'mask' must be a list of argument names, got {mask!r}")
-    key_args = settings.get("key_args", {})
-    if not isinstance(key_args, Mapping) or not all(
-        isinstance(tool, str) and _names(names) for tool, names in key_args.items()
-    ):
-        shown = repr(key_args)[:200]
-        problems.append(
-            f"{label}: 'key_args' must map tool names to lists of argument names, got {shown}"
-        )
-    return problems
-
-
-def _names(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(n, str) for n in value)
-
-
-def _exception_class(name: str) -> Any:
-    """The class a fixture file names, found without importing anything.
-
-    Built-in exceptions and toolproof's errors by name, and ``module.Class`` for a module
-    that is already imported (its namespace is read; module ``__getattr__`` hooks, which
-    may import, are not run). ``None`` when the name is none of those.
-    """
-    if "." not in name:
-        from toolproof import errors
-
-        found = getattr(builtins, name, None)
-        if found is None and name in errors.__all__:
-            found = getattr(errors, name)
-        return found
-    module_name, _, attr = name.rpartition(".")
-    module = sys.modules.get(module_name)
-    if module is None:
-        return None
-    return vars(module).get(attr)
-
-
-def _parse_error(
-    spec: Any, where: str, problems: list[str]
-) -> BaseException | type[BaseException] | _NamedError | None:
-    if isinstance(spec, str):
-        name, _, message = spec.partition(":")
-        name, text = name.strip(), message.strip() or None
-    elif isinstance(spec, Mapping) and isinstance(spec.get("type"), str):
-        extra = [k for k in spec if k not in ("type", "message")]
-        if extra:
-            problems.append(f"{where}: 'raises' accepts 'type' and 'message', not {extra}")
-            return None
-        name, message_value = spec["type"], spec.get("message")
-        text = None if message_value is None else str(message_value)
-    else:
-        problems.append(
-            f"{where}: 'raises' must be 'ErrorType', 'ErrorType: message' or "
-            f"{{type: ErrorType, message: ...}}, got {spec!r}"
-        )
-        return None
-    if not name.replace("_", "a").replace(".", "a").isalnum():
-        problems.append(f"{where}: {name!r} is not an exception name")
-        return None
-    error_type = ToolError if name == "ToolError" else _exception_class(name)
-    if error_type is None and "." in name:
-        module_name = name.rpartition(".")[0]
-        if module_name not in sys.modules:
-            problems.append(
-                f"{where}: {name!r} names a module that is not imported ({module_name!r}); "
-                "fixture files never import code: import it before loading the fixtures "
-                "(for example in conftest.py), or name an error the tool declares"
-            )
-        else:
-            problems.append(f"{where}: module {module_name!r} has no {name.rpartition('.')[2]!r}")
-        return None
-    if error_type is None:
-        return _NamedError(name, text)
-    if not (isinstance(error_type, type) and issubclass(error_type, BaseException)):
-        problems.append(f"{where}: {name!r} is not an exception class")
-        return None
-    try:
-        return error_type(text) if text is not None else error_type()
-    except Exception as exc:  # an exception class that needs other arguments
-        problems.append(
-            f"{where}: {name!r} cannot be created from a message ({type(exc).__name__}: {exc})"
-        )
-        return None
+    error, found = parse_error(spec)
+    problems.extend(f"{where}: {message}" for message in found)
+    return error
 
 
 def _fixture_lines(node: Any) -> dict[int, int]:
