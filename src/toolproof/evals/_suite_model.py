@@ -16,10 +16,10 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, WithJsonSchema, field_validator
+from pydantic import BeforeValidator, Field, ValidationError, WithJsonSchema, field_validator
 
-from toolproof._filemodel import Expected, FileModel, problem
-from toolproof._yaml import describe_type
+from toolproof._filemodel import Expected, FileModel, problem, problems_of
+from toolproof._yaml import describe_type, format_path
 
 __all__ = [
     "CASE_KEYS",
@@ -133,44 +133,76 @@ class SettingsSpec(FileModel):
 # -- agents you did not build -------------------------------------------------------------------
 
 
+def _unknown_agent_key(key: Any, allowed: list[str]) -> str:
+    return f"unknown key {key!r} in agent; known: {', '.join(allowed)}"
+
+
+def _env_values(value: Any) -> Any:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or not all(
+        isinstance(v, (str, int, float)) for v in value.values()
+    ):
+        raise problem("expected a mapping of variable names to values")
+    return value
+
+
 class ExternalAgentSpec(FileModel):
     """``agent: {command: ...}`` or ``agent: {http: ...}``: an agent toolproof did not build."""
 
-    command: str | list[str] | None = Field(None, description=_EXTERNAL_KEYS["command"])
-    http: str | None = Field(None, description=_EXTERNAL_KEYS["http"], pattern="^https?://")
-    timeout: float | None = Field(None, description=_EXTERNAL_KEYS["timeout"], gt=0)
-    env: dict[str, str | int | float] | None = Field(None, description=_EXTERNAL_KEYS["env"])
-    cwd: str | None = Field(None, description=_EXTERNAL_KEYS["cwd"])
+    command: Annotated[
+        str | list[str] | None,
+        Field(description=_EXTERNAL_KEYS["command"]),
+        Expected("a command line or a list of strings"),
+    ] = None
+    http: Annotated[
+        str | None,
+        Field(description=_EXTERNAL_KEYS["http"], pattern="^https?://"),
+        Expected("an http:// or https:// URL"),
+    ] = None
+    timeout: Annotated[
+        float | None,
+        Field(description=_EXTERNAL_KEYS["timeout"], gt=0),
+        Expected("a positive number of seconds"),
+    ] = None
+    env: Annotated[
+        dict[Any, Any] | None,
+        Field(description=_EXTERNAL_KEYS["env"]),
+        WithJsonSchema(
+            {
+                "type": "object",
+                "additionalProperties": {"type": ["string", "number"]},
+                "description": _EXTERNAL_KEYS["env"],
+            }
+        ),
+        BeforeValidator(_env_values),
+    ] = None
+    cwd: Annotated[
+        str | None, Field(description=_EXTERNAL_KEYS["cwd"]), Expected("a folder path")
+    ] = None
+
+    unknown_key: ClassVar[Any] = staticmethod(_unknown_agent_key)
+
+    @field_validator("command", mode="after")
+    @classmethod
+    def _command(cls, value: Any) -> Any:
+        if value is not None and (not value or (isinstance(value, str) and not value.strip())):
+            raise problem(f"expected a command line or a list of strings, got {value!r}")
+        return value
 
     @classmethod
     def first_problem(cls, spec: Mapping[str, Any]) -> str | None:
-        """The first problem of ``spec`` as the suite reports it, or ``None``."""
+        """The first problem of ``spec`` as the suite reports it (``agent.http: ...``)."""
         unknown = sorted(set(map(str, spec)) - set(_EXTERNAL_KEYS))
         if unknown:
-            return f"unknown key {unknown[0]!r} in agent; known: {', '.join(_EXTERNAL_KEYS)}"
-        command, http = spec.get("command"), spec.get("http")
-        if (command is None) == (http is None):
+            return _unknown_agent_key(unknown[0], list(_EXTERNAL_KEYS))
+        if (spec.get("command") is None) == (spec.get("http") is None):
             return "an agent mapping needs exactly one of 'command' (a program) or 'http' (a URL)"
-        if command is not None and not (
-            (isinstance(command, str) and command.strip())
-            or (isinstance(command, list) and command and all(isinstance(c, str) for c in command))
-        ):
-            return f"agent.command: expected a command line or a list of strings, got {command!r}"
-        if http is not None and not (
-            isinstance(http, str) and http.startswith(("http://", "https://"))
-        ):
-            return f"agent.http: expected an http:// or https:// URL, got {http!r}"
-        timeout = spec.get("timeout")
-        if timeout is not None and (not _is_number(timeout) or timeout <= 0):
-            return f"agent.timeout: expected a positive number of seconds, got {timeout!r}"
-        env = spec.get("env") or {}
-        if not isinstance(env, Mapping) or not all(
-            isinstance(v, (str, int, float)) for v in env.values()
-        ):
-            return "agent.env: expected a mapping of variable names to values"
-        cwd = spec.get("cwd")
-        if cwd is not None and not isinstance(cwd, str):
-            return f"agent.cwd: expected a folder path, got {cwd!r}"
+        try:
+            cls.model_validate(spec)
+        except ValidationError as exc:
+            path, message = problems_of(exc)[0]
+            return f"agent.{format_path(path)}: {message}"
         return None
 
 
