@@ -118,10 +118,18 @@ def test_the_schema_refuses_what_the_loader_refuses(change: dict[str, Any], wher
 
 def test_the_cli_prints_the_schema_with_your_own_checks(tmp_path: Path) -> None:
     (tmp_path / "shoutchecks.py").write_text(
+        "from pydantic import BaseModel\n\n"
         "from toolproof.evals import check\n\n"
+        "class Inner(BaseModel):\n"
+        "    n: int\n\n"
+        "class Loud(BaseModel):\n"
+        "    inner: Inner\n\n"
         "@check('shouts', spec=bool, accepts='true or false')\n"
         "def shouts(record, value):\n"
-        "    return (record.output or '').isupper() == value\n",
+        "    return (record.output or '').isupper() == value\n\n"
+        "@check('loud', spec=Loud)\n"
+        "def loud(record, value):\n"
+        "    return True\n",
         encoding="utf-8",
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
@@ -147,6 +155,15 @@ def test_the_cli_prints_the_schema_with_your_own_checks(tmp_path: Path) -> None:
     expect = json.loads(own.stdout)["$defs"]["Expect"]
     assert expect["additionalProperties"] is False
     assert expect["properties"]["shouts"] == {"type": "boolean", "description": "true or false"}
+    schema = json.loads(own.stdout)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    check = jsonschema.Draft202012Validator(schema)
+    suite = {**GOOD, "cases": [{"name": "a", "input": "hi", "expect": {"loud": {"inner": {}}}}]}
+    assert [e.message for e in check.iter_errors(suite)] == ["'n' is a required property"]
+    suite["cases"][0]["expect"] = {"loud": {"inner": {"n": 1}}, "shouts": True}
+    assert list(check.iter_errors(suite)) == []
+    suite["cases"][0]["expect"] = {"lowd": {}}
+    assert list(check.iter_errors(suite))
     missing = subprocess.run(
         [sys.executable, "-m", "toolproof", "schema", "suite", "--checks", "nochecks"],
         cwd=tmp_path,

@@ -594,6 +594,8 @@ def suite_json_schema(*, strict_checks: bool = False) -> dict[str, Any]:
     for name, definition in registered().items():
         if strict_checks or definition.builtin:
             entry = dict(definition.schema or {})
+            # A spec model's own definitions move to the root, where its $refs point.
+            definitions.update(entry.pop("$defs", {}))
             entry.setdefault("description", definition.accepts)
             checks[name] = entry
     definitions["Expect"] = {
