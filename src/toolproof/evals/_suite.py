@@ -614,9 +614,7 @@ class _Builder:
         before = len(self.problems)
         valid, bad = validate(CaseSettings, values, self.problems, remap=remap)
         ok = valid is not None
-        checked = valid or CaseSettings.model_construct(
-            **{k: v for k, v in values.items() if k not in bad}
-        )
+        checked = valid or _valid_part(values, bad)
         agent: AgentSpec | None = None
         agent_source = values["agent"]
         if "agent" not in bad:
@@ -756,6 +754,16 @@ class _Builder:
                                 ok = False
             specs.append(spec)
         return specs if ok else None
+
+
+def _valid_part(values: dict[str, Any], bad: set[Any]) -> CaseSettings:
+    """The settings without the keys that have problems (so the others are still checked)."""
+    from pydantic import ValidationError
+
+    try:
+        return CaseSettings.model_validate({k: v for k, v in values.items() if k not in bad})
+    except ValidationError:  # each problem is under one top-level key: not expected
+        return CaseSettings()
 
 
 def _lines(value: Any) -> list[str]:
