@@ -58,6 +58,7 @@ from toolproof.evals._suite_model import (
     CaseEntry,
     CaseSettings,
     SuiteFile,
+    TurnEntry,
 )
 
 if TYPE_CHECKING:
@@ -536,15 +537,10 @@ class _Builder:
             if isinstance(item, str):
                 turns.append(Turn(item))
             elif isinstance(item, Mapping):
-                self.unknown_keys(
-                    item,
-                    {"input": "the user's message", "expect": "checks of this turn"},
-                    turn_path,
-                )
+                validate(TurnEntry, item, self.problems, turn_path)
                 text = item.get("input")
                 if not isinstance(text, str):
-                    self.add(turn_path, "a turn needs an 'input' string")
-                    continue
+                    continue  # the model reported it
                 turn_checks: list[Check] = []
                 if "expect" in item and tools is not None:
                     turn_checks = compile_expect(

@@ -469,6 +469,15 @@ class TurnEntry(FileModel):
     input: str = Field(description="the user's message")
     expect: ExpectSpec = Field(None, description="checks of this turn")
 
+    missing: ClassVar[dict[str, str]] = {"input": "a turn needs an 'input' string"}
+
+    @field_validator("input", mode="before")
+    @classmethod
+    def _input(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            raise problem("a turn needs an 'input' string", parent=True)
+        return value
+
 
 class CaseEntry(_Defaults):
     """One entry of ``cases:``."""
