@@ -759,7 +759,7 @@ def _valid_part(values: dict[str, Any], bad: set[Any]) -> CaseSettings:
     try:
         return CaseSettings.model_validate({k: v for k, v in values.items() if k not in bad})
     except ValidationError:  # each problem is under one top-level key: not expected
-        return CaseSettings()
+        return CaseSettings.model_validate({})
 
 
 def _lines(value: Any) -> list[str]:
