@@ -58,6 +58,15 @@ def test_redaction_rules_report_every_problem() -> None:
     ]
 
 
+def test_custom_patterns_must_be_a_list() -> None:
+    # Found by the property below: `custom: true` crashed with TypeError.
+    with pytest.raises(ConfigError) as info:
+        Redactor.from_dict({"custom": True})
+    assert str(info.value) == (
+        "redaction.custom: expected a list of {name: ..., regex: ..., action: ...}, got True"
+    )
+
+
 def test_one_problem_keeps_its_one_line_message() -> None:
     with pytest.raises(ConfigError) as info:
         Redactor.from_dict({"custom": [{"name": "x"}]})

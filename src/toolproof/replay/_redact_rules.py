@@ -136,7 +136,13 @@ class RedactionFile(FileModel):
     @field_validator("custom", mode="before")
     @classmethod
     def _custom(cls, value: Any) -> Any:
-        return list(value or []) or None
+        if value is None:
+            return None
+        if not isinstance(value, list):
+            raise problem(
+                f"expected a list of {{name: ..., regex: ..., action: ...}}, got {value!r}"
+            )
+        return value or None
 
 
 @dataclass(frozen=True, slots=True)
