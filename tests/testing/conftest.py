@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-import hypothesis  # noqa: F401
+import hypothesis
 import pytest
 
 # pytester restores sys.modules after each in-process run, so whatever an inner session
 # imports first is imported again by the next one; importing it here keeps it loaded.
-from toolproof import Agent  # noqa: F401
+import toolproof.models
+import toolproof.testing._contracts
+import toolproof.testing._suites
+from toolproof import Agent
 
 pytest_plugins = ["pytester"]
 
