@@ -6,13 +6,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
-import yaml
+import yaml  # noqa: F401  (kept loaded across inner runs, like the modules below)
 
 # pytester restores sys.modules after each in-process run; keep what inner runs import loaded.
 import toolproof.evals
 import toolproof.models
 import toolproof.testing
-import toolproof.testing._suites
+import toolproof.testing._suites  # noqa: F401
 
 pytest_plugins = ["pytester"]
 

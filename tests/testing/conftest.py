@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import hypothesis
+import hypothesis  # noqa: F401
 import pytest
 
 # pytester restores sys.modules after each in-process run, so whatever an inner session
 # imports first is imported again by the next one; importing it here keeps it loaded.
 import toolproof.models
 import toolproof.testing._contracts
-import toolproof.testing._suites
-from toolproof import Agent
+import toolproof.testing._suites  # noqa: F401
+from toolproof import Agent  # noqa: F401
 
 pytest_plugins = ["pytester"]
 
