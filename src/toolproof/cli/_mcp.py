@@ -193,8 +193,7 @@ def load_faults(path: str | Path, toolset: Toolset) -> list[Fault]:
     Raises:
         ConfigError: The file is missing or invalid; every problem is listed.
     """
-    from toolproof._fixtures import _NamedError
-    from toolproof._mocks import _parse_error
+    from toolproof._mocks import _NamedError, _parse_error
     from toolproof.testing import Fault
     from toolproof.testing._faults import MALFORMED_DEFAULT
 

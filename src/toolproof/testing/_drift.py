@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from toolproof._fixtures import _NamedError
 from toolproof._matching._objects import format_call
-from toolproof._mocks import Fixture, ToolMock
+from toolproof._mocks import Fixture, ToolMock, _NamedError
 from toolproof._schema import build_function_schema
 from toolproof._tools import ArgumentsInvalid, Tool
 from toolproof.errors import ToolError, UserError
