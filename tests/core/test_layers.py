@@ -60,6 +60,24 @@ def test_the_import_contracts_are_kept() -> None:
     assert "Contracts: 3 kept, 0 broken." in output, output
 
 
+def test_every_module_has_a_layer() -> None:
+    import tomllib
+
+    config = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"]["importlinter"]
+    (layers,) = [c for c in config["contracts"] if c["id"] == "layers"]
+    placed = {
+        name.strip() for layer in layers["layers"] for name in layer.replace(":", "|").split("|")
+    }
+    modules = {
+        path.stem if path.is_file() else path.name
+        for path in PACKAGE.iterdir()
+        if (path.suffix == ".py" and path.stem != "__init__")
+        or (path.is_dir() and (path / "__init__.py").exists())
+    }
+    assert modules - placed == set(), "give these modules a layer in pyproject.toml"
+    assert placed - modules == set(), "these layers name modules that do not exist"
+
+
 def test_the_contracts_catch_an_upward_import_and_a_cycle(tmp_path: Path) -> None:
     # A copy of the package where the data layer reaches up into testing (which imports it).
     copy = tmp_path / "src"

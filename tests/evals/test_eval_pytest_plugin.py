@@ -9,6 +9,10 @@ import pytest
 import yaml  # noqa: F401  (kept loaded across inner runs, like the modules below)
 
 # pytester restores sys.modules after each in-process run; keep what inner runs import loaded.
+import toolproof.evals
+import toolproof.models
+import toolproof.testing
+import toolproof.testing._suites  # noqa: F401
 
 pytest_plugins = ["pytester"]
 

@@ -7,6 +7,9 @@ import pytest
 
 # pytester restores sys.modules after each in-process run, so whatever an inner session
 # imports first is imported again by the next one; importing it here keeps it loaded.
+import toolproof.models
+import toolproof.testing._contracts
+import toolproof.testing._suites  # noqa: F401
 from toolproof import Agent  # noqa: F401
 
 pytest_plugins = ["pytester"]
