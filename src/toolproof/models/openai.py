@@ -346,8 +346,14 @@ class OpenAIChatModel(Model):
 
     async def _read_body(self, response: aiohttp.ClientResponse, deadlines: Any) -> bytes:
         """The whole body; keep-alive whitespace before the JSON is not progress."""
-        parts: list[bytes] = []
         content = response.content
+        if content.is_eof():
+            # The whole body is already here (the usual case for a small answer): no wait.
+            body = content.read_nowait()
+            if body.strip():
+                deadlines.progress()
+            return body
+        parts: list[bytes] = []
         while True:
             chunk = await deadlines.wait(content.readany())
             if not chunk:
