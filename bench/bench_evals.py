@@ -84,7 +84,8 @@ def run_toolproof(
     # --no-log: the figures measure one report, and a bench leaves no run log behind.
     args += ["--concurrency", str(concurrency), "-q", "--report", f"json:{report}", "--no-log"]
     args += ["--no-cache"] if cache is None else ["--cache-dir", str(cache)]
-    env = {**os.environ, "PYTHONPATH": str(HERE), "TOOLPROOF_ALLOW_MODEL_REQUESTS": "1"}
+    path = os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path, "TOOLPROOF_ALLOW_MODEL_REQUESTS": "1"}
     launched = subprocess.run(
         [sys.executable, "-c", LAUNCHER, *args], env=env, capture_output=True, text=True
     )
