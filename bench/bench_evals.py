@@ -29,43 +29,22 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+from bench_evals_agent import multiply_numbers
 from bench_http_server import start_server
-
-from toolproof import Agent, Tool, Toolset, tool
-from toolproof.models import Model
 
 HERE = Path(__file__).resolve().parent
 DELAY = 0.05
 CALLS_PER_TRIAL = 2
 
 
-@tool
-def multiply_numbers(a: float, b: float) -> float:
-    """Multiply two numbers.
-
-    Args:
-        a: The first factor.
-        b: The second factor.
-    """
-    return a * b
-
-
-def build_agent(
-    model: Model | str, tools: Toolset | Sequence[Tool[..., Any]] | None = None
-) -> Agent:
-    """The agent the generated suite names (``bench_evals:build_agent``)."""
-    return Agent(model, [multiply_numbers] if tools is None else tools, system_prompt="Be brief.")
-
-
 def write_suite(directory: Path, cases: int, trials: int) -> Path:
     lines = [
         "suite: bench",
-        "agent: bench_evals:build_agent",
+        "agent: bench_evals_agent:build_agent",
         "tools: real",
         f"trials: {trials}",
         "retries: 0",
@@ -105,7 +84,8 @@ def run_toolproof(
     # --no-log: the figures measure one report, and a bench leaves no run log behind.
     args += ["--concurrency", str(concurrency), "-q", "--report", f"json:{report}", "--no-log"]
     args += ["--no-cache"] if cache is None else ["--cache-dir", str(cache)]
-    env = {**os.environ, "PYTHONPATH": str(HERE), "TOOLPROOF_ALLOW_MODEL_REQUESTS": "1"}
+    path = os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path, "TOOLPROOF_ALLOW_MODEL_REQUESTS": "1"}
     launched = subprocess.run(
         [sys.executable, "-c", LAUNCHER, *args], env=env, capture_output=True, text=True
     )
@@ -135,7 +115,7 @@ def run_toolproof(
 TOOLS_WIRE = [multiply_numbers.definition.to_openai()]
 
 
-async def bare(url: str, trials: int, concurrency: int) -> float:
+async def bare(url: str, trials: int, concurrency: int) -> tuple[float, float]:
     """A hand-written agent loop on aiohttp: the same exchanges, no checks, no traces."""
 
     async def one(session: aiohttp.ClientSession, number: int) -> None:
@@ -164,9 +144,9 @@ async def bare(url: str, trials: int, concurrency: int) -> float:
 
     connector = aiohttp.TCPConnector(limit=256)
     async with aiohttp.ClientSession(connector=connector) as session:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         await asyncio.gather(*(worker(session) for _ in range(concurrency)))
-        return time.perf_counter() - started
+        return time.perf_counter() - started, time.process_time() - cpu
 
 
 def main() -> int:
@@ -187,10 +167,10 @@ def main() -> int:
             directory = Path(temp)
             suite = write_suite(directory, args.cases, args.trials)
             for round_ in range(args.rounds):  # interleaved, so drift affects both alike
-                wall = asyncio.run(
+                wall, cpu = asyncio.run(
                     bare(base_url + "/chat/completions", args.cases * args.trials, args.concurrency)
                 )
-                rows["bare"].append({"wall": wall, "run": wall})
+                rows["bare"].append({"wall": wall, "run": wall, "cpu": cpu})
                 report = directory / f"report-{round_}.json"
                 rows["toolproof"].append(
                     run_toolproof(suite, model, args.concurrency, report, cache=None)
@@ -210,20 +190,36 @@ def main() -> int:
         f"calls + 1 tool call + 4 checks, concurrency {args.concurrency}, server delay "
         f"{DELAY * 1000:.0f} ms; ideal {ideal:.2f} s; median of {args.rounds} rounds"
     )
-    bare_wall = statistics.median(r["wall"] for r in rows["bare"])
-    tp = rows["toolproof"]
-    command = statistics.median(r["wall"] for r in tp)
-    run = statistics.median(r["run"] for r in tp)
+    bare_rows, tp = rows["bare"], rows["toolproof"]
+
+    def spread(values: list[float], scale: float = 1.0) -> str:
+        mid = statistics.median(values) * scale
+        return f"{mid:8.2f} ({min(values) * scale:.2f}-{max(values) * scale:.2f})"
+
+    bare_walls = [r["wall"] for r in bare_rows]
+    commands = [r["wall"] for r in tp]
+    runs = [r["run"] for r in tp]
+    bare_wall, command = statistics.median(bare_walls), statistics.median(commands)
     rss = max(r["rss_mb"] for r in tp)
-    cpu = statistics.median(r["cpu"] for r in tp)
-    print(f"{'':34} {'wall s':>8} {'x ideal':>8}")
-    print(f"{'bare aiohttp loop (baseline)':34} {bare_wall:8.2f} {bare_wall / ideal:8.2f}")
-    print(f"{'toolproof run: the whole command':34} {command:8.2f} {command / ideal:8.2f}")
-    print(f"{'toolproof run: trials phase':34} {run:8.2f} {run / ideal:8.2f}")
+    per_trial = 1000 / trials
+    print(f"{'':34} {'wall s, median (min-max)':>26} {'x ideal':>8} {'CPU ms/trial':>22}")
     print(
-        f"toolproof / baseline: {command / bare_wall:.2f}x (whole command), "
-        f"{run / bare_wall:.2f}x (trials phase); peak RSS {rss:.0f} MB; client CPU {cpu:.1f} s "
-        f"({cpu / trials * 1000:.2f} ms/trial); JSON report {tp[0]['report_mb']:.0f} MB"
+        f"{'bare aiohttp loop (baseline)':34} {spread(bare_walls):>26} {bare_wall / ideal:8.2f} "
+        f"{spread([r['cpu'] for r in bare_rows], per_trial):>22}"
+    )
+    print(
+        f"{'toolproof run: the whole command':34} {spread(commands):>26} {command / ideal:8.2f} "
+        f"{spread([r['cpu'] for r in tp], per_trial):>22}"
+    )
+    print(
+        f"{'toolproof run: trials phase':34} {spread(runs):>26} "
+        f"{statistics.median(runs) / ideal:8.2f}"
+    )
+    ratios = [t["wall"] / b["wall"] for t, b in zip(tp, bare_rows, strict=True)]
+    print(
+        f"toolproof / baseline, round by round: {spread(ratios)} (whole command), "
+        f"{spread([t['run'] / b['wall'] for t, b in zip(tp, bare_rows, strict=True)])} "
+        f"(trials phase); peak RSS {rss:.0f} MB; JSON report {tp[0]['report_mb']:.0f} MB"
     )
     again = cached[0]
     print(

@@ -6,9 +6,7 @@ import functools
 import inspect
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
-
-from typing_extensions import ParamSpec
+from typing import TYPE_CHECKING, Any, Generic, Literal, ParamSpec, TypeVar, overload
 
 from toolproof._messages import ToolDefinition
 from toolproof._schema import Extra, build_function_schema

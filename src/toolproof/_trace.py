@@ -18,7 +18,6 @@ nests too deeply, has an unknown version or has invalid fields.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Iterator
@@ -68,6 +67,8 @@ def stable_hash(value: Any) -> str:
     """
     if not isinstance(value, str):
         value = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    import hashlib  # on use: its OpenSSL binding costs milliseconds at import
+
     return hashlib.sha256(value.encode()).hexdigest()[:16]
 
 

@@ -16,24 +16,16 @@ import contextlib
 import json
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from toolproof._messages import Message, ModelResponse, ModelSettings, ToolDefinition
 from toolproof._reporting import ReportSpec, parse_report_specs
-from toolproof._toolset import Toolset, mock_context
 from toolproof.errors import (
     AgentRunError,
-    MissingAPIKey,
     MockBypassed,
-    ModelConnectionError,
     ModelError,
-    ModelHTTPError,
-    ModelRequestsDisabled,
-    UnexpectedModelOutput,
     UserError,
 )
 from toolproof.evals._checks import CheckResult, SessionRecord
@@ -44,208 +36,29 @@ from toolproof.evals._results import (
     describe_errors,
     describe_failures,
 )
-from toolproof.evals._suite import Case, Suite, load_suites, select_cases
+from toolproof.evals._suite import Case, Suite, select_cases
 from toolproof.models._base import Model
 
 if TYPE_CHECKING:
     from toolproof._executor import Executor
-    from toolproof._tools import Tool
     from toolproof._trace import Trace
     from toolproof.evals._cache import ResponseCache
     from toolproof.evals._progress import Progress
-    from toolproof.evals._ratelimit import RateLimiter
 
 __all__ = ["evaluate", "evaluate_async"]
 
-SCRIPTED = "scripted"
-
-
-# -- models -------------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Counters:
-    model_calls: int = 0
-    cached_calls: int = 0
-
-
-@dataclass(slots=True)
-class _Slot:
-    """One model shared by every trial that uses it, with its rate limits."""
-
-    model: Model
-    limiter: RateLimiter | None = None
-    owned: bool = True
-
-
-class _TrialModel(Model):
-    """The model as one trial sees it: cached per trial index, rate limited, counted."""
-
-    def __init__(
-        self, slot: _Slot, trial: int, counters: _Counters, cache: ResponseCache | None
-    ) -> None:
-        self.slot = slot
-        self.inner = slot.model
-        self.name = slot.model.name
-        # The endpoint is part of the cache key: the same model name served elsewhere (a
-        # local vLLM standing in for OpenAI) must not reuse the other's answers.
-        endpoint = getattr(slot.model, "base_url", None)
-        self.cache_name = f"{self.name} @ {endpoint}" if endpoint else self.name
-        self.trial = trial
-        self.counters = counters
-        self.cache = cache
-
-    async def request(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolDefinition],
-        settings: ModelSettings,
-    ) -> ModelResponse:
-        from toolproof.evals._cache import decode_response, encode_response, request_key
-
-        key = None
-        if self.cache is not None:
-            key = request_key(self.cache_name, messages, tools, settings, trial=self.trial)
-            stored = self.cache.get(key)
-            if stored is not None:
-                self.counters.cached_calls += 1
-                return decode_response(stored)
-        response = await _limited_request(self.slot, messages, tools, settings)
-        self.counters.model_calls += 1
-        if self.cache is not None and key is not None:
-            self.cache.put(key, encode_response(response))
-        return response
-
-
-class _LimitedModel(Model):
-    """A shared model behind its rate limits (used for the judge, which caches by content)."""
-
-    def __init__(self, slot: _Slot) -> None:
-        self.slot = slot
-        self.name = slot.model.name
-
-    async def request(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolDefinition],
-        settings: ModelSettings,
-    ) -> ModelResponse:
-        return await _limited_request(self.slot, messages, tools, settings)
-
-
-async def _limited_request(
-    slot: _Slot,
-    messages: Sequence[Message],
-    tools: Sequence[ToolDefinition],
-    settings: ModelSettings,
-) -> ModelResponse:
-    limiter = slot.limiter
-    if limiter is None:
-        return await slot.model.request(messages, tools, settings)
-    from toolproof._tokens import estimate_message_tokens
-
-    estimate = sum(estimate_message_tokens(m) for m in messages) + (settings.max_tokens or 0)
-    await limiter.acquire(estimate)
-    response = await slot.model.request(messages, tools, settings)
-    limiter.settle(estimate, response.usage.total_tokens or estimate)
-    return response
-
-
-class _MappingMocks:
-    """A ``{tool name: function}`` mapping from a mock factory, as a mock provider."""
-
-    def __init__(self, functions: Mapping[str, Callable[..., Any]]) -> None:
-        self.functions = dict(functions)
-
-    def mock_for(self, tool: Tool[..., Any]) -> Callable[..., Any] | None:
-        return self.functions.get(tool.name)
-
-
-def _trial_tools(case: Case, providers: list[Any]) -> contextlib.AbstractContextManager[Toolset]:
-    """The toolset of one trial; with ``tools: mock`` the trial is a mocked run."""
-    config = case.config
-    if config.tools == "real":
-        toolset = config.agent.toolset.with_mode(
-            "real", overrides=config.tool_modes or None, mocks=providers or None
-        )
-        toolset._lineage = object()  # the trial's own: an agent ignoring it is caught
-        return contextlib.nullcontext(toolset)
-    return mock_context(
-        config.agent.toolset,
-        where=f"the eval case {case.id} (tools: mock)",
-        how="real_tools: [{}] in the suite or the case",
-        real=config.real_tools,
-        overrides=config.tool_modes or None,
-        mocks=providers or None,
-        factory=config.agent.source,
-    )
-
-
-# -- errors -------------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Infra:
-    """An infrastructure error: what it was, and whether retrying may help."""
-
-    error_type: str
-    message: str
-    retryable: bool
-    retry_after: float | None = None
-
-
-def infrastructure_error(exc: BaseException) -> _Infra | None:
-    """Classify an exception: ``None`` when it is the agent's (or its tools') failure.
-
-    Only failures of the model provider or the network are infrastructure errors
-    (unreachable, timeouts, HTTP errors, unreadable bodies); 429 and 5xx responses,
-    connection errors and unreadable bodies are worth retrying. A bug in user code (a tool,
-    an agent factory, a mock, a model written in Python) is a failure of the case, and
-    configuration problems (a missing key) are found before anything runs.
-    """
-    from toolproof.errors import ScriptExhausted
-
-    root = exc.__cause__ if isinstance(exc, AgentRunError) and exc.__cause__ else exc
-    name = type(root).__name__
-    if isinstance(root, ScriptExhausted):
-        return None  # the scripted conversation does not fit the agent: a case failure
-    if isinstance(root, ModelHTTPError):
-        return _Infra(name, str(root), root.retryable, root.retry_after)
-    if isinstance(
-        root, (ModelConnectionError, UnexpectedModelOutput, asyncio.TimeoutError, OSError)
-    ):
-        return _Infra(name, str(root) or "timed out", True)
-    if isinstance(root, (MissingAPIKey, ModelRequestsDisabled, ModelError)):
-        return _Infra(name, str(root), False)
-    return None
-
-
-# -- plan ---------------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Plan:
-    case: Case
-    trials: int
-    model_name: str | None = None
-    slot: _Slot | None = None
-    scripted: bool = False
-    judge_slot: _Slot | None = None
-    skip: str | None = None
-    results: list[TrialResult | None] = field(default_factory=list)
-    remaining: int = 0
-    result: CaseResult | None = None
-
-
-@dataclass(slots=True)
-class _Options:
-    concurrency: int = 8
-    keep_traces: bool = False
-    keep_failed_traces: bool = False
-    exitfirst: bool = False
-    retry_backoff: float = 1.0
-    retry_backoff_max: float = 30.0
-    executor: Executor | None = None  # None: this process
+from toolproof.evals._plan import _as_suites, _Options, _Plan, _plan, _scripted
+from toolproof.evals._trial_models import (
+    SCRIPTED,
+    _Counters,
+    _Infra,
+    _LimitedModel,
+    _MappingMocks,
+    _Slot,
+    _trial_tools,
+    _TrialModel,
+)
+from toolproof.evals._trial_models import infrastructure_error as infrastructure_error
 
 
 class _Runner:
@@ -686,10 +499,6 @@ def _case_result(plan: _Plan, *, interrupted: bool) -> CaseResult:
     )
 
 
-def _scripted(plan: _Plan) -> bool:
-    return plan.scripted or (plan.slot is not None and not _judges_itself(plan.slot))
-
-
 # -- the public entry points --------------------------------------------------------------------
 
 
@@ -876,155 +685,3 @@ def evaluate(
 
     no_running_loop("evaluate", "`await evaluate_async(...)`")
     return asyncio.run(evaluate_async(suites, **options))
-
-
-def _as_suites(suites: Sequence[Suite] | Sequence[str | Path] | str | Path) -> list[Suite]:
-    if isinstance(suites, (str, Path)):
-        return load_suites([suites])
-    items = list(suites)
-    if all(isinstance(s, Suite) for s in items):
-        return [s for s in items if isinstance(s, Suite)]
-    if any(isinstance(s, Suite) for s in items):
-        raise UserError("pass either Suite objects or paths, not both")
-    return load_suites([s for s in items if isinstance(s, (str, Path))])
-
-
-def _judges_itself(slot: _Slot) -> bool:
-    """Whether a case's model may judge its own trials when no judge model is set.
-
-    A scripted or function model answers from a script: as a judge it would consume the
-    script's responses and grade nothing, so it never judges unless named as the judge.
-    """
-    from toolproof.models.fake import FunctionModel, ScriptedModel
-
-    return not isinstance(slot.model, (FunctionModel, ScriptedModel))
-
-
-def _plan(
-    cases: Iterable[Case],
-    *,
-    model: str | Model | None,
-    judge_model: str | Model | None,
-    trials: int | None,
-    slots: dict[str, _Slot],
-    rpm: float | None,
-    tpm: float | None,
-) -> list[_Plan]:
-    """Decide each case's model, judge and trials; build each distinct model once."""
-    plans: list[_Plan] = []
-    missing: list[str] = []
-
-    def slot_for(spec: str | Model, role: str) -> _Slot:
-        """The shared model of ``spec``; raises before anything runs when it cannot work."""
-        key = spec if isinstance(spec, str) else f"<instance {id(spec)}>"
-        if key not in slots:
-            limiter = None
-            if rpm or tpm:
-                from toolproof.evals._ratelimit import RateLimiter
-
-                limiter = RateLimiter(rpm, tpm)
-            if isinstance(spec, Model):
-                slots[key] = _Slot(spec, limiter, owned=False)
-            else:
-                from toolproof.models import check_allow_model_requests, model_from_string
-
-                try:
-                    built = model_from_string(spec)
-                    check_allow_model_requests(spec)
-                except MissingAPIKey as exc:
-                    raise MissingAPIKey(f"{role} {exc}", exc.variable) from None
-                except ModelRequestsDisabled:
-                    raise
-                except UserError as exc:
-                    raise UserError(f"{role} {spec}: {exc}") from None
-                slots[key] = _Slot(built, limiter)
-        return slots[key]
-
-    for case in cases:
-        n = trials or case.config.trials
-        rule = case.config.pass_rule
-        if rule.kind == "at_least" and rule.value > n:
-            raise UserError(
-                f"{case.id} needs {rule.describe()} passing trials but runs only {n} "
-                "(--trials is lower than its pass_rule): raise --trials"
-            )
-        plan = _Plan(case, n, results=[None] * n, remaining=n)
-        plans.append(plan)
-        chosen: str | Model | None = model if model is not None else case.config.model
-        if case.skip is not None:
-            plan.skip = case.skip
-        elif chosen is None:
-            missing.append(case.id)
-            continue
-        elif isinstance(chosen, str) and chosen.strip().lower() == SCRIPTED:
-            plan.scripted = True
-            plan.model_name = SCRIPTED
-            if case.script is None:
-                plan.skip = "no script: the scripted model needs the case's 'script:'"
-        else:
-            plan.slot = slot_for(chosen, "model")
-            plan.model_name = plan.slot.model.name
-        if case.judge and plan.skip is None:
-            judge_choice: str | Model | None = (
-                judge_model if judge_model is not None else case.config.judge_model
-            )
-            if plan.scripted and judge_model is None:
-                judge_choice = None  # a scripted run is offline: judge only with --judge-model
-            if judge_choice is not None and not (
-                isinstance(judge_choice, str) and judge_choice.strip().lower() == SCRIPTED
-            ):
-                plan.judge_slot = slot_for(judge_choice, "judge model")
-            elif judge_choice is None and plan.slot is not None and _judges_itself(plan.slot):
-                plan.judge_slot = plan.slot  # the case's own (real) model judges
-        if plan.skip is not None:
-            plan.remaining = 0
-            plan.results = []
-            plan.result = CaseResult(
-                case, "skipped", plan.skip, model=plan.model_name, scripted=_scripted(plan)
-            )
-    if missing:
-        shown = ", ".join(missing[:5]) + (
-            f" and {len(missing) - 5} more" if len(missing) > 5 else ""
-        )
-        raise UserError(
-            f"no model for {shown}: set 'model:' in the suite or the case, or pass --model "
-            "(--model scripted runs each case's script, offline)"
-        )
-    _dry_build(plans)
-    return plans
-
-
-def _dry_build(plans: Sequence[_Plan]) -> None:
-    """Build each case's agent once with its model and toolset before anything runs.
-
-    Mocks are not created (they may hold state); the agent is built, not run. A factory
-    that fails here is a configuration error of the suite, reported before any trial.
-    """
-    from toolproof._tracebacks import user_location
-    from toolproof.models.fake import ScriptedModel
-
-    done: set[tuple[int, int, str, str]] = set()
-    for plan in plans:
-        if plan.skip is not None:
-            continue
-        config = plan.case.config
-        model: Model = plan.slot.model if plan.slot is not None else ScriptedModel([])
-        key = (id(config.agent), id(model), config.tools, repr(sorted(config.tool_modes.items())))
-        if key in done:
-            continue
-        done.add(key)
-        try:
-            toolset = config.agent.toolset.with_mode(
-                config.tools, overrides=config.tool_modes or None
-            )
-            config.agent.build(model, toolset)
-        except MockBypassed:
-            raise  # names the factory and the fix already
-        except UserError as exc:
-            raise UserError(f"{plan.case.id}: {exc}") from exc
-        except Exception as exc:
-            where = user_location(exc)
-            raise UserError(
-                f"{plan.case.id}: agent factory {config.agent.source} failed with model "
-                f"{model.name}: {type(exc).__name__}: {exc}" + (f" ({where})" if where else "")
-            ) from exc

@@ -127,9 +127,13 @@ class Deadlines:
         kind, at = self._nearest()
         if at is None:
             return await awaitable
-        remaining = at - self._loop.time()
+        timeout_at = getattr(asyncio, "timeout_at", None)  # Python 3.11+
         try:
-            return await asyncio.wait_for(awaitable, max(remaining, 0.0))
+            if timeout_at is not None:
+                # A timer on the running task: no task per await, as wait_for makes.
+                async with timeout_at(at):
+                    return await awaitable
+            return await asyncio.wait_for(awaitable, max(at - self._loop.time(), 0.0))
         except asyncio.TimeoutError:
             kind, at = self._nearest()
             if at is not None and self._loop.time() >= at - 0.001:

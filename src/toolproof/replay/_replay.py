@@ -14,56 +14,37 @@
 from __future__ import annotations
 
 import contextlib
-import copy
-import difflib
-import inspect
-import json
+import functools
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
 from toolproof._executor import Executor, LocalExecutor, Work, executor_from_string
-from toolproof._messages import (
-    Message,
-    ModelResponse,
-    ModelSettings,
-    ToolCall,
-    ToolDefinition,
-    ToolResult,
-)
-from toolproof._tools import ArgumentsInvalid, Tool
+from toolproof._tools import Tool
 from toolproof._toolset import Toolset, factory_name, mock_context, unknown_tool
 from toolproof._trace import ToolInfo, Trace
 from toolproof.errors import (
-    AgentRunError,
-    MissingFixture,
     MockBypassed,
-    ReplayError,
-    ToolError,
     TraceFormatError,
     UserError,
 )
 from toolproof.models._base import Model
 from toolproof.replay._grading import (
-    REJECTED,
     Finding,
     SampleResult,
-    _show_call,
-    grade_answer,
-    grade_calls,
-    overall,
 )
+from toolproof.replay._model_mode import _REAL_TOOL_HOW, ReplayModel, _model_sample, mock_from_trace
 from toolproof.replay._report import ReplayReport
 from toolproof.replay._rules import Aging, ReplayRules
 from toolproof.replay._store import TraceFilter, TraceStore
 from toolproof.replay._time import parse_timestamp
+from toolproof.replay._tools_mode import _today_tools, _TodayTool, _tools_sample
 
 if TYPE_CHECKING:
     from toolproof._agent import Agent
-    from toolproof._mocks import ToolMock
 
 __all__ = [
     "AgentFactory",
@@ -81,650 +62,11 @@ AgentFactory = Callable[[Any, Any], "Agent"]
 
 Source = TraceStore | str | Path | Iterable[Trace]
 
-
-# -- today's tools ---------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _TodayTool:
-    """One tool as it is today: its schema check, return check, and optional mock."""
-
-    name: str
-    schema_hash: str
-    params: tuple[str, ...]
-    tool: Tool[..., Any] | None = None
-    validator: Any = None  # jsonschema validator when only a schema is known
-    mock: Callable[..., Any] | None = None
-
-    def reject(self, arguments: dict[str, Any]) -> str | None:
-        if self.tool is not None:
-            try:
-                self.tool.validate(arguments)
-            except ArgumentsInvalid as exc:
-                return str(exc)
-            return None
-        error = next(iter(self.validator.iter_errors(arguments)), None)
-        if error is None:
-            return None
-        from jsonschema.exceptions import best_match
-
-        best = best_match(self.validator.iter_errors(arguments)) or error
-        where = "/".join(str(p) for p in best.absolute_path)
-        return f"Invalid arguments for tool '{self.name}': {best.message}" + (
-            f" (at {where})" if where else ""
-        )
-
-    def return_problem(self, value: Any) -> str | None:
-        tool = self.tool
-        if tool is None or not tool.has_return_annotation:
-            return None
-        from pydantic import ValidationError
-
-        try:
-            tool.validate_return(value)
-        except ValidationError as exc:
-            errors = exc.errors(include_url=False)
-            detail = "; ".join(
-                f"{'.'.join(str(p) for p in error['loc']) or 'value'}: {error['msg']}"
-                for error in errors[:2]
-            ) + ("; ..." if len(errors) > 2 else "")
-            return f"the recorded response no longer fits {self.name}'s return type ({detail})"
-        except Exception:  # an annotation pydantic cannot check: nothing to say
-            return None
-        return None
-
-
-def _today_tools(tools: Any) -> dict[str, _TodayTool]:
-    if isinstance(tools, Toolset):
-        # `tools` is the mocked toolset of the replay: a tool runs its real code only when
-        # it was named as a real tool (the toolset's guard decides).
-        out = {}
-        for tool in tools:
-            try:
-                function, mocked = tools.implementation(tool)
-            except AgentRunError:
-                function, mocked = None, False
-            real = tool.name in tools.real_tools
-            out[tool.name] = _from_tool(tool, function if mocked or real else None)
-        return out
-    if isinstance(tools, Mapping):
-        items: list[Any] = [
-            ToolInfo(str(name), "", dict(schema), "") for name, schema in tools.items()
-        ]
-    else:
-        items = list(tools)
-    out = {}
-    for item in items:
-        if isinstance(item, Tool):
-            entry = _from_tool(item, item.mock_function)
-        elif isinstance(item, ToolInfo):
-            entry = _from_schema(item.name, item.parameters, item.schema_hash)
-        elif callable(item):
-            from toolproof._tools import tool as make_tool
-
-            made = make_tool(item)
-            entry = _from_tool(made, made.mock_function)
-        else:
-            raise UserError(
-                f"today's tools must be Tools, a Toolset, ToolInfo schemas or a mapping of "
-                f"name to parameters schema; got {item!r}"
-            )
-        out[entry.name] = entry
-    return out
-
-
-def _from_tool(tool: Tool[..., Any], mock: Callable[..., Any] | None) -> _TodayTool:
-    params = tuple(tool.parameters.get("properties", {}))
-    return _TodayTool(tool.name, tool.schema_hash, params, tool=tool, mock=mock)
-
-
-def _from_schema(name: str, parameters: Mapping[str, Any], schema_hash: str) -> _TodayTool:
-    from jsonschema import Draft202012Validator, validators
-
-    schema = dict(parameters)
-    cls = validators.validator_for(schema, default=Draft202012Validator)
-    try:
-        cls.check_schema(schema)
-    except Exception as exc:
-        raise UserError(f"tool '{name}': invalid parameters schema ({exc})") from None
-    params = tuple(schema.get("properties", {}))
-    return _TodayTool(name, schema_hash, params, validator=cls(schema))
-
-
-# -- tools mode ------------------------------------------------------------------------------
-
-
-def _tools_sample(
-    trace: Trace, today: Mapping[str, _TodayTool], rules: ReplayRules, *, run_mocks: bool
-) -> SampleResult:
-    findings: list[Finding] = []
-    notes: list[str] = []
-    recorded = list(trace.calls_and_results())
-    replayed: list[tuple[ToolCall, ToolResult | None]] = []
-    for call, result in recorded:
-        tool = today.get(call.name)
-        if tool is None:
-            close = difflib.get_close_matches(call.name, list(today), n=1)
-            hint = f"; renamed to '{close[0]}'?" if close else ""
-            findings.append(
-                Finding(
-                    "fail",
-                    "tool_missing",
-                    f"tool '{call.name}' no longer exists{hint}",
-                    tool=call.name,
-                    recorded=_show_call(call, rules.mask),
-                )
-            )
-            continue
-        if call.arguments_error is not None:
-            replayed.append((call, result))
-            continue
-        reason = tool.reject(call.arguments)
-        if reason is not None:
-            replayed.append((call, _rejected(call, reason)))
-            continue
-        replayed.append((call, result))
-        if result is None or not result.ok or result.error_type in REJECTED:
-            continue
-        problem = tool.return_problem(result.value)
-        if problem is not None:
-            findings.append(
-                Finding(
-                    "fail",
-                    "return_shape",
-                    problem,
-                    tool=call.name,
-                    recorded=_clip_value(result.value),
-                )
-            )
-        elif run_mocks and tool.mock is not None and tool.tool is not None:
-            findings.extend(_compare_mock(tool, call, result))
-    findings.extend(grade_calls(recorded, replayed, rules, compare_calls=False))
-    called = {call.name for call, _ in recorded}
-    for info in trace.tools:
-        tool = today.get(info.name)
-        if info.name not in called:
-            continue  # a change to a tool this sample never called says nothing about it
-        if tool is not None and info.schema_hash and tool.schema_hash != info.schema_hash:
-            notes.append(f"{info.name}: schema changed since recording")
-    return SampleResult(
-        trace_id=trace.id,
-        grade=overall(findings),
-        findings=findings,
-        input=trace.input,
-        recorded_model=trace.model,
-        recorded_output=trace.output,
-        notes=notes,
-    )
-
-
-def _rejected(call: ToolCall, reason: str) -> ToolResult:
-    return ToolResult(call.id, call.name, "error", reason, error_type="ValidationError")
-
-
-def _compare_mock(tool: _TodayTool, call: ToolCall, result: ToolResult) -> list[Finding]:
-    assert tool.tool is not None
-    assert tool.mock is not None
-    declared: tuple[type[BaseException], ...] = (ToolError, *tool.tool.errors)
-    try:
-        value = tool.mock(**tool.tool.validate(call.arguments))
-        if inspect.isawaitable(value):
-            value = _run_awaitable(value)
-    except declared as exc:
-        return (
-            []
-            if not result.ok
-            else [
-                Finding(
-                    "warn",
-                    "return_shape",
-                    f"{tool.name}: today's mock raised {type(exc).__name__} for a recorded call "
-                    "that succeeded",
-                    tool=tool.name,
-                    recorded=_clip_value(result.value),
-                    new=str(exc),
-                )
-            ]
-        )
-    from pydantic_core import to_jsonable_python
-
-    new_value = to_jsonable_python(value, fallback=str)
-    missing, changed, added = _shape_diff(result.value, new_value)
-    findings = []
-    if missing or changed:
-        parts = []
-        if missing:
-            parts.append("missing " + ", ".join(missing))
-        if changed:
-            parts.append("changed type at " + ", ".join(changed))
-        findings.append(
-            Finding(
-                "fail",
-                "return_shape",
-                f"{tool.name} returns another structure today: " + "; ".join(parts),
-                tool=tool.name,
-                recorded=_shape(result.value),
-                new=_shape(new_value),
-            )
-        )
-    elif added:
-        findings.append(
-            Finding(
-                "warn",
-                "return_shape",
-                f"{tool.name} returns new fields today: " + ", ".join(added),
-                tool=tool.name,
-                recorded=_shape(result.value),
-                new=_shape(new_value),
-            )
-        )
-    return findings
-
-
-async def _await(value: Awaitable[Any]) -> Any:
-    return await value
-
-
-def _run_awaitable(value: Awaitable[Any]) -> Any:
-    """The result of an async mock, even inside a running event loop (``areplay``).
-
-    The mock runs to completion on its own loop in a worker thread.
-    """
-    import asyncio
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(1, thread_name_prefix="toolproof-mock") as pool:
-        return pool.submit(asyncio.run, _await(value)).result()
-
-
-def _shape(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _shape(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_shape(value[0])] if value else []
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if value is None:
-        return "null"
-    return "string"
-
-
-def _shape_diff(old: Any, new: Any, path: str = "$") -> tuple[list[str], list[str], list[str]]:
-    missing: list[str] = []
-    changed: list[str] = []
-    added: list[str] = []
-    old_shape, new_shape = _shape(old), _shape(new)
-    if isinstance(old_shape, dict) and isinstance(new_shape, dict):
-        for key in old:
-            if key not in new:
-                missing.append(f"{path}.{key}")
-            else:
-                m, c, a = _shape_diff(old[key], new[key], f"{path}.{key}")
-                missing += m
-                changed += c
-                added += a
-        added += [f"{path}.{key}" for key in new if key not in old]
-    elif isinstance(old_shape, list) and isinstance(new_shape, list):
-        if old and new:
-            return _shape_diff(old[0], new[0], f"{path}[]")
-    elif old_shape != new_shape and old is not None and new is not None:
-        changed.append(path)
-    return missing, changed, added
-
-
-def _clip_value(value: Any, limit: int = 300) -> Any:
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return value if len(text) <= limit else text[: limit - 1] + "…"
-
-
-# -- model mode ------------------------------------------------------------------------------
-
-
-class ReplayModel(Model):
-    """A model that answers with a recorded run's model outputs, in order.
-
-    Model mode with ``model="recorded"`` uses it: the whole agent loop runs again (today's
-    tools, schemas and policies) while the model says what it said then.
-
-    Args:
-        trace: The recorded run.
-    """
-
-    def __init__(self, trace: Trace) -> None:
-        self.trace = trace
-        self.name = trace.model or "recorded"
-        self.position = 0
-
-    async def request(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolDefinition],
-        settings: ModelSettings,
-    ) -> ModelResponse:
-        """The next recorded model output.
-
-        Raises:
-            ReplayError: The agent asked for more model outputs than were recorded.
-        """
-        steps = self.trace.steps
-        if self.position >= len(steps):
-            raise ReplayError(
-                f"the recording has {len(steps)} model response{'s' if len(steps) != 1 else ''};"
-                f" the agent asked for response {self.position + 1}"
-            )
-        step = steps[self.position]
-        self.position += 1
-        return ModelResponse(
-            message=step.response,
-            usage=step.usage,
-            model_name=step.model_name,
-            finish_reason=step.finish_reason,
-            parse_errors=list(step.parse_errors),
-        )
-
-
-def mock_from_trace(
-    trace: Trace,
-    *,
-    tools: Toolset | Sequence[Tool[..., Any]] | None = None,
-    rules: ReplayRules | None = None,
-) -> ToolMock:
-    """A strict fixture mock answering each tool call with the response recorded in ``trace``.
-
-    Fixtures are keyed by tool name and the arguments that matter: every recorded argument
-    except the rules' ``ignore`` list (and, when today's ``tools`` are given, arguments the
-    tool no longer has). A call repeated with the same arguments gets the recorded responses
-    in order, then the last one again. Recorded errors are raised as ``ToolError`` with the
-    recorded message; calls that the schema rejected when recorded get no fixture.
-
-    Args:
-        trace: The recorded run.
-        tools: Today's tools, to drop arguments they no longer have.
-        rules: Grading rules (``ignore`` lists and ``mask``).
-    """
-    from toolproof._mocks import ToolMock
-
-    rules = rules or ReplayRules()
-    known: dict[str, set[str]] | None = None
-    if tools is not None:
-        toolset = tools if isinstance(tools, Toolset) else Toolset(tools)
-        known = {t.name: set(t.parameters.get("properties", {})) for t in toolset}
-    groups: dict[tuple[str, str], list[tuple[dict[str, Any], ToolResult]]] = {}
-    key_args: dict[str, set[str]] = {}
-    for call, result in trace.calls_and_results():
-        if result is None or result.error_type in REJECTED or call.arguments_error is not None:
-            continue
-        ignored = set(rules.rule_for(call.name).ignore)
-        params = known.get(call.name) if known is not None else None
-        if known is not None and params is None:
-            continue  # the tool no longer exists: no fixture can answer it
-        keys = {k: v for k, v in call.arguments.items() if k not in ignored}
-        if params is not None:
-            keys = {k: v for k, v in keys.items() if k in params}
-        key_args.setdefault(call.name, set()).update(keys)
-        marker = json.dumps(keys, sort_keys=True, default=str)
-        groups.setdefault((call.name, marker), []).append((keys, result))
-    mock = ToolMock(
-        key_args={name: sorted(args) for name, args in key_args.items()},
-        mask=list(rules.mask),
-        assert_all_used=False,
-    )
-    for (name, _), answers in groups.items():
-        distinct = {json.dumps(_answer_key(r), sort_keys=True, default=str) for _, r in answers}
-        if len(distinct) == 1:
-            _add(mock, name, answers[0][0], answers[0][1], times=None)
-            continue
-        for index, (arguments, result) in enumerate(answers):
-            _add(mock, name, arguments, result, times=None if index == len(answers) - 1 else 1)
-    return mock
-
-
-def _answer_key(result: ToolResult) -> Any:
-    return [result.status, result.value if result.ok else result.content]
-
-
-def _add(
-    mock: ToolMock, name: str, arguments: dict[str, Any], result: ToolResult, *, times: int | None
-) -> None:
-    if result.ok:
-        mock.add(name, arguments, returns=result.value, times=times)
-    else:
-        mock.add(name, arguments, raises=ToolError(result.content), times=times)
-
-
-_REAL_TOOL_HOW = "--real-tool {0} (Python: replay(..., real_tools=['{0}']))"
-
-
-class _RecordedOnly:
-    """Mock provider: answers every tool from the recording, never from real code."""
-
-    def __init__(self, mock: ToolMock) -> None:
-        self.mock = mock
-
-    def mock_for(self, tool: Tool[..., Any]) -> Callable[..., Any] | None:
-        found = self.mock.mock_for(tool)
-        if found is not None and any(f.tool == tool.name for f in self.mock.fixtures):
-            return found
-        mask = self.mock.mask
-
-        def missing(**kwargs: Any) -> Any:
-            from toolproof._matching._objects import format_call, mask_arguments
-
-            shown = format_call(tool.name, mask_arguments(kwargs, mask))
-            raise MissingFixture(
-                f"No recorded response for the call {shown}: the recorded run never called "
-                f"'{tool.name}', so replay cannot answer it without a live call.",
-                tool_name=tool.name,
-                arguments=mask_arguments(kwargs, mask),
-            )
-
-        return missing
-
-
-async def _model_sample(
-    trace: Trace,
-    agent: Agent,
-    model: Model | Literal["recorded"] | None,
-    rules: ReplayRules,
-    judge: Model | None,
-    keep_trace: bool,
-    real_tools: Sequence[str] = (),
-    factory: str | None = None,
-) -> SampleResult:
-    toolset = agent.toolset
-    mock = mock_from_trace(trace, tools=toolset, rules=rules)
-    new_model = ReplayModel(trace) if model == "recorded" else model
-    error: BaseException | None = None
-    cut = model == "recorded" and _ended_after_tool_call(trace)
-    if cut:
-        # The recording stops after its last tool call (the conversation was ended from
-        # outside): the replay runs the same steps and stops there too.
-        agent = copy.copy(agent)
-        agent.max_steps = len(trace.steps)
-    with (
-        mock_context(
-            toolset,
-            where="replay (model mode)",
-            how=_REAL_TOOL_HOW,
-            real=real_tools,
-            mocks=[_RecordedOnly(mock)],
-            factory=factory,
-        ) as replay_tools,
-        agent.override(model=new_model, tools=replay_tools),
-    ):
-        try:
-            result = await agent.run(
-                trace.input,
-                history=trace.history,
-                metadata={"replay_of": trace.id},
-                tags=["replay"],
-            )
-            new = result.trace
-        except MockBypassed:
-            raise
-        except AgentRunError as exc:
-            error = exc
-            if exc.trace is None:  # pragma: no cover - the agent always attaches it
-                raise
-            new = exc.trace
-    if cut and new.stop_reason == "max_steps":
-        new.stop_reason, new.stop_detail = trace.stop_reason, trace.stop_detail
-    findings = grade_answer(trace, new, rules)
-    if not any(f.check in ("no_fixture", "run_error") for f in findings):
-        findings = (
-            grade_calls(list(trace.calls_and_results()), list(new.calls_and_results()), rules)
-            + findings
-        )
-    if (
-        judge is not None
-        and error is None
-        and new.output is not None
-        and trace.output is not None
-        and not any(f.grade in ("fail", "error") for f in findings)
-        and any(f.check == "answer_changed" for f in findings)
-    ):
-        findings.extend(await _judge(judge, trace, new))
-    notes = []
-    if trace.system_prompt_hash != new.system_prompt_hash:
-        notes.append("system prompt changed since recording")
-    return SampleResult(
-        trace_id=trace.id,
-        grade=overall(findings),
-        findings=findings,
-        input=trace.input,
-        recorded_model=trace.model,
-        new_model=new.model,
-        recorded_output=trace.output,
-        new_output=new.output,
-        notes=notes,
-        new_trace=new if keep_trace else None,
-    )
-
-
-def _ended_after_tool_call(trace: Trace) -> bool:
-    """Whether a recorded run was ended from outside right after a tool call.
-
-    A cancelled run, or an imported conversation that ended there (a hand-off to a human).
-    """
-    return (
-        trace.stop_reason == "cancelled"
-        and trace.output is None
-        and bool(trace.steps)
-        and bool(trace.steps[-1].response.tool_calls)
-    )
-
-
-_JUDGE_PROMPT = (
-    "You compare two answers an assistant gave to the same user message. Answer with one JSON "
-    'object: {"equivalent": true|false, "reason": "<one sentence>"}. They are equivalent '
-    "when a user would learn the same facts and be asked to do the same things from both; "
-    "wording, order and politeness do not matter."
-)
-
-
-async def _judge(judge: Model, recorded: Trace, new: Trace) -> list[Finding]:
-    question = (
-        f"User message:\n{recorded.input}\n\nRecorded answer:\n{recorded.output}\n\n"
-        f"New answer:\n{new.output}"
-    )
-    try:
-        response = await judge.request(
-            [Message.system(_JUDGE_PROMPT), Message.user(question)], [], ModelSettings()
-        )
-    except Exception as exc:
-        return [Finding("warn", "judge", f"the judge failed ({type(exc).__name__}: {exc})")]
-    text = response.message.content or ""
-    verdict = _parse_verdict(text)
-    if verdict is None:
-        return [
-            Finding("warn", "judge", "the judge gave no verdict", recorded=None, new=text[:300])
-        ]
-    equivalent, reason = verdict
-    if equivalent:
-        return []
-    return [
-        Finding(
-            "fail",
-            "judge",
-            f"the judge found the answers not equivalent: {reason}".rstrip(": "),
-            recorded=recorded.output,
-            new=new.output,
-        )
-    ]
-
-
-def _parse_verdict(text: str) -> tuple[bool, str] | None:
-    start, end = text.find("{"), text.rfind("}")
-    if start != -1 and end > start:
-        try:
-            data = json.loads(text[start : end + 1])
-        except ValueError:
-            data = None
-        if isinstance(data, dict) and isinstance(data.get("equivalent"), bool):
-            return data["equivalent"], str(data.get("reason") or "")
-    lowered = text.strip().lower()
-    if lowered.startswith(("not equivalent", "not_equivalent", "no")):
-        return False, text.strip()
-    if lowered.startswith(("equivalent", "yes")):
-        return True, text.strip()
-    return None
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 # -- the entry points ------------------------------------------------------------------------
-
-
-def replay(
-    source: Source,
-    *,
-    mode: ReplayMode = "tools",
-    tools: Toolset | Sequence[Tool[..., Any] | ToolInfo] | Mapping[str, Any] | None = None,
-    agent: Agent | AgentFactory | None = None,
-    model: Model | str | None = None,
-    rules: ReplayRules | Mapping[str, Any] | str | Path | None = None,
-    filter: TraceFilter | None = None,
-    gate: float | None = None,
-    aging: Aging | None = None,
-    judge: Model | None = None,
-    run_mocks: bool = False,
-    concurrency: int = 4,
-    keep_traces: bool = False,
-    now: float | datetime | None = None,
-    real_tools: Sequence[str] = (),
-    executor: str | Executor | None = None,
-) -> ReplayReport:
-    """Replay recorded samples and grade them (see :func:`areplay` for the arguments).
-
-    Raises:
-        UserError: Called from a running event loop (use ``await areplay(...)``), or a
-            misconfiguration (see :func:`areplay`).
-    """
-    import asyncio
-
-    from toolproof._agent import no_running_loop
-
-    no_running_loop("replay", "`await areplay(...)`")
-    return asyncio.run(
-        areplay(
-            source,
-            mode=mode,
-            tools=tools,
-            agent=agent,
-            model=model,
-            rules=rules,
-            filter=filter,
-            gate=gate,
-            aging=aging,
-            judge=judge,
-            run_mocks=run_mocks,
-            concurrency=concurrency,
-            keep_traces=keep_traces,
-            now=now,
-            real_tools=real_tools,
-            executor=executor,
-        )
-    )
 
 
 async def areplay(
@@ -901,6 +243,33 @@ async def areplay(
         )
     report.duration_s = time.perf_counter() - started
     return report
+
+
+def _blocking(
+    function: Callable[P, Coroutine[Any, Any, R]], name: str, instead: str
+) -> Callable[P, R]:
+    """A blocking twin of ``function`` with the very same parameters (one definition)."""
+
+    @functools.wraps(function)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        import asyncio
+
+        from toolproof._agent import no_running_loop
+
+        no_running_loop(name, instead)
+        return asyncio.run(function(*args, **kwargs))
+
+    run.__name__ = run.__qualname__ = name
+    return run
+
+
+replay = _blocking(areplay, "replay", "`await areplay(...)`")
+replay.__doc__ = """Replay recorded samples and grade them (see :func:`areplay` for the arguments).
+
+    Raises:
+        UserError: Called from a running event loop (use ``await areplay(...)``), or a
+            misconfiguration (see :func:`areplay`).
+    """
 
 
 async def _run_model_mode(

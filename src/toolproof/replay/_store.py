@@ -32,14 +32,53 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
-from toolproof._trace import TRACE_VERSION, Trace
+from toolproof._trace import Trace
 from toolproof.errors import TraceFormatError, UserError
-from toolproof.replay._time import parse_time, parse_timestamp
+from toolproof.replay._store_rows import (
+    _INPUT_PREVIEW as _INPUT_PREVIEW,
+)
+from toolproof.replay._store_rows import (
+    SQLITE as SQLITE,
+)
+from toolproof.replay._store_rows import (
+    STATUSES as STATUSES,
+)
+from toolproof.replay._store_rows import (
+    StoreRow as StoreRow,
+)
+from toolproof.replay._store_rows import (
+    TraceFilter as TraceFilter,
+)
+from toolproof.replay._store_rows import (
+    _chunks as _chunks,
+)
+from toolproof.replay._store_rows import (
+    _decode as _decode,
+)
+from toolproof.replay._store_rows import (
+    _Dialect as _Dialect,
+)
+from toolproof.replay._store_rows import (
+    _glob_escape as _glob_escape,
+)
+from toolproof.replay._store_rows import (
+    _Row as _Row,
+)
+from toolproof.replay._store_rows import (
+    _row_from_trace as _row_from_trace,
+)
+from toolproof.replay._store_rows import (
+    _text as _text,
+)
+from toolproof.replay._store_rows import (
+    _tool_counts as _tool_counts,
+)
+from toolproof.replay._store_rows import (
+    row_from_dict as row_from_dict,
+)
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -60,54 +99,8 @@ DEFAULT_STORE_PATH = Path(".toolproof") / "traces.db"
 #: Version of the store layout this code writes (see ``_MIGRATIONS``).
 SCHEMA_VERSION = 2
 
-#: Values accepted by the ``status`` filter: a stop reason, or ``ok`` / ``failed``.
-STATUSES = (
-    "ok",
-    "failed",
-    "final",
-    "max_steps",
-    "budget",
-    "repeated_call",
-    "cancelled",
-    "error",
-)
-
-_INPUT_PREVIEW = 200
 
 logger = logging.getLogger("toolproof.replay")
-
-
-# -- dialects ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Dialect:
-    """What differs between the SQL engines a store runs on (the rest of the SQL is shared)."""
-
-    blob: str = "BLOB"
-    real: str = "REAL"
-    without_rowid: str = "WITHOUT ROWID"
-    #: ``(column, glob) -> (SQL, parameter)``: the column matches a ``*``/``?``/``[...]`` glob.
-    glob: Callable[[str, str], tuple[str, str]] = lambda column, pattern: (
-        f"{column} GLOB ?",
-        pattern,
-    )
-    #: ``(column, text) -> (SQL, parameter)``: the column starts with the text.
-    prefix: Callable[[str, str], tuple[str, str]] = lambda column, text: (
-        f"{column} GLOB ?",
-        _glob_escape(text) + "*",
-    )
-    #: Appended to an ``INSERT`` that leaves existing rows alone (else ``OR IGNORE`` is used).
-    on_conflict_ignore: str = ""
-
-    def ignore(self, insert: str) -> str:
-        """``insert`` (an ``INSERT INTO ...`` statement) made to skip rows that exist."""
-        if self.on_conflict_ignore:
-            return f"{insert} {self.on_conflict_ignore}"
-        return insert.replace("INSERT INTO", "INSERT OR IGNORE INTO", 1)
-
-
-SQLITE = _Dialect()
 
 
 # -- migrations ----------------------------------------------------------------------------
@@ -226,122 +219,6 @@ def _migrate_2(conn: _Migratable) -> None:
 #: Migration ``n`` brings a store from version ``n - 1`` to ``n``. Append, never edit.
 _MIGRATIONS: list[Callable[[_Migratable], None]] = [_migrate_1, _migrate_2]
 assert len(_MIGRATIONS) == SCHEMA_VERSION
-
-
-# -- filters -------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class TraceFilter:
-    """Which stored traces to select. Every set criterion must hold.
-
-    Attributes:
-        since: Only traces that started at or after this time: a datetime, epoch seconds,
-            an ISO date or time, or an age such as ``"7d"``.
-        until: Only traces that started before this time (same forms).
-        tools: Only traces that called at least one of these tools.
-        model: Only traces of this model; ``*`` and ``?`` are wildcards
-            (``"deepseek:*"``).
-        tags: Only traces that carry every one of these tags.
-        status: Only traces with this outcome: a stop reason (``"final"``, ``"error"``...),
-            ``"ok"`` (final) or ``"failed"`` (anything else).
-        ids: Only these trace ids.
-        limit: At most this many traces (the most recent ones first).
-    """
-
-    since: str | float | datetime | None = None
-    until: str | float | datetime | None = None
-    tools: Sequence[str] = ()
-    model: str | None = None
-    tags: Sequence[str] = ()
-    status: str | None = None
-    ids: Sequence[str] = ()
-    limit: int | None = None
-
-    def where(
-        self, now: float | None = None, *, dialect: _Dialect = SQLITE
-    ) -> tuple[str, list[Any]]:
-        """The SQL ``WHERE`` clause (without the keyword) and its parameters.
-
-        Raises:
-            UserError: A criterion is malformed (bad time, unknown status, bad limit).
-        """
-        clauses: list[str] = []
-        params: list[Any] = []
-        if self.since is not None:
-            clauses.append("t.ts >= ?")
-            params.append(parse_time(self.since, where="since", now=now))
-        if self.until is not None:
-            clauses.append("t.ts < ?")
-            params.append(parse_time(self.until, where="until", now=now))
-        if self.model:
-            if any(ch in self.model for ch in "*?["):
-                clause, param = dialect.glob("t.model", self.model)
-                clauses.append(clause)
-                params.append(param)
-            else:
-                clauses.append("t.model = ?")
-                params.append(self.model)
-        if self.status:
-            if self.status not in STATUSES:
-                raise UserError(
-                    f"unknown status {self.status!r}; use one of: {', '.join(STATUSES)}"
-                )
-            if self.status == "ok":
-                clauses.append("t.status = 'final'")
-            elif self.status == "failed":
-                clauses.append("t.status != 'final'")
-            else:
-                clauses.append("t.status = ?")
-                params.append(self.status)
-        if self.tools:
-            marks = ", ".join("?" for _ in self.tools)
-            clauses.append(
-                "EXISTS (SELECT 1 FROM trace_tools x "
-                f"WHERE x.trace_id = t.id AND x.tool IN ({marks}))"
-            )
-            params.extend(self.tools)
-        for tag in self.tags:
-            clauses.append(
-                "EXISTS (SELECT 1 FROM trace_tags g WHERE g.trace_id = t.id AND g.tag = ?)"
-            )
-            params.append(tag)
-        if self.ids:
-            marks = ", ".join("?" for _ in self.ids)
-            clauses.append(f"t.id IN ({marks})")
-            params.extend(self.ids)
-        if self.limit is not None and self.limit < 1:
-            raise UserError(f"limit must be at least 1, got {self.limit}")
-        return (" AND ".join(clauses) or "1 = 1"), params
-
-
-@dataclass(slots=True)
-class StoreRow:
-    """A stored trace's listing columns (read without decoding the payload).
-
-    Attributes:
-        id: The trace id.
-        ts: When the run started (epoch seconds; the time it was stored if unknown).
-        started_at: The trace's own ISO start time (``""`` for imports without one).
-        model: The model name.
-        status: The stop reason.
-        input: The start of the user input (redacted, as stored).
-        tool_calls: How many tool calls the run made.
-        duration_ms: The run's wall time.
-        tools: Tool names called, with call counts.
-        tags: The trace's tags.
-    """
-
-    id: str
-    ts: float
-    started_at: str
-    model: str
-    status: str
-    input: str
-    tool_calls: int
-    duration_ms: float
-    tools: dict[str, int] = field(default_factory=dict)
-    tags: list[str] = field(default_factory=list)
 
 
 # -- the store -----------------------------------------------------------------------------
@@ -893,112 +770,3 @@ def open_store(path: str | Path | None = None, *, create: bool = False) -> Trace
     ``path`` is a file, or a ``postgresql://`` URL for a PostgreSQL store.
     """
     return TraceStore(path or DEFAULT_STORE_PATH, create=create)
-
-
-# -- rows ----------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Row:
-    id: str
-    ts: float | None
-    started_at: str
-    model: str
-    status: str
-    payload: bytes
-    version: int
-    input: str
-    duration_ms: float
-    tools: dict[str, int]
-    tags: list[str]
-
-
-def _row_from_trace(trace: Trace) -> _Row:
-    # The encoder refuses what it cannot write so that it reads back (see _trace.py).
-    return _Row(
-        id=trace.id,
-        ts=parse_timestamp(trace.started_at),
-        started_at=trace.started_at,
-        model=trace.model,
-        status=trace.stop_reason,
-        payload=trace.to_json().encode(),
-        version=trace.version,
-        input=trace.input[:_INPUT_PREVIEW],
-        duration_ms=trace.duration_ms,
-        tools=_tool_counts(call.name for call in trace.tool_calls),
-        tags=list(dict.fromkeys(trace.tags)),
-    )
-
-
-def row_from_dict(data: dict[str, Any], payload: bytes) -> _Row:
-    """A row from a trace's plain data (``Trace.to_dict`` form) and its JSON payload.
-
-    Raises:
-        TraceFormatError: The payload does not decode as a trace, or not as this one
-            (data changed after ``to_dict`` into something that cannot be read back).
-    """
-    trace_id = str(data.get("id", ""))
-    trace = _decode(payload, TRACE_VERSION, trace_id, writing=True)
-    if trace.id != trace_id:
-        raise TraceFormatError(
-            f"trace {trace_id} cannot be stored: its JSON holds the id {trace.id!r}",
-            trace_id=trace_id,
-        )
-    started_at = str(data.get("started_at") or "")
-    return _Row(
-        id=trace_id,
-        ts=parse_timestamp(started_at),
-        started_at=started_at,
-        model=str(data.get("model") or ""),
-        status=str(data.get("stop_reason") or "final"),
-        payload=payload,
-        version=int(data.get("version", TRACE_VERSION)),
-        input=str(data.get("input") or "")[:_INPUT_PREVIEW],
-        duration_ms=float(data.get("duration_ms") or 0.0),
-        tools=_tool_counts(
-            str(call.get("name", ""))
-            for step in data.get("steps") or ()
-            for call in (step.get("response") or {}).get("tool_calls") or ()
-        ),
-        tags=list(dict.fromkeys(str(tag) for tag in data.get("tags") or ())),
-    )
-
-
-def _tool_counts(names: Iterable[str]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for name in names:
-        counts[name] = counts.get(name, 0) + 1
-    return counts
-
-
-def _decode(payload: Any, version: Any, trace_id: str, *, writing: bool = False) -> Trace:
-    """Decode a stored payload; ``TraceFormatError`` naming the id and the reason if not."""
-    try:
-        if not isinstance(payload, (bytes, str)):
-            raise TraceFormatError(f"the payload is {type(payload).__name__}, not JSON text")
-        trace = Trace.from_json(payload)
-        if version != trace.version:
-            raise TraceFormatError(
-                f"its format_version column ({version!r}) does not match the payload's "
-                f"version ({trace.version})"
-            )
-    except TraceFormatError as exc:
-        if writing:
-            message = f"trace {trace_id} cannot be stored: it would not read back ({exc})"
-        else:
-            message = f"stored trace {trace_id} cannot be decoded: {exc}"
-        raise TraceFormatError(message, trace_id=trace_id) from None
-    return trace
-
-
-def _text(payload: bytes | str) -> str:
-    return payload.decode() if isinstance(payload, bytes) else str(payload)
-
-
-def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
-def _glob_escape(text: str) -> str:
-    return "".join(f"[{ch}]" if ch in "*?[" else ch for ch in text)

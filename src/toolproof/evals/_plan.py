@@ -1,0 +1,209 @@
+"""The eval runner's plan: which cases run how many trials on which model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from toolproof.errors import (
+    MissingAPIKey,
+    MockBypassed,
+    ModelRequestsDisabled,
+    UserError,
+)
+from toolproof.evals._results import (
+    CaseResult,
+    TrialResult,
+)
+from toolproof.evals._suite import Case, Suite, load_suites
+from toolproof.models._base import Model
+
+if TYPE_CHECKING:
+    from toolproof._executor import Executor
+
+from toolproof.evals._trial_models import SCRIPTED, _Slot
+
+# -- plan ---------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Plan:
+    case: Case
+    trials: int
+    model_name: str | None = None
+    slot: _Slot | None = None
+    scripted: bool = False
+    judge_slot: _Slot | None = None
+    skip: str | None = None
+    results: list[TrialResult | None] = field(default_factory=list)
+    remaining: int = 0
+    result: CaseResult | None = None
+
+
+@dataclass(slots=True)
+class _Options:
+    concurrency: int = 8
+    keep_traces: bool = False
+    keep_failed_traces: bool = False
+    exitfirst: bool = False
+    retry_backoff: float = 1.0
+    retry_backoff_max: float = 30.0
+    executor: Executor | None = None  # None: this process
+
+
+def _as_suites(suites: Sequence[Suite] | Sequence[str | Path] | str | Path) -> list[Suite]:
+    if isinstance(suites, (str, Path)):
+        return load_suites([suites])
+    items = list(suites)
+    if all(isinstance(s, Suite) for s in items):
+        return [s for s in items if isinstance(s, Suite)]
+    if any(isinstance(s, Suite) for s in items):
+        raise UserError("pass either Suite objects or paths, not both")
+    return load_suites([s for s in items if isinstance(s, (str, Path))])
+
+
+def _judges_itself(slot: _Slot) -> bool:
+    """Whether a case's model may judge its own trials when no judge model is set.
+
+    A scripted or function model answers from a script: as a judge it would consume the
+    script's responses and grade nothing, so it never judges unless named as the judge.
+    """
+    from toolproof.models.fake import FunctionModel, ScriptedModel
+
+    return not isinstance(slot.model, (FunctionModel, ScriptedModel))
+
+
+def _plan(
+    cases: Iterable[Case],
+    *,
+    model: str | Model | None,
+    judge_model: str | Model | None,
+    trials: int | None,
+    slots: dict[str, _Slot],
+    rpm: float | None,
+    tpm: float | None,
+) -> list[_Plan]:
+    """Decide each case's model, judge and trials; build each distinct model once."""
+    plans: list[_Plan] = []
+    missing: list[str] = []
+
+    def slot_for(spec: str | Model, role: str) -> _Slot:
+        """The shared model of ``spec``; raises before anything runs when it cannot work."""
+        key = spec if isinstance(spec, str) else f"<instance {id(spec)}>"
+        if key not in slots:
+            limiter = None
+            if rpm or tpm:
+                from toolproof.evals._ratelimit import RateLimiter
+
+                limiter = RateLimiter(rpm, tpm)
+            if isinstance(spec, Model):
+                slots[key] = _Slot(spec, limiter, owned=False)
+            else:
+                from toolproof.models import check_allow_model_requests, model_from_string
+
+                try:
+                    built = model_from_string(spec)
+                    check_allow_model_requests(spec)
+                except MissingAPIKey as exc:
+                    raise MissingAPIKey(f"{role} {exc}", exc.variable) from None
+                except ModelRequestsDisabled:
+                    raise
+                except UserError as exc:
+                    raise UserError(f"{role} {spec}: {exc}") from None
+                slots[key] = _Slot(built, limiter)
+        return slots[key]
+
+    for case in cases:
+        n = trials or case.config.trials
+        rule = case.config.pass_rule
+        if rule.kind == "at_least" and rule.value > n:
+            raise UserError(
+                f"{case.id} needs {rule.describe()} passing trials but runs only {n} "
+                "(--trials is lower than its pass_rule): raise --trials"
+            )
+        plan = _Plan(case, n, results=[None] * n, remaining=n)
+        plans.append(plan)
+        chosen: str | Model | None = model if model is not None else case.config.model
+        if case.skip is not None:
+            plan.skip = case.skip
+        elif chosen is None:
+            missing.append(case.id)
+            continue
+        elif isinstance(chosen, str) and chosen.strip().lower() == SCRIPTED:
+            plan.scripted = True
+            plan.model_name = SCRIPTED
+            if case.script is None:
+                plan.skip = "no script: the scripted model needs the case's 'script:'"
+        else:
+            plan.slot = slot_for(chosen, "model")
+            plan.model_name = plan.slot.model.name
+        if case.judge and plan.skip is None:
+            judge_choice: str | Model | None = (
+                judge_model if judge_model is not None else case.config.judge_model
+            )
+            if plan.scripted and judge_model is None:
+                judge_choice = None  # a scripted run is offline: judge only with --judge-model
+            if judge_choice is not None and not (
+                isinstance(judge_choice, str) and judge_choice.strip().lower() == SCRIPTED
+            ):
+                plan.judge_slot = slot_for(judge_choice, "judge model")
+            elif judge_choice is None and plan.slot is not None and _judges_itself(plan.slot):
+                plan.judge_slot = plan.slot  # the case's own (real) model judges
+        if plan.skip is not None:
+            plan.remaining = 0
+            plan.results = []
+            plan.result = CaseResult(
+                case, "skipped", plan.skip, model=plan.model_name, scripted=_scripted(plan)
+            )
+    if missing:
+        shown = ", ".join(missing[:5]) + (
+            f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        )
+        raise UserError(
+            f"no model for {shown}: set 'model:' in the suite or the case, or pass --model "
+            "(--model scripted runs each case's script, offline)"
+        )
+    _dry_build(plans)
+    return plans
+
+
+def _dry_build(plans: Sequence[_Plan]) -> None:
+    """Build each case's agent once with its model and toolset before anything runs.
+
+    Mocks are not created (they may hold state); the agent is built, not run. A factory
+    that fails here is a configuration error of the suite, reported before any trial.
+    """
+    from toolproof._tracebacks import user_location
+    from toolproof.models.fake import ScriptedModel
+
+    done: set[tuple[int, int, str, str]] = set()
+    for plan in plans:
+        if plan.skip is not None:
+            continue
+        config = plan.case.config
+        model: Model = plan.slot.model if plan.slot is not None else ScriptedModel([])
+        key = (id(config.agent), id(model), config.tools, repr(sorted(config.tool_modes.items())))
+        if key in done:
+            continue
+        done.add(key)
+        try:
+            toolset = config.agent.toolset.with_mode(
+                config.tools, overrides=config.tool_modes or None
+            )
+            config.agent.build(model, toolset)
+        except MockBypassed:
+            raise  # names the factory and the fix already
+        except UserError as exc:
+            raise UserError(f"{plan.case.id}: {exc}") from exc
+        except Exception as exc:
+            where = user_location(exc)
+            raise UserError(
+                f"{plan.case.id}: agent factory {config.agent.source} failed with model "
+                f"{model.name}: {type(exc).__name__}: {exc}" + (f" ({where})" if where else "")
+            ) from exc
+
+
+def _scripted(plan: _Plan) -> bool:
+    return plan.scripted or (plan.slot is not None and not _judges_itself(plan.slot))

@@ -1,0 +1,190 @@
+"""The eval runner's trial models (counted, cached, rate limited) and infrastructure errors."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from toolproof._messages import Message, ModelResponse, ModelSettings, ToolDefinition
+from toolproof._toolset import Toolset, mock_context
+from toolproof.errors import (
+    AgentRunError,
+    MissingAPIKey,
+    ModelConnectionError,
+    ModelError,
+    ModelHTTPError,
+    ModelRequestsDisabled,
+    UnexpectedModelOutput,
+)
+from toolproof.evals._suite import Case
+from toolproof.models._base import Model
+
+if TYPE_CHECKING:
+    from toolproof._tools import Tool
+    from toolproof.evals._cache import ResponseCache
+    from toolproof.evals._ratelimit import RateLimiter
+
+SCRIPTED = "scripted"
+
+
+# -- models -------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Counters:
+    model_calls: int = 0
+    cached_calls: int = 0
+
+
+@dataclass(slots=True)
+class _Slot:
+    """One model shared by every trial that uses it, with its rate limits."""
+
+    model: Model
+    limiter: RateLimiter | None = None
+    owned: bool = True
+
+
+class _TrialModel(Model):
+    """The model as one trial sees it: cached per trial index, rate limited, counted."""
+
+    def __init__(
+        self, slot: _Slot, trial: int, counters: _Counters, cache: ResponseCache | None
+    ) -> None:
+        self.slot = slot
+        self.inner = slot.model
+        self.name = slot.model.name
+        # The endpoint is part of the cache key: the same model name served elsewhere (a
+        # local vLLM standing in for OpenAI) must not reuse the other's answers.
+        endpoint = getattr(slot.model, "base_url", None)
+        self.cache_name = f"{self.name} @ {endpoint}" if endpoint else self.name
+        self.trial = trial
+        self.counters = counters
+        self.cache = cache
+
+    async def request(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolDefinition],
+        settings: ModelSettings,
+    ) -> ModelResponse:
+        from toolproof.evals._cache import decode_response, encode_response, request_key
+
+        key = None
+        if self.cache is not None:
+            key = request_key(self.cache_name, messages, tools, settings, trial=self.trial)
+            stored = self.cache.get(key)
+            if stored is not None:
+                self.counters.cached_calls += 1
+                return decode_response(stored)
+        response = await _limited_request(self.slot, messages, tools, settings)
+        self.counters.model_calls += 1
+        if self.cache is not None and key is not None:
+            self.cache.put(key, encode_response(response))
+        return response
+
+
+class _LimitedModel(Model):
+    """A shared model behind its rate limits (used for the judge, which caches by content)."""
+
+    def __init__(self, slot: _Slot) -> None:
+        self.slot = slot
+        self.name = slot.model.name
+
+    async def request(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolDefinition],
+        settings: ModelSettings,
+    ) -> ModelResponse:
+        return await _limited_request(self.slot, messages, tools, settings)
+
+
+async def _limited_request(
+    slot: _Slot,
+    messages: Sequence[Message],
+    tools: Sequence[ToolDefinition],
+    settings: ModelSettings,
+) -> ModelResponse:
+    limiter = slot.limiter
+    if limiter is None:
+        return await slot.model.request(messages, tools, settings)
+    from toolproof._tokens import estimate_message_tokens
+
+    estimate = sum(estimate_message_tokens(m) for m in messages) + (settings.max_tokens or 0)
+    await limiter.acquire(estimate)
+    response = await slot.model.request(messages, tools, settings)
+    limiter.settle(estimate, response.usage.total_tokens or estimate)
+    return response
+
+
+class _MappingMocks:
+    """A ``{tool name: function}`` mapping from a mock factory, as a mock provider."""
+
+    def __init__(self, functions: Mapping[str, Callable[..., Any]]) -> None:
+        self.functions = dict(functions)
+
+    def mock_for(self, tool: Tool[..., Any]) -> Callable[..., Any] | None:
+        return self.functions.get(tool.name)
+
+
+def _trial_tools(case: Case, providers: list[Any]) -> contextlib.AbstractContextManager[Toolset]:
+    """The toolset of one trial; with ``tools: mock`` the trial is a mocked run."""
+    config = case.config
+    if config.tools == "real":
+        toolset = config.agent.toolset.with_mode(
+            "real", overrides=config.tool_modes or None, mocks=providers or None
+        )
+        toolset._lineage = object()  # the trial's own: an agent ignoring it is caught
+        return contextlib.nullcontext(toolset)
+    return mock_context(
+        config.agent.toolset,
+        where=f"the eval case {case.id} (tools: mock)",
+        how="real_tools: [{}] in the suite or the case",
+        real=config.real_tools,
+        overrides=config.tool_modes or None,
+        mocks=providers or None,
+        factory=config.agent.source,
+    )
+
+
+# -- errors -------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Infra:
+    """An infrastructure error: what it was, and whether retrying may help."""
+
+    error_type: str
+    message: str
+    retryable: bool
+    retry_after: float | None = None
+
+
+def infrastructure_error(exc: BaseException) -> _Infra | None:
+    """Classify an exception: ``None`` when it is the agent's (or its tools') failure.
+
+    Only failures of the model provider or the network are infrastructure errors
+    (unreachable, timeouts, HTTP errors, unreadable bodies); 429 and 5xx responses,
+    connection errors and unreadable bodies are worth retrying. A bug in user code (a tool,
+    an agent factory, a mock, a model written in Python) is a failure of the case, and
+    configuration problems (a missing key) are found before anything runs.
+    """
+    from toolproof.errors import ScriptExhausted
+
+    root = exc.__cause__ if isinstance(exc, AgentRunError) and exc.__cause__ else exc
+    name = type(root).__name__
+    if isinstance(root, ScriptExhausted):
+        return None  # the scripted conversation does not fit the agent: a case failure
+    if isinstance(root, ModelHTTPError):
+        return _Infra(name, str(root), root.retryable, root.retry_after)
+    if isinstance(
+        root, (ModelConnectionError, UnexpectedModelOutput, asyncio.TimeoutError, OSError)
+    ):
+        return _Infra(name, str(root) or "timed out", True)
+    if isinstance(root, (MissingAPIKey, ModelRequestsDisabled, ModelError)):
+        return _Infra(name, str(root), False)
+    return None

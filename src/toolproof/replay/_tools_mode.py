@@ -1,0 +1,328 @@
+"""Tools mode: recorded model outputs through today's tools, graded call by call."""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from toolproof._messages import (
+    ToolCall,
+    ToolResult,
+)
+from toolproof._tools import ArgumentsInvalid, Tool
+from toolproof._toolset import Toolset
+from toolproof._trace import ToolInfo, Trace
+from toolproof.errors import (
+    AgentRunError,
+    ToolError,
+    UserError,
+)
+from toolproof.replay._grading import (
+    REJECTED,
+    Finding,
+    SampleResult,
+    _show_call,
+    grade_calls,
+    overall,
+)
+from toolproof.replay._rules import ReplayRules
+
+# -- today's tools ---------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _TodayTool:
+    """One tool as it is today: its schema check, return check, and optional mock."""
+
+    name: str
+    schema_hash: str
+    params: tuple[str, ...]
+    tool: Tool[..., Any] | None = None
+    validator: Any = None  # jsonschema validator when only a schema is known
+    mock: Callable[..., Any] | None = None
+
+    def reject(self, arguments: dict[str, Any]) -> str | None:
+        if self.tool is not None:
+            try:
+                self.tool.validate(arguments)
+            except ArgumentsInvalid as exc:
+                return str(exc)
+            return None
+        error = next(iter(self.validator.iter_errors(arguments)), None)
+        if error is None:
+            return None
+        from jsonschema.exceptions import best_match
+
+        best = best_match(self.validator.iter_errors(arguments)) or error
+        where = "/".join(str(p) for p in best.absolute_path)
+        return f"Invalid arguments for tool '{self.name}': {best.message}" + (
+            f" (at {where})" if where else ""
+        )
+
+    def return_problem(self, value: Any) -> str | None:
+        tool = self.tool
+        if tool is None or not tool.has_return_annotation:
+            return None
+        from pydantic import ValidationError
+
+        try:
+            tool.validate_return(value)
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False)
+            detail = "; ".join(
+                f"{'.'.join(str(p) for p in error['loc']) or 'value'}: {error['msg']}"
+                for error in errors[:2]
+            ) + ("; ..." if len(errors) > 2 else "")
+            return f"the recorded response no longer fits {self.name}'s return type ({detail})"
+        except Exception:  # an annotation pydantic cannot check: nothing to say
+            return None
+        return None
+
+
+def _today_tools(tools: Any) -> dict[str, _TodayTool]:
+    if isinstance(tools, Toolset):
+        # `tools` is the mocked toolset of the replay: a tool runs its real code only when
+        # it was named as a real tool (the toolset's guard decides).
+        out = {}
+        for tool in tools:
+            try:
+                function, mocked = tools.implementation(tool)
+            except AgentRunError:
+                function, mocked = None, False
+            real = tool.name in tools.real_tools
+            out[tool.name] = _from_tool(tool, function if mocked or real else None)
+        return out
+    if isinstance(tools, Mapping):
+        items: list[Any] = [
+            ToolInfo(str(name), "", dict(schema), "") for name, schema in tools.items()
+        ]
+    else:
+        items = list(tools)
+    out = {}
+    for item in items:
+        if isinstance(item, Tool):
+            entry = _from_tool(item, item.mock_function)
+        elif isinstance(item, ToolInfo):
+            entry = _from_schema(item.name, item.parameters, item.schema_hash)
+        elif callable(item):
+            from toolproof._tools import tool as make_tool
+
+            made = make_tool(item)
+            entry = _from_tool(made, made.mock_function)
+        else:
+            raise UserError(
+                f"today's tools must be Tools, a Toolset, ToolInfo schemas or a mapping of "
+                f"name to parameters schema; got {item!r}"
+            )
+        out[entry.name] = entry
+    return out
+
+
+def _from_tool(tool: Tool[..., Any], mock: Callable[..., Any] | None) -> _TodayTool:
+    params = tuple(tool.parameters.get("properties", {}))
+    return _TodayTool(tool.name, tool.schema_hash, params, tool=tool, mock=mock)
+
+
+def _from_schema(name: str, parameters: Mapping[str, Any], schema_hash: str) -> _TodayTool:
+    from jsonschema import Draft202012Validator, validators
+
+    schema = dict(parameters)
+    cls = validators.validator_for(schema, default=Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except Exception as exc:
+        raise UserError(f"tool '{name}': invalid parameters schema ({exc})") from None
+    params = tuple(schema.get("properties", {}))
+    return _TodayTool(name, schema_hash, params, validator=cls(schema))
+
+
+# -- tools mode ------------------------------------------------------------------------------
+
+
+def _tools_sample(
+    trace: Trace, today: Mapping[str, _TodayTool], rules: ReplayRules, *, run_mocks: bool
+) -> SampleResult:
+    findings: list[Finding] = []
+    notes: list[str] = []
+    recorded = list(trace.calls_and_results())
+    replayed: list[tuple[ToolCall, ToolResult | None]] = []
+    for call, result in recorded:
+        tool = today.get(call.name)
+        if tool is None:
+            close = difflib.get_close_matches(call.name, list(today), n=1)
+            hint = f"; renamed to '{close[0]}'?" if close else ""
+            findings.append(
+                Finding(
+                    "fail",
+                    "tool_missing",
+                    f"tool '{call.name}' no longer exists{hint}",
+                    tool=call.name,
+                    recorded=_show_call(call, rules.mask),
+                )
+            )
+            continue
+        if call.arguments_error is not None:
+            replayed.append((call, result))
+            continue
+        reason = tool.reject(call.arguments)
+        if reason is not None:
+            replayed.append((call, _rejected(call, reason)))
+            continue
+        replayed.append((call, result))
+        if result is None or not result.ok or result.error_type in REJECTED:
+            continue
+        problem = tool.return_problem(result.value)
+        if problem is not None:
+            findings.append(
+                Finding(
+                    "fail",
+                    "return_shape",
+                    problem,
+                    tool=call.name,
+                    recorded=_clip_value(result.value),
+                )
+            )
+        elif run_mocks and tool.mock is not None and tool.tool is not None:
+            findings.extend(_compare_mock(tool, call, result))
+    findings.extend(grade_calls(recorded, replayed, rules, compare_calls=False))
+    called = {call.name for call, _ in recorded}
+    for info in trace.tools:
+        tool = today.get(info.name)
+        if info.name not in called:
+            continue  # a change to a tool this sample never called says nothing about it
+        if tool is not None and info.schema_hash and tool.schema_hash != info.schema_hash:
+            notes.append(f"{info.name}: schema changed since recording")
+    return SampleResult(
+        trace_id=trace.id,
+        grade=overall(findings),
+        findings=findings,
+        input=trace.input,
+        recorded_model=trace.model,
+        recorded_output=trace.output,
+        notes=notes,
+    )
+
+
+def _rejected(call: ToolCall, reason: str) -> ToolResult:
+    return ToolResult(call.id, call.name, "error", reason, error_type="ValidationError")
+
+
+def _compare_mock(tool: _TodayTool, call: ToolCall, result: ToolResult) -> list[Finding]:
+    assert tool.tool is not None
+    assert tool.mock is not None
+    declared: tuple[type[BaseException], ...] = (ToolError, *tool.tool.errors)
+    try:
+        value = tool.mock(**tool.tool.validate(call.arguments))
+        if inspect.isawaitable(value):
+            value = _run_awaitable(value)
+    except declared as exc:
+        return (
+            []
+            if not result.ok
+            else [
+                Finding(
+                    "warn",
+                    "return_shape",
+                    f"{tool.name}: today's mock raised {type(exc).__name__} for a recorded call "
+                    "that succeeded",
+                    tool=tool.name,
+                    recorded=_clip_value(result.value),
+                    new=str(exc),
+                )
+            ]
+        )
+    from pydantic_core import to_jsonable_python
+
+    new_value = to_jsonable_python(value, fallback=str)
+    missing, changed, added = _shape_diff(result.value, new_value)
+    findings = []
+    if missing or changed:
+        parts = []
+        if missing:
+            parts.append("missing " + ", ".join(missing))
+        if changed:
+            parts.append("changed type at " + ", ".join(changed))
+        findings.append(
+            Finding(
+                "fail",
+                "return_shape",
+                f"{tool.name} returns another structure today: " + "; ".join(parts),
+                tool=tool.name,
+                recorded=_shape(result.value),
+                new=_shape(new_value),
+            )
+        )
+    elif added:
+        findings.append(
+            Finding(
+                "warn",
+                "return_shape",
+                f"{tool.name} returns new fields today: " + ", ".join(added),
+                tool=tool.name,
+                recorded=_shape(result.value),
+                new=_shape(new_value),
+            )
+        )
+    return findings
+
+
+async def _await(value: Awaitable[Any]) -> Any:
+    return await value
+
+
+def _run_awaitable(value: Awaitable[Any]) -> Any:
+    """The result of an async mock, even inside a running event loop (``areplay``).
+
+    The mock runs to completion on its own loop in a worker thread.
+    """
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1, thread_name_prefix="toolproof-mock") as pool:
+        return pool.submit(asyncio.run, _await(value)).result()
+
+
+def _shape(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _shape(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shape(value[0])] if value else []
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if value is None:
+        return "null"
+    return "string"
+
+
+def _shape_diff(old: Any, new: Any, path: str = "$") -> tuple[list[str], list[str], list[str]]:
+    missing: list[str] = []
+    changed: list[str] = []
+    added: list[str] = []
+    old_shape, new_shape = _shape(old), _shape(new)
+    if isinstance(old_shape, dict) and isinstance(new_shape, dict):
+        for key in old:
+            if key not in new:
+                missing.append(f"{path}.{key}")
+            else:
+                m, c, a = _shape_diff(old[key], new[key], f"{path}.{key}")
+                missing += m
+                changed += c
+                added += a
+        added += [f"{path}.{key}" for key in new if key not in old]
+    elif isinstance(old_shape, list) and isinstance(new_shape, list):
+        if old and new:
+            return _shape_diff(old[0], new[0], f"{path}[]")
+    elif old_shape != new_shape and old is not None and new is not None:
+        changed.append(path)
+    return missing, changed, added
+
+
+def _clip_value(value: Any, limit: int = 300) -> Any:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return value if len(text) <= limit else text[: limit - 1] + "…"
