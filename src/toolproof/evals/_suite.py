@@ -735,7 +735,8 @@ class _Builder:
                 (), f"a suite file must be a mapping with 'suite' and 'cases', got {_type(data)}"
             )
             return None
-        self.unknown_keys(data, SUITE_KEYS, ())
+        # `datasets:` (cases from files) is read by toolproof.evals._dataset.
+        self.unknown_keys({k: v for k, v in data.items() if k != "datasets"}, SUITE_KEYS, ())
         name = data.get("suite")
         if not isinstance(name, str) or not name.strip():
             self.add(
@@ -757,7 +758,9 @@ class _Builder:
         suite_tags = self._tags(data.get("tags"), ("tags",)) if "tags" in data else []
         suite_metadata = self._mapping(data, "metadata", ())
         cases_data = data.get("cases")
-        if "cases" not in data:
+        if "cases" not in data and "datasets" in data:  # every case comes from datasets
+            cases_data = []
+        elif "cases" not in data:
             self.add((), "missing 'cases': a list of cases, each with a 'name' and an 'input'")
             cases_data = []
         elif not isinstance(cases_data, list) or not cases_data:
@@ -790,6 +793,15 @@ class _Builder:
                 suite_metadata,
             )
             if case is not None and not duplicate:
+                cases.append(case)
+        # Cases from datasets (toolproof.evals._dataset): a row of a file through a template.
+        from toolproof.evals._dataset import dataset_cases
+
+        case_args = (name, defaults, suite_origin, suite_expect or {}, suite_judge, suite_tags)
+        for case in dataset_cases(self, data, (*case_args, suite_metadata)):
+            if case.name in seen or any(c.name == case.name for c in cases):
+                self.add(("datasets",), f"case name {case.name!r} is used twice in the suite")
+            else:
                 cases.append(case)
         return Suite(name=name, file=self.file, cases=cases, description=description)
 
