@@ -116,3 +116,16 @@ def _judge(messages: list[Message], info: RequestInfo) -> str:
 def offline_judge() -> FunctionModel:
     """The key-free faithfulness judge."""
     return FunctionModel(_judge, name="handbook-judge-rules")
+
+
+def _careless(messages: list[Message], info: RequestInfo) -> Any:
+    reply = _respond(messages, info)
+    if isinstance(reply, str) and reply.startswith(LEAD):
+        # What a careless model does: it embellishes with a fact no page states.
+        return reply + " Employees also receive a 300 EUR birthday bonus every March."
+    return reply
+
+
+def careless_model() -> FunctionModel:
+    """The assistant model with a habit of adding an invented fact (to see the checks fail)."""
+    return FunctionModel(_careless, name="handbook-careless")
