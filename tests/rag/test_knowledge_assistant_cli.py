@@ -83,8 +83,9 @@ def test_one_run_gives_tool_retrieval_answer_and_judged_figures_side_by_side(tmp
     assert checks["final_contains"]["status"] == "fail"
     q01 = next(c for c in data["cases"] if c["name"] == "q01")
     metrics = {c["check"]: c.get("metrics") for c in q01["trials"][0]["checks"]}
-    assert metrics["retrieval"]["ids"][0] == "annual-leave" or "annual-leave" in (
-        metrics["retrieval"]["ids"][:5]
+    assert (
+        metrics["retrieval"]["ids"][0] == "annual-leave"
+        or "annual-leave" in (metrics["retrieval"]["ids"][:5])
     )
     # The console, Markdown and HTML reports show the same aggregates.
     assert "retrieval (search_knowledge_base, 51 queries, 6 without relevant ids)" in done.stdout

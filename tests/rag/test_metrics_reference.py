@@ -52,7 +52,7 @@ qrels_st = st.dictionaries(st.sampled_from(DOCS), st.integers(-1, 3), min_size=1
 @given(run=runs, qrels=qrels_st, k=st.sampled_from(KS))
 def test_every_metric_equals_trec_eval(run: dict[str, float], qrels: dict[str, int], k: int):
     ranking = trec_order(run)
-    relevant = {doc: grade for doc, grade in qrels.items()}
+    relevant = dict(qrels)
     if not any(g >= 1 for g in qrels.values()):
         assert score_ranking(ranking, relevant, k).recall is None
         return

@@ -408,7 +408,8 @@ def _retrieval_grounded(ctx: _Context, value: Any, expect: Mapping[str, Any]) ->
                 parts.append(", ".join(map(repr, result.ungrounded)))
             if unquoted:
                 parts.append("the quotes " + ", ".join(repr(clip(q, 60)) for q in unquoted))
-            source = f"the {count} results of {tool}" if count else f"{tool} (never called)"
+            calls_text = f"{count} call{'s' if count != 1 else ''}"
+            source = f"what {tool} returned ({calls_text})" if count else f"{tool} (never called)"
             return (
                 "fail",
                 (
