@@ -68,8 +68,15 @@ def test_every_metric_equals_trec_eval(run: dict[str, float], qrels: dict[str, i
     assert average_precision(ranking, relevant) == pytest.approx(ref["map"])
     assert reciprocal_rank(ranking, relevant) == pytest.approx(ref["recip_rank"])
     scores = score_ranking(ranking, relevant, k)
+    assert scores.recall == pytest.approx(ref[f"recall_{k}"])
+    assert scores.precision == pytest.approx(ref[f"P_{k}"])
+    assert scores.hit == pytest.approx(ref[f"success_{k}"])
+    assert scores.mrr == pytest.approx(reciprocal_rank(ranking, relevant, k))
     assert scores.ndcg == pytest.approx(ref[f"ndcg_cut_{k}"])
     assert scores.map == pytest.approx(ref[f"map_cut_{k}"])
+    whole = score_ranking(ranking, relevant)
+    assert whole.map == pytest.approx(ref["map"])
+    assert whole.mrr == pytest.approx(ref["recip_rank"])
 
 
 @settings(max_examples=80)

@@ -10,7 +10,14 @@ The JSON report (``format: toolproof-eval-report``, ``version: 1``) is the compl
                advisory_failed, trials, trials_passed, trials_failed, trials_errored,
                scripted_cases, stats: {cases, trials, passed, pass_rate, pass_at_k, pass_hat_k,
                        stable_pass, stable_fail, flaky},
-               usage, cost, model_calls, cached_calls, judge_calls, duration_s, exit_code},
+               usage, cost, model_calls, cached_calls, judge_calls, judged_checks,
+               quality: [{suite, retrieval: [{tool, k, queries, undefined,
+                          macro: {recall, precision, hit, mrr, ndcg, map},
+                          micro: {recall, precision}}],
+                          grounding?: {answers, ungrounded_answers, claims, ungrounded_claims},
+                          faithfulness?: {answers, claims, supported, contradicted, not_found,
+                                          hallucination_rate, macro_hallucination_rate}}],
+               duration_s, exit_code},
      suites: [{name, file, cases}],
      cases: [{suite, name, id, file, line, description, tags, gate, pass_rule,
               trials_planned, tools, real_tools, model, judge_model, scripted, verdict, reason,
@@ -18,7 +25,8 @@ The JSON report (``format: toolproof-eval-report``, ``version: 1``) is the compl
               classification},
               trials: [{index, status, attempts, duration_ms, usage, cost, model_calls,
                         cached_calls, error: {type, message} | null,
-                        checks: [{check, kind, status, reason, turn?, criterion?}],
+                        checks: [{check, kind, status, reason, turn?, criterion?,
+                                  metrics?}],
                         traces: [<toolproof trace>...]}]}]}
 
 docs/evals.md documents every field. Trials are copied from the spool file the runner

@@ -235,20 +235,37 @@ def score_ranking(
     grades = _grades(relevant)
     wanted = _relevant_ids(grades)
     top = _top(ranking, k)
-    hits = sum(1 for doc in top if doc in wanted)
     if not wanted:
         return RankingScores(k, len(top), 0, 0, None, None, None, None, None, None)
+    # One pass computes what the single-metric functions above compute (tests hold them equal).
+    hits = 0
+    first = 0
+    total_precision = 0.0
+    dcg = 0.0
+    for rank, doc in enumerate(top, 1):
+        grade = grades.get(doc, 0.0)
+        if grade > 0:
+            dcg += grade / math.log2(rank + 1)
+        if doc in wanted:
+            hits += 1
+            first = first or rank
+            total_precision += hits / rank
+    ideal_grades = sorted((g for g in grades.values() if g > 0), reverse=True)
+    if k is not None:
+        ideal_grades = ideal_grades[:k]
+    ideal = sum(g / math.log2(rank + 1) for rank, g in enumerate(ideal_grades, 1))
+    slots = k if k is not None else len(top)
     return RankingScores(
         k=k,
         retrieved=len(top),
         relevant=len(wanted),
         hits=hits,
-        recall=recall_at_k(top, grades),
-        precision=precision_at_k(top, grades, k),
-        hit=hit_at_k(top, grades),
-        mrr=reciprocal_rank(top, grades),
-        ndcg=ndcg_at_k(top, grades, k),
-        map=average_precision(top, grades),
+        recall=hits / len(wanted),
+        precision=hits / slots if slots else 0.0,
+        hit=1.0 if hits else 0.0,
+        mrr=1.0 / first if first else 0.0,
+        ndcg=dcg / ideal if ideal else 0.0,
+        map=total_precision / len(wanted),
     )
 
 
