@@ -85,9 +85,10 @@ def chunk_text(text: str, size: int = 600, overlap: int = 120) -> list[str]:
             chunks.append(piece)
         if end >= len(text):
             break
-        following = max(end - overlap, start + 1)
+        first = start + (len(text[start:end]) - len(text[start:end].lstrip()))
+        following = max(end - overlap, first + 1)
         while following < end and not text[following - 1].isspace():
-            following += 1  # start the next chunk at a word
+            following += 1  # start the next chunk at a word, after this chunk's first word
         start = following
     return chunks
 
