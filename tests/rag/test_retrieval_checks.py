@@ -263,3 +263,16 @@ def test_quality_aggregates_macro_and_micro_over_trials(tmp_path: Path):
     assert retrieval["macro"]["recall"] == 1.0
     assert retrieval["micro"]["recall"] == 1.0
     assert json.loads(json.dumps(quality)) == quality
+
+
+def test_the_judge_reads_each_retrieved_passage_with_its_id():
+    from toolproof.evals._retrieval import faithfulness_messages, passages
+
+    content = json.dumps({"results": [{"id": "doc-3", "text": "25 days."}, {"text": "No id."}]})
+    assert passages(content) == ["[doc-3] 25 days.", "No id."]
+    assert passages('{"results": [{"id": 1}]}') == ['{"results": [{"id": 1}]}']  # no text
+    assert passages("plain text") == ["plain text"]
+    messages = faithfulness_messages("It is 25 days.", passages(content), "leave?")
+    prompt = messages[1].content
+    assert "[1] [doc-3] 25 days.\n\n[2] No id." in prompt
+    assert prompt.index("QUESTION: leave?") < prompt.index("CONTEXT") < prompt.index("ANSWER:")

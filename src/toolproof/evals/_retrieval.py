@@ -190,6 +190,34 @@ def _retrieved(
     return ids, texts, len(pairs), problems
 
 
+#: Keys of a retrieved item holding its text, tried in order (for the judge's context).
+TEXT_KEYS = ("text", "content", "chunk", "passage", "snippet", "page_content")
+
+
+def passages(content: str) -> list[str]:
+    """A result's passages as the judge reads them: ``[id] text`` per retrieved item.
+
+    A result that is not a list of items with a text (by the default rules of
+    :func:`result_ids`) is one passage: its text as the tool returned it.
+    """
+    value = _result_value(content, None)
+    items = value
+    if isinstance(value, Mapping):
+        items = next((value[k] for k in LIST_KEYS if isinstance(value.get(k), list)), None)
+    if not isinstance(items, list) or not items:
+        return [content]
+    out: list[str] = []
+    for item in items:
+        if not isinstance(item, Mapping):
+            return [content]
+        text = next((item[k] for k in TEXT_KEYS if isinstance(item.get(k), str)), None)
+        if text is None:
+            return [content]
+        ident = next((item[k] for k in ID_KEYS if k in item), None)
+        out.append(f"[{ident}] {text}" if ident is not None else text)
+    return out
+
+
 def _listing(ids: Sequence[str]) -> str:
     unique = list(dict.fromkeys(ids))
     shown = ", ".join(unique[:_SHOWN])
@@ -535,6 +563,7 @@ def _faithfulness(ctx: _Context, value: Any, expect: Mapping[str, Any]) -> Check
         if record.output is None:
             return result("skip", "no final answer to grade"), False
         _, texts, _, _ = _retrieved(record, tool, calls, None)
+        texts = [passage for text in texts for passage in passages(text)]
         question = record.traces[-1].input if record.traces else ""
         messages = faithfulness_messages(record.output, texts, question)
         key = _cache_key(model.name, messages)
