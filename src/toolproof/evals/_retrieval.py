@@ -600,7 +600,10 @@ def _faithfulness(ctx: _Context, value: Any, expect: Mapping[str, Any]) -> Check
         return result("pass", f"PASS {label}: {summary}", metrics), called
 
     def evaluate(record: SessionRecord) -> tuple[CheckStatus, str]:
-        return "skip", "judged by the judge model"
+        return "skip", (
+            "faithfulness is judged once per case, with the judge model: write it in the case's "
+            "expect (inside a turn's expect it does not run)"
+        )
 
     return Check(
         "faithfulness",
