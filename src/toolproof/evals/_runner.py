@@ -469,7 +469,7 @@ class _Runner:
         checks: list[CheckResult] = []
         try:
             checks.extend(_completion(case, record, run_error))
-            checks.extend(check(record) for check in case.checks)
+            checks.extend(check(record) for check in case.checks if check.grade is None)
             checks.extend(check(record) for turn in case.turns for check in turn.checks)
         except Exception as exc:  # a bug in a check fails the trial, naming the check's error
             message = f"a check raised {type(exc).__name__}: {exc}"
@@ -487,7 +487,7 @@ class _Runner:
             )
             trial.traceback = _user_traceback(exc)
             return trial, None
-        if case.judge:
+        if case.judge or _graded(case):
             try:
                 checks.extend(await self.judge(plan, record, checks))
             except ModelError as exc:
@@ -544,7 +544,7 @@ class _Runner:
             reason = f"not judged: no judge model ({why})"
             return [
                 CheckResult("judge", "skip", reason, kind="judged", criterion=c) for c in case.judge
-            ]
+            ] + [CheckResult(c.name, "skip", reason, kind="judged") for c in _graded(case)]
         if config.judge_when == "objective_pass" and any(
             c.status in ("fail", "inconclusive") for c in objective
         ):
@@ -554,7 +554,7 @@ class _Runner:
             )
             return [
                 CheckResult("judge", "skip", reason, kind="judged", criterion=c) for c in case.judge
-            ]
+            ] + [CheckResult(c.name, "skip", reason, kind="judged") for c in _graded(case)]
         model = _LimitedModel(plan.judge_slot)
         outcomes = await asyncio.gather(
             *(
@@ -567,7 +567,12 @@ class _Runner:
                     inconclusive=config.judge_inconclusive,
                 )
                 for criterion in case.judge
-            )
+            ),
+            *(  # judged checks of `expect:` (faithfulness), graded by the same judge
+                check.grade(model, record, case.metadata, self.cache, config.judge_inconclusive)
+                for check in _graded(case)
+                if check.grade is not None
+            ),
         )
         self.judge_calls += sum(1 for _, called in outcomes if called)
         return [result for result, _ in outcomes]
@@ -889,6 +894,11 @@ def _as_suites(suites: Sequence[Suite] | Sequence[str | Path] | str | Path) -> l
     return load_suites([s for s in items if isinstance(s, (str, Path))])
 
 
+def _graded(case: Case) -> list[Any]:
+    """The case's judged checks of ``expect:`` (graded by the judge model)."""
+    return [check for check in case.checks if check.grade is not None]
+
+
 def _judges_itself(slot: _Slot) -> bool:
     """Whether a case's model may judge its own trials when no judge model is set.
 
@@ -964,7 +974,7 @@ def _plan(
         else:
             plan.slot = slot_for(chosen, "model")
             plan.model_name = plan.slot.model.name
-        if case.judge and plan.skip is None:
+        if (case.judge or _graded(case)) and plan.skip is None:
             judge_choice: str | Model | None = (
                 judge_model if judge_model is not None else case.config.judge_model
             )
