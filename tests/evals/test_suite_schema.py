@@ -105,6 +105,14 @@ GOOD: dict[str, Any] = {
         ({"expect": {"stop_reason": "done"}}, "case"),
         ({"expect": {"tools_called": {"x": {"min": -1}}}}, "case"),
         ({"expect": {"grounded": {"check_numbers": True}}}, "case"),
+        ({"datasets": []}, "top"),
+        ({"datasets": [{"file": "q.jsonl"}]}, "top"),
+        ({"datasets": [{"file": "q.jsonl", "template": {}, "rows": 3}]}, "top"),
+        ({"expect": {"retrieval": {"tool": "x"}}}, "case"),
+        ({"expect": {"retrieval": {"tool": "x", "relevant": ["a"], "min_recall": 2}}}, "case"),
+        ({"expect": {"retrieval": {"tool": "x", "relevant": ["a"], "k": 0}}}, "case"),
+        ({"expect": {"retrieval_grounded": {"tool": "x", "quote": True}}}, "case"),
+        ({"expect": {"faithfulness": {"tool": "x", "max_hallucination_rate": -0.1}}}, "case"),
     ],
 )
 def test_the_schema_refuses_what_the_loader_refuses(change: dict[str, Any], where: str) -> None:
@@ -175,3 +183,21 @@ def test_the_cli_prints_the_schema_with_your_own_checks(tmp_path: Path) -> None:
     assert missing.returncode == 2
     assert "cannot import 'nochecks'" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+def test_a_suite_needs_its_own_cases_or_datasets(tmp_path: Path) -> None:
+    from toolproof.errors import ConfigError
+    from toolproof.evals import load_suite
+
+    check = validator()
+    neither = {k: v for k, v in GOOD.items() if k != "cases"}
+    assert list(check.iter_errors(neither))
+    rows = {**neither, "datasets": [{"file": "q.jsonl", "template": {"input": "{q}"}}]}
+    assert list(check.iter_errors(rows)) == []
+    path = tmp_path / "neither.eval.yaml"
+    path.write_text("suite: s\nagent: pkg.agent:build\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_suite(path)
+    assert caught.value.problems == [
+        f"{path}:1: missing 'cases': a list of cases, each with a 'name' and an 'input'"
+    ]

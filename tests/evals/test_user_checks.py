@@ -115,7 +115,7 @@ def test_bad_values_and_misspelt_names_are_reported_with_their_line(example: Pat
         f"{example}:11: cases[0].expect.answer_word: unknown key 'answer_word' (did you mean "
         "'answer_words'?); allowed: tools_called, "
     )
-    assert problem.endswith(", state, answer_words")
+    assert problem.endswith(", state, retrieval, retrieval_grounded, faithfulness, answer_words")
 
 
 def test_a_suite_naming_a_missing_check_module_says_so(tmp_path: Path) -> None:

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from toolproof._reporting import parse_report_specs
 from toolproof.view import render_report
-from toolproof.view._html import calls_diff, embed_json, expand_eval_data, word_diff
+from toolproof.view._html import embed_json, expand_eval_data
+from toolproof.view._html_replay import calls_diff, word_diff
 
 
 class Elements(HTMLParser):

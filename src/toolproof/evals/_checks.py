@@ -34,8 +34,9 @@ mapping): they are registered with :meth:`check.compiler` and build a :class:`Ch
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
@@ -87,6 +88,8 @@ class CheckResult:
         kind: ``"objective"`` or ``"judged"``.
         turn: For a per-turn check of a multi-turn case, the 1-based turn.
         criterion: For judged checks, the rubric line.
+        metrics: Figures the check measured (retrieval metrics, claim counts), which the
+            reports aggregate per suite.
     """
 
     check: str
@@ -95,6 +98,7 @@ class CheckResult:
     kind: CheckKind = "objective"
     turn: int | None = None
     criterion: str | None = None
+    metrics: dict[str, Any] | None = None
 
     @property
     def passed(self) -> bool:
@@ -118,6 +122,8 @@ class CheckResult:
             out["turn"] = self.turn
         if self.criterion is not None:
             out["criterion"] = self.criterion
+        if self.metrics is not None:
+            out["metrics"] = self.metrics
         return out
 
     @classmethod
@@ -130,6 +136,7 @@ class CheckResult:
             kind=data.get("kind", "objective"),
             turn=data.get("turn"),
             criterion=data.get("criterion"),
+            metrics=data.get("metrics"),
         )
 
 
@@ -202,7 +209,12 @@ class SessionRecord:
         return merged if found else None
 
 
-Evaluator = Callable[[SessionRecord], tuple[CheckStatus, str]]
+Evaluator = Callable[
+    [SessionRecord], tuple[CheckStatus, str] | tuple[CheckStatus, str, dict[str, Any]]
+]
+#: A judged check's grader: ``(judge model, record, metadata, cache, inconclusive)`` ->
+#: ``(result, whether the judge model was called)``; the runner awaits it with the judge.
+Grader = Callable[..., Awaitable[tuple["CheckResult", bool]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,12 +226,15 @@ class Check:
         describe: What it expects, in words (shown with ``--list``).
         evaluate: Computes the status and reason from a session record.
         turn: For per-turn checks, the 1-based turn it reads.
+        grade: For a judged check, its grader (the runner calls it with the judge model
+            after the objective checks; ``evaluate`` is not called).
     """
 
     name: str
     describe: str
     evaluate: Evaluator
     turn: int | None = None
+    grade: Grader | None = None
 
     def __call__(self, record: SessionRecord) -> CheckResult:
         """Run the check on the whole session, or on its turn for per-turn checks."""
@@ -233,8 +248,10 @@ class Check:
                     turn=self.turn,
                 )
             record = SessionRecord([record.traces[self.turn - 1]], record.mocks)
-        status, reason = self.evaluate(record)
-        return CheckResult(self.name, status, reason, turn=self.turn)
+        outcome: tuple[Any, ...] = self.evaluate(record)
+        status, reason = outcome[0], outcome[1]
+        metrics = outcome[2] if len(outcome) > 2 else None  # (status, reason, figures)
+        return CheckResult(self.name, status, reason, turn=self.turn, metrics=metrics)
 
 
 # -- compiling ----------------------------------------------------------------------------------
@@ -329,11 +346,7 @@ def compile_expect(
             continue
         check = definition.compile(ctx, expect[key], expect)
         if check is not None:
-            checks.append(
-                Check(check.name, check.describe, check.evaluate, turn)
-                if turn is not None
-                else check
-            )
+            checks.append(dataclasses.replace(check, turn=turn) if turn is not None else check)
     if "args_mode" in expect and "args" not in expect:
         problems.add(ctx.at("args_mode"), "args_mode applies to 'args', which is not set")
     elif "args_mode" in expect and expect["args_mode"] not in ARG_MODES:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from toolproof.errors import (
     MissingAPIKey,
@@ -139,7 +139,7 @@ def _plan(
         else:
             plan.slot = slot_for(chosen, "model")
             plan.model_name = plan.slot.model.name
-        if case.judge and plan.skip is None:
+        if (case.judge or graded(case)) and plan.skip is None:
             judge_choice: str | Model | None = (
                 judge_model if judge_model is not None else case.config.judge_model
             )
@@ -207,3 +207,8 @@ def _dry_build(plans: Sequence[_Plan]) -> None:
 
 def _scripted(plan: _Plan) -> bool:
     return plan.scripted or (plan.slot is not None and not _judges_itself(plan.slot))
+
+
+def graded(case: Case) -> list[Any]:
+    """The case's judged checks of ``expect:`` (graded by the judge model)."""
+    return [check for check in case.checks if check.grade is not None]

@@ -10,7 +10,14 @@ The JSON report (``format: toolproof-eval-report``, ``version: 1``) is the compl
                advisory_failed, trials, trials_passed, trials_failed, trials_errored,
                scripted_cases, stats: {cases, trials, passed, pass_rate, pass_at_k, pass_hat_k,
                        stable_pass, stable_fail, flaky},
-               usage, cost, model_calls, cached_calls, judge_calls, duration_s, exit_code},
+               usage, cost, model_calls, cached_calls, judge_calls, judged_checks,
+               quality: [{suite, retrieval: [{tool, k, queries, undefined,
+                          macro: {recall, precision, hit, mrr, ndcg, map},
+                          micro: {recall, precision}}],
+                          grounding?: {answers, ungrounded_answers, claims, ungrounded_claims},
+                          faithfulness?: {answers, claims, supported, contradicted, not_found,
+                                          hallucination_rate, macro_hallucination_rate}}],
+               duration_s, exit_code},
      suites: [{name, file, cases}],
      cases: [{suite, name, id, file, line, description, tags, gate, pass_rule,
               trials_planned, tools, real_tools, model, judge_model, scripted, verdict, reason,
@@ -18,7 +25,8 @@ The JSON report (``format: toolproof-eval-report``, ``version: 1``) is the compl
               classification},
               trials: [{index, status, attempts, duration_ms, usage, cost, model_calls,
                         cached_calls, error: {type, message} | null,
-                        checks: [{check, kind, status, reason, turn?, criterion?}],
+                        checks: [{check, kind, status, reason, turn?, criterion?,
+                                  metrics?}],
                         traces: [<toolproof trace>...]}]}]}
 
 docs/evals.md documents every field. Trials are copied from the spool file the runner
@@ -346,6 +354,37 @@ def _judged_figures(report: EvalReport) -> list[str]:
     return parts
 
 
+def _quality_markdown(quality: list[dict[str, Any]]) -> list[str]:
+    """The retrieval quality table (one row per suite and retrieval tool) and figures."""
+    if not quality:
+        return []
+    from toolproof.evals._quality import quality_lines
+    from toolproof.rag._metrics import METRICS
+
+    rows = []
+    for entry in quality:
+        for item in entry.get("retrieval", []):
+            cut = f"@{item['k']}" if item["k"] is not None else ""
+            macro, micro = item["macro"], item["micro"]
+            cells = [f"{macro[m]:.3f}" if macro.get(m) is not None else "-" for m in METRICS]
+            rows.append(
+                [
+                    md_code(entry["suite"]),
+                    f"{md_code(item['tool'])}{cut}",
+                    str(item["queries"]),
+                    *cells,
+                    f"{micro['recall']:.3f}" if micro["recall"] is not None else "-",
+                ]
+            )
+    lines = ["### Retrieval quality", ""]
+    if rows:
+        head = ["suite", "tool", "queries", *METRICS, "micro recall"]
+        lines += [md_table(head, rows), ""]
+    others = [line for line in quality_lines(quality) if ": retrieval (" not in line]
+    lines += [f"- {md_escape(line)}" for line in others]
+    return [*lines, ""] if others else lines
+
+
 def markdown_report(
     report: EvalReport, *, limit: int = 65536, spool: IO[bytes] | None = None
 ) -> str:
@@ -368,6 +407,7 @@ def markdown_report(
     real = real_tools_summary(report, code=True)
     if real is not None:
         lines += [real, ""]
+    lines += _quality_markdown(summary["quality"])
     attention = [c for c in report.cases if c.verdict in ("fail", "error", "not_run")]
     flaky = [
         c
@@ -506,6 +546,10 @@ def print_summary(report: EvalReport, console: Console, *, all_cases: bool | Non
         if hidden:
             console.print(f"[dim]{hidden} stable passing cases not shown[/]")
     console.print(escape(_figures(report)), highlight=False)
+    from toolproof.evals._quality import quality_lines
+
+    for line in quality_lines(report.summary()["quality"]):
+        console.print(escape(printable(line)), highlight=False)
     real = real_tools_summary(report)
     if real is not None:
         console.print(f"[yellow]{escape(real)}[/]", highlight=False)

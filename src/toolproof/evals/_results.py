@@ -270,6 +270,15 @@ class EvalReport:
             s for s in (c.stats for c in self.cases if not c.scripted) if s is not None
         )
 
+    def quality(self) -> list[dict[str, Any]]:
+        """Per suite, the retrieval metrics (macro and micro) and grounding / faithfulness.
+
+        Only suites with retrieval checks appear (see :mod:`toolproof.evals._quality`).
+        """
+        from toolproof.evals._quality import quality_summary
+
+        return quality_summary(self.cases)
+
     def summary(self) -> dict[str, Any]:
         """Counts and figures for reports."""
         usage = Usage()
@@ -311,6 +320,7 @@ class EvalReport:
             "cached_calls": self.cached_calls,
             "judge_calls": self.judge_calls,
             "judged_checks": judged,
+            "quality": self.quality(),
             "duration_s": round(self.duration_s, 3),
             "exit_code": self.exit_code,
         }

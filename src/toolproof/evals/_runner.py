@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 __all__ = ["evaluate", "evaluate_async"]
 
 from toolproof.evals._plan import _as_suites, _Options, _Plan, _plan, _scripted
+from toolproof.evals._plan import graded as _graded
 from toolproof.evals._trial_models import (
     SCRIPTED,
     _Counters,
@@ -282,7 +283,7 @@ class _Runner:
         checks: list[CheckResult] = []
         try:
             checks.extend(_completion(case, record, run_error))
-            checks.extend(check(record) for check in case.checks)
+            checks.extend(check(record) for check in case.checks if check.grade is None)
             checks.extend(check(record) for turn in case.turns for check in turn.checks)
         except Exception as exc:  # a bug in a check fails the trial, naming the check's error
             message = f"a check raised {type(exc).__name__}: {exc}"
@@ -300,7 +301,7 @@ class _Runner:
             )
             trial.traceback = _user_traceback(exc)
             return trial, None
-        if case.judge:
+        if case.judge or _graded(case):
             try:
                 checks.extend(await self.judge(plan, record, checks))
             except ModelError as exc:
@@ -357,7 +358,7 @@ class _Runner:
             reason = f"not judged: no judge model ({why})"
             return [
                 CheckResult("judge", "skip", reason, kind="judged", criterion=c) for c in case.judge
-            ]
+            ] + [CheckResult(c.name, "skip", reason, kind="judged") for c in _graded(case)]
         if config.judge_when == "objective_pass" and any(
             c.status in ("fail", "inconclusive") for c in objective
         ):
@@ -367,7 +368,7 @@ class _Runner:
             )
             return [
                 CheckResult("judge", "skip", reason, kind="judged", criterion=c) for c in case.judge
-            ]
+            ] + [CheckResult(c.name, "skip", reason, kind="judged") for c in _graded(case)]
         model = _LimitedModel(plan.judge_slot)
         outcomes = await asyncio.gather(
             *(
@@ -380,7 +381,12 @@ class _Runner:
                     inconclusive=config.judge_inconclusive,
                 )
                 for criterion in case.judge
-            )
+            ),
+            *(  # judged checks of `expect:` (faithfulness), graded by the same judge
+                check.grade(model, record, case.metadata, self.cache, config.judge_inconclusive)
+                for check in _graded(case)
+                if check.grade is not None
+            ),
         )
         self.judge_calls += sum(1 for _, called in outcomes if called)
         return [result for result, _ in outcomes]

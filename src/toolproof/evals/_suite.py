@@ -105,7 +105,7 @@ _DEFAULTS: dict[str, Any] = {
 }
 
 _SUITE_NAME_LINE = re.compile(r"^suite\s*:", re.MULTILINE)
-_CASES_LINE = re.compile(r"^cases\s*:", re.MULTILINE)
+_CASES_LINE = re.compile(r"^(cases|datasets)\s*:", re.MULTILINE)
 SUITE_PATTERNS = ("*.eval.yaml", "*.eval.yml")
 
 
@@ -116,7 +116,7 @@ def is_suite_file(path: Path) -> bool:
     """Whether a file is an eval suite.
 
     A suite is a YAML file named ``*.eval.yaml`` / ``*.eval.yml``, or any ``.yaml`` /
-    ``.yml`` file whose top level has both ``suite:`` and ``cases:`` keys.
+    ``.yml`` file whose top level has both ``suite:`` and ``cases:`` (or ``datasets:``) keys.
     """
     name = path.name
     if any(fnmatch.fnmatch(name, pattern) for pattern in SUITE_PATTERNS):
@@ -404,6 +404,8 @@ class _Builder:
             )
             return None
         _, bad = validate(SuiteFile, data, self.problems)
+        if "cases" not in data and "datasets" not in data:
+            self.add((), SuiteFile.missing["cases"])
         data = {key: value for key, value in data.items() if key not in bad}
         name = data.get("suite", self.file.stem)
         description = data.get("description")
@@ -443,6 +445,16 @@ class _Builder:
                 suite_metadata,
             )
             if case is not None and not duplicate:
+                cases.append(case)
+        # Cases from `datasets:` (toolproof.evals._dataset): each row of a file through a
+        # template; problems name the file, the row and the key.
+        from toolproof.evals._dataset import dataset_cases
+
+        case_args = (name, defaults, suite_origin, suite_expect or {}, suite_judge, suite_tags)
+        for case in dataset_cases(self, data, (*case_args, suite_metadata)):
+            if case.name in seen or any(c.name == case.name for c in cases):
+                self.add(("datasets",), f"case name {case.name!r} is used twice in the suite")
+            else:
                 cases.append(case)
         return Suite(name=name, file=self.file, cases=cases, description=description)
 

@@ -16,19 +16,28 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BeforeValidator, Field, ValidationError, WithJsonSchema, field_validator
+from pydantic import (
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    WithJsonSchema,
+    field_validator,
+)
 
 from toolproof._filemodel import Expected, FileModel, problem, problems_of
 from toolproof._yaml import describe_type, format_path
 
 __all__ = [
     "CASE_KEYS",
+    "DATASET_KEYS",
     "DEFAULT_KEYS",
     "SCHEMA_URL",
     "SETTINGS_KEYS",
     "SUITE_KEYS",
     "CaseEntry",
     "CaseSettings",
+    "DatasetEntry",
     "ExternalAgentSpec",
     "SettingsSpec",
     "SuiteFile",
@@ -66,6 +75,7 @@ SUITE_KEYS: dict[str, str] = {
     "suite": "the suite's name",
     "description": "a string",
     "cases": "a list of cases",
+    "datasets": "cases from JSONL or CSV files: a list of {file, template}",
     "expect": "checks applied to every case (a case's own keys win)",
     "judge": "rubric lines applied to every case without its own 'judge'",
     "tags": "a list of tags given to every case",
@@ -86,6 +96,12 @@ CASE_KEYS: dict[str, str] = {
     "metadata": "a mapping (context for the run and the judge)",
     "skip": "true or a reason: the case is reported as skipped",
     **DEFAULT_KEYS,
+}
+
+#: The keys of one entry of ``datasets:`` (toolproof.evals._dataset reads the files).
+DATASET_KEYS: dict[str, str] = {
+    "file": "a .jsonl or .csv file (relative to the suite file)",
+    "template": "a case with {column} placeholders, filled from each row",
 }
 
 SETTINGS_KEYS = (
@@ -527,19 +543,66 @@ class CaseEntry(_Defaults):
         raise problem(f"expected true or a reason, got {value!r}")
 
 
+class DatasetEntry(FileModel):
+    """One entry of a suite's ``datasets:``: a file of rows and the case each row becomes."""
+
+    file: str = Field(description=DATASET_KEYS["file"])
+    template: dict[Any, Any] = Field(description=DATASET_KEYS["template"])
+
+    missing: ClassVar[dict[str, str]] = {
+        "file": f"missing 'file': {DATASET_KEYS['file']}",
+        "template": f"missing 'template': {DATASET_KEYS['template']}",
+    }
+
+    @field_validator("file", mode="before")
+    @classmethod
+    def _file(cls, value: Any) -> Any:
+        if not isinstance(value, str) or not value.strip():
+            raise problem(f"expected {DATASET_KEYS['file']}, got {describe_type(value)}")
+        return value
+
+    @field_validator("template", mode="before")
+    @classmethod
+    def _template(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            raise problem(f"expected {DATASET_KEYS['template']}, got {describe_type(value)}")
+        return value
+
+
+def _cases_schema(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)
+    schema.pop("anyOf", None)
+    schema.update(
+        type="array", minItems=1, items={"x-ref": "CaseEntry"}, description=SUITE_KEYS["cases"]
+    )
+
+
+def _datasets_schema(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)
+    schema.pop("anyOf", None)
+    schema.update(
+        type="array",
+        minItems=1,
+        items={"x-ref": "DatasetEntry"},
+        description=SUITE_KEYS["datasets"],
+    )
+
+
+def _cases_or_datasets(schema: dict[str, Any]) -> None:
+    # A suite has its own cases, cases from datasets, or both.
+    schema["anyOf"] = [{"required": ["cases"]}, {"required": ["datasets"]}]
+
+
 class SuiteFile(_Defaults):
     """A suite file (``*.eval.yaml``)."""
 
+    model_config = ConfigDict(json_schema_extra=_cases_or_datasets)
+
     suite: str = Field(description=SUITE_KEYS["suite"])
     description: str | None = Field(None, description=SUITE_KEYS["description"])
-    cases: list[Any] = Field(
-        json_schema_extra={
-            "type": "array",
-            "minItems": 1,
-            "items": {"x-ref": "CaseEntry"},
-            "description": SUITE_KEYS["cases"],
-        }
-    )
+    # Required unless `datasets` is given: the loader reports a suite with neither.
+    cases: list[Any] | None = Field(None, json_schema_extra=_cases_schema)
+    datasets: list[DatasetEntry] | None = Field(None, json_schema_extra=_datasets_schema)
     expect: ExpectSpec = Field(None, description=SUITE_KEYS["expect"])
     judge: Judge = None
     tags: Tags = None
@@ -570,6 +633,14 @@ class SuiteFile(_Defaults):
             raise problem(f"'cases' must be a non-empty list of cases, got {describe_type(value)}")
         return value
 
+    @field_validator("datasets", mode="before")
+    @classmethod
+    def _datasets(cls, value: Any) -> Any:
+        if not isinstance(value, list) or not value:
+            got = "an empty list" if value == [] else describe_type(value)
+            raise problem(f"expected a list of {{file, template}}, got {got}")
+        return value
+
     @field_validator("checks", mode="before")
     @classmethod
     def _checks(cls, value: Any) -> Any:
@@ -595,7 +666,7 @@ def suite_json_schema(*, strict_checks: bool = False) -> dict[str, Any]:
 
     schema = SuiteFile.model_json_schema()
     definitions: dict[str, Any] = dict(schema.pop("$defs", {}))
-    for model in (CaseEntry, TurnEntry):
+    for model in (CaseEntry, TurnEntry, DatasetEntry):
         part = model.model_json_schema()
         definitions.update(part.pop("$defs", {}))
         definitions[model.__name__] = part

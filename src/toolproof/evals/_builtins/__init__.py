@@ -17,4 +17,9 @@ from toolproof.evals._builtins import run
 # isort: split
 from toolproof.evals._builtins import state
 
-__all__ = ["answer", "calls", "run", "state"]
+# isort: split
+# Retrieval quality (retrieval, retrieval_grounded, faithfulness): with their id and
+# aggregate helpers in one module.
+from toolproof.evals import _retrieval as retrieval
+
+__all__ = ["answer", "calls", "retrieval", "run", "state"]

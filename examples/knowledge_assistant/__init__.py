@@ -1,0 +1,1 @@
+"""A knowledge assistant over a company handbook: retrieval, citations and quality evals."""
