@@ -8,9 +8,11 @@ What ``asyncio.run`` promised still holds after each call: it ran in a task with
 the caller's context; nothing of it keeps running (leftover tasks are cancelled); async
 generators it started are finalized (so HTTP models close their sessions, as they do when
 ``asyncio.run`` returns); an interrupt (``KeyboardInterrupt``) cancels the run before it is
-re-raised, so the run still ends with a trace. Threads never share a loop. A forked child never touches
-a loop inherited from its parent (the epoll instance and wake-up pipe are shared with the
-parent, so closing it would unregister the parent's sockets): it makes its own.
+re-raised, so the run still ends with a trace.
+
+Threads never share a loop. A forked child never touches a loop inherited from its parent
+(the epoll instance and wake-up pipe are shared with the parent, so closing it would
+unregister the parent's sockets): it makes its own.
 """
 
 from __future__ import annotations
@@ -126,7 +128,7 @@ def _finalize_async_generators(loop: asyncio.AbstractEventLoop) -> None:
         return await asyncio.gather(*(g.aclose() for g in closing), return_exceptions=True)
 
     outcomes = loop.run_until_complete(close_all())
-    for generator, outcome in zip(closing, outcomes):
+    for generator, outcome in zip(closing, outcomes, strict=True):
         if isinstance(outcome, Exception):
             loop.call_exception_handler(
                 {
