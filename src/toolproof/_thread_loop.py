@@ -124,8 +124,8 @@ def _finalize_async_generators(loop: asyncio.AbstractEventLoop) -> None:
     closing = list(generators)
     generators.clear()
 
-    async def close_all() -> list[BaseException | None]:
-        return await asyncio.gather(*(g.aclose() for g in closing), return_exceptions=True)
+    async def close_all() -> list[Any]:
+        return list(await asyncio.gather(*(g.aclose() for g in closing), return_exceptions=True))
 
     outcomes = loop.run_until_complete(close_all())
     for generator, outcome in zip(closing, outcomes, strict=True):
