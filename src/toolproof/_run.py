@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from toolproof._toolset import Toolset
     from toolproof.models._base import Model
 
-__all__ = ["AgentRun", "Budget", "Recorder", "RunResult"]
+__all__ = ["AgentRun", "Budget", "ForeignRun", "Recorder", "RunResult"]
 
 logger = logging.getLogger("toolproof")
 _T = TypeVar("_T")
@@ -627,6 +627,75 @@ class AgentRun:
 
     def _set_result(self, result: RunResult) -> None:
         self.result = result
+
+
+class ForeignRun:
+    """The limits and the end of a run whose loop is another framework's.
+
+    ``LangChainAgent`` and ``AgentsSDKAgent`` run a framework's own agent; this keeps what
+    every toolproof run promises: ``Agent.override`` applies, the wall-clock limit cancels
+    the run and ends it with ``budget``, the recorder gets the trace, and a failed run
+    raises one :class:`~toolproof.errors.AgentRunError` carrying it.
+    """
+
+    def __init__(self, agent: Agent, input: str, budget: Budget | None) -> None:
+        self.agent = agent
+        self.model, self.toolset = agent._resolve(input)
+        self.limit = (budget or agent.budget).max_seconds
+        self.started = time.perf_counter()
+        self.timed_out = False
+        self.failure: Exception | None = None
+
+    async def call(self, awaitable: Awaitable[_T]) -> _T | None:
+        """Await the framework's run within the time limit; keep its exception for later."""
+        import asyncio
+
+        try:
+            return await asyncio.wait_for(awaitable, self.limit)
+        except asyncio.CancelledError:
+            raise
+        except asyncio.TimeoutError:
+            self.timed_out = True
+        except Exception as exc:
+            self.failure = exc
+        return None
+
+    def describe(self, trace: Trace, history: Sequence[Message]) -> None:
+        """Record the run's model, tools and history in ``trace``."""
+        trace.model = self.model.name
+        trace.tools = self.toolset.infos()
+        trace.tool_mode = self.toolset.mode
+        trace.history = list(history)
+
+    def finish(
+        self, trace: Trace, *, framework: str, error: AgentRunError | None = None
+    ) -> RunResult:
+        """Close the run: the time-limit stop, the recorder, then the result or the error.
+
+        Args:
+            trace: The run's trace as the framework left it.
+            framework: Names the failed run in the error (``"the LangChain agent"``).
+            error: The toolproof error behind the failure (a tool bug, a refused real call),
+                raised as it is with the trace attached.
+        """
+        if self.timed_out:
+            trace.stop_reason, trace.output = "budget", None
+            assert self.limit is not None
+            trace.stop_detail = f"the run took longer than max_seconds={self.limit:g}"
+        record(self.agent.recorder, trace)
+        failure = self.failure
+        if failure is not None:
+            steps = len(trace.steps)
+            if error is not None:
+                error.trace, error.step = trace, error.step or steps
+                raise error
+            raise AgentRunError(
+                f"{framework} failed at step {steps}: {type(failure).__name__}: {failure}",
+                trace=trace,
+                step=steps,
+            ) from failure
+        conversation = [m for m in trace.messages if m.role != "system"]
+        return RunResult(trace.output, trace.stop_reason, trace, conversation)
 
 
 def record(recorder: Recorder | None, trace: Trace) -> None:

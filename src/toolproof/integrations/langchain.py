@@ -60,6 +60,7 @@ from toolproof._messages import (
     ToolResult,
     Usage,
 )
+from toolproof._run import ForeignRun
 from toolproof._tools import Tool
 from toolproof._toolset import Toolset
 from toolproof._trace import ErrorInfo, RequestSummary, Step, StopReason, ToolInfo, Trace
@@ -1276,66 +1277,30 @@ class LangChainAgent(Agent):
         Raises:
             AgentRunError: The LangChain run raised; ``error.trace`` holds the partial trace.
         """
-        from toolproof._agent import _overrides
-
-        if not isinstance(input, str):
-            raise UserError(f"Agent.run(input=...) must be a string, got {type(input).__name__}")
-        override = (_overrides.get() or {}).get(id(self))
-        model = override.model if override and override.model else self.model
-        toolset = override.toolset if override and override.toolset else self.toolset
-        chat = ToolproofChatModel(backend=model, settings=self.settings.merged(settings))
-        lc_tools = to_langchain(toolset, errors=self.tool_errors)
+        run = ForeignRun(self, input, budget)
+        chat = ToolproofChatModel(backend=run.model, settings=self.settings.merged(settings))
+        lc_tools = to_langchain(run.toolset, errors=self.tool_errors)
         meta = dict(metadata or {})
         if self.name and "agent" not in meta:
             meta["agent"] = self.name
         captured = TraceCapture(input=input, metadata=meta, tags=tags)
         token = _home_loop.set(asyncio.get_running_loop())
-        failure: BaseException | None = None
-        limit = (budget or self.budget).max_seconds
-        timed_out = False
         try:
             with _capturing(captured):
                 target = self.build(chat, lc_tools)
-                await asyncio.wait_for(self._invoke(target, input, list(history)), limit)
-        except asyncio.CancelledError:
-            raise
-        except asyncio.TimeoutError:
-            timed_out = True
-        except Exception as exc:
-            failure = exc
+                await run.call(self._invoke(target, input, list(history)))
+        except Exception as exc:  # building the agent failed
+            run.failure = exc
         finally:
             _home_loop.reset(token)
         trace = captured.trace
-        if timed_out:
-            trace.stop_reason, trace.output = "budget", None
-            trace.stop_detail = f"the run took longer than max_seconds={limit:g}"
-        trace.model = model.name
-        trace.tools = toolset.infos()
-        trace.tool_mode = toolset.mode
-        trace.history = list(history)
+        run.describe(trace, history)
         trace.system_prompt = self.system_prompt
         trace.system_prompt_hash = self.system_prompt_hash
         trace.settings = self.settings.merged(settings).to_dict()
-        if self.recorder is not None:
-            try:
-                self.recorder.record(trace)
-            except Exception:  # the recorder never breaks a run
-                import logging
-
-                logging.getLogger("toolproof").exception("recorder failed")
-        if failure is not None:
-            if isinstance(failure, AgentRunError):
-                failure.trace = trace
-                failure.step = failure.step or len(trace.steps)
-                raise failure
-            raise AgentRunError(
-                f"the LangChain agent failed at step {len(trace.steps)}: "
-                f"{type(failure).__name__}: {failure}",
-                trace=trace,
-                step=len(trace.steps),
-            ) from failure
-        conversation = [m for m in trace.messages if m.role != "system"]
-        return RunResult(trace.output, trace.stop_reason, trace, conversation)
+        failure = run.failure
+        error = failure if isinstance(failure, AgentRunError) else None
+        return run.finish(trace, framework="the LangChain agent", error=error)
 
     async def _invoke(self, target: Any, input: str, history: list[Message]) -> Any:
         import inspect

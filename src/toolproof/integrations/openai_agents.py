@@ -19,7 +19,6 @@ also removes the SDK's default exporter, so nothing is sent to the network.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 import time
@@ -890,39 +889,24 @@ class AgentsSDKAgent(ToolproofAgent):
         from agents import RunConfig, Runner
         from agents.exceptions import AgentsException, MaxTurnsExceeded
 
-        from toolproof._agent import _overrides
+        from toolproof._run import ForeignRun
         from toolproof.errors import AgentRunError
 
-        if not isinstance(input, str):
-            raise UserError(f"Agent.run(input=...) must be a string, got {type(input).__name__}")
-        override = (_overrides.get() or {}).get(id(self))
-        model = override.model if override and override.model else self.model
-        toolset = override.toolset if override and override.toolset else self.toolset
-        sdk_model = AgentsModel(model)
-        sdk_agent = self.build(sdk_model, to_function_tool(toolset))
-        started = time.perf_counter()
-        failure: BaseException | None = None
-        data: Any = None
-        limit = (budget or self.budget).max_seconds
-        timed_out = False
-        try:
-            items: Any = _input_items(history, input)
-            data = await asyncio.wait_for(
-                Runner.run(
-                    sdk_agent,
-                    items,
-                    max_turns=self.max_steps,
-                    run_config=RunConfig(tracing_disabled=not self.sdk_tracing),
-                ),
-                limit,
+        run = ForeignRun(self, input, budget)
+        sdk_model = AgentsModel(run.model)
+        sdk_agent = self.build(sdk_model, to_function_tool(run.toolset))
+        items: Any = _input_items(history, input)
+        data: Any = await run.call(
+            Runner.run(
+                sdk_agent,
+                items,
+                max_turns=self.max_steps,
+                run_config=RunConfig(tracing_disabled=not self.sdk_tracing),
             )
-        except asyncio.CancelledError:
-            raise
-        except asyncio.TimeoutError:
-            timed_out = True
-        except Exception as exc:
-            failure = exc
-            data = exc.run_data if isinstance(exc, AgentsException) else None
+        )
+        failure = run.failure
+        if isinstance(failure, AgentsException):
+            data = failure.run_data
         if data is not None and (data.raw_responses or not sdk_model.responses):
             trace = trace_from_result(data)
         else:  # the SDK kept nothing: rebuild the steps from what the model was asked
@@ -931,50 +915,25 @@ class AgentsSDKAgent(ToolproofAgent):
                 _steps_of(sdk_model),
                 None,
             )
-        trace.input, trace.history = input, list(history)
-        trace.system_prompt = (
-            getattr(sdk_agent, "instructions", None)
-            if isinstance(getattr(sdk_agent, "instructions", None), str)
-            else None
-        )
-        trace.model = model.name
-        trace.tools = toolset.infos()
-        trace.tool_mode = toolset.mode
+        trace.input = input
+        run.describe(trace, history)
+        instructions = getattr(sdk_agent, "instructions", None)
+        trace.system_prompt = instructions if isinstance(instructions, str) else None
         trace.metadata = {**dict(metadata or {}), **({"agent": self.name} if self.name else {})}
         trace.tags = list(tags)
         trace.ended_at = _now()
-        trace.duration_ms = (time.perf_counter() - started) * 1000
-        if timed_out:
-            trace.stop_reason, trace.output = "budget", None
-            trace.stop_detail = f"the run took longer than max_seconds={limit:g}"
-        elif isinstance(failure, MaxTurnsExceeded):
+        trace.duration_ms = (time.perf_counter() - run.started) * 1000
+        if isinstance(failure, MaxTurnsExceeded):
             trace.stop_reason, trace.output = "max_steps", None
             trace.stop_detail = f"stopped after {self.max_steps} turns (max_turns): {failure}"
-            failure = None
-        elif failure is not None:
+            run.failure = None
+        elif failure is not None and not run.timed_out:
             root = failure.__cause__ if failure.__cause__ is not None else failure
             trace.stop_reason, trace.output = "error", None
             trace.error = ErrorInfo(
                 type(root).__name__, str(failure), getattr(root, "tool_name", None)
             )
             trace.stop_detail = str(failure)
-        if self.recorder is not None:
-            try:
-                self.recorder.record(trace)
-            except Exception:  # the recorder never breaks a run
-                import logging
-
-                logging.getLogger("toolproof").exception("recorder failed")
-        if failure is not None:
-            cause = failure.__cause__
-            if isinstance(cause, AgentRunError):  # a tool bug or a refused real call
-                cause.trace, cause.step = trace, cause.step or len(trace.steps)
-                raise cause  # its own cause is the tool's exception
-            raise AgentRunError(
-                f"the Agents SDK run failed at step {len(trace.steps)}: "
-                f"{type(failure).__name__}: {failure}",
-                trace=trace,
-                step=len(trace.steps),
-            ) from failure
-        conversation = [m for m in trace.messages if m.role != "system"]
-        return ToolproofRunResult(trace.output, trace.stop_reason, trace, conversation)
+        cause = failure.__cause__ if failure is not None else None
+        error = cause if isinstance(cause, AgentRunError) else None  # a tool bug, a refused call
+        return run.finish(trace, framework="the Agents SDK run", error=error)
