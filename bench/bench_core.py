@@ -6,11 +6,11 @@ the same work on plain dicts, measured in the same process; the figure that matt
 difference. ``run_sync`` is measured beside ``await agent.run``.
 
     python bench/bench_core.py               # prints a table; about 30 s
-    python bench/bench_core.py --callgrind   # instructions per run under valgrind; ~1 min
+    python bench/bench_core.py --callgrind   # instructions per run under valgrind; ~2 min
 
-The callgrind mode runs the scripted run and the bare loop in child processes under
-``valgrind --tool=callgrind``, each once with N runs and once with 2N, and prints the
-difference per run: instructions do not depend on what else the machine is doing.
+The callgrind mode runs the bare loop, ``await agent.run`` and ``run_sync`` in child
+processes under ``valgrind --tool=callgrind`` and counts the instructions of N runs after a
+warm-up: instructions do not depend on what else the machine is doing.
 """
 
 from __future__ import annotations
@@ -166,25 +166,42 @@ def import_time() -> tuple[float, float]:
 
 
 def _child(kind: str, runs: int) -> None:
-    """Run ``runs`` runs of ``kind`` after one warm-up run (executed under valgrind)."""
+    """Under valgrind: warm up, then ``runs`` runs between two ``os.getppid()`` markers.
+
+    ``--dump-before=getppid`` makes callgrind write its counters at each marker, so the
+    second dump holds exactly the instructions of the measured runs.
+    """
+    warm_up = 20
     if kind == "bare":
         run = bare_runner(1)
 
         async def bare_all() -> None:
-            for _ in range(runs + 1):
+            for _ in range(warm_up):
                 await run()
+            os.getppid()
+            for _ in range(runs):
+                await run()
+            os.getppid()
 
         asyncio.run(bare_all())
         return
-    agent = scripted_agent(1, runs + 1)
+    agent = scripted_agent(1, runs + warm_up)
     if kind == "sync":
-        for _ in range(runs + 1):
+        for _ in range(warm_up):
             agent.run_sync("What is 12 times 8?")
+        os.getppid()
+        for _ in range(runs):
+            agent.run_sync("What is 12 times 8?")
+        os.getppid()
         return
 
     async def all_runs() -> None:
-        for _ in range(runs + 1):
+        for _ in range(warm_up):
             await agent.run("What is 12 times 8?")
+        os.getppid()
+        for _ in range(runs):
+            await agent.run("What is 12 times 8?")
+        os.getppid()
 
     asyncio.run(all_runs())
 
@@ -192,10 +209,11 @@ def _child(kind: str, runs: int) -> None:
 def _instructions(kind: str, runs: int) -> int:
     with tempfile.TemporaryDirectory() as folder:
         out = os.path.join(folder, "callgrind.out")
-        done = subprocess.run(
+        subprocess.run(
             [
                 "valgrind",
                 "--tool=callgrind",
+                "--dump-before=getppid",
                 f"--callgrind-out-file={out}",
                 sys.executable,
                 __file__,
@@ -207,20 +225,21 @@ def _instructions(kind: str, runs: int) -> int:
             text=True,
             check=True,
         )
-        found = re.search(r"Collected : (\d+)", done.stderr)
-        assert found, done.stderr[-2000:]
+        with open(f"{out}.2") as dump:  # .1 is start-up and warm-up, .2 the measured runs
+            found = re.search(r"^summary: (\d+)", dump.read(), re.MULTILINE)
+        assert found, "callgrind wrote no summary"
         return int(found.group(1))
 
 
 def callgrind(runs: int = CALLGRIND_RUNS) -> None:
-    print(f"instructions per run under callgrind (({2 * runs} runs - {runs} runs) / {runs})")
+    print(f"instructions per run under callgrind (mean of {runs} runs after 20 warm-up runs)")
     per_run = {}
     for kind, label in (
         ("bare", "bare loop"),
         ("async", "await agent.run, 2 model calls + 1 tool"),
         ("sync", "agent.run_sync, same run"),
     ):
-        per_run[kind] = (_instructions(kind, 2 * runs) - _instructions(kind, runs)) / runs
+        per_run[kind] = _instructions(kind, runs) / runs
         ratio = per_run[kind] / per_run["bare"]
         print(f"{label:<44}{per_run[kind]:>12,.0f}{ratio:>8.1f}x")
 

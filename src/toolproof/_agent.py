@@ -168,10 +168,12 @@ class Agent:
             memory_state=memory_state,
             budget=budget,
         )
-        async for _ in steps:
-            pass
-        assert steps.result is not None
-        return steps.result
+        if steps._run is None:  # an agent whose run is not toolproof's loop
+            async for _ in steps:
+                pass
+            assert steps.result is not None
+            return steps.result
+        return await steps._drain()
 
     def iter(
         self,
@@ -378,10 +380,8 @@ def _whole_run(
 
 def no_running_loop(what: str, instead: str = "`await ...run()`") -> None:
     """Raise a clear error when a synchronous wrapper is called inside an event loop."""
-    import asyncio
+    from asyncio import events
 
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
+    if events._get_running_loop() is None:  # get_running_loop() would raise, which costs more
         return
     raise UserError(f"{what}() cannot be called from a running event loop; use {instead}")

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -257,7 +257,7 @@ class _Run:
         if agent.name and "agent" not in metadata:
             metadata["agent"] = agent.name
         self.trace = Trace(
-            id=uuid.uuid4().hex,
+            id=_run_id(),
             input=input,
             started_at=_now(),
             history=history,
@@ -271,10 +271,10 @@ class _Run:
             tags=tags,
         )
         self.emit = _emitter(agent.handlers)
-        self.system = Message.system(agent.system_prompt) if agent.system_prompt else None
+        self.observed = self.emit is not _ignore  # events are built only for a listener
+        self.system, system_count = _system_message(agent.system_prompt)
         self.conversation: list[Message] = [*history, Message.user(input)]
         self.counts = [estimate_message_tokens(m) for m in self.conversation]
-        system_count = estimate_message_tokens(self.system) if self.system else 0
         self.tokens = sum(self.counts) + system_count  # what the request estimates
         self.protect = len(history)  # index of the current input: memory never drops it
         self.answered = len(self.conversation)  # conversation[:answered] is safe as history
@@ -294,7 +294,8 @@ class _Run:
     def start(self) -> None:
         self.started = time.perf_counter()
         self.clock.start(self.started)
-        self.emit(RunStarted(self.trace))
+        if self.observed:
+            self.emit(RunStarted(self.trace))
 
     # -- the one place that checks limits -------------------------------------------------------
 
@@ -408,7 +409,8 @@ class _Run:
             raw = estimated / self.memory_state.calibration
             self.memory_state.calibration = max(0.25, min(4.0, usage.input_tokens / raw))
         self._add(response.message)
-        self.emit(ModelResponded(step))
+        if self.observed:
+            self.emit(ModelResponded(step))
         return step
 
     def final(self, step: Step) -> None:
@@ -464,17 +466,19 @@ class _Run:
     async def _tools(self, calls: list[ToolCall], step: Step) -> list[ToolResult]:
         import asyncio
 
-        toolset, emit = self.toolset, self.emit
+        toolset, emit, observed = self.toolset, self.emit, self.observed
         timeout, approver = self.agent.tool_timeout, self.agent.approver
         # What ran, in call order, kept if the time limit cuts the rest off.
         finished: list[ToolResult | None] = [None] * len(calls)
         self._finished = finished
 
         async def one(call: ToolCall, index: int) -> ToolResult:
-            emit(ToolStarted(step.index, call))
+            if observed:
+                emit(ToolStarted(step.index, call))
             result = await toolset.execute(call, timeout=timeout, approver=approver)
             finished[index] = result
-            emit(ToolFinished(step.index, call, result))
+            if observed:
+                emit(ToolFinished(step.index, call, result))
             return result
 
         if len(calls) == 1:
@@ -512,7 +516,8 @@ class _Run:
         trace.ended_at = _now()
         self.clock.stop()
         record(self.agent.recorder, trace)
-        self.emit(RunFinished(trace))
+        if self.observed:
+            self.emit(RunFinished(trace))
         self.result = RunResult(output, reason, trace, self.conversation[: self.answered])
         return self.result
 
@@ -625,6 +630,26 @@ class AgentRun:
         self._done = True
         return self.result
 
+    async def _drain(self) -> RunResult:
+        """Run to the end without handing out the steps: what ``Agent.run`` does."""
+        run = self._run
+        assert run is not None, "only for toolproof's own loop"
+        assert self._steps is None, "a run is drained once"
+        run.start()
+        steps = self._steps = self._make()
+        try:
+            async for _ in steps:
+                pass
+        except _Stop as stop:
+            self.result = run.finish(stop.reason, stop.output, stop.detail)
+        except BaseException as exc:
+            run.fail(exc)
+            raise
+        finally:
+            self._done = True
+        assert self.result is not None, "the loop ends only by a stop"
+        return self.result
+
     def _set_result(self, result: RunResult) -> None:
         self.result = result
 
@@ -721,6 +746,30 @@ def _emitter(handlers: Sequence[EventHandler]) -> Callable[[Event], None]:
                 logger.exception("event handler %r failed; the run continues", handler)
 
     return emit
+
+
+_systems: dict[str, tuple[Message, int]] = {}  # system prompt -> its message and estimate
+
+
+def _system_message(prompt: str | None) -> tuple[Message | None, int]:
+    """The system message of ``prompt`` and its token estimate (messages are never mutated)."""
+    if not prompt:
+        return None, 0
+    found = _systems.get(prompt)
+    if found is None:
+        if len(_systems) >= 256:
+            _systems.clear()
+        message = Message.system(prompt)
+        found = _systems[prompt] = (message, estimate_message_tokens(message))
+    return found
+
+
+def _run_id() -> str:
+    """A random version-4 UUID as 32 hex digits, as ``uuid.uuid4().hex`` (without its object)."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = raw[6] & 0x0F | 0x40
+    raw[8] = raw[8] & 0x3F | 0x80
+    return raw.hex()
 
 
 def _args_key(call: ToolCall) -> str:

@@ -162,6 +162,7 @@ def test_nothing_of_a_call_keeps_running_after_it_returns() -> None:
                 cleaned.append("generator")
 
         leftovers.append(asyncio.get_running_loop().create_task(background()))
+        await asyncio.sleep(0)  # let it start
         started = stream()
         await started.__anext__()  # an async generator left open
         leftovers.append(started)  # type: ignore[arg-type]
