@@ -212,3 +212,42 @@ def test_an_error_in_one_call_leaves_the_loop_usable() -> None:
     with pytest.raises(ModelFailed, match="reset"):
         agent.run_sync("x")
     assert agent.run_sync("x").output == "fine"
+
+
+@pytest.mark.skipif(not hasattr(os, "kill") or os.name == "nt", reason="POSIX signals")
+def test_ctrl_c_while_waiting_cancels_the_run_keeps_its_trace_and_the_loop() -> None:
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only")
+    finished: list[Any] = []
+
+    @tool
+    async def wait_long(x: int) -> int:
+        """Wait.
+
+        Args:
+            x: Input.
+        """
+        await asyncio.sleep(30)
+        return x
+
+    async def answer(messages: list[Message], info: RequestInfo) -> Any:
+        return call("wait_long", x=1) if messages[-1].role == "user" else "done"
+
+    agent = Agent(
+        FunctionModel(answer), [wait_long], on_event=finished.append, budget=Budget(max_seconds=20)
+    )
+    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            agent.run_sync("go")
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 10
+    trace = finished[-1].trace
+    assert trace.stop_reason == "cancelled" and [c.name for c in trace.tool_calls] == ["wait_long"]
+    # The thread's loop is still usable afterwards.
+    assert echo_agent().run_sync("double 21").output == "result 42"
