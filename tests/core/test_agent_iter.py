@@ -364,3 +364,19 @@ def test_iter_checks_its_input_like_run() -> None:
     agent = Agent(ScriptedModel(["x"]))
     with pytest.raises(UserError, match="must be a string"):
         agent.iter(42)  # type: ignore[arg-type]
+
+
+def test_the_documented_example_runs_as_written(capsys: pytest.CaptureFixture[str]) -> None:
+    import re
+    from pathlib import Path
+
+    guide = Path(__file__).resolve().parents[2] / "docs" / "harness.md"
+    section = guide.read_text(encoding="utf-8").split("## Step by step: `Agent.iter`")[1]
+    block = re.search(r"```python\n(.*?)```", section, flags=re.S)
+    assert block is not None
+    exec(compile(block.group(1), "harness.md", "exec"), {"__name__": "harness"})
+    assert capsys.readouterr().out.splitlines() == [
+        "model asks for ['multiply_numbers(a=12, b=8)']",
+        "tools gave ['96.0']",
+        "12 x 8 = 96 final",
+    ]
