@@ -8,18 +8,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from toolproof._agent_run import AgentRun
 from toolproof._memory import Memory, MemoryState
 from toolproof._messages import Message, ModelSettings
 from toolproof._pricing import DEFAULT_PRICES, Price
-from toolproof._run import (
-    CORRECTION_PREFIX,
-    DEFAULT_MAX_SECONDS,
-    AgentRun,
-    Budget,
-    Recorder,
-    RunResult,
-    _Run,
-)
+from toolproof._run import CORRECTION_PREFIX, DEFAULT_MAX_SECONDS, Budget, Recorder, RunResult, _Run
 from toolproof._thread_loop import run_in_thread_loop
 from toolproof._tools import Tool
 from toolproof._toolset import Approver, Toolset

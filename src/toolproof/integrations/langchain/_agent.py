@@ -12,8 +12,8 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.tools import StructuredTool
 
 from toolproof._agent import Agent, Budget, RunResult
+from toolproof._agent_run import ForeignRun
 from toolproof._messages import Message, ModelSettings
-from toolproof._run import ForeignRun
 from toolproof._tools import Tool
 from toolproof._toolset import Toolset
 from toolproof.errors import AgentRunError, UserError

@@ -151,7 +151,7 @@ class AgentsSDKAgent(ToolproofAgent):
         from agents import RunConfig, Runner
         from agents.exceptions import AgentsException, MaxTurnsExceeded
 
-        from toolproof._run import ForeignRun
+        from toolproof._agent_run import ForeignRun
         from toolproof.errors import AgentRunError
 
         run = ForeignRun(self, input, budget)
