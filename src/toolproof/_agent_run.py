@@ -158,17 +158,26 @@ class ForeignRun:
 
     async def call(self, awaitable: Awaitable[_T]) -> _T | None:
         """Await the framework's run within the time limit; keep its exception for later."""
+        try:
+            return await self.limited(awaitable)
+        except Exception as exc:
+            self.note(exc)
+        return None
+
+    async def limited(self, awaitable: Awaitable[_T]) -> _T:
+        """Await the framework's run within the time limit (``TimeoutError`` past it)."""
         import asyncio
 
-        try:
-            return await asyncio.wait_for(awaitable, self.limit)
-        except asyncio.CancelledError:
-            raise
-        except asyncio.TimeoutError:
+        return await asyncio.wait_for(awaitable, self.limit)
+
+    def note(self, exc: Exception) -> None:
+        """Keep how the framework's run failed: past the time limit, or its exception."""
+        import asyncio
+
+        if isinstance(exc, asyncio.TimeoutError):
             self.timed_out = True
-        except Exception as exc:
+        else:
             self.failure = exc
-        return None
 
     def describe(self, trace: Trace, history: Sequence[Message]) -> None:
         """Record the run's model, tools and history in ``trace``."""

@@ -112,11 +112,11 @@ class LangChainAgent(Agent):
         captured = TraceCapture(input=input, metadata=meta, tags=tags)
         token = _home_loop.set(asyncio.get_running_loop())
         try:
-            with _capturing(captured):
+            with _capturing(captured):  # records a failure in the trace on its way out
                 target = self.build(chat, lc_tools)
-                await run.call(self._invoke(target, input, list(history)))
-        except Exception as exc:  # building the agent failed
-            run.failure = exc
+                await run.limited(self._invoke(target, input, list(history)))
+        except Exception as exc:
+            run.note(exc)
         finally:
             _home_loop.reset(token)
         trace = captured.trace
