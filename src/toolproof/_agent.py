@@ -152,21 +152,8 @@ class Agent:
             asyncio.CancelledError: The task was cancelled; subscribers and the recorder
                 still receive the trace with ``stop_reason="cancelled"``.
         """
-        steps = self.iter(
-            input,
-            history=history,
-            metadata=metadata,
-            tags=tags,
-            settings=settings,
-            memory_state=memory_state,
-            budget=budget,
-        )
-        if steps._run is None:  # an agent whose run is not toolproof's loop
-            async for _ in steps:
-                pass
-            assert steps.result is not None
-            return steps.result
-        return await steps._drain()
+        run = self._own_run(input, history, metadata, tags, settings, memory_state, budget)
+        return await AgentRun(run, lambda: self._steps(run))._drain()
 
     def iter(
         self,
@@ -204,19 +191,7 @@ class Agent:
         """
         if type(self).run is not Agent.run:  # a subclass runs someone else's loop
             return _whole_run(self, input, history, metadata, tags, settings, memory_state, budget)
-        model, toolset = self._resolve(input)
-        run = _Run(
-            self,
-            input,
-            model=model,
-            toolset=toolset,
-            history=list(history),
-            settings=self.settings.merged(settings),
-            metadata=dict(metadata or {}),
-            tags=list(tags),
-            memory_state=memory_state or MemoryState(),
-            budget=budget or self.budget,
-        )
+        run = self._own_run(input, history, metadata, tags, settings, memory_state, budget)
         return AgentRun(run, lambda: self._steps(run))
 
     def run_sync(
@@ -274,6 +249,31 @@ class Agent:
             yield
         finally:
             _overrides.reset(token)
+
+    def _own_run(
+        self,
+        input: str,
+        history: Sequence[Message],
+        metadata: Mapping[str, Any] | None,
+        tags: Sequence[str],
+        settings: ModelSettings | None,
+        memory_state: MemoryState | None,
+        budget: Budget | None,
+    ) -> _Run:
+        """The state of a run of toolproof's own loop (``run`` and ``iter`` both start here)."""
+        model, toolset = self._resolve(input)
+        return _Run(
+            self,
+            input,
+            model=model,
+            toolset=toolset,
+            history=list(history),
+            settings=self.settings.merged(settings),
+            metadata=dict(metadata or {}),
+            tags=list(tags),
+            memory_state=memory_state or MemoryState(),
+            budget=budget or self.budget,
+        )
 
     def _resolve(self, input: str) -> tuple[Model, Toolset]:
         """The model and tools of a run on ``input`` (``override`` applies)."""

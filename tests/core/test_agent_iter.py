@@ -360,6 +360,21 @@ async def test_iter_of_an_agent_wrapping_another_loop_yields_only_the_result() -
     assert len(items) == 1 and isinstance(items[0], RunResult) and items[0].output == "echo hi"
 
 
+async def test_iter_of_a_subclass_whose_run_calls_the_base_run() -> None:
+    seen: list[str] = []
+
+    class Logged(Agent):
+        async def run(self, input: str, **kwargs: Any) -> RunResult:  # type: ignore[override]
+            seen.append(input)
+            return await super().run(input, **kwargs)
+
+    agent = Logged(ScriptedModel([call("multiply_numbers", a=2, b=3), "6"]), TOOLS)
+    items = [item async for item in agent.iter("2 times 3")]
+    assert seen == ["2 times 3"]
+    assert len(items) == 1 and isinstance(items[0], RunResult) and items[0].output == "6"
+    assert [s.index for s in items[0].trace.steps] == [1, 2]
+
+
 def test_iter_checks_its_input_like_run() -> None:
     agent = Agent(ScriptedModel(["x"]))
     with pytest.raises(UserError, match="must be a string"):
