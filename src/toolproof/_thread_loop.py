@@ -34,18 +34,28 @@ _T = TypeVar("_T")
 _local = threading.local()
 _inherited: list[Any] = []  # loops of a parent process: kept alive, never closed in the child
 _atexit_registered = False
+_process = [0]  # bumped in a forked child: loops made before belong to the parent
+
+
+def _forked() -> None:
+    _process[0] += 1
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; cheaper than comparing os.getpid() every call
+    os.register_at_fork(after_in_child=_forked)
 
 
 class _ThreadLoop:
     """A thread's loop; closed when the thread ends (or at exit for the main thread)."""
 
-    __slots__ = ("loop", "pid")
+    __slots__ = ("loop", "pid", "process")
 
     def __init__(self) -> None:
         import asyncio
 
         self.loop: asyncio.AbstractEventLoop | None = asyncio.new_event_loop()
         self.pid = os.getpid()
+        self.process = _process[0]
 
     def close(self) -> None:
         loop, self.loop = self.loop, None
@@ -70,7 +80,7 @@ class _ThreadLoop:
 def _loop() -> asyncio.AbstractEventLoop:
     holder: _ThreadLoop | None = getattr(_local, "holder", None)
     if holder is not None and holder.loop is not None:
-        if holder.pid == os.getpid() and not holder.loop.is_closed():
+        if holder.process == _process[0] and not holder.loop.is_closed():
             return holder.loop
         holder.close()  # forked (kept alive, untouched) or closed by someone
     holder = _local.holder = _ThreadLoop()
