@@ -101,6 +101,10 @@ SCENARIOS: dict[str, tuple[list[Any], dict[str, Any]]] = {
         [call("multiply_numbers", a=1, b=2), "done"],
         {"budget": Budget(max_tokens=5)},
     ),
+    "time limit while a tool runs": (
+        [call("slow", x=1), "never"],
+        {"budget": Budget(max_seconds=0.005)},
+    ),
     "repeated call": ([call("multiply_numbers", a=1, b=2)] * 4, {"max_repeated_calls": 3}),
     "empty answer": ([""], {}),
 }
@@ -313,6 +317,7 @@ async def test_cancelling_the_task_that_iterates_ends_with_cancelled() -> None:
         if isinstance(event, RunFinished):
             finished.append(event.trace)
 
+    traces: dict[str, Trace] = {}
     for way in ("run", "iter"):
         finished.clear()
         started.clear()
@@ -333,6 +338,8 @@ async def test_cancelling_the_task_that_iterates_ends_with_cancelled() -> None:
         (trace,) = finished
         assert trace.stop_reason == "cancelled" and trace.stop_detail == "the run was cancelled"
         assert [c.name for c in trace.tool_calls] == ["wait_forever"] and trace.ended_at
+        traces[way] = trace
+    assert comparable(traces["iter"]) == comparable(traces["run"])
 
 
 async def test_an_outer_timeout_is_not_mistaken_for_the_run_budget() -> None:
