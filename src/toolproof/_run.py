@@ -16,7 +16,6 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from toolproof._memory import Memory, MemoryState, estimate_message_tokens
@@ -597,5 +596,18 @@ def _ignore(event: Event) -> None:
     return None
 
 
+_second: tuple[int, str] = (-1, "")  # the last whole second and its ISO 8601 text
+
+
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """UTC now as ``2026-12-01T11:37:22.008Z`` (milliseconds truncated, as ``isoformat`` does).
+
+    Formatting the date costs more than the rest of a trace's bookkeeping, so the text of the
+    current second is kept (one tuple, replaced whole, so threads never see half of it).
+    """
+    global _second
+    whole, fraction = divmod(time.time_ns(), 1_000_000_000)  # the clock datetime.now() reads
+    second = _second
+    if second[0] != whole:
+        second = _second = (whole, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)))
+    return f"{second[1]}.{fraction // 1_000_000:03d}Z"
