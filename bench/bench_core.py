@@ -1,26 +1,41 @@
 """Per-run overhead of the agent loop, and `import toolproof` time.
 
 One full run = 2 model calls + 1 tool call, with a scripted model, argument validation and
-full tracing on. The baseline is a bare hand-written loop doing the same work on plain
-dicts, measured in the same process; the figure that matters is the difference.
+full tracing on (the defaults a user gets). The baseline is a bare hand-written loop doing
+the same work on plain dicts, measured in the same process; the figure that matters is the
+difference. ``run_sync`` is measured beside ``await agent.run``. Times are the process's CPU
+time (``time.process_time``): the same as wall time for this single-threaded loop on an idle
+machine, and far steadier when other work shares the cores.
 
-    python bench/bench_core.py            # prints a table; about 20 s
+    python bench/bench_core.py               # prints a table; about 30 s
+    python bench/bench_core.py --callgrind   # instructions per run under valgrind; ~2 min
+
+The callgrind mode runs the bare loop, ``await agent.run`` and ``run_sync`` in child
+processes under ``valgrind --tool=callgrind`` and counts the instructions of N runs after a
+warm-up: instructions do not depend on what else the machine is doing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from toolproof import Agent, tool
 from toolproof.testing import ScriptedModel, call
 
 RUNS_PER_BATCH = 200
+clock = time.process_time  # CPU time: see the module docstring
 BATCHES = 25
+ROUNDS = 5
+CALLGRIND_RUNS = 200
 
 
 @tool
@@ -60,32 +75,15 @@ async def bare_loop(script: list[dict[str, Any]], tools: dict[str, Any], questio
     return ""
 
 
-async def time_batches(make_run: Any) -> list[float]:
-    """Median-friendly samples: microseconds per run, one sample per batch."""
-    samples = []
-    for _ in range(BATCHES):
-        started = time.perf_counter()
-        for _ in range(RUNS_PER_BATCH):
-            await make_run()
-        samples.append((time.perf_counter() - started) / RUNS_PER_BATCH * 1e6)
-    return samples
-
-
-async def measure(parallel: int) -> tuple[float, float]:
+def scripted_agent(parallel: int, runs: int) -> Agent:
     calls = [call("multiply_numbers", a=12, b=8 + i) for i in range(parallel)]
     first: Any = calls[0] if parallel == 1 else calls
-    total = (BATCHES + 1) * RUNS_PER_BATCH
-    model = ScriptedModel([first, "12 x 8 = 96"] * total)
-    agent = Agent(model, [multiply_numbers], system_prompt="You are an HR assistant.", max_steps=5)
+    model = ScriptedModel([first, "12 x 8 = 96"] * runs)
+    return Agent(model, [multiply_numbers], system_prompt="You are an HR assistant.", max_steps=5)
 
-    async def toolproof_run() -> None:
-        result = await agent.run("What is 12 times 8?")
-        assert result.stop_reason == "final"
-        assert len(result.trace.tool_results) == parallel
-        if len(model.requests) > 1000:
-            model.requests.clear()
 
-    bare_script = [
+def bare_runner(parallel: int) -> Callable[[], Awaitable[str]]:
+    script = [
         {
             "role": "assistant",
             "content": None,
@@ -96,19 +94,64 @@ async def measure(parallel: int) -> tuple[float, float]:
         },
         {"role": "assistant", "content": "12 x 8 = 96"},
     ]
-
-    async def bare_run() -> None:
-        await bare_loop(bare_script, {"multiply_numbers": bare_multiply}, "What is 12 times 8?")
-
-    for _ in range(RUNS_PER_BATCH):  # warm up both
-        await toolproof_run()
-        await bare_run()
-    ours = statistics.median(await time_batches(toolproof_run))
-    bare = statistics.median(await time_batches(bare_run))
-    return ours, bare
+    tools = {"multiply_numbers": bare_multiply}
+    return lambda: bare_loop(script, tools, "What is 12 times 8?")
 
 
-def import_time() -> float:
+def _check(agent: Agent, result: Any, parallel: int) -> None:
+    assert result.stop_reason == "final"
+    assert len(result.trace.tool_results) == parallel
+    requests = agent.model.requests  # type: ignore[attr-defined]
+    if len(requests) > 1000:
+        requests.clear()
+
+
+async def _async_batch(agent: Agent, parallel: int, runs: int) -> float:
+    started = clock()
+    for _ in range(runs):
+        _check(agent, await agent.run("What is 12 times 8?"), parallel)
+    return (clock() - started) / runs * 1e6
+
+
+async def _bare_batch(parallel: int, runs: int) -> float:
+    run = bare_runner(parallel)
+    started = clock()
+    for _ in range(runs):
+        await run()
+    return (clock() - started) / runs * 1e6
+
+
+def _sync_batch(agent: Agent, parallel: int, runs: int) -> float:
+    started = clock()
+    for _ in range(runs):
+        _check(agent, agent.run_sync("What is 12 times 8?"), parallel)
+    return (clock() - started) / runs * 1e6
+
+
+def measure_round(parallel: int) -> dict[str, float]:
+    """One round: medians over batches of the async run, run_sync and the bare loop."""
+    total = (2 * BATCHES + 4) * RUNS_PER_BATCH
+    agent = scripted_agent(parallel, total)
+
+    async def async_side() -> tuple[float, float]:
+        await _async_batch(agent, parallel, RUNS_PER_BATCH)  # warm up
+        await _bare_batch(parallel, RUNS_PER_BATCH)
+        ours = [await _async_batch(agent, parallel, RUNS_PER_BATCH) for _ in range(BATCHES)]
+        bare = [await _bare_batch(parallel, RUNS_PER_BATCH) for _ in range(BATCHES)]
+        return statistics.median(ours), statistics.median(bare)
+
+    ours, bare = asyncio.run(async_side())
+    _sync_batch(agent, parallel, RUNS_PER_BATCH)  # warm up
+    sync = statistics.median(_sync_batch(agent, parallel, RUNS_PER_BATCH) for _ in range(BATCHES))
+    return {"async": ours, "sync": sync, "bare": bare}
+
+
+def _spread(values: list[float]) -> str:
+    middle = statistics.median(values)
+    return f"{middle:7.1f}us ±{(max(values) - min(values)) / 2:4.1f}"
+
+
+def import_time() -> tuple[float, float]:
     samples = []
     for _ in range(15):
         started = time.perf_counter()
@@ -122,15 +165,109 @@ def import_time() -> float:
     return statistics.median(samples), statistics.median(baseline)
 
 
+# -- callgrind --------------------------------------------------------------------------------
+
+
+def _child(kind: str, runs: int) -> None:
+    """Under valgrind: warm up, then ``runs`` runs between two ``os.getppid()`` markers.
+
+    ``--dump-before=getppid`` makes callgrind write its counters at each marker, so the
+    second dump holds exactly the instructions of the measured runs.
+    """
+    warm_up = 20
+    if kind == "bare":
+        run = bare_runner(1)
+
+        async def bare_all() -> None:
+            for _ in range(warm_up):
+                await run()
+            os.getppid()
+            for _ in range(runs):
+                await run()
+            os.getppid()
+
+        asyncio.run(bare_all())
+        return
+    agent = scripted_agent(1, runs + warm_up)
+    if kind == "sync":
+        for _ in range(warm_up):
+            agent.run_sync("What is 12 times 8?")
+        os.getppid()
+        for _ in range(runs):
+            agent.run_sync("What is 12 times 8?")
+        os.getppid()
+        return
+
+    async def all_runs() -> None:
+        for _ in range(warm_up):
+            await agent.run("What is 12 times 8?")
+        os.getppid()
+        for _ in range(runs):
+            await agent.run("What is 12 times 8?")
+        os.getppid()
+
+    asyncio.run(all_runs())
+
+
+def _instructions(kind: str, runs: int) -> int:
+    with tempfile.TemporaryDirectory() as folder:
+        out = os.path.join(folder, "callgrind.out")
+        subprocess.run(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                "--dump-before=getppid",
+                f"--callgrind-out-file={out}",
+                sys.executable,
+                __file__,
+                "--child",
+                kind,
+                str(runs),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        with open(f"{out}.2") as dump:  # .1 is start-up and warm-up, .2 the measured runs
+            found = re.search(r"^summary: (\d+)", dump.read(), re.MULTILINE)
+        assert found, "callgrind wrote no summary"
+        return int(found.group(1))
+
+
+def callgrind(runs: int = CALLGRIND_RUNS) -> None:
+    print(f"instructions per run under callgrind (mean of {runs} runs after 20 warm-up runs)")
+    per_run = {}
+    for kind, label in (
+        ("bare", "bare loop"),
+        ("async", "await agent.run, 2 model calls + 1 tool"),
+        ("sync", "agent.run_sync, same run"),
+    ):
+        per_run[kind] = _instructions(kind, runs) / runs
+        ratio = per_run[kind] / per_run["bare"]
+        print(f"{label:<44}{per_run[kind]:>12,.0f}{ratio:>8.1f}x")
+
+
 def main() -> None:
     runs = RUNS_PER_BATCH * BATCHES
-    print(f"python {sys.version.split()[0]}, {runs} runs per figure (median of {BATCHES} batches)")
-    print(f"{'scenario':<32}{'toolproof':>12}{'bare loop':>12}{'overhead':>12}{'ratio':>8}")
+    print(
+        f"python {sys.version.split()[0]}, CPU time per run; {runs} runs per figure and round "
+        f"(median of {BATCHES} batches); median of {ROUNDS} rounds ± half their range"
+    )
+    print(
+        f"{'scenario':<30}{'await run':>16}{'run_sync':>16}{'bare loop':>16}"
+        f"{'run/bare':>10}{'sync/run':>10}"
+    )
     for parallel in (1, 3):
-        ours, bare = asyncio.run(measure(parallel))
+        rounds = [measure_round(parallel) for _ in range(ROUNDS)]
+        ours = [r["async"] for r in rounds]
+        sync = [r["sync"] for r in rounds]
+        bare = [r["bare"] for r in rounds]
         label = "2 model calls + 1 tool call" if parallel == 1 else "2 model calls + 3 parallel"
+        run_ratio = statistics.median(r["async"] / r["bare"] for r in rounds)
+        sync_ratio = statistics.median(r["sync"] / r["async"] for r in rounds)
         print(
-            f"{label:<32}{ours:>10.1f}us{bare:>10.1f}us{ours - bare:>10.1f}us{ours / bare:>7.1f}x"
+            f"{label:<30}{_spread(ours):>16}{_spread(sync):>16}{_spread(bare):>16}"
+            f"{run_ratio:>9.1f}x{sync_ratio:>9.2f}x"
         )
     imported, bare_python = import_time()
     print(
@@ -139,4 +276,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--child"]:
+        _child(sys.argv[2], int(sys.argv[3]))
+    elif sys.argv[1:2] == ["--callgrind"]:
+        callgrind(int(sys.argv[2]) if len(sys.argv) > 2 else CALLGRIND_RUNS)
+    else:
+        main()

@@ -19,11 +19,13 @@ __all__ = [
     "Event",
     "EventHandler",
     "ModelResponded",
+    "ModelStep",
     "RunFinished",
     "RunStarted",
     "StepPrinter",
     "ToolFinished",
     "ToolStarted",
+    "ToolsStep",
     "format_event",
     "log_event",
 ]
@@ -67,6 +69,28 @@ class RunFinished:
     """A run ended, whatever the reason (errors and cancellation included)."""
 
     trace: Trace
+
+
+@dataclass(frozen=True, slots=True)
+class ModelStep:
+    """What ``Agent.iter`` yields after each model response.
+
+    ``step.response`` is the model's message; its tool calls (if any) run next, unless the
+    caller stops the run here.
+    """
+
+    step: Step
+
+
+@dataclass(frozen=True, slots=True)
+class ToolsStep:
+    """What ``Agent.iter`` yields after a step's tool calls ran.
+
+    ``step.tool_results`` holds their results (ok or error) in call order; the model is
+    asked again next.
+    """
+
+    step: Step
 
 
 Event = RunStarted | ModelResponded | ToolStarted | ToolFinished | RunFinished

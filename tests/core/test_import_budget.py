@@ -18,6 +18,9 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 LOADED = {
     "toolproof",
     "toolproof._agent",
+    "toolproof._agent_run",
+    "toolproof._run",
+    "toolproof._thread_loop",
     "toolproof._memory",
     "toolproof._messages",
     "toolproof._pricing",

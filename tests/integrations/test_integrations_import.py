@@ -41,7 +41,11 @@ def test_each_integration_exports_exactly_its_public_names() -> None:
             for key, value in vars(module).items()
             if not key.startswith("_")
             and not isinstance(value, types.ModuleType)
-            and getattr(value, "__module__", None) == name
+            # defined in the module or, for a package, in one of its private modules
+            and (
+                getattr(value, "__module__", None) == name
+                or str(getattr(value, "__module__", "")).startswith(f"{name}._")
+            )
             and (isinstance(value, type) or callable(value))
         }
         assert public <= set(module.__all__), name

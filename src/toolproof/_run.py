@@ -1,0 +1,613 @@
+"""The state of one agent run: conversation, steps, usage, limits, and how a run ends.
+
+The loop itself (:meth:`toolproof.Agent._steps`) only says what happens in which order; this
+module holds what it needs between steps, checks every limit in one place
+(:meth:`_Run.check`, and :meth:`_Clock.within` for the wall-clock limit) and ends the run the
+same way whatever the reason (:meth:`_Run.finish`). ``toolproof._agent_run`` drives the loop:
+one step at a time for ``Agent.iter``, to the end for ``Agent.run``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from toolproof._memory import Memory, MemoryState, estimate_message_tokens
+from toolproof._messages import Message, ModelSettings, ToolCall, ToolResult, Usage
+from toolproof._pricing import find_price
+from toolproof._trace import ErrorInfo, RequestSummary, Step, StopReason, Trace
+from toolproof.errors import (
+    AgentRunError,
+    MissingFixture,
+    ModelFailed,
+    ToolCrashed,
+    UnmockedToolCall,
+    UserError,
+)
+from toolproof.events import (
+    Event,
+    EventHandler,
+    ModelResponded,
+    RunFinished,
+    RunStarted,
+    ToolFinished,
+    ToolStarted,
+    log_event,
+)
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from toolproof._agent import Agent
+    from toolproof._toolset import Toolset
+    from toolproof.models._base import Model
+
+__all__ = ["Budget", "Recorder", "RunResult"]
+
+logger = logging.getLogger("toolproof")
+_T = TypeVar("_T")
+
+CORRECTION_PREFIX = "Your last message contained a tool call that could not be parsed"
+
+#: The wall-clock limit of a run unless its ``Budget`` says otherwise, in seconds.
+DEFAULT_MAX_SECONDS = 600.0
+
+_UNCANCEL = sys.version_info >= (3, 11)  # Task.uncancel() tells our cut-off from a cancel
+
+
+class Recorder(Protocol):
+    """Receives the trace of every finished run (see ``toolproof.replay``).
+
+    ``record`` is called on the agent's path, so it must return quickly (queue the work).
+    """
+
+    def record(self, trace: Trace) -> None:
+        """Store (or queue) one finished trace."""
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """Limits of one run; hitting one ends the run with ``stop_reason="budget"``.
+
+    Attributes:
+        max_model_calls: Model requests per run.
+        max_tokens: Input plus output tokens per run.
+        max_cost: USD per run (needs a known price for the model).
+        max_seconds: Wall-clock time per run, 600 s unless set; ``None`` for no limit. It
+            covers waiting for the model, for tools (a hung async tool is cancelled) and for
+            memory's summarizer; the run ends with ``stop_reason="budget"`` and its trace.
+    """
+
+    max_model_calls: int | None = None
+    max_tokens: int | None = None
+    max_cost: float | None = None
+    max_seconds: float | None = DEFAULT_MAX_SECONDS
+
+    def __post_init__(self) -> None:
+        if self.max_seconds is not None and not self.max_seconds > 0:
+            raise UserError(
+                f"Budget(max_seconds=...) must be a positive number of seconds, or None for no "
+                f"time limit; got {self.max_seconds!r}"
+            )
+
+
+@dataclass(slots=True)
+class RunResult:
+    """The outcome of one run.
+
+    Attributes:
+        output: The final answer, or ``None`` when the run stopped without one (see
+            ``stop_reason`` and ``stop_detail``).
+        stop_reason: ``"final"``, ``"max_steps"``, ``"budget"`` or ``"repeated_call"``
+            (``"cancelled"`` when a caller of ``Agent.iter`` stopped early).
+        trace: The complete record of the run.
+        messages: The conversation after the run (without the system prompt), ready to be
+            passed as ``history`` to the next turn.
+    """
+
+    output: str | None
+    stop_reason: StopReason
+    trace: Trace
+    messages: list[Message] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Whether the run ended with a final answer."""
+        return self.stop_reason == "final"
+
+    @property
+    def stop_detail(self) -> str | None:
+        """Why the run stopped, in a sentence, when it did not finish."""
+        return self.trace.stop_detail
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens used by the run."""
+        return self.trace.usage
+
+    def __str__(self) -> str:
+        if self.output is not None:
+            return self.output
+        return f"[run stopped: {self.stop_reason}] {self.stop_detail or ''}".strip()
+
+
+class _Stop(BaseException):
+    """Ends the run with a stop reason (a ``BaseException``: no ``except Exception`` eats it)."""
+
+    def __init__(self, reason: StopReason, output: str | None = None, detail: str | None = None):
+        self.reason, self.output, self.detail = reason, output, detail
+
+
+class _Clock:
+    """The run's wall-clock limit: one timer per run, armed only while the run waits.
+
+    The timer cancels the run's task when it fires during :meth:`within`; between steps (in
+    the code of an ``Agent.iter`` caller) it only marks the time as up, and the next wait is
+    cut off at its first suspension, as a fresh ``asyncio.timeout(0)`` would do.
+    """
+
+    __slots__ = ("_cancelled", "_handle", "_inside", "_task", "deadline", "expired", "seconds")
+
+    def __init__(self, seconds: float | None) -> None:
+        self.seconds = seconds
+        self.deadline: float | None = None  # on the perf_counter clock
+        self.expired = self._inside = self._cancelled = False
+        self._handle: asyncio.Handle | None = None
+        self._task: asyncio.Task[Any] | None = None
+
+    def start(self, started: float) -> None:
+        if self.seconds is None:
+            return
+        self.deadline = started + self.seconds
+        if _UNCANCEL:
+            import asyncio
+
+            loop = asyncio.get_running_loop()
+            self._handle = loop.call_at(loop.time() + self.seconds, self._expire)
+
+    def stop(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def _expire(self) -> None:
+        self.expired = True
+        if self._inside and self._task is not None:
+            self._cancelled = True
+            self._task.cancel()
+
+    def past_deadline(self) -> bool:
+        return self.deadline is not None and time.perf_counter() >= self.deadline - 1e-3
+
+    async def within(self, awaitable: Awaitable[_T], what: str = "") -> _T:
+        """Await ``awaitable``; the time limit cut-off ends the run with ``budget``."""
+        if self.deadline is None:
+            return await awaitable
+        if not _UNCANCEL:  # pragma: no cover - Python 3.10
+            return await self._wait_for(awaitable, what)
+        import asyncio
+
+        task: Any = asyncio.current_task()  # cancelling() and uncancel() are Python 3.11+
+        assert task is not None, "a run always runs in a task"
+        entry = task.cancelling()
+        self._task, self._inside = task, True
+        if self.expired:  # time ran out between steps: cut off at the first suspension
+            asyncio.get_running_loop().call_soon(self._expire)
+        try:
+            return await awaitable
+        except BaseException as exc:
+            ours, self._cancelled = self._cancelled, False
+            if ours and task.uncancel() <= entry and isinstance(exc, asyncio.CancelledError):
+                raise _Stop("budget", None, self.limit_detail(what)) from None
+            if isinstance(exc, asyncio.TimeoutError) and self.past_deadline():
+                raise _Stop("budget", None, self.limit_detail(what)) from None
+            raise
+        finally:
+            self._inside = False
+            if self._cancelled:  # fired as the wait finished: take the cancellation back
+                self._cancelled = False
+                task.uncancel()
+
+    async def _wait_for(self, awaitable: Awaitable[_T], what: str) -> _T:  # pragma: no cover
+        import asyncio
+
+        assert self.deadline is not None
+        remaining = max(self.deadline - time.perf_counter(), 0.0)
+        try:
+            return await asyncio.wait_for(awaitable, remaining)
+        except asyncio.TimeoutError:
+            if self.past_deadline():
+                raise _Stop("budget", None, self.limit_detail(what)) from None
+            raise
+
+    def limit_detail(self, what: str = "") -> str:
+        return f"time limit reached ({self.seconds:g} s){what}"
+
+
+class _Run:
+    """Everything one run carries from step to step, and its limits."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        input: str,
+        *,
+        model: Model,
+        toolset: Toolset,
+        history: list[Message],
+        settings: ModelSettings,
+        metadata: dict[str, Any],
+        tags: list[str],
+        memory_state: MemoryState,
+        budget: Budget,
+    ) -> None:
+        self.agent, self.model, self.toolset, self.settings = agent, model, toolset, settings
+        self.memory: Memory | None = agent.memory
+        self.memory_state, self.budget = memory_state, budget
+        if agent.name and "agent" not in metadata:
+            metadata["agent"] = agent.name
+        self.trace = Trace(
+            id=_run_id(),
+            input=input,
+            started_at=_now(),
+            history=history,
+            system_prompt=agent.system_prompt,
+            system_prompt_hash=agent.system_prompt_hash,
+            model=model.name,
+            settings=settings.to_dict(),
+            tools=toolset.infos(),
+            tool_mode=toolset.mode,
+            metadata=metadata,
+            tags=tags,
+        )
+        self.emit = _emitter(agent.handlers)
+        self.observed = self.emit is not _ignore  # events are built only for a listener
+        self.system, system_count = _system_message(agent.system_prompt)
+        self.conversation: list[Message] = [*history, Message.user(input)]
+        self.counts = [estimate_message_tokens(m) for m in self.conversation]
+        self.tokens = sum(self.counts) + system_count  # what the request estimates
+        self.protect = len(history)  # index of the current input: memory never drops it
+        self.answered = len(self.conversation)  # conversation[:answered] is safe as history
+        self.definitions = toolset.definitions()
+        self.price = find_price(agent.prices, model.name)
+        self.usage = Usage()
+        self.cost: float | None = 0.0 if self.price is not None else None
+        self.index = 0  # model calls started
+        self.last_call: ToolCall | None = None
+        self.last_key: str | None = None
+        self.streak = 0
+        self.clock = _Clock(budget.max_seconds)
+        self.started = 0.0
+        self.result: RunResult | None = None
+        self._finished: list[ToolResult | None] = []
+
+    def start(self) -> None:
+        self.started = time.perf_counter()
+        self.clock.start(self.started)
+        if self.observed:
+            self.emit(RunStarted(self.trace))
+
+    # -- the one place that checks limits -------------------------------------------------------
+
+    def check(self, step: Step | None = None) -> None:
+        """Raise :class:`_Stop` when a limit ends the run.
+
+        Before a model call (``step`` is ``None``): steps and model calls. Before a step's
+        tools run: tokens, cost and repeated calls. The wall-clock limit is the clock's.
+        """
+        agent, budget = self.agent, self.budget
+        if step is None:
+            if self.index >= agent.max_steps:
+                pending = ", ".join(c.signature() for c in self.trace.steps[-1].response.tool_calls)
+                raise _Stop(
+                    "max_steps",
+                    detail=f"stopped after {self.index} model calls without a final answer "
+                    f"(max_steps={agent.max_steps}); the last step called {pending}",
+                )
+            if budget.max_model_calls is not None and self.index >= budget.max_model_calls:
+                raise _Stop(
+                    "budget", detail=f"model call limit reached ({budget.max_model_calls} calls)"
+                )
+            return
+        usage, cost = self.usage, self.cost
+        if budget.max_tokens is not None and usage.total_tokens > budget.max_tokens:
+            raise _Stop(
+                "budget",
+                detail=f"token budget exceeded ({usage.total_tokens} > {budget.max_tokens} tokens)",
+            )
+        if budget.max_cost is not None and cost is not None and cost > budget.max_cost:
+            over = f"cost budget exceeded (${cost:.6f} > ${budget.max_cost:g})"
+            raise _Stop("budget", detail=over)
+        if agent.max_repeated_calls is not None:
+            for call in step.response.tool_calls:
+                self._repeated(call, agent.max_repeated_calls)
+
+    def _repeated(self, call: ToolCall, limit: int) -> None:
+        key = None
+        last = self.last_call
+        if last is not None and last.name == call.name:  # arguments are compared only then
+            key = _args_key(call)
+            if self.last_key is None:
+                self.last_key = _args_key(last)
+            self.streak = self.streak + 1 if key == self.last_key else 1
+        else:
+            self.streak = 1
+        self.last_call, self.last_key = call, key
+        if self.streak >= limit:
+            raise _Stop(
+                "repeated_call",
+                detail=f"{call.signature()} was requested {self.streak} times in a row "
+                f"(max_repeated_calls={limit})",
+            )
+
+    # -- the model ------------------------------------------------------------------------------
+
+    async def ask(self) -> Step:
+        """Send the conversation to the model; record its answer as the next step."""
+        self.index += 1
+        within, memory = self.clock.within, self.memory
+        if memory is not None:
+            prepared = await within(
+                memory.prepare(
+                    self.system,
+                    self.conversation,
+                    self.counts,
+                    self.memory_state,
+                    protect=self.protect,
+                ),
+                " while preparing memory",
+            )
+            messages = prepared.messages
+            summary = RequestSummary(
+                len(messages), prepared.estimated_tokens, prepared.trimmed, prepared.summarized
+            )
+        else:
+            system = self.system
+            messages = [system, *self.conversation] if system else list(self.conversation)
+            summary = RequestSummary(len(messages), self.tokens)
+        model = self.model
+        step_started = time.perf_counter()
+        try:
+            response = await within(model.request(messages, self.definitions, self.settings))
+        except AgentRunError:
+            raise
+        except Exception as exc:
+            raise ModelFailed(
+                f"model {model.name} failed at step {self.index}: {exc}", step=self.index
+            ) from exc
+        latency = (time.perf_counter() - step_started) * 1000
+        price, usage = self.price, response.usage
+        step_cost = price.cost(usage) if price is not None else None
+        step = Step(
+            index=self.index,
+            request=summary,
+            response=response.message,
+            offset_ms=(step_started - self.started) * 1000,
+            latency_ms=latency,
+            usage=usage,
+            finish_reason=response.finish_reason,
+            model_name=response.model_name,
+            parse_errors=list(response.parse_errors),
+            cost=step_cost,
+        )
+        self.trace.steps.append(step)
+        self.usage = self.usage + usage
+        if step_cost is not None and self.cost is not None:
+            self.cost += step_cost
+        estimated = summary.estimated_tokens
+        if memory is not None and not usage.estimated and usage.input_tokens and estimated:
+            raw = estimated / self.memory_state.calibration
+            self.memory_state.calibration = max(0.25, min(4.0, usage.input_tokens / raw))
+        self._add(response.message)
+        if self.observed:
+            self.emit(ModelResponded(step))
+        return step
+
+    def final(self, step: Step) -> None:
+        """End the run when ``step`` is a final answer (no tool calls, nothing unparsed)."""
+        message = step.response
+        if message.tool_calls or step.parse_errors:
+            return
+        self.answered = len(self.conversation)
+        detail = None
+        if step.finish_reason == "length":
+            detail = "the answer was cut off by the token limit (finish_reason=length)"
+        elif not message.content:
+            detail = "the model returned an empty answer"
+        raise _Stop("final", message.content or "", detail)
+
+    def _add(self, message: Message) -> None:
+        self.conversation.append(message)
+        count = estimate_message_tokens(message)
+        self.counts.append(count)
+        self.tokens += count
+
+    # -- the tools ------------------------------------------------------------------------------
+
+    async def run_tools(self, step: Step) -> None:
+        """Run the step's calls (parallel calls concurrently); results join in call order."""
+        calls = step.response.tool_calls
+        try:
+            results = await self.clock.within(self._tools(calls, step))
+        except _Stop as stop:
+            step.tool_results = [r for r in self._finished if r is not None]
+            running = ", ".join(c.signature() for c in calls)
+            stop.detail = self.clock.limit_detail(f" while running {running}")
+            raise
+        except AgentRunError as exc:
+            exc.step = step.index
+            raise
+        except MissingFixture as exc:
+            raise AgentRunError(str(exc), step=step.index) from exc
+        step.tool_results = results
+        for result in results:
+            self._add(Message.tool(result))
+        if step.parse_errors:
+            self._add(
+                Message.user(
+                    f"{CORRECTION_PREFIX}: "
+                    + "; ".join(step.parse_errors)
+                    + '. Write each call as <tool_call>{"name": "...", "arguments": {...}}'
+                    "</tool_call>, or answer without a tool."
+                )
+            )
+        self.answered = len(self.conversation)
+
+    async def _tools(self, calls: list[ToolCall], step: Step) -> list[ToolResult]:
+        import asyncio
+
+        toolset, emit, observed = self.toolset, self.emit, self.observed
+        timeout, approver = self.agent.tool_timeout, self.agent.approver
+        # What ran, in call order, kept if the time limit cuts the rest off.
+        finished: list[ToolResult | None] = [None] * len(calls)
+        self._finished = finished
+
+        async def one(call: ToolCall, index: int) -> ToolResult:
+            if observed:
+                emit(ToolStarted(step.index, call))
+            result = await toolset.execute(call, timeout=timeout, approver=approver)
+            finished[index] = result
+            if observed:
+                emit(ToolFinished(step.index, call, result))
+            return result
+
+        if len(calls) == 1:
+            return [await one(calls[0], 0)]
+        outcomes: list[ToolResult | BaseException]
+        if timeout is None and all(toolset.runs_inline(c) for c in calls):
+            # Synchronous tools never suspend: tasks would run them one by one anyway, so
+            # run them in order directly, with the same semantics as gather() below.
+            outcomes = []
+            for i, c in enumerate(calls):
+                try:
+                    outcomes.append(await one(c, i))
+                except Exception as exc:
+                    outcomes.append(exc)
+        else:
+            outcomes = await asyncio.gather(
+                *(one(c, i) for i, c in enumerate(calls)), return_exceptions=True
+            )
+        step.tool_results = [o for o in outcomes if isinstance(o, ToolResult)]
+        for outcome in outcomes:  # the first failure in call order stops the run
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return step.tool_results
+
+    # -- the end --------------------------------------------------------------------------------
+
+    def finish(
+        self, reason: StopReason, output: str | None = None, detail: str | None = None
+    ) -> RunResult:
+        """End the run: complete the trace, hand it to the recorder and the subscribers."""
+        trace = self.trace
+        trace.output, trace.stop_reason, trace.stop_detail = output, reason, detail
+        trace.usage, trace.cost = self.usage, self.cost
+        trace.duration_ms = (time.perf_counter() - self.started) * 1000
+        trace.ended_at = _now()
+        self.clock.stop()
+        record(self.agent.recorder, trace)
+        if self.observed:
+            self.emit(RunFinished(trace))
+        self.result = RunResult(output, reason, trace, self.conversation[: self.answered])
+        return self.result
+
+    def fail(self, exc: BaseException) -> None:
+        """End the run on an exception that the caller will see (re-raised by the caller)."""
+        import asyncio
+
+        trace = self.trace
+        if isinstance(exc, asyncio.CancelledError):
+            self.finish("cancelled", detail="the run was cancelled")
+        elif isinstance(exc, AgentRunError):
+            exc.trace = trace
+            exc.step = exc.step or self.index
+            tool_name = exc.tool_name if isinstance(exc, (ToolCrashed, UnmockedToolCall)) else None
+            cause = exc.__cause__ or exc  # the root cause names the kind of failure
+            trace.error = ErrorInfo(type(cause).__name__, str(exc), tool_name)
+            self.finish("error", detail=str(exc))
+        else:
+            trace.error = ErrorInfo(type(exc).__name__, str(exc))
+            self.finish("error", detail=f"{type(exc).__name__}: {exc}")
+
+
+def record(recorder: Recorder | None, trace: Trace) -> None:
+    """Hand ``trace`` to ``recorder``; a failing recorder never breaks a run."""
+    if recorder is not None:
+        try:
+            recorder.record(trace)
+        except Exception:
+            logger.exception("recorder failed; the run's result is unaffected")
+
+
+def _emitter(handlers: Sequence[EventHandler]) -> Callable[[Event], None]:
+    log = logger.isEnabledFor(logging.INFO)
+    if not handlers and not log:
+        return _ignore
+    targets = [*handlers, log_event] if log else list(handlers)
+
+    def emit(event: Event) -> None:
+        for handler in targets:
+            try:
+                handler(event)
+            except Exception:
+                logger.exception("event handler %r failed; the run continues", handler)
+
+    return emit
+
+
+_systems: dict[str, tuple[Message, int]] = {}  # system prompt -> its message and estimate
+
+
+def _system_message(prompt: str | None) -> tuple[Message | None, int]:
+    """The system message of ``prompt`` and its token estimate (messages are never mutated)."""
+    if not prompt:
+        return None, 0
+    found = _systems.get(prompt)
+    if found is None:
+        if len(_systems) >= 256:
+            _systems.clear()
+        message = Message.system(prompt)
+        found = _systems[prompt] = (message, estimate_message_tokens(message))
+    return found
+
+
+def _run_id() -> str:
+    """A random version-4 UUID as 32 hex digits, as ``uuid.uuid4().hex`` (without its object)."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = raw[6] & 0x0F | 0x40
+    raw[8] = raw[8] & 0x3F | 0x80
+    return raw.hex()
+
+
+def _args_key(call: ToolCall) -> str:
+    try:
+        return json.dumps(call.arguments, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return repr(call.arguments)
+
+
+def _ignore(event: Event) -> None:
+    return None
+
+
+_second: tuple[int, str] = (-1, "")  # the last whole second and its ISO 8601 text
+
+
+def _now() -> str:
+    """UTC now as ``2026-12-01T11:37:22.008Z`` (milliseconds truncated, as ``isoformat`` does).
+
+    Formatting the date costs more than the rest of a trace's bookkeeping, so the text of the
+    current second is kept (one tuple, replaced whole, so threads never see half of it).
+    """
+    global _second
+    whole, fraction = divmod(time.time_ns(), 1_000_000_000)  # the clock datetime.now() reads
+    second = _second
+    if second[0] != whole:
+        second = _second = (whole, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)))
+    return f"{second[1]}.{fraction // 1_000_000:03d}Z"

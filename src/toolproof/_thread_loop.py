@@ -1,0 +1,181 @@
+"""One long-lived event loop per thread, for the synchronous entry points (``run_sync``).
+
+``asyncio.run`` builds and tears down a loop on every call (~90 µs, more than a scripted
+run). Here each thread keeps its own loop for as long as it lives, so a synchronous call
+costs one ``run_until_complete``.
+
+What ``asyncio.run`` promised still holds after each call: it ran in a task with a copy of
+the caller's context; nothing of it keeps running (leftover tasks are cancelled); async
+generators it started are finalized (so HTTP models close their sessions, as they do when
+``asyncio.run`` returns); an interrupt (``KeyboardInterrupt``) cancels the run before it is
+re-raised, so the run still ends with a trace.
+
+Threads never share a loop. A forked child never touches a loop inherited from its parent
+(the epoll instance and wake-up pipe are shared with the parent, so closing it would
+unregister the parent's sockets): it makes its own.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import threading
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    import asyncio
+
+__all__ = ["run_in_thread_loop"]
+
+_T = TypeVar("_T")
+
+_local = threading.local()
+_inherited: list[Any] = []  # loops of a parent process: kept alive, never closed in the child
+_atexit_registered = False
+_process = [0]  # bumped in a forked child: loops made before belong to the parent
+
+
+def _forked() -> None:
+    _process[0] += 1
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; cheaper than comparing os.getpid() every call
+    os.register_at_fork(after_in_child=_forked)
+
+
+class _ThreadLoop:
+    """A thread's loop; closed when the thread ends (or at exit for the main thread)."""
+
+    __slots__ = ("loop", "pid", "process")
+
+    def __init__(self) -> None:
+        import asyncio
+
+        self.loop: asyncio.AbstractEventLoop | None = asyncio.new_event_loop()
+        self.pid = os.getpid()
+        self.process = _process[0]
+
+    def close(self) -> None:
+        loop, self.loop = self.loop, None
+        if loop is None or loop.is_closed() or loop.is_running():
+            return
+        if self.pid != os.getpid():  # inherited through fork: the parent's to close
+            _inherited.append(loop)
+            return
+        try:
+            _cancel_leftovers(loop)
+            loop.run_until_complete(loop.shutdown_asyncgens())  # closes HTTP sessions
+            loop.run_until_complete(loop.shutdown_default_executor())
+        except Exception:  # pragma: no cover - closing must not fail a thread's exit
+            pass
+        finally:
+            loop.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def _loop() -> asyncio.AbstractEventLoop:
+    holder: _ThreadLoop | None = getattr(_local, "holder", None)
+    if holder is not None and holder.loop is not None:
+        if holder.process == _process[0] and not holder.loop.is_closed():
+            return holder.loop
+        holder.close()  # forked (kept alive, untouched) or closed by someone
+    holder = _local.holder = _ThreadLoop()
+    if threading.current_thread() is threading.main_thread():
+        _close_main_at_exit()
+    assert holder.loop is not None
+    return holder.loop
+
+
+def _close_main_at_exit() -> None:
+    global _atexit_registered
+    if not _atexit_registered:
+        _atexit_registered = True
+        atexit.register(_close_this_thread)
+
+
+def _close_this_thread() -> None:
+    holder: _ThreadLoop | None = getattr(_local, "holder", None)
+    if holder is not None:
+        holder.close()
+
+
+def run_in_thread_loop(coroutine: Coroutine[Any, Any, _T]) -> _T:
+    """Run ``coroutine`` to completion on this thread's loop (the caller checked none runs)."""
+    loop = _loop()
+    task = loop.create_task(_stopping(coroutine, loop))
+    try:
+        loop.run_forever()  # until the task stops it: one loop pass less than run_until_complete
+        return task.result()
+    except BaseException:
+        if not task.done():  # interrupted while the loop waited: let the run end properly
+            task.cancel()
+            with contextlib.suppress(BaseException):  # the caller sees the interrupt below
+                loop.run_forever()  # the task stops the loop as it ends
+        raise
+    finally:
+        _cancel_leftovers(loop)
+        _finalize_async_generators(loop)
+
+
+async def _stopping(coroutine: Coroutine[Any, Any, _T], loop: asyncio.AbstractEventLoop) -> _T:
+    try:
+        return await coroutine
+    finally:
+        loop.stop()
+
+
+def _finalize_async_generators(loop: asyncio.AbstractEventLoop) -> None:
+    """Close the async generators the call started, as ``asyncio.run`` does on return.
+
+    ``loop.shutdown_asyncgens()`` would do it once and for all (later generators would not
+    be tracked), so this closes those the loop tracks now and keeps the loop usable.
+    """
+    generators = getattr(loop, "_asyncgens", None)  # the loop's weak set of live generators
+    if not generators:
+        return
+    import asyncio
+
+    closing = list(generators)
+    generators.clear()
+
+    async def close_all() -> list[Any]:
+        return list(await asyncio.gather(*(g.aclose() for g in closing), return_exceptions=True))
+
+    outcomes = loop.run_until_complete(close_all())
+    for generator, outcome in zip(closing, outcomes, strict=True):
+        if isinstance(outcome, Exception):
+            loop.call_exception_handler(
+                {
+                    "message": "an async generator failed while closing after a run_sync call",
+                    "exception": outcome,
+                    "asyncgen": generator,
+                }
+            )
+
+
+def _cancel_leftovers(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel tasks the call left behind, as ``asyncio.run`` does, and let them finish."""
+    import asyncio
+
+    every_task = getattr(asyncio.tasks, "_all_tasks", None)  # all loops' tasks, weakly held
+    if every_task is not None and len(every_task) <= 1:
+        return  # only the call's own task exists anywhere (the scan below costs ~5 µs)
+    leftovers = asyncio.all_tasks(loop)
+    if not leftovers:
+        return
+    for task in leftovers:
+        task.cancel()
+    loop.run_until_complete(asyncio.gather(*leftovers, return_exceptions=True))
+    for task in leftovers:
+        if not task.cancelled() and task.exception() is not None:
+            loop.call_exception_handler(
+                {
+                    "message": "unhandled exception in a task left behind by a run_sync call",
+                    "exception": task.exception(),
+                    "task": task,
+                }
+            )

@@ -1,0 +1,218 @@
+"""Work budgets of the agent loop, counted rather than timed (no clock, so no flaky margins).
+
+A scripted run with ``k`` steps of ``p`` parallel calls is instrumented with counters; each
+test asserts a fixed budget per run, per step or per call, and that the work grows linearly
+with the number of steps (a regression that rescans or copies the whole conversation at
+every step would grow quadratically and fail here long before anyone notices it in a
+benchmark).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from toolproof import Agent, Message, Trace, tool
+from toolproof._run import _Run
+from toolproof.events import (
+    Event,
+    ModelResponded,
+    RunFinished,
+    RunStarted,
+    ToolFinished,
+    ToolStarted,
+)
+from toolproof.testing import ScriptedModel, call
+
+
+@tool
+def multiply_numbers(a: float, b: float) -> float:
+    """Multiply two numbers.
+
+    Args:
+        a: The first factor.
+        b: The second factor.
+    """
+    return a * b
+
+
+def script(steps: int, parallel: int) -> list[Any]:
+    items: list[Any] = []
+    for i in range(steps):
+        calls = [call("multiply_numbers", a=i, b=j) for j in range(parallel)]
+        items.append(calls[0] if parallel == 1 else calls)
+    return [*items, "done"]
+
+
+def make_agent(steps: int, parallel: int, **options: Any) -> Agent:
+    return Agent(
+        ScriptedModel(script(steps, parallel)),
+        [multiply_numbers],
+        system_prompt="You multiply.",
+        max_steps=steps + 1,
+        **options,
+    )
+
+
+class CountingList(list):  # type: ignore[type-arg]
+    """A list that counts full scans (iteration, copies, slices) of itself."""
+
+    scans = 0
+
+    def __iter__(self) -> Iterator[Any]:
+        CountingList.scans += 1
+        return super().__iter__()
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            CountingList.scans += 1
+        return super().__getitem__(index)
+
+
+@pytest.fixture
+def counters(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """Counts the agent's work: validations, token estimates, scans, events, timers."""
+    import toolproof._run as run_module
+
+    counts: Counter[str] = Counter()
+    tool_validate = type(multiply_numbers).validate
+
+    def validate(self: Any, arguments: dict[str, Any]) -> dict[str, Any]:
+        counts["tool validations"] += 1
+        return tool_validate(self, arguments)
+
+    monkeypatch.setattr(type(multiply_numbers), "validate", validate)
+    schema = multiply_numbers._args_model
+    model_validate = schema.model_validate
+
+    def schema_validate(value: Any, *args: Any, **kwargs: Any) -> Any:
+        counts["schema validations"] += 1
+        return model_validate(value, *args, **kwargs)
+
+    monkeypatch.setattr(schema, "model_validate", schema_validate)
+    estimate = run_module.estimate_message_tokens
+
+    def estimate_message_tokens(message: Message) -> int:
+        counts["token estimates"] += 1
+        return estimate(message)
+
+    monkeypatch.setattr(run_module, "estimate_message_tokens", estimate_message_tokens)
+    args_key = run_module._args_key
+
+    def counted_args_key(c: Any) -> str:
+        counts["argument encodings"] += 1
+        return args_key(c)
+
+    monkeypatch.setattr(run_module, "_args_key", counted_args_key)
+    init = _Run.__init__
+
+    def run_init(self: _Run, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        self.conversation = CountingList(self.conversation)
+
+    monkeypatch.setattr(_Run, "__init__", run_init)
+    to_dict = Trace.to_dict
+
+    def counted_to_dict(self: Trace) -> dict[str, Any]:
+        counts["trace serializations"] += 1
+        return to_dict(self)
+
+    monkeypatch.setattr(Trace, "to_dict", counted_to_dict)
+    CountingList.scans = 0
+    return counts
+
+
+def run_counted(agent: Agent, counts: Counter[str]) -> Any:
+    """Run in a fresh loop whose timers are counted; return the result."""
+    loop = asyncio.new_event_loop()
+    call_at = loop.call_at
+
+    def counted_call_at(when: float, callback: Any, *args: Any, **kwargs: Any) -> Any:
+        counts["timers"] += 1
+        return call_at(when, callback, *args, **kwargs)
+
+    loop.call_at = counted_call_at  # type: ignore[method-assign]
+    try:
+        result = loop.run_until_complete(agent.run("multiply"))
+    finally:
+        loop.close()
+    counts["conversation scans"] = CountingList.scans
+    return result
+
+
+SHAPES = [(1, 1), (4, 1), (4, 3), (16, 3), (32, 2)]
+
+
+@pytest.mark.parametrize(("steps", "parallel"), SHAPES)
+def test_fixed_budgets_per_call_per_message_and_per_run(
+    counters: Counter[str], steps: int, parallel: int
+) -> None:
+    events: list[Event] = []
+    result = run_counted(make_agent(steps, parallel, on_event=events.append), counters)
+    assert result.stop_reason == "final"
+    tool_calls = steps * parallel
+    messages = 1 + steps + tool_calls + 1  # the input, each answer, each result, the final answer
+    assert len(result.trace.tool_results) == tool_calls
+
+    # Arguments are validated exactly once per call, by one schema validation.
+    assert counters["tool validations"] == tool_calls
+    assert counters["schema validations"] == tool_calls
+    # Each message's tokens are estimated once when it joins (plus the system prompt, whose
+    # estimate is kept between runs), never re-estimated at every step.
+    assert counters["token estimates"] <= messages + 1
+    # One full scan of the conversation per model request (the request's copy), one for the
+    # history handed back: nothing per message, nothing quadratic.
+    assert counters["conversation scans"] <= (steps + 1) + 1
+    # Repeated-call detection encodes arguments only for consecutive calls to the same tool.
+    assert counters["argument encodings"] <= tool_calls + 1
+    # One wall-clock timer per run, however many steps and calls it makes.
+    assert counters["timers"] <= 1
+    # Nothing is serialized on the run's path without a recorder.
+    assert counters["trace serializations"] == 0
+    # Events: start and end, one per model response, two per tool call.
+    kinds = Counter(type(e) for e in events)
+    assert kinds == {
+        RunStarted: 1,
+        ModelResponded: steps + 1,
+        ToolStarted: tool_calls,
+        ToolFinished: tool_calls,
+        RunFinished: 1,
+    }
+    assert len(result.trace.steps) == steps + 1
+
+
+def test_work_grows_linearly_with_the_number_of_steps(counters: Counter[str]) -> None:
+    totals = {}
+    for steps in (8, 16, 32):
+        counters.clear()
+        CountingList.scans = 0
+        run_counted(make_agent(steps, 2), counters)
+        totals[steps] = dict(counters)
+    for name in ("token estimates", "conversation scans", "schema validations"):
+        growth_first = totals[16][name] - totals[8][name]
+        growth_second = totals[32][name] - totals[16][name]
+        assert growth_second == 2 * growth_first, (name, totals)  # a straight line in k
+
+
+def test_no_events_are_built_when_nobody_listens(
+    counters: Counter[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import toolproof._run as run_module
+
+    built: Counter[str] = Counter()
+    for name in ("RunStarted", "ModelResponded", "ToolStarted", "ToolFinished", "RunFinished"):
+        original = getattr(run_module, name)
+
+        def counting(*args: Any, _original: Any = original, _name: str = name) -> Any:
+            built[_name] += 1
+            return _original(*args)
+
+        monkeypatch.setattr(run_module, name, counting)
+    run_counted(make_agent(4, 3), counters)
+    assert built == {}
+    run_counted(make_agent(4, 3, on_event=lambda event: None), counters)
+    assert sum(built.values()) == 2 + 5 + 2 * 12
