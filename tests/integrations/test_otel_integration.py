@@ -337,3 +337,26 @@ def test_traces_import_reads_otlp_json_from_the_command_line(tmp_path: Path) -> 
     )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "bad.jsonl" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"intValue": "-5"},
+        {"intValue": -5},
+        {"doubleValue": -1.5},
+        {"stringValue": "-3"},
+        {"doubleValue": float("inf")},
+        {"stringValue": "9" * 5000},
+    ],
+)
+def test_token_counts_a_span_cannot_carry_are_left_out(value: dict[str, Any]) -> None:
+    attributes = [
+        {"key": "gen_ai.usage.input_tokens", "value": value},
+        {"key": "gen_ai.usage.output_tokens", "value": {"intValue": "7"}},
+    ]
+    span = {"traceId": "a" * 32, "spanId": "b" * 16, "name": "chat m", "attributes": attributes}
+    (trace,) = traces_from_otlp_json({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]})
+    back = Trace.from_json(trace.to_json())
+    assert back.usage.input_tokens == 0
+    assert back.usage.output_tokens == 7

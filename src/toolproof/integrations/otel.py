@@ -447,10 +447,12 @@ def _spans(payloads: list[Any]) -> list[dict[str, Any]]:
 
 
 def _int(value: Any) -> int:
+    """A token count from a foreign span: a non-negative integer, else 0 (not reported)."""
     try:
-        return int(value)
-    except (TypeError, ValueError):
+        count = int(value)
+    except (TypeError, ValueError, OverflowError):  # text, None, inf, nan
         return 0
+    return count if count >= 0 else 0
 
 
 def _iso(nanos: int) -> str:
