@@ -419,6 +419,11 @@ class Trace:
             data = from_json(text)
         except ValueError as exc:
             raise TraceFormatError(f"not a toolproof trace: invalid JSON ({_first(exc)})") from None
+        except TypeError:  # a str that cannot be UTF-8: it holds a lone surrogate
+            raise TraceFormatError(
+                "not a toolproof trace: invalid JSON (the text holds a lone surrogate, "
+                "U+D800 to U+DFFF, which UTF-8 cannot carry)"
+            ) from None
         if not isinstance(data, dict):
             raise TraceFormatError("not a toolproof trace: expected a JSON object")
         _check_version(data.get("version"))

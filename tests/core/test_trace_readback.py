@@ -336,3 +336,9 @@ def test_any_hostile_trace_that_is_built_round_trips(
     text = trace.to_json()
     assert Trace.from_json(text) == trace
     assert Trace.from_dict(json.loads(text)) == trace
+
+
+@pytest.mark.parametrize("text", ['{"input": "\ud800"}', '"\udfff"', '{"version": 1, "\ud83d": 1}'])
+def test_text_with_a_lone_surrogate_is_a_trace_format_error(text: str) -> None:
+    with pytest.raises(TraceFormatError, match="lone surrogate"):
+        Trace.from_json(text)
