@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from toolproof.errors import TraceFormatError
@@ -335,7 +335,15 @@ class ToolCall:
 
     def with_id(self, id: str) -> ToolCall:
         """Return a copy of this call with another id."""
-        return replace(self, id=id)
+        # The other fields were checked when this call was built; only the id is new (a
+        # dataclasses.replace would check the arguments again, the dearest part).
+        copy = object.__new__(ToolCall)
+        copy.name = self.name
+        copy.arguments = self.arguments
+        copy.id = id if type(id) is str and id.isascii() else _as_str(id)
+        copy.raw_arguments = self.raw_arguments
+        copy.arguments_error = self.arguments_error
+        return copy
 
     def signature(self) -> str:
         """A readable one-line form such as ``multiply_numbers(a=12, b=8)``."""
@@ -522,9 +530,10 @@ class Usage:
         return self.input_tokens + self.output_tokens
 
     def __add__(self, other: Usage) -> Usage:
-        details = dict(self.details)
-        for key, value in other.details.items():
-            details[key] = details.get(key, 0) + value
+        details = dict(self.details) if self.details else {}
+        if other.details:
+            for key, value in other.details.items():
+                details[key] = details.get(key, 0) + value
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,

@@ -250,3 +250,17 @@ def test_any_return_value_gives_a_result_or_a_crash_never_a_lost_trace(value: An
     assert trace is not None
     assert trace.stop_reason == ("final" if crash is None else "error")
     trace.to_json().encode("utf-8")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.one_of(
+        st.integers(), st.floats(), st.booleans(), st.none(), st.sampled_from([-0.0, 1e308, 5e-324])
+    )
+)
+def test_a_number_returned_by_a_tool_reads_as_json_writes_it(value: Any) -> None:
+    from toolproof._toolset import _render
+
+    jsonable, content = _render(value)
+    assert jsonable is value
+    assert content == json.dumps(value)

@@ -16,6 +16,9 @@ from toolproof._messages import Usage
 from toolproof.evals._checks import CheckResult
 from toolproof.evals._stats import CaseStats, SuiteStats, case_stats, suite_stats
 
+#: ``case_stats(n, c)`` by ``(n, c)``: a few pairs in any run (trials per case are few).
+_CASE_STATS: dict[tuple[int, int], CaseStats] = {}
+
 if TYPE_CHECKING:
     from toolproof._trace import Trace
     from toolproof.evals._suite import Case
@@ -162,8 +165,16 @@ class CaseResult:
     @property
     def stats(self) -> CaseStats | None:
         """Pass rate, pass@k, pass^k and class over the trials that have a verdict."""
-        n = self.passes + self.failures
-        return case_stats(n, self.passes) if n else None
+        passes = self.passes
+        n = passes + self.failures
+        if not n:
+            return None
+        # The figures depend on the two counts only, and reports ask for them several times
+        # per case (summary, headline, figures...), so each pair is computed once.
+        found = _CASE_STATS.get((n, passes))
+        if found is None:
+            found = _CASE_STATS[n, passes] = case_stats(n, passes)
+        return found
 
     @property
     def duration_ms(self) -> float:

@@ -94,6 +94,11 @@ class _Recording(Model):
         self.name = name
         self.requests: list[ModelRequest] = []
         self._ids = 0
+        # The last request's messages, their contents and the running sum of their estimated
+        # tokens: the next request of the same run repeats them, so only new messages are
+        # estimated (the estimate was quadratic in the steps of a run).
+        self._seen: list[tuple[Message, str | None, list[ToolCall]]] = []
+        self._sums: list[int] = [0]
 
     def _record(
         self, messages: Sequence[Message], tools: Sequence[ToolDefinition], settings: ModelSettings
@@ -109,20 +114,44 @@ class _Recording(Model):
             raise item
         if isinstance(item, ModelResponse):
             response = replace(item, message=self._with_ids(item.message))
+            if response.usage.requests == 0 and response.usage.total_tokens == 0:
+                response.usage = self._estimate(messages, response.message)
         else:
-            response = ModelResponse(message=self._with_ids(_to_message(item, where)))
-        if response.usage.requests == 0 and response.usage.total_tokens == 0:
-            response.usage = Usage(
-                input_tokens=sum(estimate_message_tokens(m) for m in messages),
-                output_tokens=estimate_message_tokens(response.message) - MESSAGE_OVERHEAD,
-                requests=1,
-                estimated=True,
-            )
+            message = self._with_ids(_to_message(item, where))
+            response = ModelResponse(message, self._estimate(messages, message))
         if response.finish_reason is None:
             response.finish_reason = "tool_calls" if response.message.tool_calls else "stop"
         if response.model_name is None:
             response.model_name = self.name
         return response
+
+    def _estimate(self, messages: Sequence[Message], answer: Message) -> Usage:
+        """The estimated usage of one request: its messages in, the answer out."""
+        seen, sums = self._seen, self._sums
+        known = 0
+        for message, (before, content, calls) in zip(messages, seen, strict=False):
+            # The same message object with the same parts (in case one was edited in place;
+            # the agent never changes a message it built).
+            if (
+                message is not before
+                or message.content is not content
+                or message.tool_calls is not calls
+            ):
+                break
+            known += 1
+        del seen[known:], sums[known + 1 :]
+        total = sums[known]
+        for message in messages[known:]:
+            tokens = estimate_message_tokens(message)
+            total += tokens
+            seen.append((message, message.content, message.tool_calls))
+            sums.append(total)
+        return Usage(
+            input_tokens=total,
+            output_tokens=estimate_message_tokens(answer) - MESSAGE_OVERHEAD,
+            requests=1,
+            estimated=True,
+        )
 
     def _with_ids(self, message: Message) -> Message:
         if not any(not c.id for c in message.tool_calls):
