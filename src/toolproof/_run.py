@@ -10,7 +10,6 @@ one step at a time for ``Agent.iter``, to the end for ``Agent.run``.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import sys
 import time
@@ -31,6 +30,7 @@ from toolproof.errors import (
     UserError,
 )
 from toolproof.events import (
+    _INFO,
     Event,
     EventHandler,
     ModelResponded,
@@ -38,6 +38,7 @@ from toolproof.events import (
     RunStarted,
     ToolFinished,
     ToolStarted,
+    _logger,
     log_event,
 )
 
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Budget", "Recorder", "RunResult"]
 
-logger = logging.getLogger("toolproof")
 _T = TypeVar("_T")
 
 CORRECTION_PREFIX = "Your last message contained a tool call that could not be parsed"
@@ -542,11 +542,11 @@ def record(recorder: Recorder | None, trace: Trace) -> None:
         try:
             recorder.record(trace)
         except Exception:
-            logger.exception("recorder failed; the run's result is unaffected")
+            _logger().exception("recorder failed; the run's result is unaffected")
 
 
 def _emitter(handlers: Sequence[EventHandler]) -> Callable[[Event], None]:
-    log = logger.isEnabledFor(logging.INFO)
+    log = _logger().isEnabledFor(_INFO)
     if not handlers and not log:
         return _ignore
     targets = [*handlers, log_event] if log else list(handlers)
@@ -556,7 +556,7 @@ def _emitter(handlers: Sequence[EventHandler]) -> Callable[[Event], None]:
             try:
                 handler(event)
             except Exception:
-                logger.exception("event handler %r failed; the run continues", handler)
+                _logger().exception("event handler %r failed; the run continues", handler)
 
     return emit
 

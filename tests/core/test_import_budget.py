@@ -24,7 +24,6 @@ LOADED = {
     "toolproof._memory",
     "toolproof._messages",
     "toolproof._pricing",
-    "toolproof._schema",
     "toolproof._tools",
     "toolproof._tokens",
     "toolproof._toolset",
@@ -36,8 +35,12 @@ LOADED = {
     "toolproof.models._base",
 }
 
-#: Loaded on first use: a tool built, a hash taken, a model called, a file read.
+#: Loaded on first use: a tool built, a hash taken, a model called, a file read, a run logged.
 NOT_LOADED = (
+    "toolproof._schema",
+    "logging",
+    "traceback",
+    "textwrap",
     "pydantic",
     "pydantic_core",
     "asyncio",
