@@ -29,6 +29,8 @@ _REEXPORTED = (AgentRun, CORRECTION_PREFIX, DEFAULT_MAX_SECONDS)
 
 @dataclass(slots=True)
 class _Override:
+    """What ``Agent.override`` swaps in for the runs of one context."""
+
     model: Model | None = None
     toolset: Toolset | None = None
 
