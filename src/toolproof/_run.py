@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from toolproof._memory import Memory, MemoryState, estimate_message_tokens
@@ -29,24 +30,23 @@ from toolproof.errors import (
     UnmockedToolCall,
     UserError,
 )
-from toolproof.events import (
-    _INFO,
-    Event,
-    EventHandler,
-    ModelResponded,
-    RunFinished,
-    RunStarted,
-    ToolFinished,
-    ToolStarted,
-    _logger,
-    log_event,
-)
 
 if TYPE_CHECKING:
     import asyncio
+    import logging
 
     from toolproof._agent import Agent
     from toolproof._toolset import Toolset
+    from toolproof.events import (
+        Event,
+        EventHandler,
+        ModelResponded,
+        RunFinished,
+        RunStarted,
+        ToolFinished,
+        ToolStarted,
+        log_event,
+    )
     from toolproof.models._base import Model
 
 __all__ = ["Budget", "Recorder", "RunResult"]
@@ -59,6 +59,44 @@ CORRECTION_PREFIX = "Your last message contained a tool call that could not be p
 DEFAULT_MAX_SECONDS = 600.0
 
 _UNCANCEL = sys.version_info >= (3, 11)  # Task.uncancel() tells our cut-off from a cancel
+_INFO = 20  # logging.INFO, without importing logging to read it
+
+
+@cache
+def _logger() -> logging.Logger:
+    """The ``toolproof`` logger; :mod:`logging` loads with the first run, not at import."""
+    import logging
+
+    return logging.getLogger("toolproof")
+
+
+#: What a run builds for a listener: bound as this module's globals by the first run that
+#: has a listener (``_emitter``), so ``import toolproof`` neither loads nor creates them.
+_EVENT_NAMES = (
+    "ModelResponded",
+    "RunFinished",
+    "RunStarted",
+    "ToolFinished",
+    "ToolStarted",
+    "log_event",
+)
+
+
+def _bind_events() -> None:
+    """Bind the event names here, all in one ``dict.update``: no thread sees some bound."""
+    if "_events_bound" not in globals():
+        from toolproof import events
+
+        names: dict[str, object] = {n: getattr(events, n) for n in _EVENT_NAMES}
+        names.update((n, v) for n, v in globals().items() if n in _EVENT_NAMES)  # stand-ins
+        globals().update(names, _events_bound=True)
+
+
+def __getattr__(name: str) -> object:
+    if name in _EVENT_NAMES:
+        _bind_events()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Recorder(Protocol):
@@ -549,6 +587,7 @@ def _emitter(handlers: Sequence[EventHandler]) -> Callable[[Event], None]:
     log = _logger().isEnabledFor(_INFO)
     if not handlers and not log:
         return _ignore
+    _bind_events()
     targets = [*handlers, log_event] if log else list(handlers)
 
     def emit(event: Event) -> None:

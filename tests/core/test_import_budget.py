@@ -32,7 +32,6 @@ LOADED = {
     "toolproof._trace",
     "toolproof._version",
     "toolproof.errors",
-    "toolproof.events",
     "toolproof.models",
     "toolproof.models._base",
 }
@@ -40,6 +39,7 @@ LOADED = {
 #: Loaded on first use: a tool built, a hash taken, a model called, a file read, a run logged.
 NOT_LOADED = (
     "toolproof._schema",
+    "toolproof.events",
     "logging",
     "traceback",
     "textwrap",

@@ -113,3 +113,60 @@ def test_logging_loads_when_a_run_logs_and_a_run_logs_as_before() -> None:
     logged = "\n".join(out[:-1])
     assert "toolproof run " in logged and "finished: final" in logged
     assert "toolproof event handler" in logged and "failed; the run continues" in logged
+
+
+def test_runs_racing_for_the_first_listener_all_get_every_event() -> None:
+    # The event classes are created with the first run; threads that start their first
+    # runs together each see the whole sequence, built from the same classes.
+    code = """
+        import json, sys, threading
+        from toolproof import Agent, tool
+        from toolproof.testing import ScriptedModel, call
+
+        @tool
+        def double(x: int) -> int:
+            "Twice x."
+            return 2 * x
+
+        loaded_at_import = "toolproof.events" in sys.modules
+        start = threading.Barrier(8)
+        seen, errors = {}, []
+
+        def use(n):
+            names = []
+            agent = Agent(ScriptedModel([call("double", x=n), "done"]), [double],
+                          on_event=lambda event: names.append(type(event).__name__))
+            start.wait()
+            try:
+                result = agent.run_sync("go")
+                seen[n] = (names, result.output)
+            except BaseException as exc:
+                errors.append(repr(exc))
+
+        threads = [threading.Thread(target=use, args=(n,)) for n in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        import toolproof._run as run_module
+        import toolproof.events as events
+        same = run_module.RunStarted is events.RunStarted
+        print(json.dumps({"at_import": loaded_at_import, "errors": errors, "same": same,
+                          "seen": sorted(map(json.dumps, seen.values()))}))
+    """
+    expected = [
+        "RunStarted",
+        "ModelResponded",
+        "ToolStarted",
+        "ToolFinished",
+        "ModelResponded",
+        "RunFinished",
+    ]
+    for _ in range(3):
+        result = json.loads(_run(code))
+        assert result == {
+            "at_import": False,
+            "errors": [],
+            "same": True,
+            "seen": [json.dumps([expected, "done"])] * 8,
+        }
