@@ -18,7 +18,8 @@ sets that variable. ``--cli`` adds the command line's start-up: ``python -m tool
 --version`` and ``python -m toolproof run --help``. Target: toolproof's total <= 60 ms.
 
 Run: ``python bench/bench_import.py`` (``--rounds N``, ``--no-callgrind``, ``--no-pyc``,
-``--cli``). The same wall figures from outside the process, with public tools:
+``--cli``, ``--before OTHER/src`` for a before/after pair in the same rounds). The same
+wall figures from outside the process, with public tools:
 ``hyperfine -N -w 3 'python -c pass' "python -c 'from toolproof import Agent, tool'"``.
 """
 
@@ -122,13 +123,18 @@ def main() -> None:
     parser.add_argument("--no-callgrind", action="store_true")
     parser.add_argument("--no-pyc", action="store_true", help="add toolproof compiled at start")
     parser.add_argument("--cli", action="store_true", help="add the command line's start-up")
+    parser.add_argument(
+        "--before", type=Path, help="also time the 'src' folder of another checkout, alternated"
+    )
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as cache:
+    with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as other:
         env = _env(cache)
         rows = [
             ("python -c pass", BARE, env),
             ("from toolproof import Agent, tool", TOOLPROOF, env),
         ]
+        if args.before:
+            rows.append((f"same, {args.before}", TOOLPROOF, _env(other, args.before.resolve())))
         if args.no_pyc:
             rows.append(("same, compiled at start (no pyc)", TOOLPROOF, _no_pyc_env(cache)))
         if args.cli:
