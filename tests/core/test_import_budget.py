@@ -105,9 +105,9 @@ def _modules_after(statement: str) -> list[str]:
     return [name for name in loaded if not name.startswith("json.") and name != "_json"]
 
 
-def _heavy(loaded: list[str], names: tuple[str, ...]) -> list[str]:
-    """The ``names`` loaded, leaving out what the bare interpreter loads (a ``.pth`` file...)."""
-    bare = set(_modules_after("pass"))
+def _heavy(loaded: list[str], names: tuple[str, ...], baseline: str = "pass") -> list[str]:
+    """The ``names`` loaded, leaving out what ``baseline`` loads (a ``.pth`` file...)."""
+    bare = set(_modules_after(baseline))
     return [name for name in names if name in loaded and name not in bare]
 
 
@@ -153,3 +153,20 @@ def test_the_command_line_builds_its_parser_without_loading_the_loop() -> None:
     # argparse's help formatter loads textwrap itself.
     heavy = _heavy(loaded, tuple(name for name in NOT_LOADED_BARE if name != "textwrap"))
     assert heavy == [], f"loaded at the command line's start-up: {heavy}"
+
+
+#: What pytest's loading of toolproof's plugin costs every test session on a machine where
+#: toolproof is installed: the plugin and the package it lives in, no test double yet.
+LOADED_PLUGIN = LOADED_BARE | {
+    "toolproof.testing",
+    "toolproof.testing._live",
+    "toolproof.testing.plugin",
+}
+
+
+def test_the_pytest_plugin_loads_without_the_test_doubles() -> None:
+    loaded = _modules_after("import toolproof.testing.plugin")
+    ours = _ours(loaded)
+    assert ours == LOADED_PLUGIN, f"new: {sorted(ours - LOADED_PLUGIN)}"
+    heavy = _heavy(loaded, NOT_LOADED_BARE, baseline="import pytest")
+    assert heavy == [], f"loaded with the pytest plugin, should load on first use: {heavy}"
