@@ -1,4 +1,4 @@
-"""``import toolproof`` binds the agent's parts on first use: the same names, the same objects.
+"""``toolproof`` and ``toolproof.testing`` bind their parts on first use: same names, same objects.
 
 Each check runs in a fresh interpreter, where the first use really is the first: threads that
 race for the first attribute, a star import, ``dir``, and logging that loads only once a run
@@ -12,6 +12,8 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -28,10 +30,11 @@ def _run(code: str) -> str:
     return done.stdout
 
 
-def test_threads_racing_for_the_first_attribute_all_get_the_same_objects() -> None:
-    code = """
+@pytest.mark.parametrize("package", ["toolproof", "toolproof.testing"])
+def test_threads_racing_for_the_first_attribute_all_get_the_same_objects(package: str) -> None:
+    code = f"""
         import json, random, sys, threading
-        import toolproof
+        import {package} as toolproof
 
         names = [n for n in toolproof.__all__ if n != "calculator"]
         start = threading.Barrier(16)
@@ -42,7 +45,7 @@ def test_threads_racing_for_the_first_attribute_all_get_the_same_objects() -> No
             random.Random(seed).shuffle(order)
             start.wait()
             try:
-                seen.append({n: id(getattr(toolproof, n)) for n in order})
+                seen.append({{n: id(getattr(toolproof, n)) for n in order}})
             except BaseException as exc:
                 errors.append(repr(exc))
 
@@ -52,12 +55,12 @@ def test_threads_racing_for_the_first_attribute_all_get_the_same_objects() -> No
         for thread in threads:
             thread.join()
         from toolproof._agent import Agent
-        from toolproof._tools import tool
-        from toolproof._trace import Trace
-        canonical = {n: id(getattr(toolproof, n)) for n in names}
+        from toolproof.models.fake import ScriptedModel
+        canonical = {{n: id(getattr(toolproof, n)) for n in names}}
         same = all(s == canonical for s in seen) and len(seen) == 16
-        right = (toolproof.Agent, toolproof.tool, toolproof.Trace) == (Agent, tool, Trace)
-        print(json.dumps({"errors": errors, "same": same, "right": right}))
+        right = getattr(toolproof, "Agent", Agent) is Agent and getattr(
+            toolproof, "ScriptedModel", ScriptedModel) is ScriptedModel
+        print(json.dumps({{"errors": errors, "same": same, "right": right}}))
     """
     for _ in range(4):  # each in a new interpreter, where the names are not bound yet
         result = json.loads(_run(code))
