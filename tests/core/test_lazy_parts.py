@@ -62,7 +62,7 @@ def test_threads_racing_for_the_first_attribute_all_get_the_same_objects(package
             toolproof, "ScriptedModel", ScriptedModel) is ScriptedModel
         print(json.dumps({{"errors": errors, "same": same, "right": right}}))
     """
-    for _ in range(4):  # each in a new interpreter, where the names are not bound yet
+    for _ in range(2):  # each in a new interpreter, where the names are not bound yet
         result = json.loads(_run(code))
         assert result == {"errors": [], "same": True, "right": True}
 
@@ -165,7 +165,7 @@ def test_runs_racing_for_the_first_listener_all_get_every_event() -> None:
         "ModelResponded",
         "RunFinished",
     ]
-    for _ in range(3):
+    for _ in range(2):
         result = json.loads(_run(code))
         assert result == {
             "at_import": False,
