@@ -17,6 +17,7 @@ import pytest
 from replay_helpers import query_users, user_trace
 
 import toolproof._trace as trace_module
+import toolproof.replay._recorded as recorded_module
 from toolproof import Trace
 from toolproof.replay import Recorder, Redactor, TraceStore, replay
 
@@ -87,15 +88,54 @@ def test_recorder_validates_each_trace_once_before_writing(
     assert codec == Counter(dump_python=TRACES, validate_json=TRACES), codec
 
 
-def test_replay_tools_mode_decodes_each_stored_trace_once_and_encodes_none(
-    tmp_path: Path, codec: Counter[str]
+@pytest.fixture
+def views(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """Counts of the reads of stored payloads as data (tools mode, ``_recorded.py``)."""
+    counts: Counter[str] = Counter()
+    real = recorded_module._validator()
+    monkeypatch.setattr(recorded_module, "_validator", lambda: _CountingAdapter(real, counts))
+    return counts
+
+
+def test_replay_tools_mode_reads_each_stored_trace_once_and_builds_no_trace(
+    tmp_path: Path, codec: Counter[str], views: Counter[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with TraceStore(tmp_path / "t.db") as store:
         store.add_many(_traces())
     codec.clear()
+    built: Counter[str] = Counter()
+    real_init = Trace.__post_init__
+
+    def counted_init(self: Trace) -> None:
+        built["Trace"] += 1
+        real_init(self)
+
+    monkeypatch.setattr(Trace, "__post_init__", counted_init)
     report = replay(tmp_path / "t.db", tools=[query_users])
     assert report.counts["pass"] == TRACES, report.summary()
-    assert codec == Counter(validate_json=TRACES), codec
+    # each payload parsed and checked once, by the codec's schema read as data; no Trace
+    # object is built when nothing needs one, and nothing is encoded
+    assert views == Counter(validate_json=TRACES), views
+    assert codec == Counter(), codec
+    assert built == Counter(), built
+
+
+def test_replay_tools_mode_decodes_with_the_codec_what_the_view_cannot_vouch_for(
+    tmp_path: Path, codec: Counter[str], views: Counter[str]
+) -> None:
+    # a NaN in a tool result is changed by the codec (written back as "NaN"): decoded
+    odd = [replace(trace, id=f"odd-{n}") for n, trace in enumerate(_traces(3))]
+    with TraceStore(tmp_path / "t.db") as store:
+        store.add_many(_traces())
+        store._conn.executemany(
+            "INSERT INTO traces (id, ts, payload, format_version) VALUES (?, 0, ?, 1)",
+            [(t.id, t.to_json().replace('"active":true}', '"active":NaN}').encode()) for t in odd],
+        )
+    codec.clear()
+    report = replay(tmp_path / "t.db", tools=[query_users])
+    assert len(report.samples) == TRACES + 3, report.summary()
+    assert views == Counter(validate_json=TRACES + 3), views
+    assert codec == Counter(validate_json=3), codec
 
 
 def test_replay_tools_mode_validates_each_recorded_call_once(

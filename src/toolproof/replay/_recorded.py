@@ -1,0 +1,246 @@
+"""Stored traces read for tools mode as plain data, without building ``Trace`` objects.
+
+Tools mode needs a stored trace's tool calls, their recorded results, the tools' names and
+schema hashes, and a few top-level fields; building the whole :class:`~toolproof.Trace`
+(every step, message, usage and tool schema as an object, each with its normalising
+``__post_init__``) costs more than the replay itself. This module reads the same payload
+with the trace codec's own schema, taken from the codec's ``TypeAdapter`` (the one in
+``toolproof._trace``), with each dataclass read as a plain dict instead: the same JSON
+parser, the same field checks and coercions, no objects. It is not a second decoder:
+
+- the schema is derived from the codec's at first use, so a field added to a trace is
+  checked here too;
+- a payload is read this way only when the codec's ``__post_init__`` hooks would neither
+  refuse nor change any of its values (:func:`_unchanged_by_hooks` asks the codec's own
+  checks, ``_plain`` and the usage counts' range, the very conditions under which those
+  hooks return their input as it is);
+- every other payload, and every payload this schema refuses, goes to the codec itself
+  (``Trace.from_json`` through the store's ``_decode``): a row the codec refuses is
+  skipped with the codec's message, exactly as before.
+
+``tests/replay/test_recorded_view.py`` checks with generated and hostile payloads that the
+view and the full trace give the same replay outcomes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import cache
+from typing import Any
+
+from toolproof._messages import _MAX_COUNT, _plain
+from toolproof._trace import TRACE_VERSION, Trace, _adapter
+
+__all__ = ["RecordedCall", "RecordedResult", "RecordedTrace", "read_recorded"]
+
+
+class RecordedCall:
+    """One recorded tool call (the fields tools mode reads of a ``ToolCall``)."""
+
+    __slots__ = ("arguments", "arguments_error", "id", "name", "raw_arguments")
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.name: str = data["name"]
+        self.arguments: dict[str, Any] = data["arguments"]
+        self.id: str = data["id"]
+        self.raw_arguments: str | None = data["raw_arguments"]
+        self.arguments_error: str | None = data["arguments_error"]
+
+
+class RecordedResult:
+    """One recorded tool result (the fields tools mode reads of a ``ToolResult``)."""
+
+    __slots__ = ("call_id", "content", "error_type", "name", "ok", "status", "value")
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.call_id: str = data["call_id"]
+        self.name: str = data["name"]
+        self.status: str = data["status"]
+        self.ok: bool = self.status == "ok"
+        self.content: str = data["content"]
+        self.value: Any = data["value"]
+        self.error_type: str | None = data["error_type"]
+
+
+class RecordedTool:
+    """A tool offered in the recorded run: its name and schema hash."""
+
+    __slots__ = ("name", "schema_hash")
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.name: str = data["name"]
+        self.schema_hash: str = data["schema_hash"]
+
+
+class RecordedTrace:
+    """A read-only view of a stored trace: what tools mode reads of a ``Trace``.
+
+    Built only from data the codec's schema accepted and its hooks would leave unchanged,
+    so every value read here equals the one ``Trace.from_json`` would give.
+    """
+
+    __slots__ = ("_data", "id", "input", "model", "output", "tools")
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self._data = data
+        self.id: str = data["id"]
+        self.input: str = data["input"]
+        self.model: str = data["model"]
+        self.output: str | None = data["output"]
+        self.tools = [RecordedTool(info) for info in data["tools"]]
+
+    def calls_and_results(self) -> Iterator[tuple[RecordedCall, RecordedResult | None]]:
+        """Each tool call with its result (``None`` if the run stopped before it ran)."""
+        for step in self._data["steps"]:
+            results = step["tool_results"]
+            by_id = {result["call_id"]: result for result in results}
+            for call in step["response"]["tool_calls"]:
+                result = by_id.get(call["id"])
+                yield RecordedCall(call), None if result is None else RecordedResult(result)
+
+    def full(self) -> Trace:
+        """The whole trace, decoded by the codec (for code that needs every field)."""
+        return Trace.from_dict(self._data)
+
+
+def read_recorded(payload: Any, version: Any) -> RecordedTrace | None:
+    """The stored payload as a view, or ``None`` when the codec itself must read it.
+
+    ``None`` means: the payload is not text, not a trace this schema accepts, not of the
+    current version (or not of the row's ``format_version``), or holds a value the codec's
+    hooks would refuse or change. The caller then decodes it with the codec (and skips it
+    with the codec's message when the codec refuses it).
+    """
+    if not isinstance(payload, (bytes, str)):
+        return None
+    try:
+        data = _validator().validate_json(payload)
+    except (ValueError, TypeError, RecursionError):
+        return None
+    if (
+        data["version"] != TRACE_VERSION
+        or version != TRACE_VERSION
+        or type(version) is not int
+        or not _unchanged_by_hooks(data)
+    ):
+        return None
+    return RecordedTrace(data)
+
+
+# -- the codec's schema, read as plain data ----------------------------------------------------
+
+
+@cache
+def _validator() -> Any:
+    from pydantic_core import SchemaValidator
+
+    return SchemaValidator(_as_plain(_adapter().core_schema))
+
+
+def _as_plain(schema: Any) -> Any:
+    """The codec's core schema with every dataclass read as a dict of the same fields."""
+    if isinstance(schema, list):
+        return [_as_plain(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if schema.get("type") != "dataclass":
+        return {key: _as_plain(value) for key, value in schema.items()}
+    arguments = schema["schema"]
+    if arguments.get("type") != "dataclass-args":  # pragma: no cover - pydantic's layout
+        raise RuntimeError(f"unexpected dataclass schema layout: {arguments.get('type')!r}")
+    fields = {}
+    for entry in arguments["fields"]:
+        inner = _as_plain(entry["schema"])
+        fields[entry["name"]] = {
+            "type": "typed-dict-field",
+            "schema": inner,
+            "required": inner.get("type") != "default",
+        }
+    out: dict[str, Any] = {
+        "type": "typed-dict",
+        "fields": fields,
+        "extra_behavior": "ignore",
+        "config": dict(schema.get("config") or {}),
+    }
+    if "ref" in schema:
+        out["ref"] = schema["ref"]
+    return out
+
+
+# -- the codec's hooks --------------------------------------------------------------------------
+
+
+def _unchanged_by_hooks(data: dict[str, Any]) -> bool:
+    """Whether every ``__post_init__`` of the codec would keep ``data``'s values as they are.
+
+    The hooks convert text fields (a no-op on the strings the parser returns: it refuses
+    lone surrogates), free-form JSON values (``json_data``: a no-op exactly when ``_plain``
+    holds) and token counts (a no-op when they are ints in ``[0, 2**63)``). Anything else
+    is for the codec to decide.
+    """
+    metadata = data["metadata"]
+    if metadata and not _plain(metadata, 0):
+        return False
+    settings = data["settings"]
+    if settings and not _plain(settings, 0):
+        return False
+    if not _counts_fit(data["usage"]):
+        return False
+    for info in data["tools"]:
+        if not _plain_parameters(info["parameters"]):
+            return False
+    for message in data["history"]:
+        if not _calls_plain(message["tool_calls"]):
+            return False
+    for step in data["steps"]:
+        if not _counts_fit(step["usage"]) or not _calls_plain(step["response"]["tool_calls"]):
+            return False
+        for result in step["tool_results"]:
+            value = result["value"]
+            if value is not None and not _plain(value, 0):
+                return False
+    return True
+
+
+def _calls_plain(calls: list[dict[str, Any]]) -> bool:
+    for call in calls:
+        arguments = call["arguments"]
+        if arguments and not _plain(arguments, 0):
+            return False
+    return True
+
+
+def _counts_fit(usage: dict[str, Any]) -> bool:
+    a, b, c, d, e = (
+        usage["input_tokens"],
+        usage["output_tokens"],
+        usage["cached_tokens"],
+        usage["reasoning_tokens"],
+        usage["requests"],
+    )
+    if not (
+        type(a) is int
+        and type(b) is int
+        and type(c) is int
+        and type(d) is int
+        and type(e) is int
+        and 0 <= (a | b | c | d | e) < _MAX_COUNT
+    ):
+        return False
+    details = usage["details"]
+    return not details or all(type(n) is int and 0 <= n < _MAX_COUNT for n in details.values())
+
+
+#: Tool schemas repeat across the traces of a store: the last few that were found plain,
+#: compared by value (equal JSON values are plain alike), so each is walked once.
+_PLAIN_PARAMETERS: list[dict[str, Any]] = []
+
+
+def _plain_parameters(parameters: dict[str, Any]) -> bool:
+    if parameters in _PLAIN_PARAMETERS:
+        return True
+    if not _plain(parameters, 0):
+        return False
+    _PLAIN_PARAMETERS.append(parameters)
+    del _PLAIN_PARAMETERS[:-32]
+    return True
