@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
-from toolproof._messages import _MAX_COUNT, _plain
+from toolproof._messages import _MAX_COUNT, Usage, _plain
 from toolproof._trace import TRACE_VERSION, Trace, _adapter
 
 __all__ = ["RecordedCall", "RecordedResult", "RecordedTrace", "read_recorded"]
@@ -210,7 +210,9 @@ def _calls_plain(calls: list[dict[str, Any]]) -> bool:
     return True
 
 
-def _counts_fit(usage: dict[str, Any]) -> bool:
+def _counts_fit(usage: Any) -> bool:
+    if type(usage) is not dict:  # the field's default, ``Usage()``, made by its factory
+        return type(usage) is Usage and usage == Usage()
     a, b, c, d, e = (
         usage["input_tokens"],
         usage["output_tokens"],
