@@ -187,14 +187,25 @@ def _unchanged_by_hooks(data: dict[str, Any]) -> bool:
     if not _counts_fit(data["usage"]):
         return False
     for info in data["tools"]:
-        if not _plain_parameters(info["parameters"]):
-            return False
+        parameters = info["parameters"]
+        if _PLAIN_PARAMETERS.get(info["schema_hash"]) != parameters:
+            if not _plain(parameters, 0):
+                return False
+            if len(_PLAIN_PARAMETERS) >= 256:
+                _PLAIN_PARAMETERS.clear()
+            _PLAIN_PARAMETERS[info["schema_hash"]] = parameters
     for message in data["history"]:
-        if not _calls_plain(message["tool_calls"]):
-            return False
+        for call in message["tool_calls"]:
+            arguments = call["arguments"]
+            if arguments and not _plain(arguments, 0):
+                return False
     for step in data["steps"]:
-        if not _counts_fit(step["usage"]) or not _calls_plain(step["response"]["tool_calls"]):
+        if not _counts_fit(step["usage"]):
             return False
+        for call in step["response"]["tool_calls"]:
+            arguments = call["arguments"]
+            if arguments and not _plain(arguments, 0):
+                return False
         for result in step["tool_results"]:
             value = result["value"]
             if value is not None and not _plain(value, 0):
@@ -202,24 +213,14 @@ def _unchanged_by_hooks(data: dict[str, Any]) -> bool:
     return True
 
 
-def _calls_plain(calls: list[dict[str, Any]]) -> bool:
-    for call in calls:
-        arguments = call["arguments"]
-        if arguments and not _plain(arguments, 0):
-            return False
-    return True
-
-
 def _counts_fit(usage: Any) -> bool:
     if type(usage) is not dict:  # the field's default, ``Usage()``, made by its factory
         return type(usage) is Usage and usage == Usage()
-    a, b, c, d, e = (
-        usage["input_tokens"],
-        usage["output_tokens"],
-        usage["cached_tokens"],
-        usage["reasoning_tokens"],
-        usage["requests"],
-    )
+    a = usage["input_tokens"]
+    b = usage["output_tokens"]
+    c = usage["cached_tokens"]
+    d = usage["reasoning_tokens"]
+    e = usage["requests"]
     if not (
         type(a) is int
         and type(b) is int
@@ -233,16 +234,7 @@ def _counts_fit(usage: Any) -> bool:
     return not details or all(type(n) is int and 0 <= n < _MAX_COUNT for n in details.values())
 
 
-#: Tool schemas repeat across the traces of a store: the last few that were found plain,
-#: compared by value (equal JSON values are plain alike), so each is walked once.
-_PLAIN_PARAMETERS: list[dict[str, Any]] = []
-
-
-def _plain_parameters(parameters: dict[str, Any]) -> bool:
-    if parameters in _PLAIN_PARAMETERS:
-        return True
-    if not _plain(parameters, 0):
-        return False
-    _PLAIN_PARAMETERS.append(parameters)
-    del _PLAIN_PARAMETERS[:-32]
-    return True
+#: Tool schemas repeat across the traces of a store: the ones found plain, by schema hash,
+#: each compared by value with the schema at hand (equal JSON values are plain alike), so a
+#: schema is walked once, not once per trace.
+_PLAIN_PARAMETERS: dict[str, dict[str, Any]] = {}
