@@ -67,19 +67,19 @@ class _TodayTool:
         tool = self.tool
         if tool is None or not tool.has_return_annotation:
             return None
-        from pydantic import ValidationError
-
         try:
             tool.validate_return(value)
-        except ValidationError as exc:
+        except Exception as exc:
+            from pydantic import ValidationError
+
+            if not isinstance(exc, ValidationError):
+                return None  # an annotation pydantic cannot check: nothing to say
             errors = exc.errors(include_url=False)
             detail = "; ".join(
                 f"{'.'.join(str(p) for p in error['loc']) or 'value'}: {error['msg']}"
                 for error in errors[:2]
             ) + ("; ..." if len(errors) > 2 else "")
             return f"the recorded response no longer fits {self.name}'s return type ({detail})"
-        except Exception:  # an annotation pydantic cannot check: nothing to say
-            return None
         return None
 
 
