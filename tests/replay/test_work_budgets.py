@@ -153,3 +153,53 @@ def test_replay_tools_mode_validates_each_recorded_call_once(
     report = replay(traces, tools=[query_users])
     assert report.counts["pass"] == TRACES
     assert counts == Counter(query_users=TRACES), counts
+
+
+def test_replay_tools_mode_compiles_each_schema_once_not_once_per_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jsonschema import Draft202012Validator
+
+    import toolproof.replay._tools_mode as tools_mode
+
+    with TraceStore(tmp_path / "t.db") as store:
+        store.add_many(_traces())
+    counts: Counter[str] = Counter()
+    real_check = Draft202012Validator.check_schema.__func__  # type: ignore[attr-defined]
+    real_from_schema = tools_mode._from_schema
+
+    def check_schema(cls: Any, schema: Any, *args: Any, **kwargs: Any) -> Any:
+        counts["check_schema"] += 1
+        return real_check(cls, schema, *args, **kwargs)
+
+    def from_schema(*args: Any) -> Any:
+        counts["compiled"] += 1
+        return real_from_schema(*args)
+
+    monkeypatch.setattr(Draft202012Validator, "check_schema", classmethod(check_schema))
+    monkeypatch.setattr(tools_mode, "_from_schema", from_schema)
+    schemas = {"query_users": query_users.parameters, "unused_tool": {"type": "object"}}
+    report = replay(tmp_path / "t.db", tools=schemas)
+    assert report.counts["pass"] == TRACES, report.summary()
+    # each of today's tools is checked and compiled once, whatever the number of traces
+    assert counts == Counter(check_schema=2, compiled=2), counts
+
+
+def test_replay_never_formats_its_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # asyncio.run (Python 3.11) formats its main task with its result when it restores the
+    # SIGINT handler: a report returned as that result was formatted, every sample, twice
+    from toolproof.replay._grading import SampleResult
+
+    with TraceStore(tmp_path / "t.db") as store:
+        store.add_many(_traces())
+    formatted: Counter[str] = Counter()
+    real_repr = SampleResult.__repr__
+
+    def counted_repr(self: SampleResult) -> str:
+        formatted["SampleResult"] += 1
+        return real_repr(self)
+
+    monkeypatch.setattr(SampleResult, "__repr__", counted_repr)
+    report = replay(tmp_path / "t.db", tools=[query_users])
+    assert report.counts["pass"] == TRACES, report.summary()
+    assert formatted == Counter(), formatted
