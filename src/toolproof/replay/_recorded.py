@@ -111,10 +111,11 @@ def read_recorded(payload: Any, version: Any) -> RecordedTrace | None:
     hooks would refuse or change. The caller then decodes it with the codec (and skips it
     with the codec's message when the codec refuses it).
     """
-    if not isinstance(payload, (bytes, str)):
+    validator = _validator()
+    if validator is None or not isinstance(payload, (bytes, str)):
         return None
     try:
-        data = _validator().validate_json(payload)
+        data = validator.validate_json(payload)
     except (ValueError, TypeError, RecursionError):
         return None
     if (
@@ -130,11 +131,19 @@ def read_recorded(payload: Any, version: Any) -> RecordedTrace | None:
 # -- the codec's schema, read as plain data ----------------------------------------------------
 
 
+class _UnknownLayout(Exception):
+    """The codec's schema holds something this reading does not know how to mirror."""
+
+
 @cache
 def _validator() -> Any:
+    """The codec's schema read as data, or ``None`` (then the codec reads every row)."""
     from pydantic_core import SchemaValidator
 
-    return SchemaValidator(_as_plain(_adapter().core_schema))
+    try:
+        return SchemaValidator(_as_plain(_adapter().core_schema))
+    except _UnknownLayout:  # a newer pydantic or trace layout: correct, only slower
+        return None
 
 
 def _as_plain(schema: Any) -> Any:
@@ -146,10 +155,12 @@ def _as_plain(schema: Any) -> Any:
     if schema.get("type") != "dataclass":
         return {key: _as_plain(value) for key, value in schema.items()}
     arguments = schema["schema"]
-    if arguments.get("type") != "dataclass-args":  # pragma: no cover - pydantic's layout
-        raise RuntimeError(f"unexpected dataclass schema layout: {arguments.get('type')!r}")
+    if arguments.get("type") != "dataclass-args" or arguments.get("computed_fields"):
+        raise _UnknownLayout(str(arguments.get("type")))
     fields = {}
     for entry in arguments["fields"]:
+        if entry.get("init") is False or entry.get("init_only") or entry.get("validation_alias"):
+            raise _UnknownLayout(entry["name"])  # a field not read from its own key
         inner = _as_plain(entry["schema"])
         fields[entry["name"]] = {
             "type": "typed-dict-field",
