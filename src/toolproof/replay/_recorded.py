@@ -24,7 +24,6 @@ view and the full trace give the same replay outcomes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
@@ -89,14 +88,18 @@ class RecordedTrace:
         self.output: str | None = data["output"]
         self.tools = [RecordedTool(info) for info in data["tools"]]
 
-    def calls_and_results(self) -> Iterator[tuple[RecordedCall, RecordedResult | None]]:
+    def calls_and_results(self) -> list[tuple[RecordedCall, RecordedResult | None]]:
         """Each tool call with its result (``None`` if the run stopped before it ran)."""
+        out: list[tuple[RecordedCall, RecordedResult | None]] = []
         for step in self._data["steps"]:
-            results = step["tool_results"]
-            by_id = {result["call_id"]: result for result in results}
-            for call in step["response"]["tool_calls"]:
+            calls = step["response"]["tool_calls"]
+            if not calls:
+                continue
+            by_id = {result["call_id"]: result for result in step["tool_results"]}
+            for call in calls:
                 result = by_id.get(call["id"])
-                yield RecordedCall(call), None if result is None else RecordedResult(result)
+                out.append((RecordedCall(call), None if result is None else RecordedResult(result)))
+        return out
 
     def full(self) -> Trace:
         """The whole trace, decoded by the codec (for code that needs every field)."""
