@@ -24,13 +24,19 @@ view and the full trace give the same replay outcomes.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolproof._messages import _MAX_COUNT, Usage, _plain
 from toolproof._trace import TRACE_VERSION, Trace, _adapter
+from toolproof.errors import TraceFormatError
+from toolproof.replay._store_rows import TraceFilter, _decode
 
-__all__ = ["RecordedCall", "RecordedResult", "RecordedTrace", "read_recorded"]
+if TYPE_CHECKING:
+    from toolproof.replay._store import TraceStore
+
+__all__ = ["RecordedCall", "RecordedResult", "RecordedTrace", "read_recorded", "read_store"]
 
 
 class RecordedCall:
@@ -129,6 +135,27 @@ def read_recorded(payload: Any, version: Any) -> RecordedTrace | None:
     ):
         return None
     return RecordedTrace(data)
+
+
+def read_store(
+    store: TraceStore, filter: TraceFilter | None
+) -> Iterator[tuple[float, RecordedTrace | Trace]]:
+    """A store's matching traces for tools mode, with their stored times, most recent first.
+
+    Each payload is read once: as data where that is exact, else decoded by the codec; a
+    row the codec refuses is skipped with its message, as ``TraceStore.query`` skips it.
+    """
+    for trace_id, ts, payload, version in store._raw(filter):
+        view = read_recorded(payload, version)
+        if view is not None:
+            yield ts, view
+            continue
+        try:
+            trace = _decode(payload, version, trace_id)
+        except TraceFormatError as exc:
+            store._skip(trace_id, exc)
+            continue
+        yield ts, trace
 
 
 # -- the codec's schema, read as plain data ----------------------------------------------------

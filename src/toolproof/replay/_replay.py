@@ -37,7 +37,7 @@ from toolproof.replay._grading import (
     SampleResult,
 )
 from toolproof.replay._model_mode import _REAL_TOOL_HOW, ReplayModel, _model_sample, mock_from_trace
-from toolproof.replay._recorded import RecordedTrace, read_recorded
+from toolproof.replay._recorded import RecordedTrace, read_recorded, read_store
 from toolproof.replay._report import ReplayReport
 from toolproof.replay._rules import Aging, ReplayRules
 from toolproof.replay._store import TraceFilter, TraceStore
@@ -582,7 +582,7 @@ def _from_store(
                     yield (trace_id, payload, version), max(now - ts, 0.0)
                 return
             if reading == "view":
-                for ts, recorded in store._recorded(selected):
+                for ts, recorded in read_store(store, selected):
                     yield recorded, max(now - ts, 0.0)
                 return
             for trace, ts in store.query_with_time(selected):

@@ -83,8 +83,6 @@ from toolproof.replay._store_rows import (
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-    from toolproof.replay._recorded import RecordedTrace
-
 __all__ = [
     "DEFAULT_STORE_PATH",
     "SCHEMA_VERSION",
@@ -649,28 +647,6 @@ class TraceStore:
                 self._skip(trace_id, exc)
                 continue
             yield ts, (payload, version), trace
-
-    def _recorded(
-        self, filter: TraceFilter | None, *, newest_first: bool = True
-    ) -> Iterator[tuple[float, RecordedTrace | Trace]]:
-        """Matching traces for tools mode: read as data where that is exact, else decoded.
-
-        Each payload is read once (see ``_recorded.py``); a row the codec refuses is skipped
-        with its message, as :meth:`query` skips it.
-        """
-        from toolproof.replay._recorded import read_recorded
-
-        for trace_id, ts, payload, version in self._raw(filter, newest_first=newest_first):
-            view = read_recorded(payload, version)
-            if view is not None:
-                yield ts, view
-                continue
-            try:
-                trace = _decode(payload, version, trace_id)
-            except TraceFormatError as exc:
-                self._skip(trace_id, exc)
-                continue
-            yield ts, trace
 
     def _readable(self, trace_id: str, payload: bytes, version: int) -> bool:
         try:
