@@ -195,7 +195,7 @@ def _store(folder: Path, rows: list[tuple[bytes | str, int]]) -> Path:
 
 
 @settings(
-    max_examples=200,
+    max_examples=100,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -239,6 +239,7 @@ _BIG = str(10**4220)
         ('"input": "Who', '"input": 12.5, "x": "'),  # a number in a text field
         ('"model": "scripted"', '"model": 7'),
     ],
+    ids=lambda value: value.split(":")[0].strip('"{ ')[:20] if value.count('"') else "",
 )
 def test_values_the_codec_changes_or_refuses_give_the_outcomes_of_whole_traces(
     tmp_path: Path, old: str, new: str
