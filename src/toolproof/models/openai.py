@@ -398,11 +398,9 @@ class OpenAIChatModel(Model):
         """The whole body; keep-alive whitespace before the JSON is not progress."""
         content = response.content
         if content.is_eof():
-            # The whole body is already here (the usual case for a small answer): no wait.
-            body = content.read_nowait()
-            if body.strip():
-                deadlines.progress()
-            return body
+            # The whole body is already here (the usual case for a small answer): no wait,
+            # and no deadline left to push back.
+            return content.read_nowait()
         parts: list[bytes] = []
         while True:
             chunk = await deadlines.wait(content.readany())
