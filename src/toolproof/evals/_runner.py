@@ -395,6 +395,9 @@ class _Runner:
         from toolproof._trace import _adapter
 
         assert self.spool is not None
+        global _SPOOL_ENCODER
+        if _SPOOL_ENCODER is None:
+            _SPOOL_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
         head = _SPOOL_ENCODER.encode(trial.head()).encode()
         traces = b",".join(_adapter().dump_json(trace) for trace in trial.traces or [])
         line = head[:-1] + b',"traces":[' + traces + b"]}\n"
@@ -404,7 +407,7 @@ class _Runner:
 
 
 #: ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))``, one encoder for every trial.
-_SPOOL_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_SPOOL_ENCODER: Any = None
 
 
 async def _remote_trial(options: _Options, unit: tuple[_Plan, int]) -> tuple[TrialResult, int]:

@@ -649,9 +649,14 @@ class OpenAIChatModel(Model):
         return ModelConnectionError(f"{self.name}: {text}")
 
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_ENCODER: Any = None
 
 
 def _dumps(value: Any) -> str:
     """``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` with one encoder."""
-    return _ENCODER.encode(value)
+    global _ENCODER
+    if _ENCODER is None:
+        import json
+
+        _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+    return str(_ENCODER.encode(value))
