@@ -16,6 +16,13 @@ shows what an unchanged suite costs on a re-run.
 
     python bench/bench_evals.py                 # about a minute; prints a table
     python bench/bench_evals.py --rounds 1 --cases 200
+    python bench/bench_evals.py --callgrind     # instructions of both processes; ~3 min
+
+The callgrind mode counts every instruction of the whole ``toolproof run`` process and of
+a small program running the bare loop (its interpreter start and aiohttp import included),
+at 40 and 120 cases x 3 trials against a server answering at once: the difference gives
+the instructions per trial, the rest the start-up and ending; figures that other work on
+the machine does not move.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -58,6 +66,7 @@ def write_suite(directory: Path, cases: int, trials: int) -> Path:
     lines += [
         f"  - {{name: case_{i:04d}, input: 'What is 12 times 8? (#{i})'}}" for i in range(cases)
     ]
+    directory.mkdir(parents=True, exist_ok=True)
     path = directory / "bench.eval.yaml"
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -77,15 +86,28 @@ print(json.dumps({"wall": time.perf_counter() - started, "code": os.waitstatus_t
 
 
 def run_toolproof(
-    suite: Path, model: str, concurrency: int, report: Path, *, cache: Path | None
+    suite: Path,
+    model: str,
+    concurrency: int,
+    report: Path,
+    *,
+    cache: Path | None,
+    bytecode: Path,
 ) -> dict[str, Any]:
-    """Run the CLI in a fresh process; its wall time, peak RSS and CPU, and its report."""
+    """Run the CLI in a fresh process; its wall time, peak RSS and CPU, and its report.
+
+    Modules are read from a private bytecode cache (``bytecode``, filled by a warm-up run),
+    as an installed package is, even where ``PYTHONDONTWRITEBYTECODE`` is set: otherwise
+    every run would compile toolproof's modules, which a user's runs do not.
+    """
     args = [sys.executable, "-m", "toolproof", "run", str(suite), "--model", model]
     # --no-log: the figures measure one report, and a bench leaves no run log behind.
     args += ["--concurrency", str(concurrency), "-q", "--report", f"json:{report}", "--no-log"]
     args += ["--no-cache"] if cache is None else ["--cache-dir", str(cache)]
     path = os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "PYTHONPATH": path, "TOOLPROOF_ALLOW_MODEL_REQUESTS": "1"}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(bytecode)
     launched = subprocess.run(
         [sys.executable, "-c", LAUNCHER, *args], env=env, capture_output=True, text=True
     )
@@ -116,7 +138,14 @@ TOOLS_WIRE = [multiply_numbers.definition.to_openai()]
 
 
 async def bare(url: str, trials: int, concurrency: int) -> tuple[float, float]:
-    """A hand-written agent loop on aiohttp: the same exchanges, no checks, no traces."""
+    """A hand-written agent loop on aiohttp: the same exchanges, no checks, no traces.
+
+    Each trial sends what toolproof sends (the system and user messages, the tool's schema;
+    then the assistant's call and the tool's result), parses every response body as JSON,
+    runs the tool with the model's arguments and checks the answer holds "96". It does not
+    validate arguments, build traces, run the four checks or write a report, and its time
+    excludes starting Python and importing aiohttp.
+    """
 
     async def one(session: aiohttp.ClientSession, number: int) -> None:
         messages: list[dict[str, Any]] = [
@@ -149,13 +178,111 @@ async def bare(url: str, trials: int, concurrency: int) -> tuple[float, float]:
         return time.perf_counter() - started, time.process_time() - cpu
 
 
+# The bare loop as its own small program for the callgrind mode: the interpreter, asyncio,
+# json and aiohttp's client, nothing of toolproof or of this benchmark.
+BARE_CHILD = """
+import asyncio, json, sys
+import aiohttp
+url, trials, concurrency = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+tools = json.loads(sys.argv[4])
+async def one(session, number):
+    messages = [{"role": "system", "content": "Be brief."},
+                {"role": "user", "content": f"What is 12 times 8? (#{number})"}]
+    for _ in range(3):
+        body = {"model": "bench-model", "messages": messages, "tools": tools}
+        async with session.post(url, json=body) as response:
+            data = await response.json()
+        message = data["choices"][0]["message"]
+        messages.append(message)
+        if not message.get("tool_calls"):
+            assert "96" in message["content"]
+            return
+        for tc in message["tool_calls"]:
+            args = json.loads(tc["function"]["arguments"])
+            messages.append({"role": "tool", "tool_call_id": tc["id"],
+                             "content": str(args["a"] * args["b"])})
+async def main():
+    pending = iter(range(trials))
+    async def worker(session):
+        for number in pending:
+            await one(session, number)
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=256)) as session:
+        await asyncio.gather(*(worker(session) for _ in range(concurrency)))
+asyncio.run(main())
+"""
+
+
+def _callgrind_total(command: list[str], env: dict[str, str]) -> int:
+    with tempfile.TemporaryDirectory() as folder:
+        out = os.path.join(folder, "callgrind.out")
+        valgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
+        done = subprocess.run([*valgrind, *command], env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"{command[:4]} failed under valgrind:\n{done.stderr[-2000:]}")
+        with open(out) as dump:
+            found = re.search(r"^(?:summary|totals): (\d+)", dump.read(), re.MULTILINE)
+        assert found, "callgrind wrote no summary"
+        return int(found.group(1))
+
+
+def callgrind(sizes: tuple[int, int], trials: int, concurrency: int) -> None:
+    """Whole-process instructions at two suite sizes: per trial, and start-up and ending."""
+    server, port = start_server(0.0)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    model = f"openai-compatible:bench-model?base_url={base_url}"
+    path = os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))
+    totals: dict[str, list[int]] = {"bare": [], "toolproof": []}
+    try:
+        with tempfile.TemporaryDirectory(prefix="toolproof-bench-") as temp:
+            directory = Path(temp)
+            env = {**os.environ, "PYTHONPATH": path, "TOOLPROOF_ALLOW_MODEL_REQUESTS": "1"}
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            env["PYTHONPYCACHEPREFIX"] = str(directory / "bytecode")
+            for cases in sizes:
+                suite = write_suite(directory / str(cases), cases, trials)
+                command = [sys.executable, "-m", "toolproof", "run", str(suite), "--model", model]
+                command += ["--concurrency", str(concurrency), "-q", "--no-log", "--no-cache"]
+                command += ["--report", f"json:{directory / 'report.json'}"]
+                subprocess.run(command, env=env, capture_output=True, check=True)  # bytecode
+                bare_command = [sys.executable, "-c", BARE_CHILD, base_url + "/chat/completions"]
+                bare_command += [str(cases * trials), str(concurrency), json.dumps(TOOLS_WIRE)]
+                subprocess.run(bare_command, env=env, capture_output=True, check=True)
+                totals["bare"].append(_callgrind_total(bare_command, env))
+                totals["toolproof"].append(_callgrind_total(command, env))
+    finally:
+        server.terminate()
+        server.wait(10)
+    small, large = (cases * trials for cases in sizes)
+    print(
+        f"instructions of the whole process (valgrind --tool=callgrind), {sizes[0]} and "
+        f"{sizes[1]} cases x {trials} trials, concurrency {concurrency}, a server answering "
+        "at once; per trial from the difference, start-up and ending from the rest:"
+    )
+    per: dict[str, float] = {}
+    for name, (a, b) in totals.items():
+        per[name] = (b - a) / (large - small)
+        fixed = a - per[name] * small
+        print(
+            f"  {name:10} {per[name]:12,.0f} per trial   {fixed / 1e6:8.1f} M start-up and "
+            f"ending   ({a / 1e6:.1f} M and {b / 1e6:.1f} M in all)"
+        )
+    print(
+        f"  toolproof / bare: {per['toolproof'] / per['bare']:.2f}x per trial, "
+        f"{totals['toolproof'][1] / totals['bare'][1]:.2f}x for the whole {sizes[1]}-case run"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--cases", type=int, default=1000)
     parser.add_argument("--trials", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3, help="measurements of each contender")
+    parser.add_argument("--callgrind", action="store_true", help="instruction counts instead")
     args = parser.parse_args()
+    if args.callgrind:
+        callgrind((40, 120), args.trials, args.concurrency)
+        return 0
     ideal = args.cases * args.trials / args.concurrency * CALLS_PER_TRIAL * DELAY
     server, port = start_server(DELAY)
     base_url = f"http://127.0.0.1:{port}/v1"
@@ -166,6 +293,9 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="toolproof-bench-") as temp:
             directory = Path(temp)
             suite = write_suite(directory, args.cases, args.trials)
+            bytecode = directory / "bytecode"
+            warm = write_suite(directory / "warm", 20, 1)  # fills the bytecode cache
+            run_toolproof(warm, model, 10, directory / "warm.json", cache=None, bytecode=bytecode)
             for round_ in range(args.rounds):  # interleaved, so drift affects both alike
                 wall, cpu = asyncio.run(
                     bare(base_url + "/chat/completions", args.cases * args.trials, args.concurrency)
@@ -173,13 +303,22 @@ def main() -> int:
                 rows["bare"].append({"wall": wall, "run": wall, "cpu": cpu})
                 report = directory / f"report-{round_}.json"
                 rows["toolproof"].append(
-                    run_toolproof(suite, model, args.concurrency, report, cache=None)
+                    run_toolproof(
+                        suite, model, args.concurrency, report, cache=None, bytecode=bytecode
+                    )
                 )
             cache = directory / "cache"
-            run_toolproof(suite, model, args.concurrency, directory / "fill.json", cache=cache)
-            cached.append(
-                run_toolproof(suite, model, args.concurrency, directory / "again.json", cache=cache)
-            )
+            for name in ("fill", "again"):
+                cached.append(
+                    run_toolproof(
+                        suite,
+                        model,
+                        args.concurrency,
+                        directory / f"{name}.json",
+                        cache=cache,
+                        bytecode=bytecode,
+                    )
+                )
     finally:
         server.terminate()
         server.wait(10)
@@ -221,7 +360,7 @@ def main() -> int:
         f"{spread([t['run'] / b['wall'] for t, b in zip(tp, bare_rows, strict=True)])} "
         f"(trials phase); peak RSS {rss:.0f} MB; JSON report {tp[0]['report_mb']:.0f} MB"
     )
-    again = cached[0]
+    again = cached[-1]
     print(
         f"re-run with the response cache: {again['wall']:.2f} s, {again['model_calls']} model "
         f"calls, {again['cached_calls']} cached; peak RSS {again['rss_mb']:.0f} MB"

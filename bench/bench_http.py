@@ -7,6 +7,11 @@ bare hand-written loop on aiohttp doing the same exchanges, measured in the same
 
     python bench/bench_http.py              # about 15 s; prints a table
     python bench/bench_http.py --stream     # the adapter with streamed responses
+    python bench/bench_http.py --callgrind  # client instructions per run under valgrind; ~1 min
+
+The callgrind mode counts the client's instructions for 100 runs, one at a time, against
+the same server answering at once (it runs outside valgrind): a figure that other work on
+the machine does not move, unlike wall and CPU time.
 """
 
 from __future__ import annotations
@@ -14,8 +19,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import re
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -105,7 +114,80 @@ async def measure_toolproof(base_url: str, stream: bool) -> tuple[float, float]:
         await model.aclose()
 
 
+# -- callgrind --------------------------------------------------------------------------------
+
+CALLGRIND_RUNS = 100
+
+
+def _child(kind: str, runs: int, base_url: str) -> None:
+    """Under valgrind: warm up, then ``runs`` runs between two ``os.getppid()`` markers."""
+    toolproof.models.ALLOW_MODEL_REQUESTS = True
+    url = base_url + "/chat/completions"
+
+    async def measured(one: Callable[[], Awaitable[str]]) -> None:
+        for _ in range(10):
+            assert "96" in await one()
+        os.getppid()
+        for _ in range(runs):
+            await one()
+        os.getppid()
+
+    async def bare() -> None:
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=100)) as session:
+            await measured(lambda: bare_run(session, url))
+
+    async def adapter() -> None:
+        model = OpenAIChatModel("bench-model", base_url=base_url, api_key="bench")
+        agent = Agent(model, [multiply_numbers])
+
+        async def one() -> str:
+            return (await agent.run("What is 12 times 8?")).output or ""
+
+        try:
+            await measured(one)
+        finally:
+            await model.aclose()
+
+    asyncio.run(bare() if kind == "bare" else adapter())
+
+
+def _instructions(kind: str, runs: int, base_url: str) -> int:
+    with tempfile.TemporaryDirectory() as folder:
+        out = os.path.join(folder, "callgrind.out")
+        command = ["valgrind", "--tool=callgrind", "--dump-before=getppid"]
+        command += [f"--callgrind-out-file={out}", sys.executable, __file__]
+        command += ["--child", kind, str(runs), base_url]
+        subprocess.run(command, capture_output=True, text=True, check=True)
+        with open(f"{out}.2") as dump:  # .1 is start-up and warm-up, .2 the measured runs
+            found = re.search(r"^summary: (\d+)", dump.read(), re.MULTILINE)
+        assert found, "callgrind wrote no summary"
+        return int(found.group(1))
+
+
+def callgrind(runs: int = CALLGRIND_RUNS) -> None:
+    process, port = start_server(0.0)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        bare = _instructions("bare", runs, base_url) / runs
+        adapter = _instructions("toolproof", runs, base_url) / runs
+    finally:
+        process.terminate()
+        process.wait(10)
+    print(
+        f"client instructions per run ({CALLS_PER_RUN} model calls + 1 tool call, one run at a "
+        f"time, mean of {runs} after 10 warm-up runs, valgrind --tool=callgrind):"
+    )
+    print(f"  bare aiohttp loop  {bare:12,.0f}")
+    print(f"  toolproof agent    {adapter:12,.0f}  ({adapter / bare:.2f}x, +{adapter - bare:,.0f})")
+
+
 def main() -> int:
+    if sys.argv[1:2] == ["--child"]:
+        _child(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+        return 0
+    if sys.argv[1:2] == ["--callgrind"]:
+        callgrind()
+        return 0
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=5, help="measurements of each contender")
     parser.add_argument("--stream", action="store_true", help="streamed responses (SSE)")

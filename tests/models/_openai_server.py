@@ -34,6 +34,7 @@ class Reply:
     delay: float = 0.0
     end_delay: float = 0.0  # for streams: a pause between the last event and the end of body
     drop: bool = False  # close the connection without answering
+    data: bytes | None = None  # a raw body, sent as it is (with the Content-Type of headers)
 
     @classmethod
     def completion(
@@ -83,6 +84,7 @@ class Received:
     headers: dict[str, str]
     body: Any
     peer: Any = None  # the client's (host, port): the same port means a reused connection
+    raw: bytes = b""  # the body's bytes as they arrived
 
 
 Handler = Callable[[Received], Reply]
@@ -194,7 +196,9 @@ class FakeOpenAIServer:
         except ValueError:
             body = raw.decode("utf-8", "replace")
         peer = request.transport.get_extra_info("peername") if request.transport else None
-        received = Received(request.method, request.path, dict(request.headers), body, peer)
+        received = Received(
+            request.method, request.path, dict(request.headers), body, peer, raw=raw
+        )
         self.requests.append(received)
         self.arrived.set()
         if self.replies:
@@ -212,7 +216,10 @@ class FakeOpenAIServer:
         if reply.sse is not None or reply.sse_text is not None:
             return await self._stream(request, reply)
         headers = dict(reply.headers)
-        if reply.json is not None:
+        if reply.data is not None:
+            headers.setdefault("Content-Type", "application/json")
+            data = reply.data
+        elif reply.json is not None:
             headers.setdefault("Content-Type", "application/json")
             data = json.dumps(reply.json).encode()
         else:

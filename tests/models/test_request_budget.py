@@ -2,12 +2,13 @@
 
 The HTTP request path is most of a ``toolproof run``'s CPU. Each model call builds its body
 once, encodes it once, sends one request and parses one response; a retry resends the same
-bytes. Counting those calls catches a regression on any machine, however busy.
+bytes; the tools array, the same on every request, is encoded once per model and set of
+definitions (and again only when a definition changes). Counting those calls catches a
+regression on any machine, however busy.
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from typing import Any
 
@@ -43,23 +44,19 @@ def _count(monkeypatch: pytest.MonkeyPatch, counts: Counter[str], owner: Any, na
 @pytest.fixture
 def counts(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     found: Counter[str] = Counter()
-    for name in ("build_body", "_attempt", "_parse_completion", "_wire_messages"):
+    for name in ("_payload", "_attempt", "_parse_completion", "_wire_messages"):
         _count(monkeypatch, found, OpenAIChatModel, name)
-    real_dumps = json.dumps
+    real_dumps = openai_module._dumps
 
-    class _Json:
-        """``json`` as the adapter sees it, counting encodes of whole request bodies."""
+    def dumps(value: Any) -> str:
+        """The adapter's encoder, counting encodes of request bodies and of tools arrays."""
+        if isinstance(value, dict) and "messages" in value:
+            found["body_encodes"] += 1
+        elif isinstance(value, list) and value and value[0].get("type") == "function":
+            found["tools_encodes"] += 1
+        return real_dumps(value)
 
-        def __getattr__(self, name: str) -> Any:
-            return getattr(json, name)
-
-        @staticmethod
-        def dumps(value: Any, **kwargs: Any) -> str:
-            if isinstance(value, dict) and "messages" in value:
-                found["body_encodes"] += 1
-            return real_dumps(value, **kwargs)
-
-    monkeypatch.setattr(openai_module, "json", _Json())
+    monkeypatch.setattr(openai_module, "_dumps", dumps)
     return found
 
 
@@ -74,7 +71,12 @@ def test_one_agent_run_builds_encodes_and_sends_one_request_per_model_call(
     result = Agent(model, [multiply_numbers]).run_sync("12 x 8?")
     assert result.output == "96"
     assert counts == Counter(
-        build_body=2, _wire_messages=2, body_encodes=2, _attempt=2, _parse_completion=2
+        _payload=2,
+        _wire_messages=2,
+        body_encodes=2,
+        tools_encodes=1,
+        _attempt=2,
+        _parse_completion=2,
     ), counts
 
 
@@ -87,5 +89,24 @@ def test_a_retry_resends_the_same_bytes_without_building_the_body_again(
     result = Agent(model, []).run_sync("hello")
     assert result.output == "ok"
     assert counts == Counter(
-        build_body=1, _wire_messages=1, body_encodes=1, _attempt=2, _parse_completion=1
+        _payload=1, _wire_messages=1, body_encodes=1, _attempt=2, _parse_completion=1
     ), counts
+
+
+def test_the_tools_array_is_encoded_once_across_runs_of_one_model(
+    server: FakeOpenAIServer, counts: Counter[str]
+) -> None:
+    runs = 4
+    for _ in range(runs):
+        server.queue(
+            Reply.completion(
+                None, tool_calls=[tool_call("c1", "multiply_numbers", {"a": 12, "b": 8})]
+            ),
+            Reply.completion("96"),
+        )
+    model = OpenAIChatModel("test-model", base_url=server.url + "/v1")
+    agent = Agent(model, [multiply_numbers])
+    for _ in range(runs):
+        assert agent.run_sync("12 x 8?").output == "96"
+    assert counts["tools_encodes"] == 1, counts
+    assert counts["body_encodes"] == counts["_payload"] == 2 * runs, counts

@@ -90,15 +90,18 @@ _ICON = {"pass": "✅", "fail": "❌", "error": "⚠️", "skipped": "⏭️", "
 
 
 def write_reports(report: EvalReport, specs: Sequence[ReportSpec], spool: IO[bytes] | None) -> None:
-    """Write each requested report."""
+    """Write each requested report (the summary figures are computed once for all)."""
+    summary: dict[str, Any] | None = None
     for spec in specs:
+        if spec.format in ("json", "markdown") and summary is None:
+            summary = report.summary()
         if spec.format == "json":
-            write_json_report(spec.path, report, spool)
+            write_json_report(spec.path, report, spool, summary=summary)
         elif spec.format == "junit":
             write_junit(spec.path, junit_suites(report, spool))
         elif spec.format == "markdown":
             with open_output(spec.path) as out:
-                out.write(markdown_report(report, spool=spool))
+                out.write(markdown_report(report, spool=spool, summary=summary))
         elif spec.format == "html":
             from toolproof.view import write_eval_html
 
@@ -153,8 +156,8 @@ def _transcripts(result: CaseResult, spool: IO[bytes] | None, limit: int | None 
 # -- JSON -------------------------------------------------------------------------------------
 
 
-def json_report_head(report: EvalReport) -> dict[str, Any]:
-    """Everything of the JSON report except the cases."""
+def json_report_head(report: EvalReport, summary: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Everything of the JSON report except the cases (``summary``: ``report.summary()``)."""
     from toolproof._version import __version__
     from toolproof.evals._judge import JUDGE_PROMPT_VERSION
 
@@ -174,14 +177,20 @@ def json_report_head(report: EvalReport) -> dict[str, Any]:
         "interrupted": report.interrupted,
         "exit_code": report.exit_code,
         "judge_prompt_version": JUDGE_PROMPT_VERSION,
-        "summary": report.summary(),
+        "summary": report.summary() if summary is None else summary,
         "suites": list(suites.values()),
     }
 
 
-def write_json_report(path: str, report: EvalReport, spool: IO[bytes] | None) -> None:
+def write_json_report(
+    path: str,
+    report: EvalReport,
+    spool: IO[bytes] | None,
+    *,
+    summary: dict[str, Any] | None = None,
+) -> None:
     """Write the JSON report, copying each trial (with its traces) from the spool."""
-    head = json.dumps(json_report_head(report), ensure_ascii=False, indent=1)
+    head = json.dumps(json_report_head(report, summary), ensure_ascii=False, indent=1)
     with open_output(path) as out:
         out.write(head[:-2] + ',\n "cases": [')
         for number, result in enumerate(report.cases):
@@ -276,8 +285,7 @@ def junit_suites(report: EvalReport, spool: IO[bytes] | None = None) -> list[JUn
 # -- Markdown ---------------------------------------------------------------------------------
 
 
-def _headline(report: EvalReport) -> str:
-    summary = report.summary()
+def _headline(report: EvalReport, summary: dict[str, Any]) -> str:
     blocking = sum(1 for c in report.cases if c.blocking)
     if report.interrupted:
         return (
@@ -300,8 +308,7 @@ def _headline(report: EvalReport) -> str:
     return f"✅ toolproof evals: {passed}/{ran} blocking cases passed{extra}"
 
 
-def _figures(report: EvalReport) -> str:
-    summary = report.summary()
+def _figures(report: EvalReport, summary: dict[str, Any]) -> str:
     stats = report.stats
     parts = [f"{summary['trials_passed']}/{summary['trials']} trials passed"]
     if report.scripted:
@@ -319,16 +326,15 @@ def _figures(report: EvalReport) -> str:
     calls = summary["model_calls"] + summary["cached_calls"]
     if calls:
         parts.append(f"{summary['model_calls']} model calls ({summary['cached_calls']} cached)")
-    parts.extend(_judged_figures(report))
+    parts.extend(_judged_figures(report, summary["judged_checks"]))
     if summary["cost"] is not None:
         parts.append(f"${summary['cost']:.4f}")
     parts.append(f"{summary['duration_s']:.1f} s")
     return " · ".join(parts)
 
 
-def _judged_figures(report: EvalReport) -> list[str]:
+def _judged_figures(report: EvalReport, judged: dict[str, int]) -> list[str]:
     """What the judge did, and why the judged checks it did not grade were skipped."""
-    judged = report.summary()["judged_checks"]
     no_judge = after_failure = 0
     for case in report.cases:
         for trial in case.trials:
@@ -386,7 +392,11 @@ def _quality_markdown(quality: list[dict[str, Any]]) -> list[str]:
 
 
 def markdown_report(
-    report: EvalReport, *, limit: int = 65536, spool: IO[bytes] | None = None
+    report: EvalReport,
+    *,
+    limit: int = 65536,
+    spool: IO[bytes] | None = None,
+    summary: dict[str, Any] | None = None,
 ) -> str:
     """A Markdown report for a pull-request comment or ``$GITHUB_STEP_SUMMARY``.
 
@@ -394,8 +404,9 @@ def markdown_report(
     trials in a collapsible block, then (for the first cases) a collapsed transcript of their
     failing trials, HTML-escaped; the text fits a GitHub comment (``limit`` characters).
     """
-    summary = report.summary()
-    lines = [MARKDOWN_MARKER, f"## {_headline(report)}", ""]
+    if summary is None:
+        summary = report.summary()
+    lines = [MARKDOWN_MARKER, f"## {_headline(report, summary)}", ""]
     counts = [
         ["cases", str(summary["cases"])],
         ["passed", str(summary["passed"])],
@@ -403,7 +414,12 @@ def markdown_report(
         ["errors", str(summary["errors"])],
         ["skipped", str(summary["skipped"] + summary["not_run"])],
     ]
-    lines += [md_table([c[0] for c in counts], [[c[1] for c in counts]]), "", _figures(report), ""]
+    lines += [
+        md_table([c[0] for c in counts], [[c[1] for c in counts]]),
+        "",
+        _figures(report, summary),
+        "",
+    ]
     real = real_tools_summary(report, code=True)
     if real is not None:
         lines += [real, ""]
@@ -545,14 +561,15 @@ def print_summary(report: EvalReport, console: Console, *, all_cases: bool | Non
         hidden = len(report.cases) - len(rows)
         if hidden:
             console.print(f"[dim]{hidden} stable passing cases not shown[/]")
-    console.print(escape(_figures(report)), highlight=False)
+    summary = report.summary()
+    console.print(escape(_figures(report, summary)), highlight=False)
     from toolproof.evals._quality import quality_lines
 
-    for line in quality_lines(report.summary()["quality"]):
+    for line in quality_lines(summary["quality"]):
         console.print(escape(printable(line)), highlight=False)
     real = real_tools_summary(report)
     if real is not None:
         console.print(f"[yellow]{escape(real)}[/]", highlight=False)
-    headline = _headline(report)
+    headline = _headline(report, summary)
     style = "green" if report.exit_code == 0 else "red" if report.exit_code == 1 else "yellow"
     console.print(f"[bold {style}]{escape(headline)}[/]  (exit code {report.exit_code})")

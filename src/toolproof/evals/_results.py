@@ -292,7 +292,7 @@ class EvalReport:
 
     def summary(self) -> dict[str, Any]:
         """Counts and figures for reports."""
-        usage = Usage()
+        input_tokens = output_tokens = cached_tokens = 0
         cost = 0.0
         cost_known = False
         judged = {"pass": 0, "fail": 0, "inconclusive": 0, "skip": 0}
@@ -301,7 +301,10 @@ class EvalReport:
                 for check in trial.checks:
                     if check.kind == "judged":
                         judged[check.status] += 1
-                usage = usage + trial.usage
+                usage = trial.usage
+                input_tokens += usage.input_tokens
+                output_tokens += usage.output_tokens
+                cached_tokens += usage.cached_tokens
                 if trial.cost is not None:
                     cost += trial.cost
                     cost_known = True
@@ -322,9 +325,9 @@ class EvalReport:
             "scripted_cases": sum(1 for c in self.cases if c.scripted),
             "stats": stats.to_dict(),
             "usage": {
-                "input_tokens": usage.input_tokens,
-                "output_tokens": usage.output_tokens,
-                "cached_tokens": usage.cached_tokens,
+                "input_tokens": input_tokens,
+                "output_tokens": output_tokens,
+                "cached_tokens": cached_tokens,
             },
             "cost": cost if cost_known else None,
             "model_calls": self.model_calls,

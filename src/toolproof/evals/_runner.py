@@ -217,14 +217,14 @@ class _Runner:
         return float(min(wait, self.options.retry_backoff_max))
 
     async def attempt(self, plan: _Plan, index: int) -> tuple[TrialResult, _Infra | None]:
-        from toolproof.models.fake import ScriptedModel
-
         case = plan.case
         config = case.config
         started = time.perf_counter()
         counters = _Counters()
         model: Model
         if plan.scripted:
+            from toolproof.models.fake import ScriptedModel
+
             model = ScriptedModel(case.script or [], name=SCRIPTED)
         else:
             assert plan.slot is not None
@@ -395,12 +395,19 @@ class _Runner:
         from toolproof._trace import _adapter
 
         assert self.spool is not None
-        head = json.dumps(trial.head(), ensure_ascii=False, separators=(",", ":")).encode()
+        global _SPOOL_ENCODER
+        if _SPOOL_ENCODER is None:
+            _SPOOL_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+        head = _SPOOL_ENCODER.encode(trial.head()).encode()
         traces = b",".join(_adapter().dump_json(trace) for trace in trial.traces or [])
         line = head[:-1] + b',"traces":[' + traces + b"]}\n"
         offset = self.spool.tell()
         self.spool.write(line)
         return offset, len(line) - 1
+
+
+#: ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))``, one encoder for every trial.
+_SPOOL_ENCODER: Any = None
 
 
 async def _remote_trial(options: _Options, unit: tuple[_Plan, int]) -> tuple[TrialResult, int]:

@@ -71,19 +71,20 @@ class _TrialModel(Model):
         tools: Sequence[ToolDefinition],
         settings: ModelSettings,
     ) -> ModelResponse:
+        if self.cache is None:
+            response = await _limited_request(self.slot, messages, tools, settings)
+            self.counters.model_calls += 1
+            return response
         from toolproof.evals._cache import decode_response, encode_response, request_key
 
-        key = None
-        if self.cache is not None:
-            key = request_key(self.cache_name, messages, tools, settings, trial=self.trial)
-            stored = self.cache.get(key)
-            if stored is not None:
-                self.counters.cached_calls += 1
-                return decode_response(stored)
+        key = request_key(self.cache_name, messages, tools, settings, trial=self.trial)
+        stored = self.cache.get(key)
+        if stored is not None:
+            self.counters.cached_calls += 1
+            return decode_response(stored)
         response = await _limited_request(self.slot, messages, tools, settings)
         self.counters.model_calls += 1
-        if self.cache is not None and key is not None:
-            self.cache.put(key, encode_response(response))
+        self.cache.put(key, encode_response(response))
         return response
 
 

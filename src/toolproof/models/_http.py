@@ -369,13 +369,19 @@ class SessionPool:
             ttl_dns_cache=300,
         )
         t = self.timeout
+        # A read timeout no shorter than the progress timeout can never fire first (bytes
+        # arrive at least as often as parts of the answer, and the progress deadline starts
+        # earlier): leave it to the adapter's deadline, without aiohttp's timer per chunk.
+        read = t.read
+        if read is not None and t.progress is not None and read >= t.progress:
+            read = None
         proxy = env_proxy(self.url) if self.url else None
         return aiohttp.ClientSession(
             connector=connector,
             headers=self.headers,
             # The total and progress deadlines are kept by the adapter (Deadlines), which can tell
             # keep-alives from progress and say which limit was reached.
-            timeout=aiohttp.ClientTimeout(total=None, sock_connect=t.connect, sock_read=t.read),
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=t.connect, sock_read=read),
             skip_auto_headers=("User-Agent",),
             proxy=proxy,
             proxy_auth=aiohttp.BasicAuth.from_url(URL(proxy)) if proxy else None,

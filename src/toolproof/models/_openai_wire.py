@@ -37,6 +37,8 @@ _USAGE_MAPPED = frozenset(
     }
 )
 
+_PLAIN_USAGE = frozenset({"prompt_tokens", "completion_tokens", "total_tokens"})
+
 
 class _Named(Protocol):
     """What the stream reader needs of its model: names for messages and the default model."""
@@ -268,6 +270,12 @@ def _usage(raw: Any, messages: Sequence[Message], message: Message) -> Usage:
             output_tokens=estimate_message_tokens(message),
             requests=1,
             estimated=True,
+        )
+    if raw.keys() <= _PLAIN_USAGE:  # only the three counters: no details to collect
+        return Usage(
+            input_tokens=_int(raw.get("prompt_tokens")),
+            output_tokens=_int(raw.get("completion_tokens")),
+            requests=1,
         )
     details: dict[str, int] = {}
     _flatten(raw, "", details)

@@ -169,6 +169,9 @@ class OpenAIChatModel(Model):
         self.system_role = system_role
         self.stream_usage = stream_usage
         self._has_key = bool(api_key)
+        self._tools_cache: dict[
+            tuple[int, ...], tuple[tuple[ToolDefinition, ...], list[tuple[str, str, Any]], str]
+        ] = {}
         all_headers = {
             "Content-Type": "application/json",
             "User-Agent": f"toolproof/{__version__}",
@@ -204,9 +207,7 @@ class OpenAIChatModel(Model):
         from toolproof.models import check_allow_model_requests
 
         check_allow_model_requests(self.name)
-        payload = json.dumps(
-            self.build_body(messages, tools, settings), ensure_ascii=False, separators=(",", ":")
-        ).encode()
+        payload = self._payload(messages, tools, settings)
         policy = self.retry
         started = time.monotonic()
         retries = 0
@@ -254,10 +255,19 @@ class OpenAIChatModel(Model):
         body: dict[str, Any] = {"model": self.model, "messages": self._wire_messages(messages)}
         if tools:
             body["tools"] = [t.to_openai() for t in tools]
-            if settings.tool_choice is not None:
-                body["tool_choice"] = _tool_choice(settings.tool_choice)
-            if settings.parallel_tool_calls is not None:
-                body["parallel_tool_calls"] = settings.parallel_tool_calls
+            self._tool_fields(settings, body)
+        self._setting_fields(settings, body)
+        if settings.extra:
+            body.update(settings.extra)
+        return body
+
+    def _tool_fields(self, settings: ModelSettings, body: dict[str, Any]) -> None:
+        if settings.tool_choice is not None:
+            body["tool_choice"] = _tool_choice(settings.tool_choice)
+        if settings.parallel_tool_calls is not None:
+            body["parallel_tool_calls"] = settings.parallel_tool_calls
+
+    def _setting_fields(self, settings: ModelSettings, body: dict[str, Any]) -> None:
         if settings.temperature is not None:
             body["temperature"] = settings.temperature
         if settings.max_tokens is not None:
@@ -270,9 +280,49 @@ class OpenAIChatModel(Model):
             body["stream"] = True
             if self.stream_usage:
                 body["stream_options"] = {"include_usage": True}
-        if settings.extra:
-            body.update(settings.extra)
-        return body
+
+    def _payload(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolDefinition],
+        settings: ModelSettings,
+    ) -> bytes:
+        """The encoded body: :meth:`build_body` written as compact JSON, byte for byte.
+
+        The tools array, the same on every request of a run, is encoded once and spliced
+        in after the messages (where :meth:`build_body` puts it); ``settings.extra`` may
+        replace any field, so with extras the whole body is encoded as built.
+        """
+        if not tools or settings.extra:
+            return _dumps(self.build_body(messages, tools, settings)).encode()
+        head = _dumps({"model": self.model, "messages": self._wire_messages(messages)})
+        tail: dict[str, Any] = {}
+        self._tool_fields(settings, tail)
+        self._setting_fields(settings, tail)
+        rest = "," + _dumps(tail)[1:] if tail else "}"
+        return f'{head[:-1]},"tools":{self._tools_json(tools)}{rest}'.encode()
+
+    def _tools_json(self, tools: Sequence[ToolDefinition]) -> str:
+        """The encoded ``tools`` array, reused while the definitions are unchanged."""
+        key = tuple(map(id, tools))
+        found = self._tools_cache.get(key)
+        if found is not None:
+            kept, snapshot, text = found
+            # The same objects (ids are not reused while kept) with the same contents: a
+            # definition changed in place since it was encoded is encoded again.
+            if all(a is b for a, b in zip(kept, tools, strict=True)) and all(
+                t.name == name and t.description == description and t.parameters == parameters
+                for t, (name, description, parameters) in zip(tools, snapshot, strict=True)
+            ):
+                return text
+        text = _dumps([t.to_openai() for t in tools])
+        import copy
+
+        snapshot = [(t.name, t.description, copy.deepcopy(t.parameters)) for t in tools]
+        if len(self._tools_cache) >= 64:
+            self._tools_cache.clear()
+        self._tools_cache[key] = (tuple(tools), snapshot, text)
+        return text
 
     def _wire_messages(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
         current_turn = 0
@@ -329,7 +379,10 @@ class OpenAIChatModel(Model):
                         raise self._http_error(
                             response.status, response.reason, raw, response.headers
                         )
-                    if response.content_type == "text/event-stream":
+                    kind = response.headers.get("Content-Type", "")
+                    if "event-stream" in kind.lower() and response.content_type == (
+                        "text/event-stream"
+                    ):
                         return await self._read_stream(response, messages, deadlines)
                     raw = await self._read_body(response, deadlines)
                 except Stalled:
@@ -345,11 +398,9 @@ class OpenAIChatModel(Model):
         """The whole body; keep-alive whitespace before the JSON is not progress."""
         content = response.content
         if content.is_eof():
-            # The whole body is already here (the usual case for a small answer): no wait.
-            body = content.read_nowait()
-            if body.strip():
-                deadlines.progress()
-            return body
+            # The whole body is already here (the usual case for a small answer): no wait,
+            # and no deadline left to push back.
+            return content.read_nowait()
         parts: list[bytes] = []
         while True:
             chunk = await deadlines.wait(content.readany())
@@ -394,7 +445,13 @@ class OpenAIChatModel(Model):
 
     def _parse_completion(self, raw: bytes, messages: Sequence[Message]) -> ModelResponse:
         try:
-            data = json.loads(raw)
+            # What json.loads does with bytes, without sniffing the encoding of a body that
+            # opens like UTF-8 JSON (an object whose second byte is not NUL): UTF-16 and
+            # UTF-32 bodies, and bodies with a byte-order mark, still go through json.loads.
+            if raw[:1] == b"{" and raw[1:2] != b"\x00":
+                data = json.loads(raw.decode("utf-8", "surrogatepass"))
+            else:
+                data = json.loads(raw)
         except (ValueError, RecursionError):
             raise UnexpectedModelOutput(
                 f"{self.name}: the response from {self.url} is not valid JSON: "
@@ -590,3 +647,16 @@ class OpenAIChatModel(Model):
         else:
             text = f"the request to {self.url} failed: {type(exc).__name__}: {exc}"
         return ModelConnectionError(f"{self.name}: {text}")
+
+
+_ENCODER: Any = None
+
+
+def _dumps(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` with one encoder."""
+    global _ENCODER
+    if _ENCODER is None:
+        import json
+
+        _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+    return str(_ENCODER.encode(value))
