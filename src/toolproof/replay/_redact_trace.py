@@ -98,7 +98,7 @@ _BY_SHAPE = {id(shape): cls for cls, shape in _SHAPES.items()}
 
 def _plan(cls: type) -> _Plan:
     shape = _SHAPES[cls]
-    plan = []
+    plan: list[tuple[str, int, Any, bool]] = []
     for item in dataclasses.fields(cls):
         sub = shape.get(item.name)
         if sub is _SKIP:
@@ -334,7 +334,7 @@ class _ObjectWalk(_Walk):
                 return text
             if done is None:
                 raise _Sensitive
-            return done
+            return str(done)
         return self._string(text, depth)
 
     def _string(self, text: str, depth: int) -> str:
