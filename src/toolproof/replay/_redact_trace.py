@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolproof._messages import Message, ToolCall, ToolResult
 from toolproof._trace import ErrorInfo, Step, Trace
@@ -39,6 +39,9 @@ from toolproof.replay._redact_walk import (
     _Rules,
     _Walk,
 )
+
+if TYPE_CHECKING:
+    from toolproof.replay._redact import Redactor
 
 __all__ = ["redact_trace_object"]
 
@@ -121,7 +124,7 @@ _FIELDS: dict[type, tuple[str, ...]] = {
 }
 
 
-def redact_trace_object(redactor: _Rules, trace: Trace) -> Trace:
+def redact_trace_object(redactor: Redactor, trace: Trace) -> Trace:
     """``trace`` redacted as ``Redactor.redact_data(trace.to_dict())`` redacts its data.
 
     Returns ``trace`` itself when nothing in it is redacted.
@@ -132,7 +135,7 @@ def redact_trace_object(redactor: _Rules, trace: Trace) -> Trace:
     caches = getattr(redactor, "_one_pass", None)
     if caches is None:
         caches = _Caches()
-        redactor._one_pass = caches  # type: ignore[attr-defined]
+        redactor._one_pass = caches
     try:
         # Most traces hold no sensitive field: one pass, with what earlier traces taught.
         out: Trace = _ObjectWalk(redactor, caches).rewrite_object(trace, Trace)
