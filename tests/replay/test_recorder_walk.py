@@ -315,3 +315,32 @@ def test_each_text_is_scanned_once_per_pattern_however_many_traces_repeat_it() -
         again = redact_trace_object(redactor, trace).to_json()
         assert again == first.to_json().replace(first.id, trace.id)
     assert counts == once, counts - once  # the other 24 traces scanned nothing again
+
+
+@pytest.mark.parametrize("redactor", ["default", "none", "subclass"])
+def test_the_recorder_encodes_each_trace_once_and_decodes_only_for_a_redact_data_override(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, redactor: str
+) -> None:
+    from test_work_budgets import _CountingAdapter
+
+    import toolproof._trace as trace_module
+
+    class Custom(Redactor):
+        def redact_data(self, data: dict[str, Any]) -> dict[str, Any]:
+            return super().redact_data(data)
+
+    chosen = {"default": Redactor(), "none": Redactor.none(), "subclass": Custom()}[redactor]
+    counts: Counter[str] = Counter()
+    real = trace_module._adapter()
+    monkeypatch.setattr(trace_module, "_adapter", lambda: _CountingAdapter(real, counts))
+    from dataclasses import replace
+
+    base = user_trace(7)
+    with Recorder(tmp_path / "r.db", redactor=chosen, batch_size=10) as recorder:
+        for n in range(20):
+            recorder.record(replace(base, id=f"enc-{n}"))
+    assert recorder.stats.written == 20
+    if redactor == "subclass":  # its own redact_data, on the plain form, checked by a decode
+        assert counts == Counter(dump_python=20, validate_json=20), counts
+    else:
+        assert counts == Counter(dump_json=20), counts
