@@ -344,3 +344,20 @@ def test_the_recorder_encodes_each_trace_once_and_decodes_only_for_a_redact_data
         assert counts == Counter(dump_python=20, validate_json=20), counts
     else:
         assert counts == Counter(dump_json=20), counts
+
+
+def test_a_data_field_holding_an_object_takes_the_plain_walk(tmp_path: Path) -> None:
+    from dataclasses import dataclass
+
+    @dataclass
+    class Note:
+        text: str
+
+    trace = Trace.from_dict({"id": "obj", "version": 1, "input": "hi", "metadata": {}})
+    trace.output = Note("mail bob@example.com")  # type: ignore[assignment]
+    with pytest.raises(Exception, match="holds Note"):
+        redact_trace_object(Redactor(), trace)
+    recorder = Recorder(tmp_path / "t.db", redactor=Redactor())
+    recorder.record(trace)
+    recorder.close()
+    assert recorder.stats.dropped_failed == 1  # the codec refuses it, as before

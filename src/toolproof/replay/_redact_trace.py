@@ -115,6 +115,7 @@ def _plan(cls: type) -> _Plan:
     return tuple(plan)
 
 
+_JSON_TYPES = frozenset({str, int, float, bool, dict, list})
 _UNKNOWN: Any = object()
 _SAME: Any = object()  # a key kept as it is
 
@@ -210,6 +211,9 @@ class _ObjectWalk(_Walk):
             if value is None:
                 continue
             if kind == _DATA:
+                if type(value) not in _JSON_TYPES:
+                    # (a field that holds an object: the plain walk redacts its plain form)
+                    raise _Unsupported(f"{cls.__name__}.{name} holds {type(value).__name__}")
                 if mirror and type(value) is str and self._mirrors_object(node, name):
                     mirrored.append(name)
                     continue
