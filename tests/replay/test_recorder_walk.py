@@ -169,7 +169,9 @@ def _oracle(redactor: Redactor, trace: Trace) -> bytes:
 
 
 def _stored(db: Path) -> dict[str, bytes]:
-    with sqlite3.connect(db) as conn:
+    from contextlib import closing
+
+    with closing(sqlite3.connect(db)) as conn:
         return {row[0]: bytes(row[1]) for row in conn.execute("SELECT id, payload FROM traces")}
 
 
@@ -361,3 +363,36 @@ def test_a_data_field_holding_an_object_takes_the_plain_walk(tmp_path: Path) -> 
     recorder.record(trace)
     recorder.close()
     assert recorder.stats.dropped_failed == 1  # the codec refuses it, as before
+
+
+def test_the_recorders_store_is_checkpointed_by_its_own_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from contextlib import closing
+    from dataclasses import replace
+
+    import toolproof.replay._checkpoint as checkpoint
+
+    original = checkpoint.Checkpointer.__init__
+
+    def small(self: Any, path: Path, *, every: int = 20_000) -> None:
+        original(self, path, every=every)
+
+    monkeypatch.setattr(checkpoint.Checkpointer, "__init__", small)
+    db = tmp_path / "traces.db"
+    recorder = Recorder(db, batch_size=20)
+    base = user_trace(3)
+    for n in range(200):
+        recorder.record(replace(base, id=f"ckpt-{n:03d}"))
+    assert recorder.flush(60) is True
+    checkpointer = recorder._checkpointer
+    assert checkpointer is not None
+    with closing(sqlite3.connect(db)) as conn:  # readable while the recorder writes
+        assert conn.execute("SELECT COUNT(*) FROM traces").fetchone() == (200,)
+    assert recorder.close() is True
+    assert checkpointer.checkpoints > 0  # the thread ran them
+    assert not checkpointer._thread.is_alive()
+    assert not (tmp_path / "traces.db-wal").exists()  # closing checkpointed the rest
+    with closing(sqlite3.connect(db)) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert conn.execute("SELECT COUNT(*) FROM traces").fetchone() == (200,)
