@@ -7,8 +7,9 @@ path <= 20 µs per run. Every figure is measured in this process, against a base
 measured in the same run where one applies.
 
 Run: ``python bench/bench_replay.py`` (``--traces N`` to change the store size);
-``python bench/bench_replay.py --callgrind [N]`` counts the instructions per trace of
-tools-mode replay and of the bare read under valgrind (steady on a busy machine; ~2 min).
+``python bench/bench_replay.py --callgrind [N]`` counts instructions per trace under valgrind
+(steady on a busy machine; ~3 min): tools-mode replay beside the bare read, and the
+recorder's write beside the bare stdlib write.
 """
 
 from __future__ import annotations
@@ -233,7 +234,7 @@ def bare_read(store_path: Path, count: int) -> float:
 
 # -- instruction counts of tools-mode replay (callgrind) ------------------------------------------
 
-CALLGRIND_TRACES = 2000
+REPLAY_CALLGRIND_TRACES = 2000
 
 
 def _replay_child(kind: str, store_path: str, count: int) -> None:
@@ -287,7 +288,7 @@ def _replay_instructions(kind: str, store_path: Path, count: int) -> int:
         return int(found.group(1))
 
 
-def callgrind_replay(count: int = CALLGRIND_TRACES) -> None:
+def callgrind_replay(count: int = REPLAY_CALLGRIND_TRACES) -> None:
     """Instructions per trace of tools-mode replay and of the bare read, under callgrind."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "callgrind.db"
@@ -358,6 +359,89 @@ def bench_recorder_overhead(folder: Path, runs: int, blocks: int) -> dict[str, f
     }
 
 
+# -- callgrind: instructions per recorded trace ------------------------------------------------
+
+RECORD_CALLGRIND_TRACES = 400
+
+
+def _callgrind_child(kind: str, count: int) -> None:
+    """Under valgrind: warm up, then write ``count`` traces between two ``os.getppid()``.
+
+    ``recorder``: what the recorder's thread does per trace with the default redaction
+    (called here in the main thread: one thread, no waiting); ``bare``: ``json.dumps`` of
+    the plain form into one bare SQLite table (its input, ``to_dict``, made before).
+    """
+    import json
+    import sqlite3
+
+    warm_up = 100
+    traces = make_traces(count + warm_up)
+    with tempfile.TemporaryDirectory() as tmp:
+        if kind == "bare":
+            conn = sqlite3.connect(Path(tmp) / "bare.db", isolation_level=None)
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("CREATE TABLE traces (id TEXT PRIMARY KEY, ts TEXT, payload BLOB)")
+            plain = [trace.to_dict() for trace in traces]
+
+            def write(part: list[dict[str, Any]]) -> None:
+                rows = [(d["id"], d["started_at"], json.dumps(d).encode()) for d in part]
+                conn.execute("BEGIN")
+                conn.executemany("INSERT INTO traces VALUES (?, ?, ?)", rows)
+                conn.execute("COMMIT")
+
+            write(plain[:warm_up])
+            os.getppid()
+            write(plain[warm_up:])
+            os.getppid()
+            conn.close()
+            return
+        recorder = Recorder(Path(tmp) / "r.db", flush_interval=3600, batch_size=10**6)
+        recorder._write(traces[:warm_up])
+        os.getppid()
+        recorder._write(traces[warm_up:])
+        os.getppid()
+        recorder.close()
+
+
+def _instructions(kind: str, count: int) -> int:
+    import re
+    import subprocess
+    import sys
+
+    with tempfile.TemporaryDirectory() as folder:
+        out = os.path.join(folder, "callgrind.out")
+        subprocess.run(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                "--dump-before=getppid",
+                f"--callgrind-out-file={out}",
+                sys.executable,
+                __file__,
+                "--callgrind-child",
+                kind,
+                str(count),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        with open(f"{out}.2") as dump:  # .1 is start-up and warm-up, .2 the measured writes
+            found = re.search(r"^summary: (\d+)", dump.read(), re.MULTILINE)
+        assert found, "callgrind wrote no summary"
+        return int(found.group(1))
+
+
+def callgrind_record(count: int = RECORD_CALLGRIND_TRACES) -> None:
+    """Instructions per recorded trace (default redaction) beside the bare stdlib write."""
+    bare = _instructions("bare", count) / count
+    ours = _instructions("recorder", count) / count
+    print(f"instructions per trace under callgrind ({count} traces after 100 warm-up)")
+    print(f"  {'baseline: json.dumps + bare SQLite table':<44}{bare:>14,.0f}")
+    print(f"  {'recorder, default redaction + store write':<44}{ours:>14,.0f}{ours / bare:>8.2f}x")
+
+
 def _spread(values: list[float], unit: str) -> str:
     mid = statistics.median(values)
     if unit == "traces/s":
@@ -366,6 +450,16 @@ def _spread(values: list[float], unit: str) -> str:
 
 
 def main() -> None:
+    import sys
+
+    if sys.argv[1:2] == ["--callgrind-child"]:
+        _callgrind_child(sys.argv[2], int(sys.argv[3]))
+        return
+    if sys.argv[1:2] == ["--callgrind"]:
+        count = int(sys.argv[2]) if len(sys.argv) > 2 else None
+        callgrind_replay(count or REPLAY_CALLGRIND_TRACES)
+        callgrind_record(count or RECORD_CALLGRIND_TRACES)
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--traces", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=3, help="rounds of ingest and replay")
@@ -438,7 +532,5 @@ if __name__ == "__main__":
 
     if sys.argv[1:2] == ["--child"]:
         _replay_child(sys.argv[2], sys.argv[3], int(sys.argv[4]))
-    elif sys.argv[1:2] == ["--callgrind"]:
-        callgrind_replay(int(sys.argv[2]) if len(sys.argv) > 2 else CALLGRIND_TRACES)
     else:
         main()

@@ -15,6 +15,7 @@ a reason (queue full, store failing, recorder closed, process exiting before it 
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import logging
 import random
 import threading
@@ -29,10 +30,12 @@ from typing import TYPE_CHECKING, Literal
 from toolproof._trace import Trace
 from toolproof.errors import UserError
 from toolproof.replay._redact import Redactor
+from toolproof.replay._redact_trace import _Unsupported, redact_trace_object
 from toolproof.replay._store import (
     DEFAULT_STORE_PATH,
     TraceStore,
     _Row,
+    _row_from_trace,
     resolve_store,
     row_from_dict,
     store_label,
@@ -41,11 +44,26 @@ from toolproof.replay._store import (
 if TYPE_CHECKING:
     from typing_extensions import Self
 
+    from toolproof.replay._checkpoint import Checkpointer
+
 __all__ = ["DropPolicy", "Recorder", "RecorderStats"]
 
 logger = logging.getLogger("toolproof.replay")
 
 DropPolicy = Literal["newest", "oldest"]
+
+_YIELD_EVERY = 0.0005  # seconds of the writer's work between offers of the interpreter
+
+# The Redactor methods the recorder's walk of trace objects stands for, or calls.
+_WALKED = (
+    "redact_data",
+    "field_action",
+    "replacement",
+    "pseudonym",
+    "static_spans",
+    "static_text",
+    "enabled",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +169,10 @@ class Recorder:
         else:  # resolved now: the writer opens it later, whatever the working directory then
             self.store_path = resolve_store(store)
         self.redactor = redactor if redactor is not None else Redactor()
+        # A Redactor subclass that changes how data is redacted gets its own redact_data.
+        self._walk_objects = all(
+            getattr(type(self.redactor), name) is getattr(Redactor, name) for name in _WALKED
+        )
         self.sample_rate = sample_rate
         self.keep_errors = keep_errors
         self.tags = list(tags)
@@ -182,6 +204,7 @@ class Recorder:
         self._store_down = False  # the last batch failed every attempt
         self._settled = 0  # traces written or dropped by the writer so far
         self._enqueued = 0
+        self._checkpointer: Checkpointer | None = None
         self._thread = threading.Thread(target=self._run, name="toolproof-recorder", daemon=True)
         self._thread.start()
         self._atexit = _AtExit(self)
@@ -293,6 +316,8 @@ class Recorder:
         self._wake.set()
         self._thread.join(timeout)
         finished = not self._thread.is_alive()
+        if finished and self._checkpointer is not None:
+            self._checkpointer.close(timeout)
         if finished and self._own_store and self._store is not None:
             self._store.close()
         with self._lock:
@@ -360,21 +385,26 @@ class Recorder:
 
     def _write(self, batch: list[Trace]) -> None:
         rows: list[_Row] = []
+        clock = time.perf_counter
+        offered = clock()
         for trace in batch:
             try:
                 rows.append(self._prepare(trace))
             except Exception as exc:  # a trace that cannot be serialized must not stop the rest
                 self._failed(1, f"cannot serialize trace {trace.id}: {exc!r}")
-            # Let the agent's threads in between traces: without it they wait for the
-            # interpreter's switch interval (5 ms) whenever they wake up.
-            time.sleep(0)
+            # Let the agent's threads in every half millisecond of work: without it they
+            # wait for the interpreter's switch interval (5 ms) whenever they wake up. (Not
+            # after every trace: on a busy machine each offer may hand the core away.)
+            if clock() - offered >= _YIELD_EVERY:
+                time.sleep(0)
+                offered = clock()
         attempt = 0
         while rows:
             if self._is_abandoned():  # the interpreter is exiting: counted as lost
                 return
             try:
                 if self._store is None:
-                    self._store = TraceStore(self.store_path)
+                    self._store = self._open_store()
                 self._store._write(rows)
             except Exception as exc:
                 attempt += 1
@@ -395,6 +425,8 @@ class Recorder:
                 time.sleep(min(0.05 * 4**attempt, 1.0))
                 continue
             self._store_down = False
+            if self._checkpointer is not None:
+                self._checkpointer.written(sum(len(row.payload) for row in rows))
             ids = [row.id for row in rows]
             with self._done:
                 self._written += len(rows)
@@ -409,6 +441,16 @@ class Recorder:
                 except Exception:
                     logger.exception("Recorder(on_written=...) callback failed")
             return
+
+    def _open_store(self) -> TraceStore:
+        store = TraceStore(self.store_path)
+        if type(store) is TraceStore and str(store.path) != ":memory:":
+            from toolproof.replay._checkpoint import Checkpointer
+
+            # The store is the recorder's own: its commits leave checkpoints to a thread.
+            store._exec("PRAGMA wal_autocheckpoint = 0")
+            self._checkpointer = Checkpointer(store.path)
+        return store
 
     def _is_abandoned(self) -> bool:
         return self._abandoned  # read afresh: the exit handler sets it from another thread
@@ -426,13 +468,33 @@ class Recorder:
             self._done.notify_all()
 
     def _prepare(self, trace: Trace) -> _Row:
+        if self.tags:
+            tags = list(dict.fromkeys([*trace.tags, *self.tags]))
+            if tags != trace.tags:
+                trace = _with_tags(trace, tags)
+        if self.redactor.enabled:
+            if not self._walk_objects:
+                return self._prepare_plain(trace)
+            try:
+                trace = redact_trace_object(self.redactor, trace)
+            except _Unsupported:
+                return self._prepare_plain(trace)
+        # A trace built by the trace classes' constructors: the codec writes it so that it
+        # reads back (the same guarantee as TraceStore.add), no decode needed to know it.
+        return _row_from_trace(trace)
+
+    def _prepare_plain(self, trace: Trace) -> _Row:
+        """Redact the plain form of a trace whose objects were changed after construction."""
         from pydantic_core import to_json
 
-        data = trace.to_dict()
-        if self.tags:
-            data["tags"] = list(dict.fromkeys([*data.get("tags", []), *self.tags]))
-        data = self.redactor.redact_data(data)
+        data = self.redactor.redact_data(trace.to_dict())
         return row_from_dict(data, to_json(data))
+
+
+def _with_tags(trace: Trace, tags: list[str]) -> Trace:
+    values = {item.name: getattr(trace, item.name) for item in dataclasses.fields(trace)}
+    values["tags"] = tags
+    return Trace(**values)
 
 
 class _AtExit:

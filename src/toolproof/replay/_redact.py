@@ -177,6 +177,7 @@ class Redactor:
         self._field_cache: dict[str, Action | None] = {}
         self._span_cache: dict[str, tuple[_Span, ...]] = {}
         self._cached_chars = 0
+        self._one_pass: Any = None  # what the recorder's walks of trace objects learnt
         compiled: list[tuple[PatternRule, re.Pattern[str], Callable[[str], bool] | None]] = []
         for rule in self.pattern_rules:
             try:

@@ -168,7 +168,9 @@ class _Walk:
             if type(node) is not dict:
                 self.collect_data(node, depth)
                 return
-            for key in node.keys() - _KEPT[id(shape)]:
+            kept = _KEPT[id(shape)]
+            # In the data's order: the first field to hold a value decides its replacement.
+            for key in [key for key in node if key not in kept]:
                 item = node[key]
                 if item is None:
                     continue
@@ -260,7 +262,8 @@ class _Walk:
                 return self.rewrite_data(node, depth)
             out = dict(node)
             mirrored = []
-            for key in node.keys() - _KEPT[id(shape)]:
+            kept = _KEPT[id(shape)]
+            for key in [key for key in node if key not in kept]:
                 item = node[key]
                 if item is None:
                     continue
@@ -312,7 +315,11 @@ class _Walk:
 
     def _field_value(self, value: Any, action: Action) -> Any:
         if isinstance(value, dict):
-            return {k: self._field_value(v, action) for k, v in value.items()}
+            # the values go; the keys are redacted as keys anywhere (a key may be a secret)
+            return {
+                self._key(k) if type(k) is str else k: self._field_value(v, action)
+                for k, v in value.items()
+            }
         if isinstance(value, list):
             return [self._field_value(v, action) for v in value]
         replacement = self.r.replacement(value, action)

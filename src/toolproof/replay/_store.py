@@ -15,7 +15,9 @@ The file runs in WAL mode with ``synchronous=NORMAL``: a committed batch survive
 process being killed, readers never block the writer, and writers from several processes
 queue on a busy timeout instead of failing.
 
-Nothing is written that cannot be read back: every payload is decoded before it is stored
+Nothing is written that cannot be read back: a ``Trace`` is written by the trace codec, whose
+round trip holds for every trace the trace classes build (the recorder's redacted copies
+included), and plain data (``row_from_dict``: imports) is decoded before it is stored
 (``TraceFormatError`` otherwise). A row that cannot be decoded all the same (written by
 hand, by an older toolproof, or damaged) never breaks a reader: iteration, listing with
 checks and export skip it with a warning on the ``toolproof.replay`` logger that names its
