@@ -87,13 +87,14 @@ def counters(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
 
     monkeypatch.setattr(type(multiply_numbers), "validate", validate)
     schema = multiply_numbers._args_model
-    model_validate = schema.model_validate
+    validator = schema.__pydantic_validator__
 
-    def schema_validate(value: Any, *args: Any, **kwargs: Any) -> Any:
-        counts["schema validations"] += 1
-        return model_validate(value, *args, **kwargs)
+    class CountingValidator:
+        def validate_python(self, value: Any, *args: Any, **kwargs: Any) -> Any:
+            counts["schema validations"] += 1
+            return validator.validate_python(value, *args, **kwargs)
 
-    monkeypatch.setattr(schema, "model_validate", schema_validate)
+    monkeypatch.setattr(schema, "__pydantic_validator__", CountingValidator())
     estimate = run_module.estimate_message_tokens
 
     def estimate_message_tokens(message: Message) -> int:
