@@ -153,7 +153,7 @@ class Agent:
                 still receive the trace with ``stop_reason="cancelled"``.
         """
         run = self._own_run(input, history, metadata, tags, settings, memory_state, budget)
-        return await AgentRun(run, lambda: self._steps(run))._drain()
+        return await AgentRun.complete(run)
 
     def iter(
         self,
@@ -287,7 +287,11 @@ class Agent:
     # -- the loop ----------------------------------------------------------------------------
 
     async def _steps(self, run: _Run) -> AsyncIterator[ModelStep | ToolsStep]:
-        """The agent loop. Every way out (final answer, a limit) raises ``_Stop`` from ``run``."""
+        """The agent loop. Every way out (final answer, a limit) raises ``_Stop`` from ``run``.
+
+        ``Agent.run`` runs the same calls in the same order in one coroutine
+        (``AgentRun.complete``): change both together.
+        """
         while True:
             run.check()  # steps and model calls
             step = await run.ask()  # memory, then the model; the answer is the next step

@@ -171,6 +171,17 @@ class _Clock:
             loop = asyncio.get_running_loop()
             self._handle = loop.call_at(loop.time() + self.seconds, self._expire)
 
+    def bind(self) -> None:
+        """Note the task the run waits in: call it from that task before it waits.
+
+        ``Agent.run`` calls it once; each step of ``Agent.iter`` calls it (a caller may step
+        the run from another task).
+        """
+        if self.deadline is not None and _UNCANCEL:
+            import asyncio
+
+            self._task = asyncio.current_task()
+
     def stop(self) -> None:
         if self._handle is not None:
             self._handle.cancel()
@@ -191,17 +202,19 @@ class _Clock:
             return await awaitable
         if not _UNCANCEL:  # pragma: no cover - Python 3.10
             return await self._wait_for(awaitable, what)
-        import asyncio
-
-        task: Any = asyncio.current_task()  # cancelling() and uncancel() are Python 3.11+
-        assert task is not None, "a run always runs in a task"
+        task: Any = self._task  # cancelling() and uncancel() are Python 3.11+
+        assert task is not None, "a run always runs in a task (bound by Agent.run / iter)"
         entry = task.cancelling()
-        self._task, self._inside = task, True
+        self._inside = True
         if self.expired:  # time ran out between steps: cut off at the first suspension
+            import asyncio
+
             asyncio.get_running_loop().call_soon(self._expire)
         try:
             return await awaitable
         except BaseException as exc:
+            import asyncio
+
             ours, self._cancelled = self._cancelled, False
             if ours and task.uncancel() <= entry and isinstance(exc, asyncio.CancelledError):
                 raise _Stop("budget", None, self.limit_detail(what)) from None
