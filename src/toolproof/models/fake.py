@@ -94,9 +94,9 @@ class _Recording(Model):
         self.name = name
         self.requests: list[ModelRequest] = []
         self._ids = 0
-        # The last request's messages, their contents and the running sum of their estimated
-        # tokens: the next request of the same run repeats them, so only new messages are
-        # estimated (the estimate was quadratic in the steps of a run).
+        # The last request's messages and its answer, their contents and the running sum of
+        # their estimated tokens: the next request of the same run repeats them, so only new
+        # messages are estimated (the estimate was quadratic in the steps of a run).
         self._seen: list[tuple[Message, str | None, list[ToolCall]]] = []
         self._sums: list[int] = [0]
 
@@ -156,8 +156,11 @@ class _Recording(Model):
             total += tokens
             seen.append((message, message.content, message.tool_calls))
             sums.append(total)
-        output = estimate_message_tokens(answer) - MESSAGE_OVERHEAD
-        return Usage(total, output, 0, 0, 1, True)  # by position: see _respond
+        answered = estimate_message_tokens(answer)
+        # The next request of the run repeats these messages followed by this answer.
+        seen.append((answer, answer.content, answer.tool_calls))
+        sums.append(total + answered)
+        return Usage(total, answered - MESSAGE_OVERHEAD, 0, 0, 1, True)  # by position
 
     def _next_id(self, call: ToolCall) -> ToolCall:
         self._ids += 1
