@@ -33,6 +33,9 @@ class _Override:
     toolset: Toolset | None = None
 
 
+#: The memory state of runs without memory: never read or written (see ``_Run.ask``).
+_UNUSED_STATE = MemoryState()
+
 _overrides: contextvars.ContextVar[dict[int, _Override] | None] = contextvars.ContextVar(
     "toolproof_agent_overrides", default=None
 )
@@ -271,7 +274,7 @@ class Agent:
             settings=self.settings.merged(settings),
             metadata=dict(metadata or {}),
             tags=list(tags),
-            memory_state=memory_state or MemoryState(),
+            memory_state=memory_state or (_UNUSED_STATE if self.memory is None else MemoryState()),
             budget=budget or self.budget,
         )
 

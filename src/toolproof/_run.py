@@ -294,14 +294,19 @@ class _Run:
         self.emit = _emitter(agent.handlers)
         self.observed = self.emit is not _ignore  # events are built only for a listener
         self.system, system_count = _system_message(agent.system_prompt)
-        self.conversation: list[Message] = [*history, Message.user(input)]
-        self.counts = [estimate_message_tokens(m) for m in self.conversation]
+        user = Message.user(input)
+        if history:
+            self.conversation: list[Message] = [*history, user]
+            self.counts = [estimate_message_tokens(m) for m in self.conversation]
+        else:
+            self.conversation = [user]
+            self.counts = [estimate_message_tokens(user)]
         self.tokens = sum(self.counts) + system_count  # what the request estimates
         self.protect = len(history)  # index of the current input: memory never drops it
         self.answered = len(self.conversation)  # conversation[:answered] is safe as history
         self.definitions = toolset.definitions()
         self.price = find_price(agent.prices, model.name)
-        self.usage = Usage()
+        self.usage = self.trace.usage  # replaced by sums, never changed in place
         self.cost: float | None = 0.0 if self.price is not None else None
         self.index = 0  # model calls started
         self.last_call: ToolCall | None = None
@@ -486,13 +491,21 @@ class _Run:
         self.answered = len(self.conversation)
 
     async def _tools(self, calls: list[ToolCall], step: Step) -> list[ToolResult]:
-        import asyncio
-
         toolset, emit, observed = self.toolset, self.emit, self.observed
         timeout, approver = self.agent.tool_timeout, self.agent.approver
         # What ran, in call order, kept if the time limit cuts the rest off.
         finished: list[ToolResult | None] = [None] * len(calls)
         self._finished = finished
+
+        if len(calls) == 1:  # the most common step, as one() below runs it
+            call = calls[0]
+            if observed:
+                emit(ToolStarted(step.index, call))
+            result = await toolset.execute(call, timeout=timeout, approver=approver)
+            finished[0] = result
+            if observed:
+                emit(ToolFinished(step.index, call, result))
+            return [result]
 
         async def one(call: ToolCall, index: int) -> ToolResult:
             if observed:
@@ -503,8 +516,6 @@ class _Run:
                 emit(ToolFinished(step.index, call, result))
             return result
 
-        if len(calls) == 1:
-            return [await one(calls[0], 0)]
         outcomes: list[ToolResult | BaseException]
         if timeout is None and all(toolset.runs_inline(c) for c in calls):
             # Synchronous tools never suspend: tasks would run them one by one anyway, so
@@ -516,6 +527,8 @@ class _Run:
                 except Exception as exc:
                     outcomes.append(exc)
         else:
+            import asyncio
+
             outcomes = await asyncio.gather(
                 *(one(c, i) for i, c in enumerate(calls)), return_exceptions=True
             )
