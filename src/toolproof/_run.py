@@ -14,6 +14,7 @@ import logging
 import os
 import sys
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -145,20 +146,31 @@ class _Stop(BaseException):
 
 
 class _Clock:
-    """The run's wall-clock limit: one timer per run, armed only while the run waits.
+    """The run's wall-clock limit, armed only while the run waits.
 
-    The timer cancels the run's task when it fires during :meth:`within`; between steps (in
-    the code of an ``Agent.iter`` caller) it only marks the time as up, and the next wait is
-    cut off at its first suspension, as a fresh ``asyncio.timeout(0)`` would do.
+    The loop's timer (one for all the runs of an event loop, see :class:`_Timers`) cancels
+    the run's task when the limit passes during :meth:`within`; between steps (in the code
+    of an ``Agent.iter`` caller) it only marks the time as up, and the next wait is cut off
+    at its first suspension, as a fresh ``asyncio.timeout(0)`` would do.
     """
 
-    __slots__ = ("_cancelled", "_handle", "_inside", "_task", "deadline", "expired", "seconds")
+    __slots__ = (
+        "_cancelled",
+        "_inside",
+        "_loop",
+        "_task",
+        "_timers",
+        "deadline",
+        "expired",
+        "seconds",
+    )
 
     def __init__(self, seconds: float | None) -> None:
         self.seconds = seconds
         self.deadline: float | None = None  # on the perf_counter clock
         self.expired = self._inside = self._cancelled = False
-        self._handle: asyncio.Handle | None = None
+        self._timers: _Timers | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[Any] | None = None
 
     def start(self, started: float) -> None:
@@ -168,8 +180,10 @@ class _Clock:
         if _UNCANCEL:
             import asyncio
 
-            loop = asyncio.get_running_loop()
-            self._handle = loop.call_at(loop.time() + self.seconds, self._expire)
+            # Looking up the running loop costs a system call (getpid) on Python 3.11: once.
+            loop = self._loop = asyncio.get_running_loop()
+            self._timers = _Timers.of(loop)
+            self._timers.add(self, self.deadline, loop)
 
     def bind(self) -> None:
         """Note the task the run waits in: call it from that task before it waits.
@@ -177,15 +191,15 @@ class _Clock:
         ``Agent.run`` calls it once; each step of ``Agent.iter`` calls it (a caller may step
         the run from another task).
         """
-        if self.deadline is not None and _UNCANCEL:
+        if self._loop is not None:
             import asyncio
 
-            self._task = asyncio.current_task()
+            self._task = asyncio.current_task(self._loop)  # given the loop: no system call
 
     def stop(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
+        if self._timers is not None:
+            self._timers.clocks.pop(self, None)
+            self._timers = None
 
     def _expire(self) -> None:
         self.expired = True
@@ -241,6 +255,67 @@ class _Clock:
 
     def limit_detail(self, what: str = "") -> str:
         return f"time limit reached ({self.seconds:g} s){what}"
+
+
+class _Timers:
+    """The time limits of every run on one event loop, served by one loop timer.
+
+    A timer per run cost more than the rest of a scripted run's bookkeeping (each one is
+    pushed into the loop's heap, then cancelled). Here a run only joins and leaves a dict;
+    the one timer is armed for the earliest deadline, and when it fires it expires the runs
+    that are due and re-arms for the next one.
+    """
+
+    __slots__ = ("clocks", "handle", "loop", "when")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.clocks: dict[_Clock, float] = {}  # each run's clock and its deadline
+        # The loop and the armed timer, held weakly: the loop must stay collectable.
+        self.loop = weakref.ref(loop)
+        self.handle: weakref.ref[asyncio.TimerHandle] | None = None
+        self.when = float("inf")  # the deadline the timer is armed for (perf_counter clock)
+
+    @staticmethod
+    def of(loop: asyncio.AbstractEventLoop) -> _Timers:
+        """The timers of ``loop`` (made on first use, forgotten with the loop)."""
+        global _last_timers
+        last = _last_timers  # the common case: the same loop as the last run of any thread
+        if last is not None and last.loop() is loop:
+            return last
+        found = _loop_timers.get(loop)
+        if found is None:
+            found = _loop_timers[loop] = _Timers(loop)
+        _last_timers = found
+        return found
+
+    def add(self, clock: _Clock, deadline: float, loop: asyncio.AbstractEventLoop) -> None:
+        self.clocks[clock] = deadline
+        if deadline < self.when:
+            self._arm(deadline, loop)
+
+    def _arm(self, when: float, loop: asyncio.AbstractEventLoop) -> None:
+        armed = self.handle() if self.handle is not None else None
+        if armed is not None:
+            armed.cancel()
+        self.when = when
+        at = loop.time() + max(when - time.perf_counter(), 0.0)
+        self.handle = weakref.ref(loop.call_at(at, self._fire))
+
+    def _fire(self) -> None:
+        import asyncio
+
+        when, self.when, self.handle = self.when, float("inf"), None
+        due = [clock for clock, deadline in self.clocks.items() if deadline <= when]
+        for clock in due:
+            del self.clocks[clock]
+            clock._expire()
+        if self.clocks:
+            self._arm(min(self.clocks.values()), asyncio.get_running_loop())
+
+
+#: Each event loop's timers (an entry goes with its loop), and the last ones used.
+_loop_timers: weakref.WeakKeyDictionary[Any, _Timers] = weakref.WeakKeyDictionary()
+_last_timers: _Timers | None = None
 
 
 class _Run:

@@ -170,7 +170,8 @@ def test_fixed_budgets_per_call_per_message_and_per_run(
     assert counters["conversation scans"] <= (steps + 1) + 1
     # Repeated-call detection encodes arguments only for consecutive calls to the same tool.
     assert counters["argument encodings"] <= tool_calls + 1
-    # One wall-clock timer per run, however many steps and calls it makes.
+    # At most one wall-clock timer (the loop's, shared by its runs: test_shared_timer.py),
+    # however many steps and calls the run makes.
     assert counters["timers"] <= 1
     # Nothing is serialized on the run's path without a recorder.
     assert counters["trace serializations"] == 0
