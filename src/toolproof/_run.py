@@ -692,11 +692,37 @@ def _system_message(prompt: str | None) -> tuple[Message | None, int]:
 
 
 def _run_id() -> str:
-    """A random version-4 UUID as 32 hex digits, as ``uuid.uuid4().hex`` (without its object)."""
-    raw = bytearray(os.urandom(16))
-    raw[6] = raw[6] & 0x0F | 0x40
-    raw[8] = raw[8] & 0x3F | 0x80
-    return raw.hex()
+    """A random version-4 UUID as 32 hex digits, as ``uuid.uuid4().hex`` (without its object).
+
+    The random bytes are read 64 ids at a time (one system call instead of one per run);
+    a forked child drops the ids its parent read (see ``_forget_ids``).
+    """
+    try:
+        return _ids.pop()  # atomic: two threads never take the same id
+    except IndexError:
+        pass
+    block = os.urandom(16 * 64).hex()
+    # The 13th hex digit is the version (4), the 17th the RFC 4122 variant (8, 9, a or b).
+    _ids.extend(
+        [
+            f"{block[i : i + 12]}4{block[i + 13 : i + 16]}{_VARIANT[block[i + 16]]}"
+            f"{block[i + 17 : i + 32]}"
+            for i in range(0, len(block), 32)
+        ]
+    )
+    return _ids.pop()
+
+
+_ids: list[str] = []  # run ids made from random bytes already read
+_VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}
+
+
+def _forget_ids() -> None:
+    _ids.clear()  # the parent process uses them
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_forget_ids)
 
 
 def _args_key(call: ToolCall) -> str:
