@@ -381,7 +381,7 @@ class _Run:
         self.answered = len(self.conversation)  # conversation[:answered] is safe as history
         self.definitions = toolset.definitions()
         self.price = find_price(agent.prices, model.name)
-        self.usage = self.trace.usage  # replaced by sums, never changed in place
+        self.spent = 0  # input plus output tokens so far (the run's usage is summed at its end)
         self.cost: float | None = 0.0 if self.price is not None else None
         self.index = 0  # model calls started
         self.last_call: ToolCall | None = None
@@ -420,11 +420,11 @@ class _Run:
                     "budget", detail=f"model call limit reached ({budget.max_model_calls} calls)"
                 )
             return
-        usage, cost = self.usage, self.cost
-        if budget.max_tokens is not None and usage.total_tokens > budget.max_tokens:
+        spent, cost = self.spent, self.cost
+        if budget.max_tokens is not None and spent > budget.max_tokens:
             raise _Stop(
                 "budget",
-                detail=f"token budget exceeded ({usage.total_tokens} > {budget.max_tokens} tokens)",
+                detail=f"token budget exceeded ({spent} > {budget.max_tokens} tokens)",
             )
         if budget.max_cost is not None and cost is not None and cost > budget.max_cost:
             over = f"cost budget exceeded (${cost:.6f} > ${budget.max_cost:g})"
@@ -503,7 +503,7 @@ class _Run:
             step_cost,
         )
         self.trace.steps.append(step)
-        self.usage = self.usage + usage
+        self.spent += usage.input_tokens + usage.output_tokens
         if step_cost is not None and self.cost is not None:
             self.cost += step_cost
         estimated = summary.estimated_tokens
@@ -621,7 +621,7 @@ class _Run:
         """End the run: complete the trace, hand it to the recorder and the subscribers."""
         trace = self.trace
         trace.output, trace.stop_reason, trace.stop_detail = output, reason, detail
-        trace.usage, trace.cost = self.usage, self.cost
+        trace.usage, trace.cost = _total(trace.steps), self.cost
         trace.duration_ms = (time.perf_counter() - self.started) * 1000
         trace.ended_at = _now()
         self.clock.stop()
@@ -657,6 +657,25 @@ def record(recorder: Recorder | None, trace: Trace) -> None:
             recorder.record(trace)
         except Exception:
             logger.exception("recorder failed; the run's result is unaffected")
+
+
+def _total(steps: list[Step]) -> Usage:
+    """The usage of a run: its steps' usage summed (as ``Usage.__add__`` sums two)."""
+    a = b = c = d = e = 0
+    estimated = False
+    details: dict[str, int] = {}
+    for step in steps:
+        usage = step.usage
+        a += usage.input_tokens
+        b += usage.output_tokens
+        c += usage.cached_tokens
+        d += usage.reasoning_tokens
+        e += usage.requests
+        estimated = estimated or usage.estimated
+        if usage.details:
+            for key, value in usage.details.items():
+                details[key] = details.get(key, 0) + value
+    return Usage(a, b, c, d, e, estimated, details)  # by position: see _Run.__init__
 
 
 def _emitter(handlers: Sequence[EventHandler]) -> Callable[[Event], None]:
