@@ -107,7 +107,8 @@ class _Recording(Model):
         # faithful record (and keeps scripted runs cheap).
         self.requests.append(ModelRequest(list(messages), list(tools), settings))
 
-    def _respond(self, item: Any, messages: Sequence[Message], where: str) -> ModelResponse:
+    def _respond(self, item: Any, messages: Sequence[Message], where: str | int) -> ModelResponse:
+        """The response to ``item``; ``where`` names it in errors (an int: a script item)."""
         # The common items first, with records built by position (keyword arguments cost
         # about 40 ns each in a dataclass's __init__): the same response as the general path.
         kind = type(item)
@@ -118,6 +119,8 @@ class _Recording(Model):
             message = Message("assistant", None, [item if item.id else self._next_id(item)])
             usage = self._estimate(messages, message)
             return ModelResponse(message, usage, self.name, "tool_calls")
+        if isinstance(where, int):
+            where = f"script item {where}"
         if isinstance(item, BaseException) or (
             isinstance(item, type) and issubclass(item, BaseException)
         ):
@@ -211,7 +214,7 @@ class ScriptedModel(_Recording):
         settings: ModelSettings,
     ) -> ModelResponse:
         """Record the request and return the next scripted response."""
-        self._record(messages, tools, settings)
+        self.requests.append(ModelRequest(list(messages), list(tools), settings))  # as _record
         if self.position >= len(self.script):
             last = messages[-1] if messages else None
             seen = f" The last message it received was {last.role}: {_clip(last)}." if last else ""
@@ -222,7 +225,7 @@ class ScriptedModel(_Recording):
             )
         item = self.script[self.position]
         self.position += 1
-        return self._respond(item, messages, f"script item {self.position}")
+        return self._respond(item, messages, self.position)
 
 
 FunctionResult = str | ToolCall | Sequence[ToolCall] | Message | ModelResponse
