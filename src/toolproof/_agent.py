@@ -6,7 +6,7 @@ import contextvars
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolproof._agent_run import AgentRun
 from toolproof._memory import Memory, MemoryState
@@ -18,8 +18,10 @@ from toolproof._tools import Tool
 from toolproof._toolset import Approver, Toolset
 from toolproof._trace import Trace, stable_hash
 from toolproof.errors import AgentRunError, UserError
-from toolproof.events import EventHandler, ModelStep, ToolsStep
 from toolproof.models._base import Model
+
+if TYPE_CHECKING:
+    from toolproof.events import EventHandler, ModelStep, ToolsStep
 
 __all__ = ["Agent", "Budget", "Recorder", "RunResult", "Session"]
 
@@ -29,6 +31,8 @@ _REEXPORTED = (AgentRun, CORRECTION_PREFIX, DEFAULT_MAX_SECONDS)
 
 @dataclass(slots=True)
 class _Override:
+    """What ``Agent.override`` swaps in for the runs of one context."""
+
     model: Model | None = None
     toolset: Toolset | None = None
 
@@ -295,6 +299,8 @@ class Agent:
         ``Agent.run`` runs the same calls in the same order in one coroutine
         (``AgentRun.complete``): change both together.
         """
+        from toolproof.events import ModelStep, ToolsStep  # with the first run, not at import
+
         while True:
             run.check()  # steps and model calls
             step = await run.ask()  # memory, then the model; the answer is the next step

@@ -15,17 +15,16 @@ from toolproof._messages import Message
 from toolproof._run import Budget, RunResult, _Run, _Stop, record
 from toolproof._trace import Trace
 from toolproof.errors import AgentRunError
-from toolproof.events import ModelStep, ToolsStep
 
 if TYPE_CHECKING:
     from toolproof._agent import Agent
+    from toolproof.events import ModelStep, ToolsStep
+
+    Item = ModelStep | ToolsStep | RunResult
 
 __all__ = ["AgentRun", "ForeignRun"]
 
 _T = TypeVar("_T")
-
-
-Item = ModelStep | ToolsStep | RunResult
 
 
 class AgentRun:

@@ -52,6 +52,8 @@ class MemoryState:
 
 @dataclass(slots=True)
 class Prepared:
+    """The messages a step sends, and what memory did to fit them."""
+
     messages: list[Message]
     trimmed: int
     summarized: bool

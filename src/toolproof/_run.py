@@ -10,13 +10,13 @@ one step at a time for ``Agent.iter``, to the end for ``Agent.run``.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import sys
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from toolproof._memory import Memory, MemoryState, estimate_message_tokens
@@ -31,27 +31,27 @@ from toolproof.errors import (
     UnmockedToolCall,
     UserError,
 )
-from toolproof.events import (
-    Event,
-    EventHandler,
-    ModelResponded,
-    RunFinished,
-    RunStarted,
-    ToolFinished,
-    ToolStarted,
-    log_event,
-)
 
 if TYPE_CHECKING:
     import asyncio
+    import logging
 
     from toolproof._agent import Agent
     from toolproof._toolset import Toolset
+    from toolproof.events import (
+        Event,
+        EventHandler,
+        ModelResponded,
+        RunFinished,
+        RunStarted,
+        ToolFinished,
+        ToolStarted,
+        log_event,
+    )
     from toolproof.models._base import Model
 
 __all__ = ["Budget", "Recorder", "RunResult"]
 
-logger = logging.getLogger("toolproof")
 _T = TypeVar("_T")
 
 CORRECTION_PREFIX = "Your last message contained a tool call that could not be parsed"
@@ -60,6 +60,44 @@ CORRECTION_PREFIX = "Your last message contained a tool call that could not be p
 DEFAULT_MAX_SECONDS = 600.0
 
 _UNCANCEL = sys.version_info >= (3, 11)  # Task.uncancel() tells our cut-off from a cancel
+_INFO = 20  # logging.INFO, without importing logging to read it
+
+
+@cache
+def _logger() -> logging.Logger:
+    """The ``toolproof`` logger; :mod:`logging` loads with the first run, not at import."""
+    import logging
+
+    return logging.getLogger("toolproof")
+
+
+#: What a run builds for a listener: bound as this module's globals by the first run that
+#: has a listener (``_emitter``), so ``import toolproof`` neither loads nor creates them.
+_EVENT_NAMES = (
+    "ModelResponded",
+    "RunFinished",
+    "RunStarted",
+    "ToolFinished",
+    "ToolStarted",
+    "log_event",
+)
+
+
+def _bind_events() -> None:
+    """Bind the event names here, all in one ``dict.update``: no thread sees some bound."""
+    if "_events_bound" not in globals():
+        from toolproof import events
+
+        names: dict[str, object] = {n: getattr(events, n) for n in _EVENT_NAMES}
+        names.update((n, v) for n, v in globals().items() if n in _EVENT_NAMES)  # stand-ins
+        globals().update(names, _events_bound=True)
+
+
+def __getattr__(name: str) -> object:
+    if name in _EVENT_NAMES:
+        _bind_events()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Recorder(Protocol):
@@ -656,7 +694,7 @@ def record(recorder: Recorder | None, trace: Trace) -> None:
         try:
             recorder.record(trace)
         except Exception:
-            logger.exception("recorder failed; the run's result is unaffected")
+            _logger().exception("recorder failed; the run's result is unaffected")
 
 
 def _total(steps: list[Step]) -> Usage:
@@ -679,9 +717,10 @@ def _total(steps: list[Step]) -> Usage:
 
 
 def _emitter(handlers: Sequence[EventHandler]) -> Callable[[Event], None]:
-    log = logger.isEnabledFor(logging.INFO)
+    log = _logger().isEnabledFor(_INFO)
     if not handlers and not log:
         return _ignore
+    _bind_events()
     targets = [*handlers, log_event] if log else list(handlers)
 
     def emit(event: Event) -> None:
@@ -689,7 +728,7 @@ def _emitter(handlers: Sequence[EventHandler]) -> Callable[[Event], None]:
             try:
                 handler(event)
             except Exception:
-                logger.exception("event handler %r failed; the run continues", handler)
+                _logger().exception("event handler %r failed; the run continues", handler)
 
     return emit
 

@@ -9,12 +9,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, Literal, ParamSpec, TypeVar, overload
 
 from toolproof._messages import ToolDefinition
-from toolproof._schema import Extra, build_function_schema
 from toolproof._trace import ToolInfo, stable_hash
 from toolproof.errors import UserError
 
 if TYPE_CHECKING:
     from pydantic import BaseModel, TypeAdapter
+
+    from toolproof._schema import Extra
 
 __all__ = ["ArgumentsInvalid", "Tool", "tool"]
 
@@ -81,6 +82,8 @@ class Tool(Generic[P, R]):
             )
         if _localns is None:
             _localns = sys._getframe(1).f_locals
+        from toolproof._schema import build_function_schema  # with pydantic, on the first tool
+
         spec = build_function_schema(
             function, name=self.name, description=description, extra=extra, localns=_localns
         )

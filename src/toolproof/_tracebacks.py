@@ -9,8 +9,11 @@ prints the traceback of the user's frames, without toolproof's and asyncio's int
 from __future__ import annotations
 
 import os
-import traceback
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import traceback
 
 __all__ = ["ENV_VARIABLE", "format_user_traceback", "traceback_enabled", "user_location"]
 
@@ -59,6 +62,8 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 
 def _user_frames(exc: BaseException) -> list[traceback.FrameSummary]:
+    import traceback  # on an error, not at every command's start-up
+
     return [
         frame
         for frame in traceback.extract_tb(exc.__traceback__)
@@ -94,6 +99,8 @@ def format_user_traceback(exc: BaseException) -> str:
     Exceptions raised by toolproof itself with no user frame (the one-line error that wraps
     the user's exception) are shown by their message only.
     """
+    import traceback
+
     lines = ["Traceback of your code (toolproof's and asyncio's frames hidden):"]
     for error in _chain(exc):
         frames = _user_frames(error)

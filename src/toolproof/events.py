@@ -7,13 +7,16 @@ never breaks it.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TextIO
+from functools import cache
+from typing import TYPE_CHECKING, TextIO
 
 from toolproof._messages import ToolCall, ToolResult
 from toolproof._trace import Step, Trace
+
+if TYPE_CHECKING:
+    import logging
 
 __all__ = [
     "Event",
@@ -30,7 +33,21 @@ __all__ = [
     "log_event",
 ]
 
-logger = logging.getLogger("toolproof")
+_INFO = 20  # logging.INFO, without importing logging to read it
+
+
+@cache
+def _logger() -> logging.Logger:
+    """The ``toolproof`` logger; :mod:`logging` loads on first use (a run), not at import."""
+    import logging
+
+    return logging.getLogger("toolproof")
+
+
+def __getattr__(name: str) -> object:
+    if name == "logger":  # the module's logger, as it was before it loaded on first use
+        return _logger()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,10 +145,10 @@ def format_event(event: Event) -> str | None:
 
 def log_event(event: Event) -> None:
     """Log ``event`` on the ``toolproof`` logger at INFO level."""
-    if logger.isEnabledFor(logging.INFO):
+    if _logger().isEnabledFor(_INFO):
         line = format_event(event)
         if line is not None:
-            logger.info(line)
+            _logger().info(line)
 
 
 class StepPrinter:

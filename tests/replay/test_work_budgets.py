@@ -17,6 +17,7 @@ import pytest
 from replay_helpers import query_users, user_trace
 
 import toolproof._trace as trace_module
+import toolproof.replay._recorded as recorded_module
 from toolproof import Trace
 from toolproof.replay import Recorder, Redactor, TraceStore, replay
 
@@ -87,15 +88,54 @@ def test_recorder_validates_each_trace_once_before_writing(
     assert codec == Counter(dump_python=TRACES, validate_json=TRACES), codec
 
 
-def test_replay_tools_mode_decodes_each_stored_trace_once_and_encodes_none(
-    tmp_path: Path, codec: Counter[str]
+@pytest.fixture
+def views(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """Counts of the reads of stored payloads as data (tools mode, ``_recorded.py``)."""
+    counts: Counter[str] = Counter()
+    real = recorded_module._validator()
+    monkeypatch.setattr(recorded_module, "_validator", lambda: _CountingAdapter(real, counts))
+    return counts
+
+
+def test_replay_tools_mode_reads_each_stored_trace_once_and_builds_no_trace(
+    tmp_path: Path, codec: Counter[str], views: Counter[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with TraceStore(tmp_path / "t.db") as store:
         store.add_many(_traces())
     codec.clear()
+    built: Counter[str] = Counter()
+    real_init = Trace.__post_init__
+
+    def counted_init(self: Trace) -> None:
+        built["Trace"] += 1
+        real_init(self)
+
+    monkeypatch.setattr(Trace, "__post_init__", counted_init)
     report = replay(tmp_path / "t.db", tools=[query_users])
     assert report.counts["pass"] == TRACES, report.summary()
-    assert codec == Counter(validate_json=TRACES), codec
+    # each payload parsed and checked once, by the codec's schema read as data; no Trace
+    # object is built when nothing needs one, and nothing is encoded
+    assert views == Counter(validate_json=TRACES), views
+    assert codec == Counter(), codec
+    assert built == Counter(), built
+
+
+def test_replay_tools_mode_decodes_with_the_codec_what_the_view_cannot_vouch_for(
+    tmp_path: Path, codec: Counter[str], views: Counter[str]
+) -> None:
+    # a NaN in a tool result is changed by the codec (written back as "NaN"): decoded
+    odd = [replace(trace, id=f"odd-{n}") for n, trace in enumerate(_traces(3))]
+    with TraceStore(tmp_path / "t.db") as store:
+        store.add_many(_traces())
+        store._conn.executemany(
+            "INSERT INTO traces (id, ts, payload, format_version) VALUES (?, 0, ?, 1)",
+            [(t.id, t.to_json().replace('"active":true}', '"active":NaN}').encode()) for t in odd],
+        )
+    codec.clear()
+    report = replay(tmp_path / "t.db", tools=[query_users])
+    assert len(report.samples) == TRACES + 3, report.summary()
+    assert views == Counter(validate_json=TRACES + 3), views
+    assert codec == Counter(validate_json=3), codec
 
 
 def test_replay_tools_mode_validates_each_recorded_call_once(
@@ -113,3 +153,53 @@ def test_replay_tools_mode_validates_each_recorded_call_once(
     report = replay(traces, tools=[query_users])
     assert report.counts["pass"] == TRACES
     assert counts == Counter(query_users=TRACES), counts
+
+
+def test_replay_tools_mode_compiles_each_schema_once_not_once_per_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jsonschema import Draft202012Validator
+
+    import toolproof.replay._tools_mode as tools_mode
+
+    with TraceStore(tmp_path / "t.db") as store:
+        store.add_many(_traces())
+    counts: Counter[str] = Counter()
+    real_check = Draft202012Validator.check_schema.__func__  # type: ignore[attr-defined]
+    real_from_schema = tools_mode._from_schema
+
+    def check_schema(cls: Any, schema: Any, *args: Any, **kwargs: Any) -> Any:
+        counts["check_schema"] += 1
+        return real_check(cls, schema, *args, **kwargs)
+
+    def from_schema(*args: Any) -> Any:
+        counts["compiled"] += 1
+        return real_from_schema(*args)
+
+    monkeypatch.setattr(Draft202012Validator, "check_schema", classmethod(check_schema))
+    monkeypatch.setattr(tools_mode, "_from_schema", from_schema)
+    schemas = {"query_users": query_users.parameters, "unused_tool": {"type": "object"}}
+    report = replay(tmp_path / "t.db", tools=schemas)
+    assert report.counts["pass"] == TRACES, report.summary()
+    # each of today's tools is checked and compiled once, whatever the number of traces
+    assert counts == Counter(check_schema=2, compiled=2), counts
+
+
+def test_replay_never_formats_its_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # asyncio.run (Python 3.11) formats its main task with its result when it restores the
+    # SIGINT handler: a report returned as that result was formatted, every sample, twice
+    from toolproof.replay._grading import SampleResult
+
+    with TraceStore(tmp_path / "t.db") as store:
+        store.add_many(_traces())
+    formatted: Counter[str] = Counter()
+    real_repr = SampleResult.__repr__
+
+    def counted_repr(self: SampleResult) -> str:
+        formatted["SampleResult"] += 1
+        return real_repr(self)
+
+    monkeypatch.setattr(SampleResult, "__repr__", counted_repr)
+    report = replay(tmp_path / "t.db", tools=[query_users])
+    assert report.counts["pass"] == TRACES, report.summary()
+    assert formatted == Counter(), formatted

@@ -8,7 +8,6 @@ built-in checks.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,8 @@ def suite_schema_text(*, modules: list[str] | None = None) -> str:
         modules: Modules that register your own checks: they are imported, and the schema
             then refuses ``expect`` keys that are not registered checks.
     """
+    import json
+
     from toolproof.evals._suite_model import suite_json_schema
 
     for name in modules or []:

@@ -9,7 +9,6 @@ run id or option (one line).
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -133,6 +132,8 @@ def _passed(info: RunInfo) -> tuple[str, str]:
 
 
 def _list(args: argparse.Namespace) -> int:
+    import json
+
     from rich.table import Table
     from rich.text import Text
 
@@ -211,6 +212,8 @@ def _pick(args: argparse.Namespace) -> tuple[Run, Run]:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    import json
+
     from toolproof._reporting import open_output, parse_report_specs
     from toolproof._runlog import compare_runs
     from toolproof.cli import report_console

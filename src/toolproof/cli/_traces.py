@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Iterator
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from toolproof._text import clip
@@ -167,6 +165,8 @@ def register(subparsers: Any) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
+    import json
+
     from toolproof.replay._store import open_store
 
     with open_store(store_path(args)) as store:
@@ -221,6 +221,8 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
+    import json
+
     from toolproof.replay._store import open_store
 
     with open_store(store_path(args)) as store:
@@ -351,6 +353,8 @@ def _prune(args: argparse.Namespace) -> int:
 
 
 def _iso(ts: float) -> str:
+    from datetime import datetime, timezone
+
     return (
         datetime.fromtimestamp(ts, timezone.utc)
         .isoformat(timespec="seconds")

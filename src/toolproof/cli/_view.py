@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import ipaddress
 import sys
 from pathlib import Path
 from typing import Any
@@ -58,6 +56,8 @@ def register(subparsers: Any) -> None:
 def _loopback(host: str) -> bool:
     if host == "localhost":
         return True
+    import ipaddress
+
     try:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
@@ -91,6 +91,8 @@ def _view(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     store = store_path(args)
+    import asyncio  # with the server, not for every command's start-up
+
     try:
         asyncio.run(_serve(runs, store, host, args.port, loopback))
     except KeyboardInterrupt:
@@ -100,6 +102,8 @@ def _view(args: argparse.Namespace) -> int:
 
 
 async def _serve(runs: Any, store: str, host: str, port: int | None, loopback: bool) -> None:
+    import asyncio
+
     from aiohttp import web
 
     from toolproof.errors import ConfigError

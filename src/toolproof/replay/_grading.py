@@ -20,11 +20,10 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from toolproof._grounding import check_grounding, extract_claims, trace_evidence
 from toolproof._matching import json_equal
-from toolproof._messages import ToolCall, ToolResult
 from toolproof._trace import Trace
 from toolproof.replay._rules import ReplayRules, ToolRule
 
@@ -42,6 +41,38 @@ Grade = Literal["pass", "warn", "fail", "error"]
 
 #: ``error_type`` values of results that mean the call never reached the tool.
 REJECTED = frozenset({"ValidationError", "InvalidArguments", "UnknownTool"})
+
+
+class CallLike(Protocol):
+    """What grading reads of a tool call: a ``ToolCall``, or a stored one read as data."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def arguments(self) -> dict[str, Any]: ...
+    @property
+    def id(self) -> str: ...
+    @property
+    def raw_arguments(self) -> str | None: ...
+    @property
+    def arguments_error(self) -> str | None: ...
+
+
+class ResultLike(Protocol):
+    """What grading reads of a tool result: a ``ToolResult``, or a stored one read as data."""
+
+    @property
+    def call_id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def value(self) -> Any: ...
+    @property
+    def error_type(self) -> str | None: ...
 
 
 @dataclass(slots=True)
@@ -158,8 +189,8 @@ def overall(findings: Iterable[Finding]) -> Grade:
 
 
 def grade_calls(
-    recorded: Sequence[tuple[ToolCall, ToolResult | None]],
-    new: Sequence[tuple[ToolCall, ToolResult | None]],
+    recorded: Sequence[tuple[CallLike, ResultLike | None]],
+    new: Sequence[tuple[CallLike, ResultLike | None]],
     rules: ReplayRules,
     *,
     compare_calls: bool = True,
@@ -174,7 +205,7 @@ def grade_calls(
     mask = rules.mask
     if compare_calls:
         findings.extend(_selection(recorded, new, rules.order, mask))
-    by_tool: dict[str, list[tuple[ToolCall, ToolResult | None]]] = {}
+    by_tool: dict[str, list[tuple[CallLike, ResultLike | None]]] = {}
     for call, result in recorded:
         by_tool.setdefault(call.name, []).append((call, result))
     seen: dict[str, int] = {}
@@ -189,8 +220,8 @@ def grade_calls(
 
 
 def _selection(
-    recorded: Sequence[tuple[ToolCall, ToolResult | None]],
-    new: Sequence[tuple[ToolCall, ToolResult | None]],
+    recorded: Sequence[tuple[CallLike, ResultLike | None]],
+    new: Sequence[tuple[CallLike, ResultLike | None]],
     order: str,
     mask: Sequence[str],
 ) -> list[Finding]:
@@ -241,8 +272,8 @@ def _selection(
 
 
 def _one_call(
-    before: tuple[ToolCall, ToolResult | None] | None,
-    after: tuple[ToolCall, ToolResult | None],
+    before: tuple[CallLike, ResultLike | None] | None,
+    after: tuple[CallLike, ResultLike | None],
     rule: ToolRule,
     mask: Sequence[str],
     compare: bool,
@@ -489,7 +520,7 @@ def _mask_value(name: str, value: Any, mask: Sequence[str]) -> Any:
     return value
 
 
-def _show_call(call: ToolCall | None, mask: Sequence[str]) -> str | None:
+def _show_call(call: CallLike | None, mask: Sequence[str]) -> str | None:
     if call is None:
         return None
     if call.arguments_error is not None:
@@ -498,7 +529,7 @@ def _show_call(call: ToolCall | None, mask: Sequence[str]) -> str | None:
     return f"{call.name}({json.dumps(masked, ensure_ascii=False, sort_keys=True, default=str)})"
 
 
-def _shown_arg(call: ToolCall | None, arg: str, mask: Sequence[str]) -> Any:
+def _shown_arg(call: CallLike | None, arg: str, mask: Sequence[str]) -> Any:
     if call is None or arg not in call.arguments:
         return None
     return _mask_value(arg, call.arguments[arg], mask)

@@ -37,6 +37,7 @@ from toolproof.replay._grading import (
     SampleResult,
 )
 from toolproof.replay._model_mode import _REAL_TOOL_HOW, ReplayModel, _model_sample, mock_from_trace
+from toolproof.replay._recorded import RecordedTrace, read_recorded, read_store
 from toolproof.replay._report import ReplayReport
 from toolproof.replay._rules import Aging, ReplayRules
 from toolproof.replay._store import TraceFilter, TraceStore
@@ -158,7 +159,9 @@ async def areplay(
 
     runner = executor_from_string(executor)
     local = isinstance(runner, LocalExecutor)
-    samples, expired, source_name = _samples(source, filter, aging, moment, decode=local)
+    # tools mode reads stored rows as data where that is exact (see _recorded.py)
+    reading: _Reading = ("view" if mode == "tools" else "trace") if local else "raw"
+    samples, expired, source_name = _samples(source, filter, aging, moment, reading=reading)
     report = ReplayReport(
         mode=mode,
         gate=gate,
@@ -257,7 +260,16 @@ def _blocking(
         from toolproof._agent import no_running_loop
 
         no_running_loop(name, instead)
-        return asyncio.run(function(*args, **kwargs))
+        found: list[R] = []
+
+        async def main() -> None:
+            # The result is kept here, not as the task's result: asyncio.run (3.11) formats
+            # its main task, result included, in full when it restores the SIGINT handler;
+            # with a report of 10,000 samples that repr cost more than grading them.
+            found.append(await function(*args, **kwargs))
+
+        asyncio.run(main())
+        return found[0]
 
     run.__name__ = run.__qualname__ = name
     return run
@@ -358,7 +370,7 @@ def _tools_item_sync(
     today, rules, run_mocks, aging = context
     begin = time.perf_counter()
     try:
-        trace = _sample_trace(item[0])
+        trace = _sample_view(item[0])
     except _Unreadable as exc:
         return exc.result
     result = _tools_sample(trace, today, rules, run_mocks=run_mocks)
@@ -391,6 +403,14 @@ def _sample_trace(sample: Any) -> Trace:
         return _decode(payload, version, trace_id)
     except TraceFormatError as exc:
         raise _Unreadable(_Skipped(str(exc))) from None
+
+
+def _sample_view(sample: Any) -> Trace | RecordedTrace:
+    """A sample for tools mode: read as data where that is exact, else as a trace."""
+    if isinstance(sample, Trace):
+        return sample
+    view = read_recorded(sample[1], sample[2])
+    return view if view is not None else _sample_trace(sample)
 
 
 def _lost(item: tuple[Any, float], error: BaseException) -> SampleResult | _Skipped:
@@ -499,15 +519,25 @@ def _now(now: float | datetime | None) -> float:
     return float(now)
 
 
+#: How stored rows come out of the store: decoded traces, data views for tools mode where
+#: exact (else decoded traces), or raw rows that workers decode.
+_Reading = Literal["trace", "view", "raw"]
+
+
 def _samples(
-    source: Source, filter: TraceFilter | None, aging: Aging, now: float, *, decode: bool = True
+    source: Source,
+    filter: TraceFilter | None,
+    aging: Aging,
+    now: float,
+    *,
+    reading: _Reading = "trace",
 ) -> tuple[Iterator[tuple[Any, float]], int, str | None]:
     cut = None if aging.max_age is None else now - aging.max_age
     if isinstance(source, (str, Path)):
         store = TraceStore(source, create=False)
-        return _from_store(store, filter, cut, now, close=True, decode=decode)
+        return _from_store(store, filter, cut, now, close=True, reading=reading)
     if isinstance(source, TraceStore):
-        return _from_store(source, filter, cut, now, close=False, decode=decode)
+        return _from_store(source, filter, cut, now, close=False, reading=reading)
     if filter is not None:
         raise UserError("filter= selects stored traces; pass a TraceStore (or its path) as source")
     traces = list(source)
@@ -532,7 +562,7 @@ def _from_store(
     now: float,
     *,
     close: bool,
-    decode: bool = True,
+    reading: _Reading = "trace",
 ) -> tuple[Iterator[tuple[Any, float]], int, str | None]:
     base = filter or TraceFilter()
     expired = 0
@@ -547,9 +577,13 @@ def _from_store(
 
     def read() -> Iterator[tuple[Any, float]]:
         try:
-            if not decode:  # raw rows: the workers decode them (and skip unreadable ones)
+            if reading == "raw":  # the workers decode them (and skip unreadable ones)
                 for trace_id, ts, payload, version in store._raw(selected):
                     yield (trace_id, payload, version), max(now - ts, 0.0)
+                return
+            if reading == "view":
+                for ts, recorded in read_store(store, selected):
+                    yield recorded, max(now - ts, 0.0)
                 return
             for trace, ts in store.query_with_time(selected):
                 yield trace, max(now - ts, 0.0)

@@ -9,10 +9,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from toolproof._messages import (
-    ToolCall,
-    ToolResult,
-)
+from toolproof._messages import ToolResult
 from toolproof._tools import ArgumentsInvalid, Tool
 from toolproof._toolset import Toolset
 from toolproof._trace import ToolInfo, Trace
@@ -23,12 +20,15 @@ from toolproof.errors import (
 )
 from toolproof.replay._grading import (
     REJECTED,
+    CallLike,
     Finding,
+    ResultLike,
     SampleResult,
     _show_call,
     grade_calls,
     overall,
 )
+from toolproof.replay._recorded import RecordedTrace
 from toolproof.replay._rules import ReplayRules
 
 # -- today's tools ---------------------------------------------------------------------------
@@ -67,19 +67,19 @@ class _TodayTool:
         tool = self.tool
         if tool is None or not tool.has_return_annotation:
             return None
-        from pydantic import ValidationError
-
         try:
             tool.validate_return(value)
-        except ValidationError as exc:
+        except Exception as exc:
+            from pydantic import ValidationError
+
+            if not isinstance(exc, ValidationError):
+                return None  # an annotation pydantic cannot check: nothing to say
             errors = exc.errors(include_url=False)
             detail = "; ".join(
                 f"{'.'.join(str(p) for p in error['loc']) or 'value'}: {error['msg']}"
                 for error in errors[:2]
             ) + ("; ..." if len(errors) > 2 else "")
             return f"the recorded response no longer fits {self.name}'s return type ({detail})"
-        except Exception:  # an annotation pydantic cannot check: nothing to say
-            return None
         return None
 
 
@@ -144,12 +144,16 @@ def _from_schema(name: str, parameters: Mapping[str, Any], schema_hash: str) -> 
 
 
 def _tools_sample(
-    trace: Trace, today: Mapping[str, _TodayTool], rules: ReplayRules, *, run_mocks: bool
+    trace: Trace | RecordedTrace,
+    today: Mapping[str, _TodayTool],
+    rules: ReplayRules,
+    *,
+    run_mocks: bool,
 ) -> SampleResult:
     findings: list[Finding] = []
     notes: list[str] = []
-    recorded = list(trace.calls_and_results())
-    replayed: list[tuple[ToolCall, ToolResult | None]] = []
+    recorded: list[tuple[CallLike, ResultLike | None]] = list(trace.calls_and_results())
+    replayed: list[tuple[CallLike, ResultLike | None]] = []
     for call, result in recorded:
         tool = today.get(call.name)
         if tool is None:
@@ -207,11 +211,11 @@ def _tools_sample(
     )
 
 
-def _rejected(call: ToolCall, reason: str) -> ToolResult:
+def _rejected(call: CallLike, reason: str) -> ToolResult:
     return ToolResult(call.id, call.name, "error", reason, error_type="ValidationError")
 
 
-def _compare_mock(tool: _TodayTool, call: ToolCall, result: ToolResult) -> list[Finding]:
+def _compare_mock(tool: _TodayTool, call: CallLike, result: ResultLike) -> list[Finding]:
     assert tool.tool is not None
     assert tool.mock is not None
     declared: tuple[type[BaseException], ...] = (ToolError, *tool.tool.errors)

@@ -1,0 +1,281 @@
+"""Stored traces read for tools mode as plain data, without building ``Trace`` objects.
+
+Tools mode needs a stored trace's tool calls, their recorded results, the tools' names and
+schema hashes, and a few top-level fields; building the whole :class:`~toolproof.Trace`
+(every step, message, usage and tool schema as an object, each with its normalising
+``__post_init__``) costs more than the replay itself. This module reads the same payload
+with the trace codec's own schema, taken from the codec's ``TypeAdapter`` (the one in
+``toolproof._trace``), with each dataclass read as a plain dict instead: the same JSON
+parser, the same field checks and coercions, no objects. It is not a second decoder:
+
+- the schema is derived from the codec's at first use, so a field added to a trace is
+  checked here too;
+- a payload is read this way only when the codec's ``__post_init__`` hooks would neither
+  refuse nor change any of its values (:func:`_unchanged_by_hooks` asks the codec's own
+  checks, ``_plain`` and the usage counts' range, the very conditions under which those
+  hooks return their input as it is);
+- every other payload, and every payload this schema refuses, goes to the codec itself
+  (``Trace.from_json`` through the store's ``_decode``): a row the codec refuses is
+  skipped with the codec's message, exactly as before.
+
+``tests/replay/test_recorded_view.py`` checks with generated and hostile payloads that the
+view and the full trace give the same replay outcomes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from toolproof._messages import _MAX_COUNT, Usage, _plain
+from toolproof._trace import TRACE_VERSION, Trace, _adapter
+from toolproof.errors import TraceFormatError
+from toolproof.replay._store_rows import TraceFilter, _decode
+
+if TYPE_CHECKING:
+    from toolproof.replay._store import TraceStore
+
+__all__ = ["RecordedCall", "RecordedResult", "RecordedTrace", "read_recorded", "read_store"]
+
+
+class RecordedCall:
+    """One recorded tool call (the fields tools mode reads of a ``ToolCall``)."""
+
+    __slots__ = ("arguments", "arguments_error", "id", "name", "raw_arguments")
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.name: str = data["name"]
+        self.arguments: dict[str, Any] = data["arguments"]
+        self.id: str = data["id"]
+        self.raw_arguments: str | None = data["raw_arguments"]
+        self.arguments_error: str | None = data["arguments_error"]
+
+
+class RecordedResult:
+    """One recorded tool result (the fields tools mode reads of a ``ToolResult``)."""
+
+    __slots__ = ("call_id", "content", "error_type", "name", "ok", "status", "value")
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.call_id: str = data["call_id"]
+        self.name: str = data["name"]
+        self.status: str = data["status"]
+        self.ok: bool = self.status == "ok"
+        self.content: str = data["content"]
+        self.value: Any = data["value"]
+        self.error_type: str | None = data["error_type"]
+
+
+class RecordedTool:
+    """A tool offered in the recorded run: its name and schema hash."""
+
+    __slots__ = ("name", "schema_hash")
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.name: str = data["name"]
+        self.schema_hash: str = data["schema_hash"]
+
+
+class RecordedTrace:
+    """A read-only view of a stored trace: what tools mode reads of a ``Trace``.
+
+    Built only from data the codec's schema accepted and its hooks would leave unchanged,
+    so every value read here equals the one ``Trace.from_json`` would give.
+    """
+
+    __slots__ = ("_data", "id", "input", "model", "output", "tools")
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self._data = data
+        self.id: str = data["id"]
+        self.input: str = data["input"]
+        self.model: str = data["model"]
+        self.output: str | None = data["output"]
+        self.tools = [RecordedTool(info) for info in data["tools"]]
+
+    def calls_and_results(self) -> list[tuple[RecordedCall, RecordedResult | None]]:
+        """Each tool call with its result (``None`` if the run stopped before it ran)."""
+        out: list[tuple[RecordedCall, RecordedResult | None]] = []
+        for step in self._data["steps"]:
+            calls = step["response"]["tool_calls"]
+            if not calls:
+                continue
+            by_id = {result["call_id"]: result for result in step["tool_results"]}
+            for call in calls:
+                result = by_id.get(call["id"])
+                out.append((RecordedCall(call), None if result is None else RecordedResult(result)))
+        return out
+
+    def full(self) -> Trace:
+        """The whole trace, decoded by the codec (for code that needs every field)."""
+        return Trace.from_dict(self._data)
+
+
+def read_recorded(payload: Any, version: Any) -> RecordedTrace | None:
+    """The stored payload as a view, or ``None`` when the codec itself must read it.
+
+    ``None`` means: the payload is not text, not a trace this schema accepts, not of the
+    current version (or not of the row's ``format_version``), or holds a value the codec's
+    hooks would refuse or change. The caller then decodes it with the codec (and skips it
+    with the codec's message when the codec refuses it).
+    """
+    validator = _validator()
+    if validator is None or not isinstance(payload, (bytes, str)):
+        return None
+    try:
+        data = validator.validate_json(payload)
+    except (ValueError, TypeError, RecursionError):
+        return None
+    if (
+        data["version"] != TRACE_VERSION
+        or version != TRACE_VERSION
+        or type(version) is not int
+        or not _unchanged_by_hooks(data)
+    ):
+        return None
+    return RecordedTrace(data)
+
+
+def read_store(
+    store: TraceStore, filter: TraceFilter | None
+) -> Iterator[tuple[float, RecordedTrace | Trace]]:
+    """A store's matching traces for tools mode, with their stored times, most recent first.
+
+    Each payload is read once: as data where that is exact, else decoded by the codec; a
+    row the codec refuses is skipped with its message, as ``TraceStore.query`` skips it.
+    """
+    for trace_id, ts, payload, version in store._raw(filter):
+        view = read_recorded(payload, version)
+        if view is not None:
+            yield ts, view
+            continue
+        try:
+            trace = _decode(payload, version, trace_id)
+        except TraceFormatError as exc:
+            store._skip(trace_id, exc)
+            continue
+        yield ts, trace
+
+
+# -- the codec's schema, read as plain data ----------------------------------------------------
+
+
+class _UnknownLayout(Exception):
+    """The codec's schema holds something this reading does not know how to mirror."""
+
+
+@cache
+def _validator() -> Any:
+    """The codec's schema read as data, or ``None`` (then the codec reads every row)."""
+    from pydantic_core import SchemaValidator
+
+    try:
+        return SchemaValidator(_as_plain(_adapter().core_schema))
+    except _UnknownLayout:  # a newer pydantic or trace layout: correct, only slower
+        return None
+
+
+def _as_plain(schema: Any) -> Any:
+    """The codec's core schema with every dataclass read as a dict of the same fields."""
+    if isinstance(schema, list):
+        return [_as_plain(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if schema.get("type") != "dataclass":
+        return {key: _as_plain(value) for key, value in schema.items()}
+    arguments = schema["schema"]
+    if arguments.get("type") != "dataclass-args" or arguments.get("computed_fields"):
+        raise _UnknownLayout(str(arguments.get("type")))
+    fields = {}
+    for entry in arguments["fields"]:
+        if entry.get("init") is False or entry.get("init_only") or entry.get("validation_alias"):
+            raise _UnknownLayout(entry["name"])  # a field not read from its own key
+        inner = _as_plain(entry["schema"])
+        fields[entry["name"]] = {
+            "type": "typed-dict-field",
+            "schema": inner,
+            "required": inner.get("type") != "default",
+        }
+    out: dict[str, Any] = {
+        "type": "typed-dict",
+        "fields": fields,
+        "extra_behavior": "ignore",
+        "config": dict(schema.get("config") or {}),
+    }
+    if "ref" in schema:
+        out["ref"] = schema["ref"]
+    return out
+
+
+# -- the codec's hooks --------------------------------------------------------------------------
+
+
+def _unchanged_by_hooks(data: dict[str, Any]) -> bool:
+    """Whether every ``__post_init__`` of the codec would keep ``data``'s values as they are.
+
+    The hooks convert text fields (a no-op on the strings the parser returns: it refuses
+    lone surrogates), free-form JSON values (``json_data``: a no-op exactly when ``_plain``
+    holds) and token counts (a no-op when they are ints in ``[0, 2**63)``). Anything else
+    is for the codec to decide.
+    """
+    metadata = data["metadata"]
+    if metadata and not _plain(metadata, 0):
+        return False
+    settings = data["settings"]
+    if settings and not _plain(settings, 0):
+        return False
+    if not _counts_fit(data["usage"]):
+        return False
+    for info in data["tools"]:
+        parameters = info["parameters"]
+        if _PLAIN_PARAMETERS.get(info["schema_hash"]) != parameters:
+            if not _plain(parameters, 0):
+                return False
+            if len(_PLAIN_PARAMETERS) >= 256:
+                _PLAIN_PARAMETERS.clear()
+            _PLAIN_PARAMETERS[info["schema_hash"]] = parameters
+    for message in data["history"]:
+        for call in message["tool_calls"]:
+            arguments = call["arguments"]
+            if arguments and not _plain(arguments, 0):
+                return False
+    for step in data["steps"]:
+        if not _counts_fit(step["usage"]):
+            return False
+        for call in step["response"]["tool_calls"]:
+            arguments = call["arguments"]
+            if arguments and not _plain(arguments, 0):
+                return False
+        for result in step["tool_results"]:
+            value = result["value"]
+            if value is not None and not _plain(value, 0):
+                return False
+    return True
+
+
+def _counts_fit(usage: Any) -> bool:
+    if type(usage) is not dict:  # the field's default, ``Usage()``, made by its factory
+        return type(usage) is Usage and usage == Usage()
+    a = usage["input_tokens"]
+    b = usage["output_tokens"]
+    c = usage["cached_tokens"]
+    d = usage["reasoning_tokens"]
+    e = usage["requests"]
+    if not (
+        type(a) is int
+        and type(b) is int
+        and type(c) is int
+        and type(d) is int
+        and type(e) is int
+        and 0 <= (a | b | c | d | e) < _MAX_COUNT
+    ):
+        return False
+    details = usage["details"]
+    return not details or all(type(n) is int and 0 <= n < _MAX_COUNT for n in details.values())
+
+
+#: Tool schemas repeat across the traces of a store: the ones found plain, by schema hash,
+#: each compared by value with the schema at hand (equal JSON values are plain alike), so a
+#: schema is walked once, not once per trace.
+_PLAIN_PARAMETERS: dict[str, dict[str, Any]] = {}
