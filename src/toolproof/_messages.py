@@ -537,6 +537,24 @@ class Usage:
         )
 
 
+def sum_usage(usages: list[Usage]) -> Usage:
+    """The sum of ``usages`` field by field, as ``Usage.__add__`` sums two, in one record."""
+    a = b = c = d = e = 0
+    estimated = False
+    details: dict[str, int] = {}
+    for usage in usages:
+        a += usage.input_tokens
+        b += usage.output_tokens
+        c += usage.cached_tokens
+        d += usage.reasoning_tokens
+        e += usage.requests
+        estimated = estimated or usage.estimated
+        if usage.details:
+            for key, value in usage.details.items():
+                details[key] = details.get(key, 0) + value
+    return Usage(a, b, c, d, e, estimated, details)  # by position: see Message.system
+
+
 @dataclass(slots=True)
 class ToolDefinition:
     """What the model is told about one tool.

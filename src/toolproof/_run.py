@@ -20,7 +20,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from toolproof._memory import Memory, MemoryState, estimate_message_tokens
-from toolproof._messages import Message, ModelSettings, ToolCall, ToolResult, Usage
+from toolproof._messages import Message, ModelSettings, ToolCall, ToolResult, Usage, sum_usage
 from toolproof._pricing import find_price
 from toolproof._trace import TRACE_VERSION, ErrorInfo, RequestSummary, Step, StopReason, Trace
 from toolproof.errors import (
@@ -659,7 +659,7 @@ class _Run:
         """End the run: complete the trace, hand it to the recorder and the subscribers."""
         trace = self.trace
         trace.output, trace.stop_reason, trace.stop_detail = output, reason, detail
-        trace.usage, trace.cost = _total(trace.steps), self.cost
+        trace.usage, trace.cost = sum_usage([step.usage for step in trace.steps]), self.cost
         trace.duration_ms = (time.perf_counter() - self.started) * 1000
         trace.ended_at = _now()
         self.clock.stop()
@@ -695,25 +695,6 @@ def record(recorder: Recorder | None, trace: Trace) -> None:
             recorder.record(trace)
         except Exception:
             _logger().exception("recorder failed; the run's result is unaffected")
-
-
-def _total(steps: list[Step]) -> Usage:
-    """The usage of a run: its steps' usage summed (as ``Usage.__add__`` sums two)."""
-    a = b = c = d = e = 0
-    estimated = False
-    details: dict[str, int] = {}
-    for step in steps:
-        usage = step.usage
-        a += usage.input_tokens
-        b += usage.output_tokens
-        c += usage.cached_tokens
-        d += usage.reasoning_tokens
-        e += usage.requests
-        estimated = estimated or usage.estimated
-        if usage.details:
-            for key, value in usage.details.items():
-                details[key] = details.get(key, 0) + value
-    return Usage(a, b, c, d, e, estimated, details)  # by position: see _Run.__init__
 
 
 def _emitter(handlers: Sequence[EventHandler]) -> Callable[[Event], None]:

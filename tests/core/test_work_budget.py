@@ -248,14 +248,21 @@ def test_system_calls_and_records_per_run(
         counts["random reads"] += 1
         return urandom(size)
 
+    sum_usage = run_module.sum_usage
+
     def counted_usage(*args: Any) -> Any:
-        counts["usage records"] += 1  # the trace's, before the end, and the run's sum
+        counts["usage records"] += 1  # the trace's, before the run ends
         return usage(*args)
+
+    def counted_sum(usages: Any) -> Any:
+        counts["usage records"] += 1  # the run's sum, when it ends
+        return sum_usage(usages)
 
     monkeypatch.setattr(asyncio, "get_running_loop", counted_loop)
     monkeypatch.setattr(asyncio, "current_task", counted_task)
     monkeypatch.setattr(os, "urandom", counted_urandom)
     monkeypatch.setattr(run_module, "Usage", counted_usage)
+    monkeypatch.setattr(run_module, "sum_usage", counted_sum)
     runs = 20
     agents = [make_agent(steps, parallel) for _ in range(runs)]
 
