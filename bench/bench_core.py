@@ -1,9 +1,19 @@
 """Per-run overhead of the agent loop, and `import toolproof` time.
 
 One full run = 2 model calls + 1 tool call, with a scripted model, argument validation and
-full tracing on (the defaults a user gets). The baseline is a bare hand-written loop doing
-the same work on plain dicts, measured in the same process; the figure that matters is the
-difference. ``run_sync`` is measured beside ``await agent.run``. Times are the process's CPU
+full tracing on (the defaults a user gets). Two hand-written baselines are measured in the
+same process:
+
+- the *minimal* loop (``bare_loop``): replies whose arguments are already Python dicts, no
+  system prompt, no JSON, no record of anything; the least any loop can do;
+- the *same-work* loop (``bare_loop_same_work``): what every real agent loop must do with the
+  same inputs, written plainly: OpenAI-shaped replies (``tool_calls`` with JSON-text
+  arguments and a ``usage`` dict), a system and a user message, ``json.loads`` of the
+  arguments, the tool looked up by name (unknown name or exception -> an error text for the
+  model), ``json.dumps`` of the result, a list of step dicts with start and end times, calls,
+  results and usage, and the usage summed at the end. No validation, no pydantic.
+
+``run_sync`` is measured beside ``await agent.run``. Times are the process's CPU
 time (``time.process_time``): the same as wall time for this single-threaded loop on an idle
 machine, and far steadier when other work shares the cores.
 
@@ -18,6 +28,7 @@ warm-up: instructions do not depend on what else the machine is doing.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import statistics
@@ -75,6 +86,75 @@ async def bare_loop(script: list[dict[str, Any]], tools: dict[str, Any], questio
     return ""
 
 
+async def bare_loop_same_work(
+    script: list[dict[str, Any]], tools: dict[str, Any], system: str, question: str
+) -> tuple[str, dict[str, Any]]:
+    """A minimal loop that does the observable work of an agent loop, and records it."""
+    perf = time.perf_counter
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": system},
+        {"role": "user", "content": question},
+    ]
+    steps: list[dict[str, Any]] = []
+    position = 0
+
+    async def model(msgs: list[dict[str, Any]]) -> dict[str, Any]:
+        nonlocal position
+        reply = script[position]
+        position += 1
+        return reply
+
+    output = ""
+    for _ in range(5):
+        started = perf()
+        reply = await model(messages)
+        message = reply["choices"][0]["message"]
+        step: dict[str, Any] = {
+            "started": started,
+            "ended": perf(),
+            "message": message,
+            "usage": reply["usage"],
+            "results": [],
+        }
+        steps.append(step)
+        messages.append(message)
+        tool_calls = message.get("tool_calls")
+        if not tool_calls:
+            output = message["content"] or ""
+            break
+        for tc in tool_calls:
+            function = tc["function"]
+            name = function["name"]
+            called = perf()
+            fn = tools.get(name)
+            arguments = None
+            if fn is None:
+                ok, content = False, f"unknown tool {name!r}"
+            else:
+                try:
+                    arguments = json.loads(function["arguments"])
+                    ok, content = True, json.dumps(fn(**arguments))
+                except Exception as exc:
+                    ok, content = False, f"{type(exc).__name__}: {exc}"
+            step["results"].append(
+                {
+                    "id": tc["id"],
+                    "name": name,
+                    "arguments": arguments,
+                    "ok": ok,
+                    "content": content,
+                    "started": called,
+                    "ended": perf(),
+                }
+            )
+            messages.append({"role": "tool", "tool_call_id": tc["id"], "content": content})
+    usage = {"prompt_tokens": 0, "completion_tokens": 0}
+    for step in steps:
+        usage["prompt_tokens"] += step["usage"]["prompt_tokens"]
+        usage["completion_tokens"] += step["usage"]["completion_tokens"]
+    return output, {"steps": steps, "usage": usage, "output": output}
+
+
 def scripted_agent(parallel: int, runs: int) -> Agent:
     calls = [call("multiply_numbers", a=12, b=8 + i) for i in range(parallel)]
     first: Any = calls[0] if parallel == 1 else calls
@@ -98,6 +178,44 @@ def bare_runner(parallel: int) -> Callable[[], Awaitable[str]]:
     return lambda: bare_loop(script, tools, "What is 12 times 8?")
 
 
+def same_work_runner(parallel: int) -> Callable[[], Awaitable[Any]]:
+    calls = [
+        {
+            "id": f"call_{i + 1}",
+            "type": "function",
+            "function": {
+                "name": "multiply_numbers",
+                "arguments": json.dumps({"a": 12, "b": 8 + i}),
+            },
+        }
+        for i in range(parallel)
+    ]
+    script = [
+        {
+            "choices": [
+                {
+                    "message": {"role": "assistant", "content": None, "tool_calls": calls},
+                    "finish_reason": "tool_calls",
+                }
+            ],
+            "usage": {"prompt_tokens": 40, "completion_tokens": 12},
+        },
+        {
+            "choices": [
+                {
+                    "message": {"role": "assistant", "content": "12 x 8 = 96"},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 60, "completion_tokens": 6},
+        },
+    ]
+    tools = {"multiply_numbers": bare_multiply}
+    return lambda: bare_loop_same_work(
+        script, tools, "You are an HR assistant.", "What is 12 times 8?"
+    )
+
+
 def _check(agent: Agent, result: Any, parallel: int) -> None:
     assert result.stop_reason == "final"
     assert len(result.trace.tool_results) == parallel
@@ -113,8 +231,8 @@ async def _async_batch(agent: Agent, parallel: int, runs: int) -> float:
     return (clock() - started) / runs * 1e6
 
 
-async def _bare_batch(parallel: int, runs: int) -> float:
-    run = bare_runner(parallel)
+async def _bare_batch(parallel: int, runs: int, same_work: bool = False) -> float:
+    run = same_work_runner(parallel) if same_work else bare_runner(parallel)
     started = clock()
     for _ in range(runs):
         await run()
@@ -133,17 +251,19 @@ def measure_round(parallel: int) -> dict[str, float]:
     total = (2 * BATCHES + 4) * RUNS_PER_BATCH
     agent = scripted_agent(parallel, total)
 
-    async def async_side() -> tuple[float, float]:
+    async def async_side() -> tuple[float, float, float]:
         await _async_batch(agent, parallel, RUNS_PER_BATCH)  # warm up
         await _bare_batch(parallel, RUNS_PER_BATCH)
+        await _bare_batch(parallel, RUNS_PER_BATCH, same_work=True)
         ours = [await _async_batch(agent, parallel, RUNS_PER_BATCH) for _ in range(BATCHES)]
         bare = [await _bare_batch(parallel, RUNS_PER_BATCH) for _ in range(BATCHES)]
-        return statistics.median(ours), statistics.median(bare)
+        same = [await _bare_batch(parallel, RUNS_PER_BATCH, True) for _ in range(BATCHES)]
+        return statistics.median(ours), statistics.median(bare), statistics.median(same)
 
-    ours, bare = asyncio.run(async_side())
+    ours, bare, same = asyncio.run(async_side())
     _sync_batch(agent, parallel, RUNS_PER_BATCH)  # warm up
     sync = statistics.median(_sync_batch(agent, parallel, RUNS_PER_BATCH) for _ in range(BATCHES))
-    return {"async": ours, "sync": sync, "bare": bare}
+    return {"async": ours, "sync": sync, "bare": bare, "same": same}
 
 
 def _spread(values: list[float]) -> str:
@@ -175,8 +295,8 @@ def _child(kind: str, runs: int) -> None:
     second dump holds exactly the instructions of the measured runs.
     """
     warm_up = 20
-    if kind == "bare":
-        run = bare_runner(1)
+    if kind in ("bare", "same"):
+        run = bare_runner(1) if kind == "bare" else same_work_runner(1)
 
         async def bare_all() -> None:
             for _ in range(warm_up):
@@ -236,15 +356,19 @@ def _instructions(kind: str, runs: int) -> int:
 
 def callgrind(runs: int = CALLGRIND_RUNS) -> None:
     print(f"instructions per run under callgrind (mean of {runs} runs after 20 warm-up runs)")
+    print(f"{'':<44}{'per run':>12}{'/minimal':>10}{'/same-work':>12}")
     per_run = {}
     for kind, label in (
-        ("bare", "bare loop"),
+        ("bare", "minimal bare loop"),
+        ("same", "same-work bare loop"),
         ("async", "await agent.run, 2 model calls + 1 tool"),
         ("sync", "agent.run_sync, same run"),
     ):
         per_run[kind] = _instructions(kind, runs) / runs
-        ratio = per_run[kind] / per_run["bare"]
-        print(f"{label:<44}{per_run[kind]:>12,.0f}{ratio:>8.1f}x")
+        minimal = per_run[kind] / per_run["bare"]
+        same = f"{per_run[kind] / per_run['same']:>11.1f}x" if "same" in per_run else ""
+        print(f"{label:<44}{per_run[kind]:>12,.0f}{minimal:>9.1f}x{same}")
+    print(f"run_sync / await run: {per_run['sync'] / per_run['async']:.2f}x")
 
 
 def main() -> None:
@@ -254,20 +378,26 @@ def main() -> None:
         f"(median of {BATCHES} batches); median of {ROUNDS} rounds ± half their range"
     )
     print(
-        f"{'scenario':<30}{'await run':>16}{'run_sync':>16}{'bare loop':>16}"
-        f"{'run/bare':>10}{'sync/run':>10}"
+        "baselines: 'minimal' = bare_loop (dict arguments, no JSON, no record); "
+        "'same-work' = bare_loop_same_work (OpenAI-shaped replies, JSON, a trace of dicts)"
+    )
+    print(
+        f"{'scenario':<30}{'await run':>16}{'run_sync':>16}{'minimal loop':>16}"
+        f"{'same-work loop':>16}{'run/min':>9}{'run/same':>10}{'sync/run':>10}"
     )
     for parallel in (1, 3):
         rounds = [measure_round(parallel) for _ in range(ROUNDS)]
         ours = [r["async"] for r in rounds]
         sync = [r["sync"] for r in rounds]
         bare = [r["bare"] for r in rounds]
+        same = [r["same"] for r in rounds]
         label = "2 model calls + 1 tool call" if parallel == 1 else "2 model calls + 3 parallel"
         run_ratio = statistics.median(r["async"] / r["bare"] for r in rounds)
+        same_ratio = statistics.median(r["async"] / r["same"] for r in rounds)
         sync_ratio = statistics.median(r["sync"] / r["async"] for r in rounds)
         print(
             f"{label:<30}{_spread(ours):>16}{_spread(sync):>16}{_spread(bare):>16}"
-            f"{run_ratio:>9.1f}x{sync_ratio:>9.2f}x"
+            f"{_spread(same):>16}{run_ratio:>8.1f}x{same_ratio:>9.1f}x{sync_ratio:>9.2f}x"
         )
     imported, bare_python = import_time()
     print(

@@ -37,6 +37,9 @@ class _Override:
     toolset: Toolset | None = None
 
 
+#: The memory state of runs without memory: never read or written (see ``_Run.ask``).
+_UNUSED_STATE = MemoryState()
+
 _overrides: contextvars.ContextVar[dict[int, _Override] | None] = contextvars.ContextVar(
     "toolproof_agent_overrides", default=None
 )
@@ -157,7 +160,7 @@ class Agent:
                 still receive the trace with ``stop_reason="cancelled"``.
         """
         run = self._own_run(input, history, metadata, tags, settings, memory_state, budget)
-        return await AgentRun(run, lambda: self._steps(run))._drain()
+        return await AgentRun.complete(run)
 
     def iter(
         self,
@@ -275,7 +278,7 @@ class Agent:
             settings=self.settings.merged(settings),
             metadata=dict(metadata or {}),
             tags=list(tags),
-            memory_state=memory_state or MemoryState(),
+            memory_state=memory_state or (_UNUSED_STATE if self.memory is None else MemoryState()),
             budget=budget or self.budget,
         )
 
@@ -291,7 +294,11 @@ class Agent:
     # -- the loop ----------------------------------------------------------------------------
 
     async def _steps(self, run: _Run) -> AsyncIterator[ModelStep | ToolsStep]:
-        """The agent loop. Every way out (final answer, a limit) raises ``_Stop`` from ``run``."""
+        """The agent loop. Every way out (final answer, a limit) raises ``_Stop`` from ``run``.
+
+        ``Agent.run`` runs the same calls in the same order in one coroutine
+        (``AgentRun.complete``): change both together.
+        """
         from toolproof.events import ModelStep, ToolsStep  # with the first run, not at import
 
         while True:
@@ -379,8 +386,14 @@ def _whole_run(
 
 def no_running_loop(what: str, instead: str = "`await ...run()`") -> None:
     """Raise a clear error when a synchronous wrapper is called inside an event loop."""
-    from asyncio import events
+    global _running_loop
+    if _running_loop is None:  # found once: an import with a name list costs ~0.4 µs a call
+        from asyncio.events import _get_running_loop
 
-    if events._get_running_loop() is None:  # get_running_loop() would raise, which costs more
+        _running_loop = _get_running_loop
+    if _running_loop() is None:  # get_running_loop() would raise, which costs more
         return
     raise UserError(f"{what}() cannot be called from a running event loop; use {instead}")
+
+
+_running_loop: Callable[[], object] | None = None  # asyncio's _get_running_loop, once found

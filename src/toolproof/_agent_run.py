@@ -98,6 +98,8 @@ class AgentRun:
             if run is not None:
                 run.start()
             self._steps = self._make()
+        if run is not None:
+            run.clock.bind()  # this step waits in the caller's task
         try:
             return await self._steps.__anext__()
         except _Stop as stop:
@@ -114,25 +116,28 @@ class AgentRun:
         self._done = True
         return self.result
 
-    async def _drain(self) -> RunResult:
-        """Run to the end without handing out the steps: what ``Agent.run`` does."""
-        run = self._run
-        assert run is not None, "only for toolproof's own loop"
-        assert self._steps is None, "a run is drained once"
+    @staticmethod
+    async def complete(run: _Run) -> RunResult:
+        """What ``Agent.run`` does: the loop of ``Agent._steps`` to its end, in one coroutine.
+
+        The same calls in the same order, without the generator and the step objects an
+        ``Agent.iter`` caller gets (tests/core/test_agent_iter.py checks that both give the
+        same result, trace and events).
+        """
         run.start()
-        steps = self._steps = self._make()
+        run.clock.bind()
         try:
-            async for _ in steps:
-                pass
+            while True:
+                run.check()  # steps and model calls
+                step = await run.ask()
+                run.final(step)  # a final answer ends the run
+                run.check(step)  # tokens, cost, repeated calls: before any tool runs
+                await run.run_tools(step)
         except _Stop as stop:
-            self.result = run.finish(stop.reason, stop.output, stop.detail)
+            return run.finish(stop.reason, stop.output, stop.detail)
         except BaseException as exc:
             run.fail(exc)
             raise
-        finally:
-            self._done = True
-        assert self.result is not None, "the loop ends only by a stop"
-        return self.result
 
     def _set_result(self, result: RunResult) -> None:
         self.result = result

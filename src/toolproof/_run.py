@@ -13,15 +13,16 @@ import json
 import os
 import sys
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from toolproof._memory import Memory, MemoryState, estimate_message_tokens
-from toolproof._messages import Message, ModelSettings, ToolCall, ToolResult, Usage
+from toolproof._messages import Message, ModelSettings, ToolCall, ToolResult, Usage, sum_usage
 from toolproof._pricing import find_price
-from toolproof._trace import ErrorInfo, RequestSummary, Step, StopReason, Trace
+from toolproof._trace import TRACE_VERSION, ErrorInfo, RequestSummary, Step, StopReason, Trace
 from toolproof.errors import (
     AgentRunError,
     MissingFixture,
@@ -183,20 +184,31 @@ class _Stop(BaseException):
 
 
 class _Clock:
-    """The run's wall-clock limit: one timer per run, armed only while the run waits.
+    """The run's wall-clock limit, armed only while the run waits.
 
-    The timer cancels the run's task when it fires during :meth:`within`; between steps (in
-    the code of an ``Agent.iter`` caller) it only marks the time as up, and the next wait is
-    cut off at its first suspension, as a fresh ``asyncio.timeout(0)`` would do.
+    The loop's timer (one for all the runs of an event loop, see :class:`_Timers`) cancels
+    the run's task when the limit passes during :meth:`within`; between steps (in the code
+    of an ``Agent.iter`` caller) it only marks the time as up, and the next wait is cut off
+    at its first suspension, as a fresh ``asyncio.timeout(0)`` would do.
     """
 
-    __slots__ = ("_cancelled", "_handle", "_inside", "_task", "deadline", "expired", "seconds")
+    __slots__ = (
+        "_cancelled",
+        "_inside",
+        "_loop",
+        "_task",
+        "_timers",
+        "deadline",
+        "expired",
+        "seconds",
+    )
 
     def __init__(self, seconds: float | None) -> None:
         self.seconds = seconds
         self.deadline: float | None = None  # on the perf_counter clock
         self.expired = self._inside = self._cancelled = False
-        self._handle: asyncio.Handle | None = None
+        self._timers: _Timers | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[Any] | None = None
 
     def start(self, started: float) -> None:
@@ -206,13 +218,26 @@ class _Clock:
         if _UNCANCEL:
             import asyncio
 
-            loop = asyncio.get_running_loop()
-            self._handle = loop.call_at(loop.time() + self.seconds, self._expire)
+            # Looking up the running loop costs a system call (getpid) on Python 3.11: once.
+            loop = self._loop = asyncio.get_running_loop()
+            self._timers = _Timers.of(loop)
+            self._timers.add(self, self.deadline, loop)
+
+    def bind(self) -> None:
+        """Note the task the run waits in: call it from that task before it waits.
+
+        ``Agent.run`` calls it once; each step of ``Agent.iter`` calls it (a caller may step
+        the run from another task).
+        """
+        if self._loop is not None:
+            import asyncio
+
+            self._task = asyncio.current_task(self._loop)  # given the loop: no system call
 
     def stop(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
+        if self._timers is not None:
+            self._timers.clocks.pop(self, None)
+            self._timers = None
 
     def _expire(self) -> None:
         self.expired = True
@@ -229,17 +254,19 @@ class _Clock:
             return await awaitable
         if not _UNCANCEL:  # pragma: no cover - Python 3.10
             return await self._wait_for(awaitable, what)
-        import asyncio
-
-        task: Any = asyncio.current_task()  # cancelling() and uncancel() are Python 3.11+
-        assert task is not None, "a run always runs in a task"
+        task: Any = self._task  # cancelling() and uncancel() are Python 3.11+
+        assert task is not None, "a run always runs in a task (bound by Agent.run / iter)"
         entry = task.cancelling()
-        self._task, self._inside = task, True
+        self._inside = True
         if self.expired:  # time ran out between steps: cut off at the first suspension
+            import asyncio
+
             asyncio.get_running_loop().call_soon(self._expire)
         try:
             return await awaitable
         except BaseException as exc:
+            import asyncio
+
             ours, self._cancelled = self._cancelled, False
             if ours and task.uncancel() <= entry and isinstance(exc, asyncio.CancelledError):
                 raise _Stop("budget", None, self.limit_detail(what)) from None
@@ -268,6 +295,67 @@ class _Clock:
         return f"time limit reached ({self.seconds:g} s){what}"
 
 
+class _Timers:
+    """The time limits of every run on one event loop, served by one loop timer.
+
+    A timer per run cost more than the rest of a scripted run's bookkeeping (each one is
+    pushed into the loop's heap, then cancelled). Here a run only joins and leaves a dict;
+    the one timer is armed for the earliest deadline, and when it fires it expires the runs
+    that are due and re-arms for the next one.
+    """
+
+    __slots__ = ("clocks", "handle", "loop", "when")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.clocks: dict[_Clock, float] = {}  # each run's clock and its deadline
+        # The loop and the armed timer, held weakly: the loop must stay collectable.
+        self.loop = weakref.ref(loop)
+        self.handle: weakref.ref[asyncio.TimerHandle] | None = None
+        self.when = float("inf")  # the deadline the timer is armed for (perf_counter clock)
+
+    @staticmethod
+    def of(loop: asyncio.AbstractEventLoop) -> _Timers:
+        """The timers of ``loop`` (made on first use, forgotten with the loop)."""
+        global _last_timers
+        last = _last_timers  # the common case: the same loop as the last run of any thread
+        if last is not None and last.loop() is loop:
+            return last
+        found = _loop_timers.get(loop)
+        if found is None:
+            found = _loop_timers[loop] = _Timers(loop)
+        _last_timers = found
+        return found
+
+    def add(self, clock: _Clock, deadline: float, loop: asyncio.AbstractEventLoop) -> None:
+        self.clocks[clock] = deadline
+        if deadline < self.when:
+            self._arm(deadline, loop)
+
+    def _arm(self, when: float, loop: asyncio.AbstractEventLoop) -> None:
+        armed = self.handle() if self.handle is not None else None
+        if armed is not None:
+            armed.cancel()
+        self.when = when
+        at = loop.time() + max(when - time.perf_counter(), 0.0)
+        self.handle = weakref.ref(loop.call_at(at, self._fire))
+
+    def _fire(self) -> None:
+        import asyncio
+
+        when, self.when, self.handle = self.when, float("inf"), None
+        due = [clock for clock, deadline in self.clocks.items() if deadline <= when]
+        for clock in due:
+            del self.clocks[clock]
+            clock._expire()
+        if self.clocks:
+            self._arm(min(self.clocks.values()), asyncio.get_running_loop())
+
+
+#: Each event loop's timers (an entry goes with its loop), and the last ones used.
+_loop_timers: weakref.WeakKeyDictionary[Any, _Timers] = weakref.WeakKeyDictionary()
+_last_timers: _Timers | None = None
+
+
 class _Run:
     """Everything one run carries from step to step, and its limits."""
 
@@ -290,31 +378,48 @@ class _Run:
         self.memory_state, self.budget = memory_state, budget
         if agent.name and "agent" not in metadata:
             metadata["agent"] = agent.name
+        # Records are built with positional fields on the run's path: a keyword argument
+        # costs about 40 ns in a dataclass's __init__ (see Trace and Step for the order).
         self.trace = Trace(
-            id=_run_id(),
-            input=input,
-            started_at=_now(),
-            history=history,
-            system_prompt=agent.system_prompt,
-            system_prompt_hash=agent.system_prompt_hash,
-            model=model.name,
-            settings=settings.to_dict(),
-            tools=toolset.infos(),
-            tool_mode=toolset.mode,
-            metadata=metadata,
-            tags=tags,
+            _run_id(),
+            input,
+            TRACE_VERSION,
+            _now(),  # started_at
+            "",  # ended_at
+            history,
+            agent.system_prompt,
+            agent.system_prompt_hash,
+            model.name,
+            settings.to_dict(),
+            toolset.infos(),
+            toolset.mode,
+            [],  # steps
+            None,  # output
+            "final",  # stop_reason, set when the run ends
+            None,  # stop_detail
+            None,  # error
+            Usage(),
+            None,  # cost
+            0.0,  # duration_ms
+            metadata,
+            tags,
         )
         self.emit = _emitter(agent.handlers)
         self.observed = self.emit is not _ignore  # events are built only for a listener
         self.system, system_count = _system_message(agent.system_prompt)
-        self.conversation: list[Message] = [*history, Message.user(input)]
-        self.counts = [estimate_message_tokens(m) for m in self.conversation]
+        user = Message.user(input)
+        if history:
+            self.conversation: list[Message] = [*history, user]
+            self.counts = [estimate_message_tokens(m) for m in self.conversation]
+        else:
+            self.conversation = [user]
+            self.counts = [estimate_message_tokens(user)]
         self.tokens = sum(self.counts) + system_count  # what the request estimates
         self.protect = len(history)  # index of the current input: memory never drops it
         self.answered = len(self.conversation)  # conversation[:answered] is safe as history
         self.definitions = toolset.definitions()
         self.price = find_price(agent.prices, model.name)
-        self.usage = Usage()
+        self.spent = 0  # input plus output tokens so far (the run's usage is summed at its end)
         self.cost: float | None = 0.0 if self.price is not None else None
         self.index = 0  # model calls started
         self.last_call: ToolCall | None = None
@@ -353,11 +458,11 @@ class _Run:
                     "budget", detail=f"model call limit reached ({budget.max_model_calls} calls)"
                 )
             return
-        usage, cost = self.usage, self.cost
-        if budget.max_tokens is not None and usage.total_tokens > budget.max_tokens:
+        spent, cost = self.spent, self.cost
+        if budget.max_tokens is not None and spent > budget.max_tokens:
             raise _Stop(
                 "budget",
-                detail=f"token budget exceeded ({usage.total_tokens} > {budget.max_tokens} tokens)",
+                detail=f"token budget exceeded ({spent} > {budget.max_tokens} tokens)",
             )
         if budget.max_cost is not None and cost is not None and cost > budget.max_cost:
             over = f"cost budget exceeded (${cost:.6f} > ${budget.max_cost:g})"
@@ -422,20 +527,21 @@ class _Run:
         latency = (time.perf_counter() - step_started) * 1000
         price, usage = self.price, response.usage
         step_cost = price.cost(usage) if price is not None else None
-        step = Step(
-            index=self.index,
-            request=summary,
-            response=response.message,
-            offset_ms=(step_started - self.started) * 1000,
-            latency_ms=latency,
-            usage=usage,
-            finish_reason=response.finish_reason,
-            model_name=response.model_name,
-            parse_errors=list(response.parse_errors),
-            cost=step_cost,
+        step = Step(  # by position, see __init__
+            self.index,
+            summary,
+            response.message,
+            (step_started - self.started) * 1000,  # offset_ms
+            latency,
+            usage,
+            response.finish_reason,
+            response.model_name,
+            [],  # tool_results
+            list(response.parse_errors),
+            step_cost,
         )
         self.trace.steps.append(step)
-        self.usage = self.usage + usage
+        self.spent += usage.input_tokens + usage.output_tokens
         if step_cost is not None and self.cost is not None:
             self.cost += step_cost
         estimated = summary.estimated_tokens
@@ -498,13 +604,21 @@ class _Run:
         self.answered = len(self.conversation)
 
     async def _tools(self, calls: list[ToolCall], step: Step) -> list[ToolResult]:
-        import asyncio
-
         toolset, emit, observed = self.toolset, self.emit, self.observed
         timeout, approver = self.agent.tool_timeout, self.agent.approver
         # What ran, in call order, kept if the time limit cuts the rest off.
         finished: list[ToolResult | None] = [None] * len(calls)
         self._finished = finished
+
+        if len(calls) == 1:  # the most common step, as one() below runs it
+            call = calls[0]
+            if observed:
+                emit(ToolStarted(step.index, call))
+            result = await toolset.execute(call, timeout=timeout, approver=approver)
+            finished[0] = result
+            if observed:
+                emit(ToolFinished(step.index, call, result))
+            return [result]
 
         async def one(call: ToolCall, index: int) -> ToolResult:
             if observed:
@@ -515,8 +629,6 @@ class _Run:
                 emit(ToolFinished(step.index, call, result))
             return result
 
-        if len(calls) == 1:
-            return [await one(calls[0], 0)]
         outcomes: list[ToolResult | BaseException]
         if timeout is None and all(toolset.runs_inline(c) for c in calls):
             # Synchronous tools never suspend: tasks would run them one by one anyway, so
@@ -528,6 +640,8 @@ class _Run:
                 except Exception as exc:
                     outcomes.append(exc)
         else:
+            import asyncio
+
             outcomes = await asyncio.gather(
                 *(one(c, i) for i, c in enumerate(calls)), return_exceptions=True
             )
@@ -545,7 +659,7 @@ class _Run:
         """End the run: complete the trace, hand it to the recorder and the subscribers."""
         trace = self.trace
         trace.output, trace.stop_reason, trace.stop_detail = output, reason, detail
-        trace.usage, trace.cost = self.usage, self.cost
+        trace.usage, trace.cost = sum_usage([step.usage for step in trace.steps]), self.cost
         trace.duration_ms = (time.perf_counter() - self.started) * 1000
         trace.ended_at = _now()
         self.clock.stop()
@@ -617,11 +731,37 @@ def _system_message(prompt: str | None) -> tuple[Message | None, int]:
 
 
 def _run_id() -> str:
-    """A random version-4 UUID as 32 hex digits, as ``uuid.uuid4().hex`` (without its object)."""
-    raw = bytearray(os.urandom(16))
-    raw[6] = raw[6] & 0x0F | 0x40
-    raw[8] = raw[8] & 0x3F | 0x80
-    return raw.hex()
+    """A random version-4 UUID as 32 hex digits, as ``uuid.uuid4().hex`` (without its object).
+
+    The random bytes are read 64 ids at a time (one system call instead of one per run);
+    a forked child drops the ids its parent read (see ``_forget_ids``).
+    """
+    try:
+        return _ids.pop()  # atomic: two threads never take the same id
+    except IndexError:
+        pass
+    block = os.urandom(16 * 64).hex()
+    # The 13th hex digit is the version (4), the 17th the RFC 4122 variant (8, 9, a or b).
+    _ids.extend(
+        [
+            f"{block[i : i + 12]}4{block[i + 13 : i + 16]}{_VARIANT[block[i + 16]]}"
+            f"{block[i + 17 : i + 32]}"
+            for i in range(0, len(block), 32)
+        ]
+    )
+    return _ids.pop()
+
+
+_ids: list[str] = []  # run ids made from random bytes already read
+_VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}
+
+
+def _forget_ids() -> None:
+    _ids.clear()  # the parent process uses them
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_forget_ids)
 
 
 def _args_key(call: ToolCall) -> str:

@@ -135,7 +135,7 @@ def _finalize_async_generators(loop: asyncio.AbstractEventLoop) -> None:
     be tracked), so this closes those the loop tracks now and keeps the loop usable.
     """
     generators = getattr(loop, "_asyncgens", None)  # the loop's weak set of live generators
-    if not generators:
+    if generators is None or not getattr(generators, "data", generators):  # (no __len__ call)
         return
     import asyncio
 
@@ -157,13 +157,23 @@ def _finalize_async_generators(loop: asyncio.AbstractEventLoop) -> None:
             )
 
 
+_every_task: Any = None  # the references of asyncio's weak set of every task, once found
+
+
 def _cancel_leftovers(loop: asyncio.AbstractEventLoop) -> None:
     """Cancel tasks the call left behind, as ``asyncio.run`` does, and let them finish."""
+    global _every_task
+    if _every_task is None:
+        import asyncio
+
+        # All loops' tasks, weakly held (Python 3.10 and 3.11; later versions keep them
+        # elsewhere, and the scan below always runs).
+        found = getattr(asyncio.tasks, "_all_tasks", None)
+        _every_task = getattr(found, "data", False)  # the weak set's own set of references
+    if _every_task is not False and len(_every_task) <= 1:
+        return  # only the call's own task exists anywhere (the scan below costs ~5 µs)
     import asyncio
 
-    every_task = getattr(asyncio.tasks, "_all_tasks", None)  # all loops' tasks, weakly held
-    if every_task is not None and len(every_task) <= 1:
-        return  # only the call's own task exists anywhere (the scan below costs ~5 µs)
     leftovers = asyncio.all_tasks(loop)
     if not leftovers:
         return

@@ -22,15 +22,21 @@ def estimate_tokens(text: str) -> int:
     DeepSeek's tokenizers takes 0.6 to 1 token per character, so the estimate errs on the
     side of trimming early, which is the safe side for a context budget.
     """
-    if not text:
-        return 0
+    if text.isascii():
+        return (len(text) + 3) // 4
     ascii_chars = len(text.encode("ascii", "ignore"))
     return (ascii_chars + 3) // 4 + (len(text) - ascii_chars)
 
 
 def estimate_message_tokens(message: Message) -> int:
     """Estimate the tokens a message takes in a request (content, tool calls, overhead)."""
-    tokens = MESSAGE_OVERHEAD + estimate_tokens(message.content or "")
+    content = message.content
+    if not content:
+        tokens = MESSAGE_OVERHEAD
+    elif content.isascii():  # the common case, inline: this runs for every message of a run
+        tokens = MESSAGE_OVERHEAD + (len(content) + 3) // 4
+    else:
+        tokens = MESSAGE_OVERHEAD + estimate_tokens(content)
     for call in message.tool_calls:
         # repr() of the arguments is as long as their JSON to within a few characters, and
         # much cheaper to produce on the hot path.

@@ -87,13 +87,14 @@ def counters(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
 
     monkeypatch.setattr(type(multiply_numbers), "validate", validate)
     schema = multiply_numbers._args_model
-    model_validate = schema.model_validate
+    validator = schema.__pydantic_validator__
 
-    def schema_validate(value: Any, *args: Any, **kwargs: Any) -> Any:
-        counts["schema validations"] += 1
-        return model_validate(value, *args, **kwargs)
+    class CountingValidator:
+        def validate_python(self, value: Any, *args: Any, **kwargs: Any) -> Any:
+            counts["schema validations"] += 1
+            return validator.validate_python(value, *args, **kwargs)
 
-    monkeypatch.setattr(schema, "model_validate", schema_validate)
+    monkeypatch.setattr(schema, "__pydantic_validator__", CountingValidator())
     estimate = run_module.estimate_message_tokens
 
     def estimate_message_tokens(message: Message) -> int:
@@ -169,7 +170,8 @@ def test_fixed_budgets_per_call_per_message_and_per_run(
     assert counters["conversation scans"] <= (steps + 1) + 1
     # Repeated-call detection encodes arguments only for consecutive calls to the same tool.
     assert counters["argument encodings"] <= tool_calls + 1
-    # One wall-clock timer per run, however many steps and calls it makes.
+    # At most one wall-clock timer (the loop's, shared by its runs: test_shared_timer.py),
+    # however many steps and calls the run makes.
     assert counters["timers"] <= 1
     # Nothing is serialized on the run's path without a recorder.
     assert counters["trace serializations"] == 0
@@ -216,3 +218,61 @@ def test_no_events_are_built_when_nobody_listens(
     assert built == {}
     run_counted(make_agent(4, 3, on_event=lambda event: None), counters)
     assert sum(built.values()) == 2 + 5 + 2 * 12
+
+
+@pytest.mark.parametrize(("steps", "parallel"), [(1, 1), (8, 3)])
+def test_system_calls_and_records_per_run(
+    monkeypatch: pytest.MonkeyPatch, steps: int, parallel: int
+) -> None:
+    """One running-loop lookup per run (a getpid system call on Python 3.11), no task
+    lookup without the loop, random bytes read once for many runs, two usage records."""
+    import os
+
+    import toolproof._run as run_module
+
+    counts: Counter[str] = Counter()
+    get_running_loop = asyncio.get_running_loop
+    current_task = asyncio.current_task
+    urandom = os.urandom
+    usage = run_module.Usage
+
+    def counted_loop() -> Any:
+        counts["running loop lookups"] += 1
+        return get_running_loop()
+
+    def counted_task(loop: Any = None) -> Any:
+        counts["task lookups without the loop" if loop is None else "task lookups"] += 1
+        return current_task(loop)
+
+    def counted_urandom(size: int) -> bytes:
+        counts["random reads"] += 1
+        return urandom(size)
+
+    sum_usage = run_module.sum_usage
+
+    def counted_usage(*args: Any) -> Any:
+        counts["usage records"] += 1  # the trace's, before the run ends
+        return usage(*args)
+
+    def counted_sum(usages: Any) -> Any:
+        counts["usage records"] += 1  # the run's sum, when it ends
+        return sum_usage(usages)
+
+    monkeypatch.setattr(asyncio, "get_running_loop", counted_loop)
+    monkeypatch.setattr(asyncio, "current_task", counted_task)
+    monkeypatch.setattr(os, "urandom", counted_urandom)
+    monkeypatch.setattr(run_module, "Usage", counted_usage)
+    monkeypatch.setattr(run_module, "sum_usage", counted_sum)
+    runs = 20
+    agents = [make_agent(steps, parallel) for _ in range(runs)]
+
+    async def all_runs() -> None:
+        for agent in agents:
+            assert (await agent.run("multiply")).stop_reason == "final"
+
+    asyncio.run(all_runs())
+    assert counts["running loop lookups"] <= runs
+    assert counts["task lookups without the loop"] == 0
+    assert counts["task lookups"] <= runs
+    assert counts["random reads"] <= 2  # one read serves 64 runs
+    assert counts["usage records"] <= 2 * runs
