@@ -30,14 +30,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+from _callgrind import marked_instructions
 
 from toolproof import Agent, tool
 from toolproof.testing import ScriptedModel, call
@@ -330,28 +330,7 @@ def _child(kind: str, runs: int) -> None:
 
 
 def _instructions(kind: str, runs: int) -> int:
-    with tempfile.TemporaryDirectory() as folder:
-        out = os.path.join(folder, "callgrind.out")
-        subprocess.run(
-            [
-                "valgrind",
-                "--tool=callgrind",
-                "--dump-before=getppid",
-                f"--callgrind-out-file={out}",
-                sys.executable,
-                __file__,
-                "--child",
-                kind,
-                str(runs),
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        with open(f"{out}.2") as dump:  # .1 is start-up and warm-up, .2 the measured runs
-            found = re.search(r"^summary: (\d+)", dump.read(), re.MULTILINE)
-        assert found, "callgrind wrote no summary"
-        return int(found.group(1))
+    return marked_instructions(__file__, "--child", kind, str(runs))
 
 
 def callgrind(runs: int = CALLGRIND_RUNS) -> None:

@@ -20,16 +20,14 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
+from _callgrind import marked_instructions
 from bench_http_server import start_server
 
 import toolproof.models
@@ -152,16 +150,7 @@ def _child(kind: str, runs: int, base_url: str) -> None:
 
 
 def _instructions(kind: str, runs: int, base_url: str) -> int:
-    with tempfile.TemporaryDirectory() as folder:
-        out = os.path.join(folder, "callgrind.out")
-        command = ["valgrind", "--tool=callgrind", "--dump-before=getppid"]
-        command += [f"--callgrind-out-file={out}", sys.executable, __file__]
-        command += ["--child", kind, str(runs), base_url]
-        subprocess.run(command, capture_output=True, text=True, check=True)
-        with open(f"{out}.2") as dump:  # .1 is start-up and warm-up, .2 the measured runs
-            found = re.search(r"^summary: (\d+)", dump.read(), re.MULTILINE)
-        assert found, "callgrind wrote no summary"
-        return int(found.group(1))
+    return marked_instructions(__file__, "--child", kind, str(runs), base_url)
 
 
 def callgrind(runs: int = CALLGRIND_RUNS) -> None:

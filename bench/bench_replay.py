@@ -25,6 +25,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from _callgrind import marked_instructions
+
 from toolproof import Agent, Trace, tool
 from toolproof.models.fake import FunctionModel, call
 from toolproof.replay import Recorder, Redactor, TraceStore, replay
@@ -259,33 +261,7 @@ def _replay_child(kind: str, store_path: str, count: int) -> None:
 
 
 def _replay_instructions(kind: str, store_path: Path, count: int) -> int:
-    import re
-    import subprocess
-    import sys
-
-    with tempfile.TemporaryDirectory() as folder:
-        out = os.path.join(folder, "callgrind.out")
-        subprocess.run(
-            [
-                "valgrind",
-                "--tool=callgrind",
-                "--dump-before=getppid",
-                f"--callgrind-out-file={out}",
-                sys.executable,
-                __file__,
-                "--child",
-                kind,
-                str(store_path),
-                str(count),
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        with open(f"{out}.2") as dump:  # .1 is start-up and warm-up, .2 the measured pass
-            found = re.search(r"^summary: (\d+)", dump.read(), re.MULTILINE)
-        assert found, "callgrind wrote no summary"
-        return int(found.group(1))
+    return marked_instructions(__file__, "--child", kind, str(store_path), str(count))
 
 
 def callgrind_replay(count: int = REPLAY_CALLGRIND_TRACES) -> None:
@@ -405,32 +381,7 @@ def _callgrind_child(kind: str, count: int) -> None:
 
 
 def _instructions(kind: str, count: int) -> int:
-    import re
-    import subprocess
-    import sys
-
-    with tempfile.TemporaryDirectory() as folder:
-        out = os.path.join(folder, "callgrind.out")
-        subprocess.run(
-            [
-                "valgrind",
-                "--tool=callgrind",
-                "--dump-before=getppid",
-                f"--callgrind-out-file={out}",
-                sys.executable,
-                __file__,
-                "--callgrind-child",
-                kind,
-                str(count),
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        with open(f"{out}.2") as dump:  # .1 is start-up and warm-up, .2 the measured writes
-            found = re.search(r"^summary: (\d+)", dump.read(), re.MULTILINE)
-        assert found, "callgrind wrote no summary"
-        return int(found.group(1))
+    return marked_instructions(__file__, "--callgrind-child", kind, str(count))
 
 
 def callgrind_record(count: int = RECORD_CALLGRIND_TRACES) -> None:
