@@ -173,3 +173,12 @@ def test_runs_racing_for_the_first_listener_all_get_every_event() -> None:
             "same": True,
             "seen": [json.dumps([expected, "done"])] * 8,
         }
+
+
+def test_the_parts_bound_on_first_use_are_exactly_the_lazy_names() -> None:
+    import toolproof
+    import toolproof.testing
+
+    assert set(toolproof._parts()) == toolproof._PARTS
+    assert set(toolproof.__all__) >= toolproof._PARTS
+    assert set(toolproof.testing._parts()) == set(toolproof.testing.__all__)
