@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
+from _handlers_server import serve_handlers
 from _openai_server import FakeOpenAIServer, Reply
 from aiohttp import web
 from hypothesis import given, settings
@@ -99,18 +100,8 @@ HANDLERS: dict[str, Handler] = {
 @pytest.fixture
 async def hanging_server() -> AsyncIterator[str]:
     """A real aiohttp server on 127.0.0.1: /NAME/v1/chat/completions runs HANDLERS[NAME]."""
-    app = web.Application()
-    for name, handler in HANDLERS.items():
-        app.router.add_post(f"/{name}/v1/chat/completions", handler)
-    runner = web.AppRunner(app, shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
+    async with serve_handlers(HANDLERS) as url:
+        yield url
 
 
 def _model(base: str, name: str, **options: Any) -> OpenAIChatModel:

@@ -14,6 +14,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
+from _handlers_server import serve_handlers
 from aiohttp import web
 
 from toolproof._messages import Message, ModelSettings
@@ -64,18 +65,8 @@ HANDLERS: dict[str, Callable[[web.Request], Awaitable[web.StreamResponse]]] = {
 
 @pytest.fixture
 async def stalling_server() -> AsyncIterator[str]:
-    app = web.Application()
-    for name, handler in HANDLERS.items():
-        app.router.add_post(f"/{name}/v1/chat/completions", handler)
-    runner = web.AppRunner(app, shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
+    async with serve_handlers(HANDLERS) as url:
+        yield url
 
 
 @pytest.mark.parametrize("name", sorted(HANDLERS))

@@ -1,0 +1,27 @@
+"""A real aiohttp server on 127.0.0.1 whose routes run the handlers a test gives it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+
+from aiohttp import web
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@asynccontextmanager
+async def serve_handlers(handlers: Mapping[str, Handler]) -> AsyncIterator[str]:
+    """Serve ``POST /NAME/v1/chat/completions`` with ``handlers[NAME]``; yields the base URL."""
+    app = web.Application()
+    for name, handler in handlers.items():
+        app.router.add_post(f"/{name}/v1/chat/completions", handler)
+    runner = web.AppRunner(app, shutdown_timeout=0.1)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
