@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 
@@ -25,3 +26,20 @@ async def serve_handlers(handlers: Mapping[str, Handler]) -> AsyncIterator[str]:
         yield f"http://127.0.0.1:{port}"
     finally:
         await runner.cleanup()
+
+
+async def silent(request: web.Request) -> web.StreamResponse:
+    """Reads the request, then answers nothing, not even headers."""
+    await request.read()
+    await asyncio.sleep(3600)
+    raise AssertionError("unreachable")
+
+
+async def blank_lines(request: web.Request) -> web.StreamResponse:
+    """200 application/json, then blank lines forever (how DeepSeek waits, minus the end)."""
+    await request.read()
+    response = web.StreamResponse(headers={"Content-Type": "application/json"})
+    await response.prepare(request)
+    while True:
+        await response.write(b"\n")
+        await asyncio.sleep(0.05)

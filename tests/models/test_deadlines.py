@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
-from _handlers_server import serve_handlers
+from _handlers_server import blank_lines, serve_handlers, silent
 from _openai_server import FakeOpenAIServer, Reply
 from aiohttp import web
 from hypothesis import given, settings
@@ -41,16 +41,6 @@ async def _keepalive_stream(request: web.Request) -> web.StreamResponse:
     while True:
         await response.write(b": keep-alive\n\n")
         await asyncio.sleep(0.05)
-        await response.write(b"\n")
-        await asyncio.sleep(0.05)
-
-
-async def _blank_lines_json(request: web.Request) -> web.StreamResponse:
-    """200 application/json, then blank lines forever (how DeepSeek waits, minus the end)."""
-    await request.read()
-    response = web.StreamResponse(headers={"Content-Type": "application/json"})
-    await response.prepare(request)
-    while True:
         await response.write(b"\n")
         await asyncio.sleep(0.05)
 
@@ -82,18 +72,12 @@ async def _empty_chunks(request: web.Request) -> web.StreamResponse:
             await asyncio.sleep(0.05)
 
 
-async def _no_headers(request: web.Request) -> web.StreamResponse:
-    await request.read()
-    await asyncio.sleep(3600)
-    raise AssertionError("unreachable")
-
-
 HANDLERS: dict[str, Handler] = {
     "keepalive": _keepalive_stream,
-    "blank": _blank_lines_json,
+    "blank": blank_lines,
     "slow": _slow_tokens,
     "empty": _empty_chunks,
-    "silent": _no_headers,
+    "silent": silent,
 }
 
 

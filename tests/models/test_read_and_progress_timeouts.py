@@ -14,27 +14,12 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
-from _handlers_server import serve_handlers
+from _handlers_server import blank_lines, serve_handlers, silent
 from aiohttp import web
 
 from toolproof._messages import Message, ModelSettings
 from toolproof.errors import ModelConnectionError
 from toolproof.models import OpenAIChatModel, Timeout
-
-
-async def _silent(request: web.Request) -> web.StreamResponse:
-    await request.read()
-    await asyncio.sleep(3600)
-    raise AssertionError("unreachable")
-
-
-async def _blank_lines(request: web.Request) -> web.StreamResponse:
-    await request.read()
-    response = web.StreamResponse(headers={"Content-Type": "application/json"})
-    await response.prepare(request)
-    while True:
-        await response.write(b"\n")
-        await asyncio.sleep(0.05)
 
 
 async def _headers_then_nothing(request: web.Request) -> web.StreamResponse:
@@ -56,8 +41,8 @@ async def _sse_comments(request: web.Request) -> web.StreamResponse:
 
 
 HANDLERS: dict[str, Callable[[web.Request], Awaitable[web.StreamResponse]]] = {
-    "silent": _silent,
-    "blank": _blank_lines,
+    "silent": silent,
+    "blank": blank_lines,
     "cut": _headers_then_nothing,
     "comments": _sse_comments,
 }
