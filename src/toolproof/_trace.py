@@ -19,6 +19,7 @@ nests too deeply, has an unknown version or has invalid fields.
 from __future__ import annotations
 
 import json
+import marshal
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -334,9 +335,13 @@ class Trace:
             TraceFormatError: A field was set after construction to a value JSON cannot
                 hold exactly (the message names it).
         """
+        return self._to_json_bytes(indent).decode()
+
+    def _to_json_bytes(self, indent: int | None = None) -> bytes:
+        """``to_json`` as UTF-8 bytes (what the store writes: no decode and encode again)."""
         self._check_encodable()
         try:
-            return _adapter().dump_json(self, indent=indent, warnings="error").decode()
+            return _adapter().dump_json(self, indent=indent, warnings="error")
         except ValueError as exc:
             raise TraceFormatError(f"trace {self.id}: cannot be encoded: {_first(exc)}") from None
 
@@ -358,9 +363,17 @@ class Trace:
             json_data(self.metadata, where + "metadata", strict=True)
         if not _plain(self.settings, 0):
             json_data(self.settings, where + "settings", strict=True)
-        for info in self.tools:
-            if not _plain(info.parameters, 0):
-                json_data(info.parameters, f"{where}tool {info.name}: parameters", strict=True)
+        tools = self.tools
+        if tools:
+            # The same tool set is offered run after run: its schemas are checked once.
+            key = _schemas_key(tools)
+            if key is None or key not in _CHECKED_SCHEMAS:
+                for info in tools:
+                    if not _plain(info.parameters, 0):
+                        part = f"{where}tool {info.name}: parameters"
+                        json_data(info.parameters, part, strict=True)
+                if key is not None:
+                    _remember_schemas(key)
         for message in self.history:
             _check_message(message, where, None)
         for step in self.steps:
@@ -431,6 +444,31 @@ class Trace:
 
 
 _STOP_REASONS = frozenset(get_args(StopReason))
+
+#: ``marshal`` snapshots of tool-parameter sets that passed the encoder's check. marshal
+#: writes only the exact built-in types (no subclass, no other object) and tells apart every
+#: type and value the check looks at (``1``, ``1.0`` and ``True``; ``NaN``; a lone
+#: surrogate; a tuple and a list; a number key and a text key), so equal snapshots are
+#: equally encodable: a schema changed in any way after its check gets a new snapshot and is
+#: checked again. Bounded: emptied when full, and large schema sets are not kept.
+_CHECKED_SCHEMAS: set[bytes] = set()
+_SCHEMAS_KEPT = 256
+_SCHEMA_KEY_BYTES = 65_536
+
+
+def _schemas_key(tools: list[ToolInfo]) -> bytes | None:
+    """The snapshot of the tools' parameters, or ``None`` when marshal cannot write them."""
+    try:
+        key = marshal.dumps([info.parameters for info in tools], 2)
+    except ValueError:  # an object marshal does not write, or too deep: the full check
+        return None
+    return key if len(key) <= _SCHEMA_KEY_BYTES else None
+
+
+def _remember_schemas(key: bytes) -> None:
+    if len(_CHECKED_SCHEMAS) >= _SCHEMAS_KEPT:
+        _CHECKED_SCHEMAS.clear()
+    _CHECKED_SCHEMAS.add(key)
 _ROLES = frozenset(("system", "user", "assistant", "tool"))
 
 
@@ -464,7 +502,7 @@ def _check_usage(usage: Usage, where: str, step: int | None) -> None:
         and type(d) is int
         and type(e) is int
         and (a | b | c | d | e) >= 0
-        and all(type(n) is int and n >= 0 for n in usage.details.values())
+        and (not usage.details or all(type(n) is int and n >= 0 for n in usage.details.values()))
     ):
         return
     part = "usage" if step is None else f"step {step}: usage"
