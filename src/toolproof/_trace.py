@@ -448,9 +448,11 @@ _STOP_REASONS = frozenset(get_args(StopReason))
 #: ``marshal`` snapshots of tool-parameter sets that passed the encoder's check. marshal
 #: writes only the exact built-in types (no subclass, no other object) and tells apart every
 #: type and value the check looks at (``1``, ``1.0`` and ``True``; ``NaN``; a lone
-#: surrogate; a tuple and a list; a number key and a text key), so equal snapshots are
-#: equally encodable: a schema changed in any way after its check gets a new snapshot and is
-#: checked again. Bounded: emptied when full, and large schema sets are not kept.
+#: surrogate; a tuple and a list; a number key and a text key): equal snapshots load back
+#: as equal data of the same types, so they are equally encodable, and a schema changed in
+#: any way after its check gets a new snapshot and is checked again. (A snapshot may differ
+#: for the same data, never be equal for different data: at worst a check runs again.)
+#: Bounded: emptied when full, and large schema sets are not kept.
 _CHECKED_SCHEMAS: set[bytes] = set()
 _SCHEMAS_KEPT = 256
 _SCHEMA_KEY_BYTES = 65_536
@@ -459,7 +461,7 @@ _SCHEMA_KEY_BYTES = 65_536
 def _schemas_key(tools: list[ToolInfo]) -> bytes | None:
     """The snapshot of the tools' parameters, or ``None`` when marshal cannot write them."""
     try:
-        key = marshal.dumps([info.parameters for info in tools], 2)
+        key = marshal.dumps([info.parameters for info in tools])
     except ValueError:  # an object marshal does not write, or too deep: the full check
         return None
     return key if len(key) <= _SCHEMA_KEY_BYTES else None
