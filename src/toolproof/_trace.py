@@ -471,6 +471,8 @@ def _remember_schemas(key: bytes) -> None:
     if len(_CHECKED_SCHEMAS) >= _SCHEMAS_KEPT:
         _CHECKED_SCHEMAS.clear()
     _CHECKED_SCHEMAS.add(key)
+
+
 _ROLES = frozenset(("system", "user", "assistant", "tool"))
 
 

@@ -209,7 +209,8 @@ class _ObjectWalk(_Walk):
         mirrored: list[str] | None = None
         texts = self.caches.texts if self.one_pass else None
         for name, kind, sub, mirror in _PLANS[cls]:
-            value = getattr(node, name)
+            value: Any = getattr(node, name)
+            new: Any
             if value is None:
                 continue
             if kind == _DATA:
