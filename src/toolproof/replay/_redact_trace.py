@@ -218,6 +218,8 @@ class _ObjectWalk(_Walk):
                 if kind_of not in _JSON_TYPES:
                     # (a field that holds an object: the plain walk redacts its plain form)
                     raise _Unsupported(f"{cls.__name__}.{name} holds {kind_of.__name__}")
+                if not value:
+                    continue  # (an empty text or container, zero, false: kept as it is)
                 if kind_of is str:
                     if mirror and self._mirrors_object(node, name):
                         if mirrored is None:
