@@ -164,8 +164,6 @@ def bench_stall(traces: list[Trace], folder: Path) -> dict[str, Any]:
     """
 
     async def ticks(recorder: Recorder | None) -> list[float]:
-        # a collection owed by the set-up (10,000 traces built) must not land in the figure
-        gc.collect()
         late: list[float] = []
         if recorder is not None:
             for trace in traces:
@@ -181,8 +179,11 @@ def bench_stall(traces: list[Trace], folder: Path) -> dict[str, Any]:
             elif recorder.stats.written + recorder.stats.dropped >= len(traces):
                 return late
 
+    # a collection owed by the set-up (10,000 traces built) must not land in the figures
+    gc.collect()
     idle = asyncio.run(ticks(None))
     recorder = Recorder(folder / "stall.db", max_queue=len(traces) + 1, batch_size=500)
+    gc.collect()
     pauses: list[tuple[int, float]] = []
     began: list[float] = [0.0]
 
