@@ -351,18 +351,18 @@ class Trace:
         That is: values changed after construction into ones JSON cannot hold, and the
         fields the serializer does not check (the version, literal fields).
         """
-        where = f"trace {self.id!r}: "
+        # Where-strings are built only for a value that fails: this runs on every encode.
         if self.version != TRACE_VERSION or type(self.version) is not int:
             raise TraceFormatError(
-                f"{where}version {self.version!r}: this toolproof writes version {TRACE_VERSION}"
+                f"{_where(self)}version {self.version!r}: "
+                f"this toolproof writes version {TRACE_VERSION}"
             )
         if self.stop_reason not in _STOP_REASONS:
-            raise TraceFormatError(f"{where}unknown stop_reason {self.stop_reason!r}")
-        # Where-strings are built only for a value that fails: this runs on every encode.
+            raise TraceFormatError(f"{_where(self)}unknown stop_reason {self.stop_reason!r}")
         if not _plain(self.metadata, 0):
-            json_data(self.metadata, where + "metadata", strict=True)
+            json_data(self.metadata, _where(self) + "metadata", strict=True)
         if not _plain(self.settings, 0):
-            json_data(self.settings, where + "settings", strict=True)
+            json_data(self.settings, _where(self) + "settings", strict=True)
         tools = self.tools
         if tools:
             # The same tool set is offered run after run: its schemas are checked once.
@@ -370,23 +370,24 @@ class Trace:
             if key is None or key not in _CHECKED_SCHEMAS:
                 for info in tools:
                     if not _plain(info.parameters, 0):
-                        part = f"{where}tool {info.name}: parameters"
+                        part = f"{_where(self)}tool {info.name}: parameters"
                         json_data(info.parameters, part, strict=True)
                 if key is not None:
                     _remember_schemas(key)
         for message in self.history:
-            _check_message(message, where, None)
+            _check_message(message, self, None)
         for step in self.steps:
-            _check_message(step.response, where, step.index)
+            _check_message(step.response, self, step.index)
             for result in step.tool_results:
                 if result.status != "ok" and result.status != "error":
                     raise TraceFormatError(
-                        f"{where}step {step.index}: tool result status {result.status!r}"
+                        f"{_where(self)}step {step.index}: tool result status {result.status!r}"
                     )
                 if not _plain(result.value, 0):
-                    json_data(result.value, f"{where}step {step.index}: value", strict=True)
-            _check_usage(step.usage, where, step.index)
-        _check_usage(self.usage, where, None)
+                    where = f"{_where(self)}step {step.index}: value"
+                    json_data(result.value, where, strict=True)
+            _check_usage(step.usage, self, step.index)
+        _check_usage(self.usage, self, None)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Trace:
@@ -480,18 +481,26 @@ def _part(step: int | None) -> str:
     return "history" if step is None else f"step {step}"
 
 
-def _check_message(message: Message, where: str, step: int | None) -> None:
+def _where(trace: Trace) -> str:
+    """How the encoder's errors name the trace."""
+    return f"trace {trace.id!r}: "
+
+
+def _check_message(message: Message, trace: Trace, step: int | None) -> None:
     if message.role not in _ROLES:
-        raise TraceFormatError(f"{where}{_part(step)}: unknown message role {message.role!r}")
-    if message.status is not None and message.status != "ok" and message.status != "error":
-        raise TraceFormatError(f"{where}{_part(step)}: unknown message status {message.status!r}")
+        raise TraceFormatError(
+            f"{_where(trace)}{_part(step)}: unknown message role {message.role!r}"
+        )
+    status = message.status
+    if status is not None and status != "ok" and status != "error":
+        raise TraceFormatError(f"{_where(trace)}{_part(step)}: unknown message status {status!r}")
     for call in message.tool_calls:
         if not _plain(call.arguments, 0):
-            part = f"{where}{_part(step)}: {call.name} arguments"
+            part = f"{_where(trace)}{_part(step)}: {call.name} arguments"
             json_data(call.arguments, part, strict=True)
 
 
-def _check_usage(usage: Usage, where: str, step: int | None) -> None:
+def _check_usage(usage: Usage, trace: Trace, step: int | None) -> None:
     a, b, c, d, e = (
         usage.input_tokens,
         usage.output_tokens,
@@ -510,7 +519,7 @@ def _check_usage(usage: Usage, where: str, step: int | None) -> None:
     ):
         return
     part = "usage" if step is None else f"step {step}: usage"
-    raise TraceFormatError(f"{where}{part}: token counts must be integers, not negative")
+    raise TraceFormatError(f"{_where(trace)}{part}: token counts must be integers, not negative")
 
 
 def _finite_numbers(data: dict[str, Any]) -> None:
