@@ -372,7 +372,8 @@ class Trace:
                     if not _plain(info.parameters, 0):
                         part = f"{_where(self)}tool {info.name}: parameters"
                         json_data(info.parameters, part, strict=True)
-                if key is not None:
+                if key is not None and _schemas_key(tools) == key:
+                    # (the snapshot again: a schema changed during the check is not kept)
                     _remember_schemas(key)
         for message in self.history:
             _check_message(message, self, None)
