@@ -155,7 +155,7 @@ def bare_ingest(traces: list[Trace], path: Path) -> float:
     return len(traces) / elapsed
 
 
-def bench_stall(traces: list[Trace], folder: Path) -> dict[str, float]:
+def bench_stall(traces: list[Trace], folder: Path) -> dict[str, Any]:
     """How late the agent's event loop wakes while the recorder's thread works.
 
     1 ms sleeps on the agent's loop, once with an idle recorder and once while the
@@ -179,9 +179,25 @@ def bench_stall(traces: list[Trace], folder: Path) -> dict[str, float]:
             elif recorder.stats.written + recorder.stats.dropped >= len(traces):
                 return late
 
+    # a collection owed by the set-up (10,000 traces built) must not land in the figures
+    gc.collect()
     idle = asyncio.run(ticks(None))
     recorder = Recorder(folder / "stall.db", max_queue=len(traces) + 1, batch_size=500)
-    busy = asyncio.run(ticks(recorder))
+    gc.collect()
+    pauses: list[tuple[int, float]] = []
+    began: list[float] = [0.0]
+
+    def timed(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            began[0] = time.perf_counter()
+        else:
+            pauses.append((info["generation"], time.perf_counter() - began[0]))
+
+    gc.callbacks.append(timed)
+    try:
+        busy = asyncio.run(ticks(recorder))
+    finally:
+        gc.callbacks.remove(timed)
     assert recorder.close(600)
 
     def p99(values: list[float]) -> float:
@@ -192,6 +208,8 @@ def bench_stall(traces: list[Trace], folder: Path) -> dict[str, float]:
         "idle_max_ms": max(idle) * 1e3,
         "busy_p99_ms": p99(busy),
         "busy_max_ms": max(busy) * 1e3,
+        "gc_collections": [sum(1 for g, _ in pauses if g == n) for n in range(3)],
+        "gc_max_ms": max((p for _, p in pauses), default=0.0) * 1e3,
     }
 
 
@@ -466,6 +484,11 @@ def main() -> None:
         f"  agent loop wakes late while the recorder works: p99 {stall['busy_p99_ms']:.2f} ms, "
         f"max {stall['busy_max_ms']:.2f} ms (idle recorder: p99 {stall['idle_p99_ms']:.2f}, "
         f"max {stall['idle_max_ms']:.2f} ms)"
+    )
+    gen0, gen1, gen2 = stall["gc_collections"]
+    print(
+        f"  {'':<4}garbage collections meanwhile: {gen0} / {gen1} / {gen2} (generation 0 / 1 / 2),"
+        f" longest {stall['gc_max_ms']:.2f} ms"
     )
     single = [
         ("agent run, no recorder", overhead["agent_run_us"], "baseline"),

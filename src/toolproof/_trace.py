@@ -19,6 +19,7 @@ nests too deeply, has an unknown version or has invalid fields.
 from __future__ import annotations
 
 import json
+import marshal
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -334,9 +335,13 @@ class Trace:
             TraceFormatError: A field was set after construction to a value JSON cannot
                 hold exactly (the message names it).
         """
+        return self._to_json_bytes(indent).decode()
+
+    def _to_json_bytes(self, indent: int | None = None) -> bytes:
+        """``to_json`` as UTF-8 bytes (what the store writes: no decode and encode again)."""
         self._check_encodable()
         try:
-            return _adapter().dump_json(self, indent=indent, warnings="error").decode()
+            return _adapter().dump_json(self, indent=indent, warnings="error")
         except ValueError as exc:
             raise TraceFormatError(f"trace {self.id}: cannot be encoded: {_first(exc)}") from None
 
@@ -346,34 +351,44 @@ class Trace:
         That is: values changed after construction into ones JSON cannot hold, and the
         fields the serializer does not check (the version, literal fields).
         """
-        where = f"trace {self.id!r}: "
+        # Where-strings are built only for a value that fails: this runs on every encode.
         if self.version != TRACE_VERSION or type(self.version) is not int:
             raise TraceFormatError(
-                f"{where}version {self.version!r}: this toolproof writes version {TRACE_VERSION}"
+                f"{_where(self)}version {self.version!r}: "
+                f"this toolproof writes version {TRACE_VERSION}"
             )
         if self.stop_reason not in _STOP_REASONS:
-            raise TraceFormatError(f"{where}unknown stop_reason {self.stop_reason!r}")
-        # Where-strings are built only for a value that fails: this runs on every encode.
+            raise TraceFormatError(f"{_where(self)}unknown stop_reason {self.stop_reason!r}")
         if not _plain(self.metadata, 0):
-            json_data(self.metadata, where + "metadata", strict=True)
+            json_data(self.metadata, _where(self) + "metadata", strict=True)
         if not _plain(self.settings, 0):
-            json_data(self.settings, where + "settings", strict=True)
-        for info in self.tools:
-            if not _plain(info.parameters, 0):
-                json_data(info.parameters, f"{where}tool {info.name}: parameters", strict=True)
+            json_data(self.settings, _where(self) + "settings", strict=True)
+        tools = self.tools
+        if tools:
+            # The same tool set is offered run after run: its schemas are checked once.
+            key = _schemas_key(tools)
+            if key is None or key not in _CHECKED_SCHEMAS:
+                for info in tools:
+                    if not _plain(info.parameters, 0):
+                        part = f"{_where(self)}tool {info.name}: parameters"
+                        json_data(info.parameters, part, strict=True)
+                if key is not None and _schemas_key(tools) == key:
+                    # (the snapshot again: a schema changed during the check is not kept)
+                    _remember_schemas(key)
         for message in self.history:
-            _check_message(message, where, None)
+            _check_message(message, self, None)
         for step in self.steps:
-            _check_message(step.response, where, step.index)
+            _check_message(step.response, self, step.index)
             for result in step.tool_results:
                 if result.status != "ok" and result.status != "error":
                     raise TraceFormatError(
-                        f"{where}step {step.index}: tool result status {result.status!r}"
+                        f"{_where(self)}step {step.index}: tool result status {result.status!r}"
                     )
                 if not _plain(result.value, 0):
-                    json_data(result.value, f"{where}step {step.index}: value", strict=True)
-            _check_usage(step.usage, where, step.index)
-        _check_usage(self.usage, where, None)
+                    where = f"{_where(self)}step {step.index}: value"
+                    json_data(result.value, where, strict=True)
+            _check_usage(step.usage, self, step.index)
+        _check_usage(self.usage, self, None)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Trace:
@@ -431,6 +446,35 @@ class Trace:
 
 
 _STOP_REASONS = frozenset(get_args(StopReason))
+
+#: ``marshal`` snapshots of tool-parameter sets that passed the encoder's check. marshal
+#: writes only the exact built-in types (no subclass, no other object) and tells apart every
+#: type and value the check looks at (``1``, ``1.0`` and ``True``; ``NaN``; a lone
+#: surrogate; a tuple and a list; a number key and a text key): equal snapshots load back
+#: as equal data of the same types, so they are equally encodable, and a schema changed in
+#: any way after its check gets a new snapshot and is checked again. (A snapshot may differ
+#: for the same data, never be equal for different data: at worst a check runs again.)
+#: Bounded: emptied when full, and large schema sets are not kept.
+_CHECKED_SCHEMAS: set[bytes] = set()
+_SCHEMAS_KEPT = 256
+_SCHEMA_KEY_BYTES = 65_536
+
+
+def _schemas_key(tools: list[ToolInfo]) -> bytes | None:
+    """The snapshot of the tools' parameters, or ``None`` when marshal cannot write them."""
+    try:
+        key = marshal.dumps([info.parameters for info in tools])
+    except ValueError:  # an object marshal does not write, or too deep: the full check
+        return None
+    return key if len(key) <= _SCHEMA_KEY_BYTES else None
+
+
+def _remember_schemas(key: bytes) -> None:
+    if len(_CHECKED_SCHEMAS) >= _SCHEMAS_KEPT:
+        _CHECKED_SCHEMAS.clear()
+    _CHECKED_SCHEMAS.add(key)
+
+
 _ROLES = frozenset(("system", "user", "assistant", "tool"))
 
 
@@ -438,18 +482,26 @@ def _part(step: int | None) -> str:
     return "history" if step is None else f"step {step}"
 
 
-def _check_message(message: Message, where: str, step: int | None) -> None:
+def _where(trace: Trace) -> str:
+    """How the encoder's errors name the trace."""
+    return f"trace {trace.id!r}: "
+
+
+def _check_message(message: Message, trace: Trace, step: int | None) -> None:
     if message.role not in _ROLES:
-        raise TraceFormatError(f"{where}{_part(step)}: unknown message role {message.role!r}")
-    if message.status is not None and message.status != "ok" and message.status != "error":
-        raise TraceFormatError(f"{where}{_part(step)}: unknown message status {message.status!r}")
+        raise TraceFormatError(
+            f"{_where(trace)}{_part(step)}: unknown message role {message.role!r}"
+        )
+    status = message.status
+    if status is not None and status != "ok" and status != "error":
+        raise TraceFormatError(f"{_where(trace)}{_part(step)}: unknown message status {status!r}")
     for call in message.tool_calls:
         if not _plain(call.arguments, 0):
-            part = f"{where}{_part(step)}: {call.name} arguments"
+            part = f"{_where(trace)}{_part(step)}: {call.name} arguments"
             json_data(call.arguments, part, strict=True)
 
 
-def _check_usage(usage: Usage, where: str, step: int | None) -> None:
+def _check_usage(usage: Usage, trace: Trace, step: int | None) -> None:
     a, b, c, d, e = (
         usage.input_tokens,
         usage.output_tokens,
@@ -464,11 +516,11 @@ def _check_usage(usage: Usage, where: str, step: int | None) -> None:
         and type(d) is int
         and type(e) is int
         and (a | b | c | d | e) >= 0
-        and all(type(n) is int and n >= 0 for n in usage.details.values())
+        and (not usage.details or all(type(n) is int and n >= 0 for n in usage.details.values()))
     ):
         return
     part = "usage" if step is None else f"step {step}: usage"
-    raise TraceFormatError(f"{where}{part}: token counts must be integers, not negative")
+    raise TraceFormatError(f"{_where(trace)}{part}: token counts must be integers, not negative")
 
 
 def _finite_numbers(data: dict[str, Any]) -> None:

@@ -205,6 +205,7 @@ class Recorder:
         self._settled = 0  # traces written or dropped by the writer so far
         self._enqueued = 0
         self._checkpointer: Checkpointer | None = None
+        self._offered = 0.0  # when the writer last let other threads in
         self._thread = threading.Thread(target=self._run, name="toolproof-recorder", daemon=True)
         self._thread.start()
         self._atexit = _AtExit(self)
@@ -385,19 +386,14 @@ class Recorder:
 
     def _write(self, batch: list[Trace]) -> None:
         rows: list[_Row] = []
-        clock = time.perf_counter
-        offered = clock()
+        offer = self._offer
+        self._offered = time.perf_counter()
         for trace in batch:
             try:
                 rows.append(self._prepare(trace))
             except Exception as exc:  # a trace that cannot be serialized must not stop the rest
                 self._failed(1, f"cannot serialize trace {trace.id}: {exc!r}")
-            # Let the agent's threads in every half millisecond of work: without it they
-            # wait for the interpreter's switch interval (5 ms) whenever they wake up. (Not
-            # after every trace: on a busy machine each offer may hand the core away.)
-            if clock() - offered >= _YIELD_EVERY:
-                time.sleep(0)
-                offered = clock()
+            offer()
         attempt = 0
         while rows:
             if self._is_abandoned():  # the interpreter is exiting: counted as lost
@@ -442,8 +438,24 @@ class Recorder:
                     logger.exception("Recorder(on_written=...) callback failed")
             return
 
+    def _offer(self) -> None:
+        """Let the agent's threads in after every half millisecond of the writer's work.
+
+        Without it they wait for the interpreter's switch interval (5 ms) whenever they
+        wake up while the writer works. Called after every trace and between chunks of the
+        store's statements, it offers at most once per half millisecond: on a busy machine
+        each offer may hand the core to another process (a quarter millisecond was tried:
+        slower ingest on a loaded machine).
+        """
+        now = time.perf_counter()
+        if now - self._offered >= _YIELD_EVERY:
+            time.sleep(0)
+            self._offered = time.perf_counter()
+
     def _open_store(self) -> TraceStore:
         store = TraceStore(self.store_path)
+        # The store is the recorder's own: its long statements also let the agent in.
+        store._pause = self._offer
         if type(store) is TraceStore and str(store.path) != ":memory:":
             from toolproof.replay._checkpoint import Checkpointer
 

@@ -204,20 +204,33 @@ class _ObjectWalk(_Walk):
     def rewrite_object(self, node: Any, cls: type) -> Any:
         if type(node) is not cls:
             raise _Unsupported(f"{type(node).__name__} where a {cls.__name__} belongs")
-        changes: dict[str, Any] = {}
-        mirrored: list[str] = []
+        # (built only when a field changes: most objects keep every field)
+        changes: dict[str, Any] | None = None
+        mirrored: list[str] | None = None
+        texts = self.caches.texts if self.one_pass else None
         for name, kind, sub, mirror in _PLANS[cls]:
-            value = getattr(node, name)
+            value: Any = getattr(node, name)
+            new: Any
             if value is None:
                 continue
             if kind == _DATA:
-                if type(value) not in _JSON_TYPES:
+                kind_of = type(value)
+                if kind_of not in _JSON_TYPES:
                     # (a field that holds an object: the plain walk redacts its plain form)
-                    raise _Unsupported(f"{cls.__name__}.{name} holds {type(value).__name__}")
-                if mirror and type(value) is str and self._mirrors_object(node, name):
-                    mirrored.append(name)
-                    continue
-                new = self.redact(value, 0)
+                    raise _Unsupported(f"{cls.__name__}.{name} holds {kind_of.__name__}")
+                if not value:
+                    continue  # (an empty text or container, zero, false: kept as it is)
+                if kind_of is str:
+                    if mirror and self._mirrors_object(node, name):
+                        if mirrored is None:
+                            mirrored = []
+                        mirrored.append(name)
+                        continue
+                    if texts is not None and texts.get(value) is _SAME:
+                        continue  # a text seen before, kept as it is (see ``string``)
+                    new = self.string(value, 0)
+                else:
+                    new = self.redact(value, 0)
             elif kind == _ONE:
                 new = self.rewrite_object(value, sub)
             else:
@@ -231,16 +244,18 @@ class _ObjectWalk(_Walk):
                             new = list(value)
                         new[index] = done
             if new is not value:
+                if changes is None:
+                    changes = {}
                 changes[name] = new
-        for name in mirrored:
+        if changes is None:
+            return node  # (a mirrored text's twin is unchanged: the text is kept too)
+        for name in mirrored or ():
             # the JSON text of the value next to it, redacted above: written again
             twin_name = _MIRRORS[name]
             twin = getattr(node, twin_name)
             done = changes.get(twin_name, twin)
             if done is not twin and done != twin:
                 changes[name] = json.dumps(done, ensure_ascii=False)
-        if not changes:
-            return node
         values = {field: getattr(node, field) for field in _FIELDS[cls]}
         values.update(changes)
         return cls(**values)
@@ -288,6 +303,7 @@ class _ObjectWalk(_Walk):
         """``redact`` of a dict in the one pass: a sensitive key stops the pass."""
         out: dict[Any, Any] | None = None
         keys = self.caches.keys
+        texts = self.caches.texts
         for key, item in node.items():
             name = keys.get(key, _UNKNOWN) if type(key) is str else _UNKNOWN
             if name is _UNKNOWN:
@@ -296,7 +312,16 @@ class _ObjectWalk(_Walk):
                 name = key
             elif name is None:
                 raise _Sensitive
-            new = item if type(item) in _KEPT_SCALARS else self.redact(item, depth)
+            # (inline: the leaves ``redact`` keeps, without a call per leaf)
+            leaf = type(item)
+            if leaf in _KEPT_SCALARS:
+                new = item
+            elif leaf is int:
+                new = item if -(10**8) < item < 10**8 else self._number(item)
+            elif leaf is str and depth == 0 and texts.get(item) is _SAME:
+                new = item
+            else:
+                new = self.redact(item, depth)
             if out is None:
                 if new is item and name is key:
                     continue

@@ -261,6 +261,9 @@ class TraceStore:
     """
 
     _dialect: _Dialect = SQLITE
+    #: Called between chunks of a large write's rows (the recorder sets it on the store it
+    #: opened, to let the agent's threads in); ``None``: each statement runs all its rows.
+    _pause: Callable[[], object] | None = None
 
     def __new__(cls, path: str | Path = DEFAULT_STORE_PATH, **_: Any) -> Self:
         if cls is TraceStore and is_store_url(path):
@@ -331,7 +334,14 @@ class TraceStore:
 
     def _exec_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> int:
         """Run one statement per parameter row; returns how many rows it changed."""
-        return int(self._conn.executemany(sql, rows).rowcount) if rows else 0
+        pause = self._pause
+        if pause is None or len(rows) <= _PAUSE_ROWS:
+            return int(self._conn.executemany(sql, rows).rowcount) if rows else 0
+        changed = 0
+        for start in range(0, len(rows), _PAUSE_ROWS):
+            changed += int(self._conn.executemany(sql, rows[start : start + _PAUSE_ROWS]).rowcount)
+            pause()
+        return changed
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -707,6 +717,9 @@ class TraceStore:
             )
         return found
 
+
+#: Rows of one statement between two calls of ``TraceStore._pause``.
+_PAUSE_ROWS = 32
 
 _TRACE_COLUMNS = (
     "id",

@@ -204,7 +204,7 @@ def _row_from_trace(trace: Trace) -> _Row:
         started_at=trace.started_at,
         model=trace.model,
         status=trace.stop_reason,
-        payload=trace.to_json().encode(),
+        payload=trace._to_json_bytes(),
         version=trace.version,
         input=trace.input[:_INPUT_PREVIEW],
         duration_ms=trace.duration_ms,
