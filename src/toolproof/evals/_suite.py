@@ -381,6 +381,7 @@ class _Builder:
         self.problems = problems
         self.resolver = resolver
         self.suite_checks: dict[int, list[Check]] = {}
+        self.inherited: tuple[CaseConfig, AgentSpec | None] | None = None  # see case()
 
     def add(self, path: DocPath, message: str) -> None:
         self.problems.add(path, message)
@@ -481,13 +482,21 @@ class _Builder:
         name = data.get("name") if "name" not in bad else None
         if not isinstance(name, str):
             name = f"case-{index + 1}"
-        values = dict(suite_defaults)
-        origin = dict(suite_origin)
-        for key in DEFAULT_KEYS:
-            if key in data:
+        own = [key for key in DEFAULT_KEYS if key in data]
+        config: CaseConfig | None
+        if not own and self.inherited is not None:
+            # A case setting none of its own: the suite's, as the first such case checked them.
+            config, agent = self.inherited
+        else:
+            values = dict(suite_defaults)
+            origin = dict(suite_origin)
+            for key in own:
                 values[key] = data[key]
                 origin[key] = (*path, key)
-        config, agent = self.config(values, origin, path)
+            settled = len(self.problems)
+            config, agent = self.config(values, origin, path)
+            if not own and config is not None and len(self.problems) == settled:
+                self.inherited = (config, agent)
 
         # Inputs.
         turns_data: list[Any] = []
