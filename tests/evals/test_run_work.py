@@ -139,3 +139,55 @@ def test_a_run_that_fails_to_load_restores_the_collector(
     assert "invalid eval suite" in capsys.readouterr().err
     assert gc.get_threshold() == threshold
     assert gc.get_freeze_count() == frozen
+
+
+#: Libraries and modules a large scripted run that passes never needs: no HTTP client for a
+#: scripted model, no run log with --no-log, no table when every case passed (more than 40
+#: cases show only the totals), no store, replay, server or viewer.
+NOT_LOADED_BY_A_SCRIPTED_RUN = (
+    "aiohttp",
+    "yarl",
+    "multidict",
+    "jsonschema",
+    "sqlite3",
+    "rich.table",
+    "toolproof._runlog",
+    "toolproof.models.openai",
+    "toolproof.evals._cache",
+    "toolproof.replay",
+    "toolproof.server",
+    "toolproof.view",
+)
+
+
+def test_a_scripted_run_loads_no_http_client_run_log_or_table(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    cases = [f"{{name: c{i}, input: 'hi {i}', script: [hello]}}" for i in range(50)]
+    path = _suite_file(tmp_path, cases)
+    report = tmp_path / "r.json"
+    code = (
+        "import json, sys\n"
+        "from toolproof.cli import main\n"
+        f"code = main(['run', {str(path)!r}, '-q', '--no-log', '--report', 'json:{report}'])\n"
+        "print(json.dumps([code, sorted(sys.modules)]))\n"
+    )
+    source = Path(__file__).resolve().parents[2] / "src"
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={"PYTHONPATH": f"{source}:{HERE}", "PATH": ""},
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+    )
+    exit_code, loaded = json.loads(done.stdout.splitlines()[-1])
+    assert exit_code == 0, done.stdout
+    assert json.loads(report.read_text())["summary"]["trials_passed"] == 100
+    found = [
+        name
+        for name in NOT_LOADED_BY_A_SCRIPTED_RUN
+        if any(m == name or m.startswith(name + ".") for m in loaded)
+    ]
+    assert found == [], f"loaded by a scripted run that needs none of them: {found}"

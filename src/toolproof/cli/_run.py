@@ -401,10 +401,10 @@ def _suite_files(suites: list[Suite]) -> list[str]:
 
 
 def _start_log(suites: list[Suite], args: argparse.Namespace) -> RunLog | None:
-    from toolproof._runlog import RunLog
-
     if args.no_log:
         return None
+    from toolproof._runlog import RunLog
+
     return RunLog.start(
         args.log_dir,
         "run",

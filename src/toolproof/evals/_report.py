@@ -527,7 +527,6 @@ def print_transcripts(report: EvalReport, console: Console) -> None:
 def print_summary(report: EvalReport, console: Console, *, all_cases: bool | None = None) -> None:
     """Print a table of cases (all, or only those needing attention in large runs) and totals."""
     from rich.markup import escape
-    from rich.table import Table
 
     show_all = len(report.cases) <= 40 if all_cases is None else all_cases
     styles = {"pass": "green", "fail": "red", "error": "yellow", "skipped": "dim", "not_run": "dim"}
@@ -539,6 +538,8 @@ def print_summary(report: EvalReport, console: Console, *, all_cases: bool | Non
         or (c.stats is not None and c.stats.classification == "flaky")
     ]
     if rows:
+        from rich.table import Table  # a large run that passed shows no table
+
         table = Table(show_header=True, header_style="bold", expand=False, show_lines=False)
         table.add_column("verdict")
         table.add_column("case", overflow="fold")
