@@ -191,10 +191,12 @@ def write_json_report(
 ) -> None:
     """Write the JSON report, copying each trial (with its traces) from the spool."""
     head = json.dumps(json_report_head(report, summary), ensure_ascii=False, indent=1)
+    # json.dumps(..., ensure_ascii=False) for every case, without an encoder per case.
+    encode = json.JSONEncoder(ensure_ascii=False).encode
     with open_output(path) as out:
         out.write(head[:-2] + ',\n "cases": [')
         for number, result in enumerate(report.cases):
-            case = json.dumps(result.head(), ensure_ascii=False)
+            case = encode(result.head())
             out.write(("," if number else "") + "\n  " + case[:-1] + ', "trials": [')
             for index, trial in enumerate(result.trials):
                 out.write(("," if index else "") + "\n   ")
