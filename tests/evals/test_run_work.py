@@ -191,3 +191,44 @@ def test_a_scripted_run_loads_no_http_client_run_log_or_table(tmp_path: Path) ->
         if any(m == name or m.startswith(name + ".") for m in loaded)
     ]
     assert found == [], f"loaded by a scripted run that needs none of them: {found}"
+
+
+def test_each_trial_is_encoded_once_for_the_reports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A trial's head and each of its traces are encoded once, into the spool; every report
+    # (here JSON and Markdown) copies or reads them back, none encodes them again.
+    from toolproof import _trace
+    from toolproof.evals import _runner
+
+    monkeypatch.syspath_prepend(str(HERE))
+    cases = [f"{{name: c{i}, input: 'hi {i}', script: [hello]}}" for i in range(30)]
+    path = _suite_file(tmp_path, cases)
+    counts: Counter[str] = Counter()
+    adapter = _trace._adapter()
+
+    class CountingAdapter:
+        def dump_json(self, value: Any, **kwargs: Any) -> bytes:
+            counts["trace_encodes"] += 1
+            return adapter.dump_json(value, **kwargs)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(adapter, name)
+
+    real_write = _runner._Runner.write_spool
+
+    def write_spool(self: Any, trial: Any) -> tuple[int, int]:
+        counts["spooled_trials"] += 1
+        counts["traces"] += len(trial.traces or [])
+        return real_write(self, trial)
+
+    monkeypatch.setattr(_trace, "_adapter", lambda: CountingAdapter())
+    monkeypatch.setattr(_runner._Runner, "write_spool", write_spool)
+    out, markdown = tmp_path / "r.json", tmp_path / "r.md"
+    argv = ["run", str(path), "-q", "--no-log", "--report", f"json:{out}"]
+    code = main([*argv, "--report", f"markdown:{markdown}"])
+    assert code == 0, capsys.readouterr()
+    data = json.loads(out.read_text())
+    assert data["summary"]["trials"] == 60
+    written = sum(len(t["traces"]) for c in data["cases"] for t in c["trials"])
+    assert counts == Counter(spooled_trials=60, traces=written, trace_encodes=written), counts
