@@ -232,3 +232,39 @@ def test_each_trial_is_encoded_once_for_the_reports(
     assert data["summary"]["trials"] == 60
     written = sum(len(t["traces"]) for c in data["cases"] for t in c["trials"])
     assert counts == Counter(spooled_trials=60, traces=written, trace_encodes=written), counts
+
+
+def test_the_program_leaves_its_objects_out_of_the_collectors_walks_at_exit(
+    tmp_path: Path,
+) -> None:
+    # As the program (no argv: the console script, `python -m toolproof`) the command's
+    # objects are frozen before the interpreter exits, which would otherwise walk them all
+    # with the collector; called with argv (from Python, as tests do) nothing stays frozen.
+    import subprocess
+    import sys
+
+    cases = [f"{{name: c{i}, input: 'hi {i}', script: [hello]}}" for i in range(20)]
+    path = _suite_file(tmp_path, cases)
+    argv = ["run", str(path), "-q", "--no-log"]
+    code = (
+        "import gc, json, sys\n"
+        "from toolproof.cli import main\n"
+        f"called = main({argv!r})\n"
+        "after_call = gc.get_freeze_count()\n"
+        f"sys.argv = ['toolproof', *{argv!r}]\n"
+        "program = main()\n"
+        "print(json.dumps([called, after_call, program, gc.get_freeze_count()]))\n"
+    )
+    source = Path(__file__).resolve().parents[2] / "src"
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={"PYTHONPATH": f"{source}:{HERE}", "PATH": ""},
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+    )
+    called, after_call, program, frozen = json.loads(done.stdout.splitlines()[-1])
+    assert (called, program) == (0, 0), done.stdout
+    assert after_call == 0
+    assert frozen > 10_000
