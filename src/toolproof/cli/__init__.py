@@ -102,7 +102,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader went away (`toolproof traces list | head`): stop quietly, and keep
         # Python from complaining again when it flushes stdout at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
+        code = 141
+    if argv is None:
+        # The program ends here (the console script, `python -m toolproof`). Without this,
+        # the interpreter's exit walks every object the command built with the cyclic
+        # collector (~0.1 s of CPU after a 1,000-case run); live objects are freed at exit
+        # either way, and Python never promises to collect cyclic garbage at exit.
+        import gc
+
+        gc.freeze()
     return code
 
 

@@ -1,5 +1,7 @@
 """Workflow evals: YAML suites, objective and judged checks, trials with pass^k, reports."""
 
+from typing import TYPE_CHECKING, Any
+
 from toolproof._matching import (
     CallSpec,
     Matcher,
@@ -13,7 +15,6 @@ from toolproof._matching import (
     match_order,
     match_trajectory,
 )
-from toolproof._runlog import list_runs, load_run
 from toolproof.evals._checks import CheckResult, CheckStatus, SessionRecord, check
 from toolproof.evals._results import CaseResult, EvalReport, TrialResult
 from toolproof.evals._runner import evaluate, evaluate_async
@@ -25,6 +26,9 @@ from toolproof.evals._stats import (
     suite_stats,
 )
 from toolproof.evals._suite import Case, Suite, load_suite, load_suites
+
+if TYPE_CHECKING:
+    from toolproof._runlog import list_runs, load_run
 
 __all__ = [
     "CallSpec",
@@ -59,3 +63,12 @@ __all__ = [
     "pass_hat_k",
     "suite_stats",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The run logs' readers load on first use: `toolproof run --no-log` never needs them.
+    if name in ("list_runs", "load_run"):
+        from toolproof import _runlog
+
+        return getattr(_runlog, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -28,6 +28,8 @@ __all__ = [
     "Suite",
     "Turn",
     "_external_agent",
+    "_model_settings",
+    "_pass_rule",
 ]
 
 ToolModeName = Literal["real", "mock"]
@@ -319,3 +321,21 @@ def _external_agent(spec: Mapping[str, Any], near: Path) -> AgentSpec:
     )
     source = f"command {command!r}" if command is not None else f"http {http!r}"
     return AgentSpec(source, agent, {}, agent.toolset, external=True)
+
+
+def _pass_rule(value: Any) -> PassRule:
+    """A pass rule checked by the suite models (``CaseSettings``)."""
+    if value in ("all", "any"):
+        return PassRule(value)
+    ((kind, number),) = value.items()
+    return PassRule(kind, int(number) if kind == "at_least" else float(number))
+
+
+def _model_settings(spec: Any) -> ModelSettings | None:
+    """The model settings of a checked ``settings:`` mapping (a ``SettingsSpec``)."""
+    if spec is None:
+        return None
+    clean = spec.model_dump(exclude_unset=True)
+    if isinstance(clean.get("stop"), str):
+        clean["stop"] = [clean["stop"]]
+    return ModelSettings(**clean)

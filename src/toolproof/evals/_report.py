@@ -191,10 +191,12 @@ def write_json_report(
 ) -> None:
     """Write the JSON report, copying each trial (with its traces) from the spool."""
     head = json.dumps(json_report_head(report, summary), ensure_ascii=False, indent=1)
+    # json.dumps(..., ensure_ascii=False) for every case, without an encoder per case.
+    encode = json.JSONEncoder(ensure_ascii=False).encode
     with open_output(path) as out:
         out.write(head[:-2] + ',\n "cases": [')
         for number, result in enumerate(report.cases):
-            case = json.dumps(result.head(), ensure_ascii=False)
+            case = encode(result.head())
             out.write(("," if number else "") + "\n  " + case[:-1] + ', "trials": [')
             for index, trial in enumerate(result.trials):
                 out.write(("," if index else "") + "\n   ")
@@ -527,7 +529,6 @@ def print_transcripts(report: EvalReport, console: Console) -> None:
 def print_summary(report: EvalReport, console: Console, *, all_cases: bool | None = None) -> None:
     """Print a table of cases (all, or only those needing attention in large runs) and totals."""
     from rich.markup import escape
-    from rich.table import Table
 
     show_all = len(report.cases) <= 40 if all_cases is None else all_cases
     styles = {"pass": "green", "fail": "red", "error": "yellow", "skipped": "dim", "not_run": "dim"}
@@ -539,6 +540,8 @@ def print_summary(report: EvalReport, console: Console, *, all_cases: bool | Non
         or (c.stats is not None and c.stats.classification == "flaky")
     ]
     if rows:
+        from rich.table import Table  # a large run that passed shows no table
+
         table = Table(show_header=True, header_style="bold", expand=False, show_lines=False)
         table.add_column("verdict")
         table.add_column("case", overflow="fold")

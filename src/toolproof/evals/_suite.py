@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolproof._filemodel import validate
-from toolproof._messages import ModelSettings
 from toolproof._yaml import DocPath, Locator, Problems, load_yaml
 from toolproof._yaml import describe_type as _type
 from toolproof.errors import ConfigError, UserError
@@ -46,6 +45,8 @@ from toolproof.evals._cases import (
     Suite,
     Turn,
     _external_agent,
+    _model_settings,
+    _pass_rule,
 )
 from toolproof.evals._checks import Check, compile_expect
 from toolproof.evals._script import parse_script
@@ -381,6 +382,7 @@ class _Builder:
         self.problems = problems
         self.resolver = resolver
         self.suite_checks: dict[int, list[Check]] = {}
+        self.inherited: tuple[CaseConfig, AgentSpec | None] | None = None  # see case()
 
     def add(self, path: DocPath, message: str) -> None:
         self.problems.add(path, message)
@@ -481,13 +483,21 @@ class _Builder:
         name = data.get("name") if "name" not in bad else None
         if not isinstance(name, str):
             name = f"case-{index + 1}"
-        values = dict(suite_defaults)
-        origin = dict(suite_origin)
-        for key in DEFAULT_KEYS:
-            if key in data:
+        own = [key for key in DEFAULT_KEYS if key in data]
+        config: CaseConfig | None
+        if not own and self.inherited is not None:
+            # A case setting none of its own: the suite's, as the first such case checked them.
+            config, agent = self.inherited
+        else:
+            values = dict(suite_defaults)
+            origin = dict(suite_origin)
+            for key in own:
                 values[key] = data[key]
                 origin[key] = (*path, key)
-        config, agent = self.config(values, origin, path)
+            settled = len(self.problems)
+            config, agent = self.config(values, origin, path)
+            if not own and config is not None and len(self.problems) == settled:
+                self.inherited = (config, agent)
 
         # Inputs.
         turns_data: list[Any] = []
@@ -518,28 +528,28 @@ class _Builder:
         if agent is None:
             # The agent did not load: still report every other problem of the expectations.
             compile_expect(expect, tools=None, problems=self.problems, path=(*path, "expect"))
-        else:
+        elif case_expect:
             # One merged mapping (keys depend on each other: `order` reads `tools_called`);
             # each key's problems point at the line where it was written.
             key_paths: dict[str, DocPath] = dict.fromkeys(suite_expect, ("expect",))
-            key_paths.update(dict.fromkeys(case_expect or {}, (*path, "expect")))
-            if case_expect:
-                checks = compile_expect(
-                    expect,
-                    tools=tools,
-                    problems=self.problems,
-                    path=(*path, "expect"),
-                    key_paths=key_paths,
+            key_paths.update(dict.fromkeys(case_expect, (*path, "expect")))
+            checks = compile_expect(
+                expect,
+                tools=tools,
+                problems=self.problems,
+                path=(*path, "expect"),
+                key_paths=key_paths,
+            )
+            _in_order(checks, expect)
+        elif suite_expect:
+            # Only the suite's checks: compiled and ordered once per agent (checks are
+            # immutable).
+            if id(agent) not in self.suite_checks:
+                compiled = compile_expect(
+                    expect, tools=tools, problems=self.problems, path=("expect",)
                 )
-            elif suite_expect:
-                # Only the suite's checks: compiled once per agent (checks are immutable).
-                if id(agent) not in self.suite_checks:
-                    self.suite_checks[id(agent)] = compile_expect(
-                        expect, tools=tools, problems=self.problems, path=("expect",)
-                    )
-                checks = list(self.suite_checks[id(agent)])
-            order = {key: position for position, key in enumerate(expect)}
-            checks.sort(key=lambda c: order.get(c.name, 0))
+                self.suite_checks[id(agent)] = _in_order(compiled, expect)
+            checks = list(self.suite_checks[id(agent)])
 
         turns: list[Turn] = []
         for number, item in enumerate(turns_data, 1):
@@ -774,23 +784,13 @@ def _valid_part(values: dict[str, Any], bad: set[Any]) -> CaseSettings:
         return CaseSettings.model_validate({})
 
 
+def _in_order(checks: list[Check], expect: Mapping[str, Any]) -> list[Check]:
+    """``checks`` sorted in place in the order their keys were written in ``expect``."""
+    order = {key: position for position, key in enumerate(expect)}
+    checks.sort(key=lambda c: order.get(c.name, 0))
+    return checks
+
+
 def _lines(value: Any) -> list[str]:
     """Judge lines or tags as written: a string or a list of them (already checked)."""
     return [value] if isinstance(value, str) else list(value)
-
-
-def _pass_rule(value: Any) -> PassRule:
-    """A pass rule checked by :class:`CaseSettings`."""
-    if value in ("all", "any"):
-        return PassRule(value)
-    ((kind, number),) = value.items()
-    return PassRule(kind, int(number) if kind == "at_least" else float(number))
-
-
-def _model_settings(spec: Any) -> ModelSettings | None:
-    if spec is None:
-        return None
-    clean = spec.model_dump(exclude_unset=True)
-    if isinstance(clean.get("stop"), str):
-        clean["stop"] = [clean["stop"]]
-    return ModelSettings(**clean)

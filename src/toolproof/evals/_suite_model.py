@@ -127,6 +127,17 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+class _Deferred(FileModel):
+    """A suite model built at its first use, not at import.
+
+    A run validates three of these models (the suite, its cases, their settings); the
+    others (turn mappings, agents you did not build, datasets) and the shared bases are
+    never built unless a suite uses them.
+    """
+
+    model_config = ConfigDict(defer_build=True)
+
+
 # -- model settings -----------------------------------------------------------------------------
 
 
@@ -134,7 +145,7 @@ def _typed(*kinds: type) -> Expected:
     return Expected(" or ".join(kind.__name__ for kind in kinds))
 
 
-class SettingsSpec(FileModel):
+class SettingsSpec(_Deferred):
     """``settings:``: model settings sent with every request."""
 
     temperature: Annotated[float | None, _typed(int, float)] = None
@@ -163,7 +174,7 @@ def _env_values(value: Any) -> Any:
     return value
 
 
-class ExternalAgentSpec(FileModel):
+class ExternalAgentSpec(_Deferred):
     """``agent: {command: ...}`` or ``agent: {http: ...}``: an agent toolproof did not build."""
 
     command: Annotated[
@@ -262,7 +273,7 @@ _MOCKS_SCHEMA: dict[str, Any] = {
 }
 
 
-class CaseSettings(FileModel):
+class CaseSettings(_Deferred):
     """The settings of a case (:data:`DEFAULT_KEYS`): the suite's defaults, the case's own."""
 
     agent_options: Annotated[
@@ -401,7 +412,7 @@ Tags = Annotated[Any, WithJsonSchema(_TAGS_SCHEMA)]
 ExpectSpec = Annotated[Any, WithJsonSchema(_EXPECT_SCHEMA)]
 
 
-class _Common(FileModel):
+class _Common(_Deferred):
     """Keys a suite and a case share (settings are validated by :class:`CaseSettings`)."""
 
     @field_validator("judge", mode="before", check_fields=False)
@@ -479,7 +490,7 @@ class _Defaults(_Common):
     timeout: Any = Field(None, json_schema_extra=_prop("timeout"))
 
 
-class TurnEntry(FileModel):
+class TurnEntry(_Deferred):
     """One turn of ``turns:`` written as a mapping."""
 
     input: str = Field(description="the user's message")
@@ -543,7 +554,7 @@ class CaseEntry(_Defaults):
         raise problem(f"expected true or a reason, got {value!r}")
 
 
-class DatasetEntry(FileModel):
+class DatasetEntry(_Deferred):
     """One entry of a suite's ``datasets:``: a file of rows and the case each row becomes."""
 
     file: str = Field(description=DATASET_KEYS["file"])
