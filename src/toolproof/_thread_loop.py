@@ -56,13 +56,17 @@ if hasattr(os, "register_at_fork"):  # POSIX; cheaper than comparing os.getpid()
 class _ThreadLoop:
     """A thread's loop; closed when the thread ends (or at exit for the main thread)."""
 
-    __slots__ = ("loop", "pid", "process", "selector")
+    __slots__ = ("generators", "loop", "pid", "process", "selector")
 
     def __init__(self) -> None:
         self.loop: asyncio.AbstractEventLoop | None
         self.loop, self.selector = _new_loop()
         self.pid = os.getpid()
         self.process = _process[0]
+        # The references of the loop's weak set of live async generators (None: unknown, so
+        # every call looks); the set object lives as long as the loop.
+        found = getattr(getattr(self.loop, "_asyncgens", None), "data", None)
+        self.generators: Any = found if isinstance(found, set) else None
 
     def close(self) -> None:
         loop, self.loop = self.loop, None
@@ -183,8 +187,11 @@ def run_in_thread_loop(coroutine: Coroutine[Any, Any, _T]) -> _T:
                 loop.run_forever()
         raise
     finally:
-        _cancel_leftovers(loop)
-        _finalize_async_generators(loop)
+        # What is left to do, looked at inline (two calls that return at once cost ~0.3 µs).
+        if _every_task is None or _every_task is False or len(_every_task) > 1:
+            _cancel_leftovers(loop)
+        if holder.generators is None or holder.generators:
+            _finalize_async_generators(loop)
 
 
 def _stop_loop(task: asyncio.Task[Any]) -> None:
