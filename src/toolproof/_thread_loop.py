@@ -104,10 +104,14 @@ def _holder() -> _ThreadLoop:
 def _new_loop() -> tuple[asyncio.AbstractEventLoop, Any]:
     """A new loop, and its selector when it is ours (POSIX, asyncio's default policy)."""
     import asyncio
+    import warnings
 
-    if sys.platform == "win32" or type(asyncio.get_event_loop_policy()) is not getattr(
-        asyncio, "DefaultEventLoopPolicy", None
-    ):
+    with warnings.catch_warnings():  # policies are deprecated from Python 3.14, still honoured
+        warnings.simplefilter("ignore", DeprecationWarning)
+        default = type(asyncio.get_event_loop_policy()) is getattr(
+            asyncio, "DefaultEventLoopPolicy", None
+        )
+    if sys.platform == "win32" or not default:
         return asyncio.new_event_loop(), None  # a proactor loop, or the policy's (uvloop...)
     selector_class, loop_class = _classes()
     selector = selector_class()

@@ -260,3 +260,35 @@ def test_a_run_that_never_waits_takes_one_loop_pass_and_no_poll(
     # A run that waits polls as before (here: a sleep's timer, then the wake-up).
     run_in_thread_loop(asyncio.sleep(0.01))
     assert len(polls) >= 1
+
+
+def test_an_installed_event_loop_policy_still_makes_each_threads_loop() -> None:
+    """A policy of the user's (uvloop's, an instrumented one) makes the loop, as before."""
+    made: list[asyncio.AbstractEventLoop] = []
+
+    class Policy(asyncio.DefaultEventLoopPolicy):
+        def new_event_loop(self) -> asyncio.AbstractEventLoop:
+            loop = super().new_event_loop()
+            made.append(loop)
+            return loop
+
+    async def five() -> int:
+        await asyncio.sleep(0)
+        return 5
+
+    seen: list[Any] = []
+
+    def worker() -> None:
+        seen.append(run_in_thread_loop(five()))
+        seen.append(_holder().loop)
+
+    previous = asyncio.get_event_loop_policy()
+    asyncio.set_event_loop_policy(Policy())
+    try:
+        thread = threading.Thread(target=worker)
+        thread.start()
+        thread.join(timeout=LIMIT)
+    finally:
+        asyncio.set_event_loop_policy(previous)
+    assert seen[0] == 5
+    assert seen[1] is made[0]
