@@ -308,6 +308,19 @@ def _child(kind: str, runs: int) -> None:
 
         asyncio.run(bare_all())
         return
+    if kind == "empty":  # run_sync's own part: one call of an empty coroutine
+        from toolproof._thread_loop import run_in_thread_loop
+
+        async def empty() -> None:
+            return None
+
+        for _ in range(warm_up):
+            run_in_thread_loop(empty())
+        os.getppid()
+        for _ in range(runs):
+            run_in_thread_loop(empty())
+        os.getppid()
+        return
     agent = scripted_agent(1, runs + warm_up)
     if kind == "sync":
         for _ in range(warm_up):
@@ -348,6 +361,8 @@ def callgrind(runs: int = CALLGRIND_RUNS) -> None:
         same = f"{per_run[kind] / per_run['same']:>11.1f}x" if "same" in per_run else ""
         print(f"{label:<44}{per_run[kind]:>12,.0f}{minimal:>9.1f}x{same}")
     print(f"run_sync / await run: {per_run['sync'] / per_run['async']:.2f}x")
+    empty = _instructions("empty", runs) / runs
+    print(f"run_sync's own part (one call of an empty coroutine): {empty:,.0f} instructions")
 
 
 def main() -> None:

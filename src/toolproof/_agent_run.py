@@ -124,8 +124,7 @@ class AgentRun:
         ``Agent.iter`` caller gets (tests/core/test_agent_iter.py checks that both give the
         same result, trace and events).
         """
-        run.start()
-        run.clock.bind()
+        run.start()  # notes the task the run waits in
         try:
             while True:
                 run.check()  # steps and model calls

@@ -212,27 +212,27 @@ class _Clock:
         self._task: asyncio.Task[Any] | None = None
 
     def start(self, started: float) -> None:
+        """Arm the limit, and note the task the run waits in (see :meth:`bind`)."""
         if self.seconds is None:
             return
         self.deadline = started + self.seconds
         if _UNCANCEL:
-            import asyncio
-
+            if not _asyncio:
+                _bind_asyncio()
             # Looking up the running loop costs a system call (getpid) on Python 3.11: once.
-            loop = self._loop = asyncio.get_running_loop()
+            loop = self._loop = _asyncio[0]()
             self._timers = _Timers.of(loop)
             self._timers.add(self, self.deadline, loop)
+            self._task = _asyncio[1](loop)  # given the loop: no system call
 
     def bind(self) -> None:
         """Note the task the run waits in: call it from that task before it waits.
 
-        ``Agent.run`` calls it once; each step of ``Agent.iter`` calls it (a caller may step
-        the run from another task).
+        :meth:`start` notes the task it runs in; each step of ``Agent.iter`` calls this (a
+        caller may step the run from another task).
         """
         if self._loop is not None:
-            import asyncio
-
-            self._task = asyncio.current_task(self._loop)  # given the loop: no system call
+            self._task = _asyncio[1](self._loop)
 
     def stop(self) -> None:
         if self._timers is not None:
@@ -293,6 +293,17 @@ class _Clock:
 
     def limit_detail(self, what: str = "") -> str:
         return f"time limit reached ({self.seconds:g} s){what}"
+
+
+#: ``asyncio.get_running_loop`` and ``asyncio.current_task``, bound by the first run (an
+#: ``import`` statement in a function costs about 0.3 µs a call, even for a loaded module).
+_asyncio: list[Callable[..., Any]] = []
+
+
+def _bind_asyncio() -> None:
+    import asyncio
+
+    _asyncio[:] = [asyncio.get_running_loop, asyncio.current_task]
 
 
 class _Timers:
@@ -775,18 +786,22 @@ def _ignore(event: Event) -> None:
     return None
 
 
-_second: tuple[int, str] = (-1, "")  # the last whole second and its ISO 8601 text
+_second: tuple[int, str] = (-1, "")  # the last whole second and its ISO 8601 text, with "."
+_millis: tuple[str, ...] = ()  # "000Z" to "999Z", made by the first call
 
 
 def _now() -> str:
     """UTC now as ``2026-12-01T11:37:22.008Z`` (milliseconds truncated, as ``isoformat`` does).
 
     Formatting the date costs more than the rest of a trace's bookkeeping, so the text of the
-    current second is kept (one tuple, replaced whole, so threads never see half of it).
+    current second is kept (one tuple, replaced whole, so threads never see half of it) and
+    the milliseconds are looked up, not formatted.
     """
-    global _second
+    global _second, _millis
     whole, fraction = divmod(time.time_ns(), 1_000_000_000)  # the clock datetime.now() reads
     second = _second
     if second[0] != whole:
-        second = _second = (whole, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)))
-    return f"{second[1]}.{fraction // 1_000_000:03d}Z"
+        second = _second = (whole, time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(whole)))
+        if not _millis:
+            _millis = tuple(f"{ms:03d}Z" for ms in range(1000))
+    return second[1] + _millis[fraction // 1_000_000]

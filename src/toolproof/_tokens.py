@@ -28,20 +28,35 @@ def estimate_tokens(text: str) -> int:
     return (ascii_chars + 3) // 4 + (len(text) - ascii_chars)
 
 
+#: The last message estimated, the parts the estimate reads, and the estimate: the agent and
+#: a fake model estimate the same message one after the other (the answer the model gave,
+#: then the run's record of it), so the second is a lookup. One tuple, replaced whole.
+_last: tuple[object, object, object, object, int] = (None, None, None, None, 0)
+
+
 def estimate_message_tokens(message: Message) -> int:
     """Estimate the tokens a message takes in a request (content, tool calls, overhead)."""
-    content = message.content
+    global _last
+    content, calls, reasoning = message.content, message.tool_calls, message.reasoning
+    last = _last
+    if last[0] is message and last[1] is content and last[2] is calls and last[3] is reasoning:
+        return last[4]  # the same message with the same parts (rebuilt parts are new objects)
     if not content:
         tokens = MESSAGE_OVERHEAD
     elif content.isascii():  # the common case, inline: this runs for every message of a run
         tokens = MESSAGE_OVERHEAD + (len(content) + 3) // 4
     else:
         tokens = MESSAGE_OVERHEAD + estimate_tokens(content)
-    for call in message.tool_calls:
+    for call in calls:
         # repr() of the arguments is as long as their JSON to within a few characters, and
         # much cheaper to produce on the hot path.
         args = call.raw_arguments if call.raw_arguments is not None else repr(call.arguments)
-        tokens += MESSAGE_OVERHEAD + estimate_tokens(call.name) + estimate_tokens(args)
-    if message.reasoning:
-        tokens += estimate_tokens(message.reasoning)
+        name = call.name
+        if name.isascii() and args.isascii():
+            tokens += MESSAGE_OVERHEAD + (len(name) + 3) // 4 + (len(args) + 3) // 4
+        else:
+            tokens += MESSAGE_OVERHEAD + estimate_tokens(name) + estimate_tokens(args)
+    if reasoning:
+        tokens += estimate_tokens(reasoning)
+    _last = (message, content, calls, reasoning, tokens)
     return tokens

@@ -260,6 +260,8 @@ def test_system_calls_and_records_per_run(
 
     monkeypatch.setattr(asyncio, "get_running_loop", counted_loop)
     monkeypatch.setattr(asyncio, "current_task", counted_task)
+    # The run binds both once (an import statement per call costs more): count them there.
+    monkeypatch.setattr(run_module, "_asyncio", [counted_loop, counted_task])
     monkeypatch.setattr(os, "urandom", counted_urandom)
     monkeypatch.setattr(run_module, "Usage", counted_usage)
     monkeypatch.setattr(run_module, "sum_usage", counted_sum)
@@ -271,8 +273,43 @@ def test_system_calls_and_records_per_run(
             assert (await agent.run("multiply")).stop_reason == "final"
 
     asyncio.run(all_runs())
-    assert counts["running loop lookups"] <= runs
+    assert counts["running loop lookups"] == runs
     assert counts["task lookups without the loop"] == 0
-    assert counts["task lookups"] <= runs
+    assert counts["task lookups"] == runs
     assert counts["random reads"] <= 2  # one read serves 64 runs
     assert counts["usage records"] <= 2 * runs
+
+
+@pytest.mark.parametrize(("steps", "parallel"), [(1, 1), (4, 3)])
+def test_each_message_is_estimated_once_by_the_run_and_the_scripted_model_together(
+    monkeypatch: pytest.MonkeyPatch, steps: int, parallel: int
+) -> None:
+    """The model estimates its answer, the run then records it (and the run a tool result,
+    the model then reads it): the second of each pair is the estimator's kept answer."""
+    import toolproof._run as run_module
+    import toolproof._tokens as tokens_module
+    import toolproof.models.fake as fake_module
+
+    counts: Counter[str] = Counter()
+    estimate = tokens_module.estimate_message_tokens
+
+    def counted(message: Message) -> int:
+        counts["estimates"] += 1
+        if tokens_module._last[0] is not message:
+            counts["computed"] += 1
+        return estimate(message)
+
+    monkeypatch.setattr(run_module, "estimate_message_tokens", counted)
+    monkeypatch.setattr(fake_module, "estimate_message_tokens", counted)
+    agent = make_agent(steps, parallel)
+    agent.model = ScriptedModel(script(steps, parallel) * 2)
+    asyncio.run(agent.run("multiply"))  # the system prompt's estimate is kept from here on
+    counts.clear()
+    result = asyncio.run(agent.run("multiply"))
+    messages = 1 + steps + steps * parallel + 1  # the input, each answer, each result, the final
+    assert len(result.trace.steps) == steps + 1
+    assert counts["estimates"] == 2 * messages  # each message by the run and by the model
+    # ... computed once; only the results of parallel calls twice (the estimator keeps its
+    # last answer only, and the model reads the results after the run recorded them all).
+    twice = steps * parallel if parallel > 1 else 0
+    assert counts["computed"] == messages + twice

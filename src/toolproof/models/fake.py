@@ -142,7 +142,7 @@ class _Recording(Model):
         """The estimated usage of one request: its messages in, the answer out."""
         seen, sums = self._seen, self._sums
         known = 0
-        for message, (before, content, calls) in zip(messages, seen, strict=False):
+        for message, (before, content, calls) in zip(messages, seen):  # noqa: B905 (shorter)
             # The same message object with the same parts (in case one was edited in place;
             # the agent never changes a message it built).
             if (
