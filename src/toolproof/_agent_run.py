@@ -12,7 +12,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar
 
 from toolproof._messages import Message
-from toolproof._run import Budget, RunResult, _Run, _Stop, record
+from toolproof._run import Budget, RunResult, _Run, record
+from toolproof._run_clock import _Stop
 from toolproof._trace import Trace
 from toolproof.errors import AgentRunError
 

@@ -22,6 +22,7 @@ LOADED = {
     "toolproof._agent",
     "toolproof._agent_run",
     "toolproof._run",
+    "toolproof._run_clock",
     "toolproof._thread_loop",
     "toolproof._memory",
     "toolproof._messages",

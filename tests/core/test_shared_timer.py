@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolproof import Agent, Budget, Message
-from toolproof._run import _loop_timers
+from toolproof._run_clock import _loop_timers
 from toolproof.testing import FunctionModel, RequestInfo, ScriptedModel
 
 

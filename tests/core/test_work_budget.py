@@ -229,6 +229,7 @@ def test_system_calls_and_records_per_run(
     import os
 
     import toolproof._run as run_module
+    import toolproof._run_clock as clock_module
 
     counts: Counter[str] = Counter()
     get_running_loop = asyncio.get_running_loop
@@ -261,7 +262,7 @@ def test_system_calls_and_records_per_run(
     monkeypatch.setattr(asyncio, "get_running_loop", counted_loop)
     monkeypatch.setattr(asyncio, "current_task", counted_task)
     # The run binds both once (an import statement per call costs more): count them there.
-    monkeypatch.setattr(run_module, "_asyncio", [counted_loop, counted_task])
+    monkeypatch.setattr(clock_module, "_asyncio", [counted_loop, counted_task])
     monkeypatch.setattr(os, "urandom", counted_urandom)
     monkeypatch.setattr(run_module, "Usage", counted_usage)
     monkeypatch.setattr(run_module, "sum_usage", counted_sum)
