@@ -101,10 +101,22 @@ class RecordedTrace:
             calls = step["response"]["tool_calls"]
             if not calls:
                 continue
-            by_id = {result["call_id"]: result for result in step["tool_results"]}
+            results = step["tool_results"]
+            if len(calls) == 1 and len(results) == 1:  # the common step: no lookup table
+                call = calls[0]
+                result = results[0]
+                out.append(
+                    (
+                        RecordedCall(call),
+                        RecordedResult(result) if result["call_id"] == call["id"] else None,
+                    )
+                )
+                continue
+            # the last result of each call id, as ``Trace.calls_and_results`` pairs them
+            by_id = {result["call_id"]: result for result in results}
             for call in calls:
-                result = by_id.get(call["id"])
-                out.append((RecordedCall(call), None if result is None else RecordedResult(result)))
+                found = by_id.get(call["id"])
+                out.append((RecordedCall(call), None if found is None else RecordedResult(found)))
         return out
 
     def full(self) -> Trace:
