@@ -323,7 +323,7 @@ def _fits(value: Any, depth: int) -> bool:
     elif kind is float:
         return math.isfinite(value)
     elif kind is int:
-        return value.bit_length() <= _MAX_INT_BITS
+        return bool(value.bit_length() <= _MAX_INT_BITS)
     else:
         return True
     if depth >= MAX_JSON_DEPTH:
