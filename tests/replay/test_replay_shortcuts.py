@@ -11,6 +11,8 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
@@ -130,3 +132,35 @@ def test_the_kept_schema_verdicts_are_bounded() -> None:
     assert tool.reject(long) is None
     assert repr(long) not in tool.verdicts
     assert tool.reject({"user_id": "x" * _VERDICT_KEY_CHARS}) is not None
+
+
+def test_a_tool_that_checks_its_own_return_values_is_asked_every_time(tmp_path: Path) -> None:
+    # the return check runs without Tool.validate_return's wrapper only for tools that
+    # keep Tool's own check; a tool class with its own is asked for every recorded value
+    from replay_helpers import query_users, user_trace
+
+    from toolproof import Tool
+    from toolproof.replay import TraceStore, replay
+
+    asked: list[Any] = []
+
+    class Picky(Tool[..., Any]):
+        def validate_return(self, value: Any) -> Any:
+            asked.append(value)
+            if len(asked) > 2:
+                from pydantic import TypeAdapter
+
+                TypeAdapter(int).validate_python(value)  # refuses: the value is a dict
+            return super().validate_return(value)
+
+    picky = Picky(query_users.function, name="query_users")
+    with TraceStore(tmp_path / "t.db") as store:
+        store.add_many([replace(user_trace(123), id=f"t-{n}") for n in range(5)])
+    report = replay(tmp_path / "t.db", tools=[picky])
+    assert len(asked) == 5
+    assert report.counts == {"pass": 2, "warn": 0, "fail": 3, "error": 0}, report.summary()
+    assert all(
+        f.check == "return_shape" and "no longer fits query_users's return type" in f.message
+        for s in report.failures
+        for f in s.findings
+    )

@@ -104,8 +104,10 @@ class _TodayTool:
             if check is None:
                 tool.validate_return(value)  # builds the tool's return check, once
                 adapter = getattr(tool, "_return_adapter", None)
-                # the very check validate_return runs, without its Python wrapper
-                self.returns = adapter.validator.validate_python if adapter else None
+                if adapter is not None and type(tool).validate_return is Tool.validate_return:
+                    # the very check validate_return runs, without its Python wrapper (a
+                    # tool class with a check of its own is asked every time)
+                    self.returns = adapter.validator.validate_python
             else:
                 check(value)
         except Exception as exc:
