@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from _callgrind import marked_instructions
+from _callgrind import marked_events, marked_instructions
 
 from toolproof import Agent, Trace, tool
 from toolproof.models.fake import FunctionModel, call
@@ -215,13 +215,37 @@ def bench_stall(traces: list[Trace], folder: Path) -> dict[str, Any]:
 
 def bench_replay_tools(store_path: Path, count: int, *, model_mode: bool) -> dict[str, float]:
     replay(store_path, tools=TOOLS)  # warm-up: imports, adapters, caches
-    begin = time.perf_counter()
-    report = replay(store_path, tools=TOOLS, rules={"tools": {"list_incidents": {"max_limit": 20}}})
-    elapsed = time.perf_counter() - begin
+    collections = [0, 0.0]
+    started = [0.0]
+
+    def on_gc(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            started[0] = time.perf_counter()
+        else:
+            collections[0] += 1
+            collections[1] += time.perf_counter() - started[0]
+
+    gc.collect()
+    gc.callbacks.append(on_gc)
+    try:
+        begin = time.perf_counter()
+        cpu = time.process_time()
+        report = replay(
+            store_path, tools=TOOLS, rules={"tools": {"list_incidents": {"max_limit": 20}}}
+        )
+        cpu = time.process_time() - cpu
+        elapsed = time.perf_counter() - begin
+    finally:
+        gc.callbacks.remove(on_gc)
     assert len(report.samples) == count, len(report.samples)
     assert report.counts["pass"] == count, report.summary()
-    figures = {"replay_tools_per_s": count / elapsed}
+    figures = {"replay_tools_per_s": count / elapsed, "replay_tools_cpu_per_s": count / cpu}
+    figures["replay_gc_collections"] = collections[0]
+    figures["replay_gc_ms"] = collections[1] * 1e3
+    del report
+    cpu = time.process_time()
     figures["bare_read_per_s"] = bare_read(store_path, count)
+    figures["bare_read_cpu_per_s"] = count / (time.process_time() - cpu)
     if model_mode:
         begin = time.perf_counter()
         report = replay(
@@ -278,21 +302,34 @@ def _replay_child(kind: str, store_path: str, count: int) -> None:
     assert report.counts["pass"] == count, report.summary()
 
 
-def _replay_instructions(kind: str, store_path: Path, count: int) -> int:
-    return marked_instructions(__file__, "--child", kind, str(store_path), str(count))
+def _replay_events(kind: str, store_path: Path, count: int) -> dict[str, int]:
+    return marked_events(__file__, "--child", kind, str(store_path), str(count), cache_sim=True)
 
 
 def callgrind_replay(count: int = REPLAY_CALLGRIND_TRACES) -> None:
-    """Instructions per trace of tools-mode replay and of the bare read, under callgrind."""
+    """Instructions and first-level cache misses per trace of tools-mode replay and of the
+    bare read, under callgrind (its cache simulation: the host's L1 sizes)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "callgrind.db"
         with TraceStore(path) as store:
             store.add_many(make_traces(count))
-        bare = _replay_instructions("bare", path, count) / count
-        tools = _replay_instructions("tools", path, count) / count
-    print(f"instructions per trace under callgrind ({count} traces, after a warm-up pass)")
-    print(f"  {'replay + grade, tools mode':<44}{tools:>14,.0f}{tools / bare:>8.2f}x")
-    print(f"  {'baseline: read + json.loads, no checks':<44}{bare:>14,.0f}{1:>8.2f}x")
+        bare = _replay_events("bare", path, count)
+        tools = _replay_events("tools", path, count)
+
+    def misses(events: dict[str, int]) -> float:
+        return (events["I1mr"] + events["D1mr"] + events["D1mw"]) / count
+
+    print(f"per trace under callgrind ({count} traces, after a warm-up pass)")
+    print(f"  {'':<44}{'instructions':>14}{'':>8}{'L1 misses':>12}{'':>8}")
+    for label, events in (
+        ("replay + grade, tools mode", tools),
+        ("baseline: read + json.loads, no checks", bare),
+    ):
+        ir = events["Ir"] / count
+        print(
+            f"  {label:<44}{ir:>14,.0f}{ir / (bare['Ir'] / count):>7.2f}x"
+            f"{misses(events):>12,.0f}{misses(events) / misses(bare):>7.2f}x"
+        )
 
 
 def bench_recorder_overhead(folder: Path, runs: int, blocks: int) -> dict[str, float]:
@@ -471,7 +508,9 @@ def main() -> None:
             "replay_tools_per_s",
             "target >= 20,000",
         ),
+        ("  its CPU time", "replay_tools_cpu_per_s", "process_time"),
         ("  baseline: read + json.loads, no checks", "bare_read_per_s", "same run"),
+        ("  its CPU time", "bare_read_cpu_per_s", "process_time"),
         ("replay + grade, model mode, recorded", "replay_model_recorded_per_s", "whole agent loop"),
     ]
     print(
@@ -480,6 +519,12 @@ def main() -> None:
     )
     for label, key, note in rows:
         print(f"  {label:<44} {_spread(figures[key], 'traces/s'):>30} traces/s  {note}")
+    gc_runs = statistics.median(figures["replay_gc_collections"])
+    gc_ms = statistics.median(figures["replay_gc_ms"]) * 10_000 / len(traces)
+    print(
+        f"  garbage collection during the tools-mode replay: {gc_runs:.0f} collections, "
+        f"{gc_ms:.1f} ms per 10,000 traces"
+    )
     print(
         f"  agent loop wakes late while the recorder works: p99 {stall['busy_p99_ms']:.2f} ms, "
         f"max {stall['busy_max_ms']:.2f} ms (idle recorder: p99 {stall['idle_p99_ms']:.2f}, "

@@ -186,6 +186,43 @@ def test_replay_tools_mode_compiles_each_schema_once_not_once_per_trace(
     assert counts == Counter(check_schema=2, compiled=2), counts
 
 
+def test_replay_tools_mode_checks_schema_only_arguments_once_not_once_per_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # jsonschema builds a validator object for every subschema it descends into, on every
+    # check: the verdict on the same arguments is kept, so a store of 25 traces calling
+    # with the same arguments costs what one trace costs
+    from jsonschema import Draft202012Validator
+
+    counts: Counter[str] = Counter()
+    real_iter_errors = Draft202012Validator.iter_errors
+    real_evolve = Draft202012Validator.evolve
+
+    def iter_errors(self: Any, *args: Any, **kwargs: Any) -> Any:
+        counts["iter_errors"] += 1
+        return real_iter_errors(self, *args, **kwargs)
+
+    def evolve(self: Any, **changes: Any) -> Any:
+        counts["validators built"] += 1
+        return real_evolve(self, **changes)
+
+    monkeypatch.setattr(Draft202012Validator, "iter_errors", iter_errors)
+    monkeypatch.setattr(Draft202012Validator, "evolve", evolve)
+    schemas = {"query_users": query_users.parameters}
+    found = []
+    for count in (1, TRACES):
+        with TraceStore(tmp_path / f"{count}.db") as store:
+            store.add_many(_traces(count))
+        counts.clear()
+        report = replay(tmp_path / f"{count}.db", tools=schemas)
+        assert report.counts["pass"] == count, report.summary()
+        found.append(Counter(counts))
+    one, many = found
+    # one check of today's schema (against the meta-schema), one of the recorded arguments
+    assert one["iter_errors"] == 2, one
+    assert many == one, (one, many)
+
+
 def test_replay_never_formats_its_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # asyncio.run (Python 3.11) formats its main task with its result when it restores the
     # SIGINT handler: a report returned as that result was formatted, every sample, twice

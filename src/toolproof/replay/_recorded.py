@@ -11,9 +11,9 @@ parser, the same field checks and coercions, no objects. It is not a second deco
 - the schema is derived from the codec's at first use, so a field added to a trace is
   checked here too;
 - a payload is read this way only when the codec's ``__post_init__`` hooks would neither
-  refuse nor change any of its values (:func:`_unchanged_by_hooks` asks the codec's own
-  checks, ``_plain`` and the usage counts' range, the very conditions under which those
-  hooks return their input as it is);
+  refuse nor change any of its values (the usage counts' range, checked by the schema
+  itself, and :func:`_unchanged_by_hooks`, which asks ``_plain``'s conditions: the very
+  conditions under which those hooks return their input as it is);
 - every other payload, and every payload this schema refuses, goes to the codec itself
   (``Trace.from_json`` through the store's ``_decode``): a row the codec refuses is
   skipped with the codec's message, exactly as before.
@@ -24,11 +24,12 @@ view and the full trace give the same replay outcomes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from toolproof._messages import _MAX_COUNT, Usage, _plain
+from toolproof._messages import _MAX_COUNT, _MAX_INT_BITS, MAX_JSON_DEPTH, Usage
 from toolproof._trace import TRACE_VERSION, Trace, _adapter
 from toolproof.errors import TraceFormatError
 from toolproof.replay._store_rows import TraceFilter, _decode
@@ -101,10 +102,22 @@ class RecordedTrace:
             calls = step["response"]["tool_calls"]
             if not calls:
                 continue
-            by_id = {result["call_id"]: result for result in step["tool_results"]}
+            results = step["tool_results"]
+            if len(calls) == 1 and len(results) == 1:  # the common step: no lookup table
+                call = calls[0]
+                result = results[0]
+                out.append(
+                    (
+                        RecordedCall(call),
+                        RecordedResult(result) if result["call_id"] == call["id"] else None,
+                    )
+                )
+                continue
+            # the last result of each call id, as ``Trace.calls_and_results`` pairs them
+            by_id = {result["call_id"]: result for result in results}
             for call in calls:
-                result = by_id.get(call["id"])
-                out.append((RecordedCall(call), None if result is None else RecordedResult(result)))
+                found = by_id.get(call["id"])
+                out.append((RecordedCall(call), None if found is None else RecordedResult(found)))
         return out
 
     def full(self) -> Trace:
@@ -187,11 +200,14 @@ def _as_plain(schema: Any) -> Any:
     arguments = schema["schema"]
     if arguments.get("type") != "dataclass-args" or arguments.get("computed_fields"):
         raise _UnknownLayout(str(arguments.get("type")))
+    counts = schema.get("cls") is Usage
     fields = {}
     for entry in arguments["fields"]:
         if entry.get("init") is False or entry.get("init_only") or entry.get("validation_alias"):
             raise _UnknownLayout(entry["name"])  # a field not read from its own key
         inner = _as_plain(entry["schema"])
+        if counts and entry["name"] in _COUNT_FIELDS:
+            inner = _counted(inner, entry["name"])
         fields[entry["name"]] = {
             "type": "typed-dict-field",
             "schema": inner,
@@ -208,6 +224,35 @@ def _as_plain(schema: Any) -> Any:
     return out
 
 
+#: Usage's fields that its hook checks as token counts (ints in ``[0, 2**63)``).
+_COUNT_FIELDS = frozenset(
+    {"input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens", "requests", "details"}
+)
+
+
+def _counted(schema: dict[str, Any], name: str) -> dict[str, Any]:
+    """A token count's schema that also refuses what Usage's hook refuses (out of range).
+
+    Only ever stricter than the codec's schema: a payload it refuses goes to the codec.
+    """
+    wrapped = schema.get("type") == "default"
+    inner = schema["schema"] if wrapped else schema
+    if name == "details":
+        if inner.get("type") != "dict" or inner["values_schema"].get("type") != "int":
+            raise _UnknownLayout(name)
+        inner = {**inner, "values_schema": _count_schema(inner["values_schema"])}
+    elif inner.get("type") != "int":
+        raise _UnknownLayout(name)
+    else:
+        inner = _count_schema(inner)
+    return {**schema, "schema": inner} if wrapped else inner
+
+
+def _count_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    # (the int schema returns ints only, as the hook's ``type(n) is int`` wants)
+    return {**schema, "ge": 0, "le": _MAX_COUNT - 1}
+
+
 # -- the codec's hooks --------------------------------------------------------------------------
 
 
@@ -216,21 +261,23 @@ def _unchanged_by_hooks(data: dict[str, Any]) -> bool:
 
     The hooks convert text fields (a no-op on the strings the parser returns: it refuses
     lone surrogates), free-form JSON values (``json_data``: a no-op exactly when ``_plain``
-    holds) and token counts (a no-op when they are ints in ``[0, 2**63)``). Anything else
-    is for the codec to decide.
+    holds, which :func:`_fits` decides for parsed values) and token counts (a no-op when
+    they are ints in ``[0, 2**63)``, which the view's schema already demands of every count
+    it reads; only the field's default, ``Usage()``, is left to check). Anything else is
+    for the codec to decide.
     """
     metadata = data["metadata"]
-    if metadata and not _plain(metadata, 0):
+    if metadata and not _fits(metadata, 0):
         return False
     settings = data["settings"]
-    if settings and not _plain(settings, 0):
+    if settings and not _fits(settings, 0):
         return False
-    if not _counts_fit(data["usage"]):
+    if type(data["usage"]) is not dict and not _default_usage(data["usage"]):
         return False
     for info in data["tools"]:
         parameters = info["parameters"]
         if _PLAIN_PARAMETERS.get(info["schema_hash"]) != parameters:
-            if not _plain(parameters, 0):
+            if not _fits(parameters, 0):
                 return False
             if len(_PLAIN_PARAMETERS) >= 256:
                 _PLAIN_PARAMETERS.clear()
@@ -238,41 +285,62 @@ def _unchanged_by_hooks(data: dict[str, Any]) -> bool:
     for message in data["history"]:
         for call in message["tool_calls"]:
             arguments = call["arguments"]
-            if arguments and not _plain(arguments, 0):
+            if arguments and not _fits(arguments, 0):
                 return False
     for step in data["steps"]:
-        if not _counts_fit(step["usage"]):
+        if type(step["usage"]) is not dict and not _default_usage(step["usage"]):
             return False
         for call in step["response"]["tool_calls"]:
             arguments = call["arguments"]
-            if arguments and not _plain(arguments, 0):
+            if arguments and not _fits(arguments, 0):
                 return False
         for result in step["tool_results"]:
             value = result["value"]
-            if value is not None and not _plain(value, 0):
+            if value is not None and not _fits(value, 0):
                 return False
     return True
 
 
-def _counts_fit(usage: Any) -> bool:
-    if type(usage) is not dict:  # the field's default, ``Usage()``, made by its factory
-        return type(usage) is Usage and usage == Usage()
-    a = usage["input_tokens"]
-    b = usage["output_tokens"]
-    c = usage["cached_tokens"]
-    d = usage["reasoning_tokens"]
-    e = usage["requests"]
-    if not (
-        type(a) is int
-        and type(b) is int
-        and type(c) is int
-        and type(d) is int
-        and type(e) is int
-        and 0 <= (a | b | c | d | e) < _MAX_COUNT
-    ):
+def _default_usage(usage: Any) -> bool:
+    """A usage the payload left out: the field's default, ``Usage()``, made by its factory."""
+    return type(usage) is Usage and usage == Usage()
+
+
+def _fits(value: Any, depth: int) -> bool:
+    """``_plain(value, depth)`` for a value the view's JSON parser returned.
+
+    Such a value is made of exact dicts (with str keys), lists, strs, ints, floats, bools
+    and ``None``, and its strings are valid text (the parser refuses lone surrogates), so
+    what ``_plain`` can still refuse is a float that is not finite, an int of more than
+    ``_MAX_INT_BITS`` bits, or containers nested deeper than ``MAX_JSON_DEPTH``: only
+    those are looked for (``tests/replay/test_recorded_view.py`` checks both agree).
+    """
+    kind = type(value)
+    if kind is dict:
+        items: Any = value.values()
+    elif kind is list:
+        items = value
+    elif kind is float:
+        return math.isfinite(value)
+    elif kind is int:
+        return bool(value.bit_length() <= _MAX_INT_BITS)
+    else:
+        return True
+    if depth >= MAX_JSON_DEPTH:
         return False
-    details = usage["details"]
-    return not details or all(type(n) is int and 0 <= n < _MAX_COUNT for n in details.values())
+    for item in items:
+        leaf = type(item)
+        if leaf is str or leaf is bool or item is None:
+            continue
+        if leaf is int:
+            if item.bit_length() > _MAX_INT_BITS:
+                return False
+        elif leaf is float:
+            if not math.isfinite(item):
+                return False
+        elif not _fits(item, depth + 1):
+            return False
+    return True
 
 
 #: Tool schemas repeat across the traces of a store: the ones found plain, by schema hash,

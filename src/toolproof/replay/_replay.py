@@ -199,11 +199,13 @@ async def areplay(
                 )
                 report.samples = await _collect(runner, work, samples)
                 samples = iter(())
+            decays = aging.half_life is not None  # (else every weight is 1.0, the default)
             for trace, age in samples:
                 begin = clock()
                 result = _tools_sample(trace, today, rules, run_mocks=run_mocks)
                 result.age_s = age
-                result.weight = aging.weight(age)
+                if decays:
+                    result.weight = aging.weight(age)
                 result.duration_ms = (clock() - begin) * 1000
                 report.samples.append(result)
     else:

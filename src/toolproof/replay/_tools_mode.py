@@ -24,14 +24,20 @@ from toolproof.replay._grading import (
     Finding,
     ResultLike,
     SampleResult,
+    _one_call,
     _show_call,
-    grade_calls,
     overall,
 )
 from toolproof.replay._recorded import RecordedTrace
 from toolproof.replay._rules import ReplayRules
 
 # -- today's tools ---------------------------------------------------------------------------
+
+
+#: Verdicts kept per schema-only tool: the arguments seen most recently (see ``reject``).
+_VERDICTS = 1024
+#: Arguments whose text form is longer than this are checked each time, not remembered.
+_VERDICT_KEY_CHARS = 2048
 
 
 @dataclass(slots=True)
@@ -44,6 +50,10 @@ class _TodayTool:
     tool: Tool[..., Any] | None = None
     validator: Any = None  # jsonschema validator when only a schema is known
     mock: Callable[..., Any] | None = None
+    #: the return annotation's check, once built (``None``: not built yet)
+    returns: Callable[[Any], Any] | None = None
+    #: schema-only tools: the verdict on arguments already checked, by their ``repr``
+    verdicts: dict[str, str | None] | None = None
 
     def reject(self, arguments: dict[str, Any]) -> str | None:
         if self.tool is not None:
@@ -52,6 +62,28 @@ class _TodayTool:
             except ArgumentsInvalid as exc:
                 return str(exc)
             return None
+        # A JSON Schema check is a pure function of the arguments (no format checker, no
+        # code of the user's), and jsonschema builds a validator object for every subschema
+        # it descends into, on every check: the verdict on the same arguments is kept (a
+        # bounded, least recently used set). The key is the arguments' repr, which tells
+        # apart every two JSON values that differ, even only in type (1, 1.0, True) or in
+        # key order.
+        verdicts = self.verdicts
+        if verdicts is None:
+            verdicts = self.verdicts = {}
+        key = repr(arguments)
+        if key in verdicts:
+            verdict = verdicts.pop(key)
+            verdicts[key] = verdict  # now the most recently used
+            return verdict
+        verdict = self._schema_verdict(arguments)
+        if len(key) <= _VERDICT_KEY_CHARS:
+            if len(verdicts) >= _VERDICTS:
+                del verdicts[next(iter(verdicts))]
+            verdicts[key] = verdict
+        return verdict
+
+    def _schema_verdict(self, arguments: dict[str, Any]) -> str | None:
         error = next(iter(self.validator.iter_errors(arguments)), None)
         if error is None:
             return None
@@ -68,7 +100,16 @@ class _TodayTool:
         if tool is None or not tool.has_return_annotation:
             return None
         try:
-            tool.validate_return(value)
+            check = self.returns
+            if check is None:
+                tool.validate_return(value)  # builds the tool's return check, once
+                adapter = getattr(tool, "_return_adapter", None)
+                if adapter is not None and type(tool).validate_return is Tool.validate_return:
+                    # the very check validate_return runs, without its Python wrapper (a
+                    # tool class with a check of its own is asked every time)
+                    self.returns = adapter.validator.validate_python
+            else:
+                check(value)
         except Exception as exc:
             from pydantic import ValidationError
 
@@ -153,30 +194,36 @@ def _tools_sample(
     findings: list[Finding] = []
     notes: list[str] = []
     recorded: list[tuple[CallLike, ResultLike | None]] = list(trace.calls_and_results())
-    replayed: list[tuple[CallLike, ResultLike | None]] = []
+    # Each recorded call beside what today's tool makes of it (the recorded result, or the
+    # rejection by today's schema); graded by the per-call rules after the checks below, as
+    # ``grade_calls(recorded, replayed, rules, compare_calls=False)`` grades them.
+    replayed: list[tuple[CallLike, ResultLike | None, ResultLike | None]] = []
+    called: set[str] = set()
     for call, result in recorded:
-        tool = today.get(call.name)
+        name = call.name
+        called.add(name)
+        tool = today.get(name)
         if tool is None:
-            close = difflib.get_close_matches(call.name, list(today), n=1)
+            close = difflib.get_close_matches(name, list(today), n=1)
             hint = f"; renamed to '{close[0]}'?" if close else ""
             findings.append(
                 Finding(
                     "fail",
                     "tool_missing",
-                    f"tool '{call.name}' no longer exists{hint}",
-                    tool=call.name,
+                    f"tool '{name}' no longer exists{hint}",
+                    tool=name,
                     recorded=_show_call(call, rules.mask),
                 )
             )
             continue
         if call.arguments_error is not None:
-            replayed.append((call, result))
+            replayed.append((call, result, result))
             continue
         reason = tool.reject(call.arguments)
         if reason is not None:
-            replayed.append((call, _rejected(call, reason)))
+            replayed.append((call, result, _rejected(call, reason)))
             continue
-        replayed.append((call, result))
+        replayed.append((call, result, result))
         if result is None or not result.ok or result.error_type in REJECTED:
             continue
         problem = tool.return_problem(result.value)
@@ -186,18 +233,30 @@ def _tools_sample(
                     "fail",
                     "return_shape",
                     problem,
-                    tool=call.name,
+                    tool=name,
                     recorded=_clip_value(result.value),
                 )
             )
         elif run_mocks and tool.mock is not None and tool.tool is not None:
             findings.extend(_compare_mock(tool, call, result))
-    findings.extend(grade_calls(recorded, replayed, rules, compare_calls=False))
-    called = {call.name for call, _ in recorded}
+    for call, result, new in replayed:
+        rule = rules.rule_for(call.name)
+        # (a call its rule cannot fault, and that today's schema did not newly reject, has
+        # no finding: the rule's checks are skipped for it, not its verdict)
+        if (
+            rule.required_args
+            or rule.bounds
+            or (
+                new is not None
+                and new.error_type in REJECTED
+                and (result is None or result.error_type not in REJECTED)
+            )
+        ):
+            findings.extend(_one_call((call, result), (call, new), rule, rules.mask, False))
     for info in trace.tools:
-        tool = today.get(info.name)
         if info.name not in called:
             continue  # a change to a tool this sample never called says nothing about it
+        tool = today.get(info.name)
         if tool is not None and info.schema_hash and tool.schema_hash != info.schema_hash:
             notes.append(f"{info.name}: schema changed since recording")
     return SampleResult(
