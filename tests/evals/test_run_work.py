@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import gc
 import json
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -161,9 +163,6 @@ NOT_LOADED_BY_A_SCRIPTED_RUN = (
 
 
 def test_a_scripted_run_loads_no_http_client_run_log_or_table(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
     cases = [f"{{name: c{i}, input: 'hi {i}', script: [hello]}}" for i in range(50)]
     path = _suite_file(tmp_path, cases)
     report = tmp_path / "r.json"
@@ -173,15 +172,7 @@ def test_a_scripted_run_loads_no_http_client_run_log_or_table(tmp_path: Path) ->
         f"code = main(['run', {str(path)!r}, '-q', '--no-log', '--report', 'json:{report}'])\n"
         "print(json.dumps([code, sorted(sys.modules)]))\n"
     )
-    source = Path(__file__).resolve().parents[2] / "src"
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        env={"PYTHONPATH": f"{source}:{HERE}", "PATH": ""},
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=tmp_path,
-    )
+    done = _python(code, tmp_path)
     exit_code, loaded = json.loads(done.stdout.splitlines()[-1])
     assert exit_code == 0, done.stdout
     assert json.loads(report.read_text())["summary"]["trials_passed"] == 100
@@ -240,9 +231,6 @@ def test_the_program_leaves_its_objects_out_of_the_collectors_walks_at_exit(
     # As the program (no argv: the console script, `python -m toolproof`) the command's
     # objects are frozen before the interpreter exits, which would otherwise walk them all
     # with the collector; called with argv (from Python, as tests do) nothing stays frozen.
-    import subprocess
-    import sys
-
     cases = [f"{{name: c{i}, input: 'hi {i}', script: [hello]}}" for i in range(20)]
     path = _suite_file(tmp_path, cases)
     argv = ["run", str(path), "-q", "--no-log"]
@@ -255,16 +243,21 @@ def test_the_program_leaves_its_objects_out_of_the_collectors_walks_at_exit(
         "program = main()\n"
         "print(json.dumps([called, after_call, program, gc.get_freeze_count()]))\n"
     )
+    done = _python(code, tmp_path)
+    called, after_call, program, frozen = json.loads(done.stdout.splitlines()[-1])
+    assert (called, program) == (0, 0), done.stdout
+    assert after_call == 0
+    assert frozen > 10_000
+
+
+def _python(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter on this checkout's sources (and the test agents)."""
     source = Path(__file__).resolve().parents[2] / "src"
-    done = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-c", code],
         env={"PYTHONPATH": f"{source}:{HERE}", "PATH": ""},
         capture_output=True,
         text=True,
         check=True,
-        cwd=tmp_path,
+        cwd=cwd,
     )
-    called, after_call, program, frozen = json.loads(done.stdout.splitlines()[-1])
-    assert (called, program) == (0, 0), done.stdout
-    assert after_call == 0
-    assert frozen > 10_000
