@@ -206,15 +206,15 @@ def test_each_trial_is_encoded_once_for_the_reports(
         def __getattr__(self, name: str) -> Any:
             return getattr(adapter, name)
 
-    real_write = _runner._Runner.write_spool
+    real_line = _runner._Runner.spool_line
 
-    def write_spool(self: Any, trial: Any) -> tuple[int, int]:
+    def spool_line(self: Any, trial: Any) -> bytes:
         counts["spooled_trials"] += 1
         counts["traces"] += len(trial.traces or [])
-        return real_write(self, trial)
+        return real_line(self, trial)
 
     monkeypatch.setattr(_trace, "_adapter", lambda: CountingAdapter())
-    monkeypatch.setattr(_runner._Runner, "write_spool", write_spool)
+    monkeypatch.setattr(_runner._Runner, "spool_line", spool_line)
     out, markdown = tmp_path / "r.json", tmp_path / "r.md"
     argv = ["run", str(path), "-q", "--no-log", "--report", f"json:{out}"]
     code = main([*argv, "--report", f"markdown:{markdown}"])

@@ -286,8 +286,6 @@ def run_command(args: argparse.Namespace) -> int:
 def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> int:
     import asyncio
 
-    from rich.console import Console
-
     from toolproof._loading import load_model_spec
     from toolproof._reporting import parse_report_specs
     from toolproof.cli import report_console
@@ -298,6 +296,8 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
     specs = parse_report_specs(args.report)
     suites = load_suites(args.paths)
     if args.list:  # lists what would run; needs no key and writes nothing
+        from rich.console import Console
+
         console = Console(highlight=False)
         _list_cases(select_cases(suites, cases=args.case, tags=args.tag), console, args)
         return 0
@@ -309,8 +309,10 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
     if isinstance(judge_model, str) and judge_model.strip().lower() == "scripted":
         raise UserError("--judge-model needs a model that can grade, not 'scripted'")
     stdout_taken = any(spec.to_stdout for spec in specs)
-    console = report_console(stderr=stdout_taken)
+    # The console (rich) is made when first needed: with -q, after the trials.
+    console = report_console(stderr=stdout_taken) if args.last_failed else None
     if args.last_failed:
+        assert console is not None
         suites = _last_failed(suites, args, console)
     log = _start_log(suites, args)
     reports = list(specs)
@@ -346,6 +348,8 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
         raise
     from toolproof.evals._report import print_summary, print_transcripts
 
+    if console is None:
+        console = report_console(stderr=stdout_taken)
     if args.verbose:
         print_transcripts(report, console)
     print_summary(report, console)

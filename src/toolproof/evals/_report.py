@@ -40,7 +40,7 @@ console with ``toolproof run -v`` (:func:`print_transcripts`).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from toolproof._reporting import (
@@ -89,14 +89,23 @@ MARKDOWN_MARKER = "<!-- toolproof-evals -->"
 _ICON = {"pass": "✅", "fail": "❌", "error": "⚠️", "skipped": "⏭️", "not_run": "⏸️"}
 
 
-def write_reports(report: EvalReport, specs: Sequence[ReportSpec], spool: IO[bytes] | None) -> None:
-    """Write each requested report (the summary figures are computed once for all)."""
+def write_reports(
+    report: EvalReport,
+    specs: Sequence[ReportSpec],
+    spool: IO[bytes] | None,
+    blocks: Mapping[int, tuple[int, int]] | None = None,
+) -> None:
+    """Write each requested report (the summary figures are computed once for all).
+
+    ``blocks``: the cases' entries of the JSON report already written to ``spool`` while
+    the trials ran (see :func:`write_json_report`).
+    """
     summary: dict[str, Any] | None = None
     for spec in specs:
         if spec.format in ("json", "markdown") and summary is None:
             summary = report.summary()
         if spec.format == "json":
-            write_json_report(spec.path, report, spool, summary=summary)
+            write_json_report(spec.path, report, spool, summary=summary, blocks=blocks)
         elif spec.format == "junit":
             write_junit(spec.path, junit_suites(report, spool))
         elif spec.format == "markdown":
@@ -188,14 +197,26 @@ def write_json_report(
     spool: IO[bytes] | None,
     *,
     summary: dict[str, Any] | None = None,
+    blocks: Mapping[int, tuple[int, int]] | None = None,
 ) -> None:
-    """Write the JSON report, copying each trial (with its traces) from the spool."""
+    """Write the JSON report, copying each trial (with its traces) from the spool.
+
+    ``blocks`` maps ``id(case result)`` to where the case's whole entry (``{...,
+    "trials": [...]}``) already is in ``spool``: the runner writes each as its case is
+    decided, so only the cases left are encoded here.
+    """
     head = json.dumps(json_report_head(report, summary), ensure_ascii=False, indent=1)
     # json.dumps(..., ensure_ascii=False) for every case, without an encoder per case.
     encode = json.JSONEncoder(ensure_ascii=False).encode
     with open_output(path) as out:
         out.write(head[:-2] + ',\n "cases": [')
         for number, result in enumerate(report.cases):
+            block = blocks.get(id(result)) if blocks and spool is not None else None
+            if block is not None:
+                assert spool is not None
+                spool.seek(block[0])
+                out.write(("," if number else "") + "\n  " + spool.read(block[1]).decode())
+                continue
             case = encode(result.head())
             out.write(("," if number else "") + "\n  " + case[:-1] + ', "trials": [')
             for index, trial in enumerate(result.trials):
