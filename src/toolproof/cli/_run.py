@@ -19,6 +19,7 @@ import contextlib
 import gc
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +27,8 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from toolproof._runlog import RunLog
-    from toolproof.evals._results import EvalReport
+    from toolproof.evals._progress import Progress
+    from toolproof.evals._results import CaseResult, EvalReport, TrialResult
     from toolproof.evals._suite import Case, Suite
 
 __all__ = ["register"]
@@ -320,7 +322,8 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
         from toolproof._reporting import ReportSpec
 
         reports.append(ReportSpec("json", str(log.report_path)))
-    progress = default_progress(quiet=args.quiet)
+    ending = _EndingImports(default_progress(quiet=args.quiet))
+    progress = ending
     trials_start()
     try:
         report = asyncio.run(
@@ -346,13 +349,15 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
     except BaseException as exc:
         finish_log(log, exc)
         raise
+    finally:
+        ending.join()
     from toolproof.evals._report import print_summary, print_transcripts
 
     if console is None:
         console = report_console(stderr=stdout_taken)
     if args.verbose:
         print_transcripts(report, console)
-    print_summary(report, console)
+    summary = print_summary(report, console)
     _print_tracebacks(report, console)
     for spec in specs:
         if not spec.to_stdout:
@@ -371,7 +376,6 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
             f"ran, {not_run} case{'s' if not_run != 1 else ''} not run[/]"
         )
     if log is not None:
-        summary = report.summary()
         if not args.model:  # the suites' own models, as the cases ran with them
             models = sorted({c.model for c in report.cases if c.model})
             log.info.model = ", ".join(models) or None
@@ -396,6 +400,61 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
         )
         console.print(f"[dim]run log: {log.info.path}[/]", highlight=False)
     return report.exit_code
+
+
+#: What the command imports once the trials are done (the summary, the console), imported
+#: meanwhile by :class:`_EndingImports`.
+ENDING_MODULES = (
+    "rich.console",
+    "rich.markup",
+    "toolproof.evals._report",
+    "toolproof.evals._judge",
+    "toolproof.evals._quality",
+)
+
+
+class _EndingImports:
+    """Progress that also imports :data:`ENDING_MODULES` in a thread once a trial is done.
+
+    The trials leave the command's thread idle much of the time (waiting for the model), so
+    the imports the summary needs are done then, not after the last trial. They start after
+    the first trial, when the run's own start-up work (the HTTP client's imports) is over.
+    """
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.thread: threading.Thread | None = None
+
+    def start(self, cases: int, trials: int) -> None:
+        self.progress.start(cases, trials)
+
+    def trial_done(self, case: Case, trial: TrialResult) -> None:
+        self.progress.trial_done(case, trial)
+        if self.thread is None:
+            self.thread = threading.Thread(
+                target=_import_quietly, args=(ENDING_MODULES,), name="toolproof-imports"
+            )
+            self.thread.daemon = True
+            self.thread.start()
+
+    def case_done(self, result: CaseResult) -> None:
+        self.progress.case_done(result)
+
+    def finish(self) -> None:
+        self.progress.finish()
+
+    def join(self) -> None:
+        """Wait for the imports (done long before when the run lasted a moment)."""
+        if self.thread is not None:
+            self.thread.join()
+
+
+def _import_quietly(names: tuple[str, ...]) -> None:
+    import importlib
+
+    for name in names:
+        with contextlib.suppress(Exception):  # the command's own import reports it
+            importlib.import_module(name)
 
 
 def _suite_files(suites: list[Suite]) -> list[str]:

@@ -547,8 +547,14 @@ def print_transcripts(report: EvalReport, console: Console) -> None:
                 console.print(Text("    (no trace: the trial stopped before the agent ran)", "dim"))
 
 
-def print_summary(report: EvalReport, console: Console, *, all_cases: bool | None = None) -> None:
-    """Print a table of cases (all, or only those needing attention in large runs) and totals."""
+def print_summary(
+    report: EvalReport, console: Console, *, all_cases: bool | None = None
+) -> dict[str, Any]:
+    """Print a table of cases (all, or only those needing attention in large runs) and totals.
+
+    Returns:
+        ``report.summary()``, as the totals were printed from it.
+    """
     from rich.markup import escape
 
     show_all = len(report.cases) <= 40 if all_cases is None else all_cases
@@ -597,3 +603,4 @@ def print_summary(report: EvalReport, console: Console, *, all_cases: bool | Non
     headline = _headline(report, summary)
     style = "green" if report.exit_code == 0 else "red" if report.exit_code == 1 else "yellow"
     console.print(f"[bold {style}]{escape(headline)}[/]  (exit code {report.exit_code})")
+    return summary
