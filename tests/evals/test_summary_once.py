@@ -68,7 +68,9 @@ case_data = st.tuples(
 )
 
 
-@settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    deadline=None, max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=st.lists(case_data, max_size=12), interrupted=st.booleans())
 def test_the_summary_agrees_with_the_cases_figures(
     cases: tuple[Case, Case], data: list[tuple[bool, str, bool, list]], interrupted: bool

@@ -300,8 +300,9 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
     if args.list:  # lists what would run; needs no key and writes nothing
         from rich.console import Console
 
-        console = Console(highlight=False)
-        _list_cases(select_cases(suites, cases=args.case, tags=args.tag), console, args)
+        _list_cases(
+            select_cases(suites, cases=args.case, tags=args.tag), Console(highlight=False), args
+        )
         return 0
     check_report_paths(specs)
     model = load_model_spec(args.model, keywords=("scripted",)) if args.model else None
@@ -312,9 +313,9 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
         raise UserError("--judge-model needs a model that can grade, not 'scripted'")
     stdout_taken = any(spec.to_stdout for spec in specs)
     # The console (rich) is made when first needed: with -q, after the trials.
-    console = report_console(stderr=stdout_taken) if args.last_failed else None
+    console: Console | None = None
     if args.last_failed:
-        assert console is not None
+        console = report_console(stderr=stdout_taken)
         suites = _last_failed(suites, args, console)
     log = _start_log(suites, args)
     reports = list(specs)

@@ -408,7 +408,8 @@ class _Runner:
             _SPOOL_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
         head = _SPOOL_ENCODER.encode(trial.head()).encode()
         traces = b",".join(_adapter().dump_json(trace) for trace in trial.traces or [])
-        return head[:-1] + b',"traces":[' + traces + b"]}"
+        line: bytes = head[:-1] + b',"traces":[' + traces + b"]}"
+        return line
 
     def hold(self, plan: _Plan, trial: TrialResult) -> None:
         """Keep the trial's report line until its case is decided (see :meth:`write_block`)."""
