@@ -58,6 +58,7 @@ from toolproof.evals._trial_models import (
     _Slot,
     _trial_tools,
     _TrialModel,
+    _Waiting,
 )
 from toolproof.evals._trial_models import infrastructure_error as infrastructure_error
 
@@ -88,6 +89,7 @@ class _Runner:
         # so writing the report at the end only copies them.
         self.lines: dict[int, list[bytes | None]] = {}
         self.blocks: dict[int, tuple[int, int]] = {}
+        self.waiting: _Waiting | None = None
 
     # -- the run --------------------------------------------------------------------------------
 
@@ -103,6 +105,10 @@ class _Runner:
         if self.options.executor is not None:
             return await self.run_elsewhere(units, self.options.executor)
         queue = iter(units)
+        count = max(1, min(self.options.concurrency, len(units)))
+        # The trace codec the spool needs is built while every first trial waits for its
+        # model's first answer, not when the first trial ends (with the answers arriving).
+        self.waiting = _Waiting(count, _warm_spool if self.spool is not None else None)
 
         async def worker() -> None:
             for plan, index in queue:
@@ -111,10 +117,7 @@ class _Runner:
                 trial = await self.trial(plan, index)
                 self.record(plan, trial)
 
-        self.workers = workers = [
-            asyncio.ensure_future(worker())
-            for _ in range(max(1, min(self.options.concurrency, len(units))))
-        ]
+        self.workers = workers = [asyncio.ensure_future(worker()) for _ in range(count)]
         try:
             if workers:
                 await asyncio.gather(*workers)
@@ -236,7 +239,7 @@ class _Runner:
             model = ScriptedModel(case.script or [], name=SCRIPTED)
         else:
             assert plan.slot is not None
-            model = _TrialModel(plan.slot, index, counters, self.cache)
+            model = _TrialModel(plan.slot, index, counters, self.cache, self.waiting)
         mocks: list[Any] = []
         step = "creating the mocks"
         with contextlib.ExitStack() as isolation:
@@ -467,6 +470,13 @@ class _Runner:
         for plan in self.plans:
             if id(plan) in self.lines:
                 self.write_lines(plan)
+
+
+def _warm_spool() -> None:
+    """Build the trace codec of the spool (once per process; see :meth:`_Runner.spool_line`)."""
+    from toolproof._trace import _adapter
+
+    _adapter()
 
 
 #: ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))``, one encoder for every trial.
