@@ -403,19 +403,8 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
     return report.exit_code
 
 
-#: What the command imports once the trials are done (the summary, the console), imported
-#: meanwhile by :class:`_EndingImports`.
-ENDING_MODULES = (
-    "rich.console",
-    "rich.markup",
-    "toolproof.evals._report",
-    "toolproof.evals._judge",
-    "toolproof.evals._quality",
-)
-
-
 class _EndingImports:
-    """Progress that also imports :data:`ENDING_MODULES` in a thread once a trial is done.
+    """Progress that also imports what the summary needs in a thread once a trial is done.
 
     The trials leave the command's thread idle much of the time (waiting for the model), so
     the imports the summary needs are done then, not after the last trial. They start after
@@ -432,9 +421,7 @@ class _EndingImports:
     def trial_done(self, case: Case, trial: TrialResult) -> None:
         self.progress.trial_done(case, trial)
         if self.thread is None:
-            self.thread = threading.Thread(
-                target=_import_quietly, args=(ENDING_MODULES,), name="toolproof-imports"
-            )
+            self.thread = threading.Thread(target=_import_ending, name="toolproof-imports")
             self.thread.daemon = True
             self.thread.start()
 
@@ -450,12 +437,15 @@ class _EndingImports:
             self.thread.join()
 
 
-def _import_quietly(names: tuple[str, ...]) -> None:
-    import importlib
+def _import_ending() -> None:
+    """Import the modules of the command's ending (the summary, the console)."""
+    with contextlib.suppress(Exception):  # the command's own import reports any failure
+        import rich.console
+        import rich.markup
 
-    for name in names:
-        with contextlib.suppress(Exception):  # the command's own import reports it
-            importlib.import_module(name)
+        from toolproof.evals import _judge, _quality, _report
+
+        del rich, _judge, _quality, _report
 
 
 def _suite_files(suites: list[Suite]) -> list[str]:
