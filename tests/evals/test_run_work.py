@@ -159,6 +159,17 @@ NOT_LOADED_BY_A_SCRIPTED_RUN = (
     "toolproof.replay",
     "toolproof.server",
     "toolproof.view",
+    "toolproof.evals._dataset",
+    # `toolproof run` parses with its own subcommand alone.
+    "toolproof.cli._chat",
+    "toolproof.cli._mcp",
+    "toolproof.cli._mocks",
+    "toolproof.cli._replay",
+    "toolproof.cli._runs",
+    "toolproof.cli._schema",
+    "toolproof.cli._serve",
+    "toolproof.cli._traces",
+    "toolproof.cli._view",
 )
 
 
