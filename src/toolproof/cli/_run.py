@@ -438,14 +438,23 @@ class _EndingImports:
 
 
 def _import_ending() -> None:
-    """Import the modules of the command's ending (the summary, the console)."""
+    """Import the modules of the command's ending (the summary, the console).
+
+    A first line printed to a console of its own (into a string) also does the work rich
+    does once, on its first print (styles parsed, markup and emoji patterns compiled).
+    """
     with contextlib.suppress(Exception):  # the command's own import reports any failure
+        import io
+
         import rich.console
         import rich.markup
 
         from toolproof.evals import _judge, _quality, _report
 
-        del rich, _judge, _quality, _report
+        del _judge, _quality, _report
+        console = rich.console.Console(file=io.StringIO(), highlight=False, width=80)
+        console.print(f"[bold green]{rich.markup.escape('a [b]')}[/]  (exit code 0)")
+        console.print("[dim]c[/]", highlight=False)
 
 
 def _suite_files(suites: list[Suite]) -> list[str]:

@@ -210,7 +210,17 @@ def write_json_report(
     encode = json.JSONEncoder(ensure_ascii=False).encode
     with open_output(path) as out:
         out.write(head[:-2] + ',\n "cases": [')
-        for number, result in enumerate(report.cases):
+        if blocks and spool is not None and str(path) != "-":
+            # A file (UTF-8, like the spool): the cases' bytes go under the text layer, so
+            # the entries are copied without decoding and encoding them again.
+            out.flush()
+            _copy_cases(out.buffer, report, spool, blocks, encode)  # type: ignore[attr-defined]
+            out.buffer.write(b"\n ]\n}\n")  # type: ignore[attr-defined]
+            blocks = None
+            report_cases: Sequence[CaseResult] = ()
+        else:
+            report_cases = report.cases
+        for number, result in enumerate(report_cases):
             block = blocks.get(id(result)) if blocks and spool is not None else None
             if block is not None:
                 assert spool is not None
@@ -230,9 +240,38 @@ def write_json_report(
                     data["traces"] = [t.to_dict() for t in trial.traces or []]
                     out.write(json.dumps(data, ensure_ascii=False))
             out.write("]}")
-        out.write("\n ]\n}\n")
+        if report_cases is report.cases:
+            out.write("\n ]\n}\n")
     if spool is not None:
         spool.seek(0, 2)
+
+
+def _copy_cases(
+    out: IO[bytes],
+    report: EvalReport,
+    spool: IO[bytes],
+    blocks: Mapping[int, tuple[int, int]],
+    encode: Any,
+) -> None:
+    """The ``"cases"`` entries of the JSON report, as bytes (see :func:`write_json_report`)."""
+    for number, result in enumerate(report.cases):
+        out.write(b",\n  " if number else b"\n  ")
+        block = blocks.get(id(result))
+        if block is not None:
+            spool.seek(block[0])
+            out.write(spool.read(block[1]))
+            continue
+        out.write(encode(result.head())[:-1].encode() + b', "trials": [')
+        for index, trial in enumerate(result.trials):
+            out.write(b",\n   " if index else b"\n   ")
+            if trial.spool is not None:
+                spool.seek(trial.spool[0])
+                out.write(spool.read(trial.spool[1]))
+            else:
+                data = trial.head()
+                data["traces"] = [t.to_dict() for t in trial.traces or []]
+                out.write(json.dumps(data, ensure_ascii=False).encode())
+        out.write(b"]}")
 
 
 # -- JUnit ------------------------------------------------------------------------------------
