@@ -42,8 +42,18 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Case, Case]:
     return suite.cases[0], suite.cases[1]
 
 
-def _trial(index: int, status: str, checks: list[tuple[str, str]], tokens: int) -> TrialResult:
-    results = [CheckResult("c", s, "why", kind=k) for k, s in checks]  # type: ignore[arg-type]
+def _check(kind: str, status: str, claims: int | None) -> CheckResult:
+    if claims is None:
+        return CheckResult("c", status, "why", kind=kind)  # type: ignore[arg-type]
+    # A grounding check's figures, which the summary's "quality" adds up per suite.
+    metrics = {"claims": claims, "ungrounded": claims // 2}
+    return CheckResult("retrieval_grounded", status, "why", metrics=metrics)  # type: ignore[arg-type]
+
+
+def _trial(
+    index: int, status: str, checks: list[tuple[str, str, int | None]], tokens: int
+) -> TrialResult:
+    results = [_check(*check) for check in checks]
     return TrialResult(
         index,
         status,  # type: ignore[arg-type]
@@ -60,7 +70,13 @@ case_data = st.tuples(
     st.lists(
         st.tuples(
             STATUSES,
-            st.lists(st.tuples(st.sampled_from(["objective", "judged"]), CHECK_STATUSES)),
+            st.lists(
+                st.tuples(
+                    st.sampled_from(["objective", "judged"]),
+                    CHECK_STATUSES,
+                    st.none() | st.integers(0, 9),
+                )
+            ),
             st.integers(0, 50),
         ),
         max_size=5,
@@ -78,7 +94,8 @@ def test_the_summary_agrees_with_the_cases_figures(
     blocking, advisory = cases
     results = []
     for number, (block, verdict, scripted, trials) in enumerate(data):
-        case = dataclasses.replace(blocking if block else advisory, name=f"c{number}")
+        base = blocking if block else advisory
+        case = dataclasses.replace(base, name=f"c{number}", suite=f"s{number % 3}")
         made = [_trial(i, s, checks, tokens) for i, (s, checks, tokens) in enumerate(trials)]
         results.append(CaseResult(case, verdict, "why", made, scripted=scripted))  # type: ignore[arg-type]
     report = EvalReport(results, duration_s=1.23456, interrupted=interrupted, model_calls=7)
@@ -120,3 +137,5 @@ def test_the_summary_agrees_with_the_cases_figures(
         "exit_code": report.exit_code,
     }
     assert list(summary) == list(EvalReport([]).summary())  # the report's key order
+    grounded = any(c[2] is not None for _, _, _, trials in data for _, cs, _ in trials for c in cs)
+    assert bool(summary["quality"]) == grounded

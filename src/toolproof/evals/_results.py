@@ -297,6 +297,9 @@ class EvalReport:
         verdicts = {v: [0, 0] for v in ("pass", "fail", "error", "skipped", "not_run")}
         trials = passed = failed = errored = scripted = 0
         figures: list[CaseStats] = []
+        from toolproof.evals._quality import CHECKS, quality_of
+
+        gathered: dict[str, dict[str, list[dict[str, Any]]]] = {}  # quality_summary's
         for case in self.cases:
             verdicts[case.verdict][0 if case.blocking else 1] += 1
             passes = failures = errors = 0
@@ -311,6 +314,9 @@ class EvalReport:
                 for check in trial.checks:
                     if check.kind == "judged":
                         judged[check.status] += 1
+                    if check.metrics is not None and check.check in CHECKS:
+                        per = gathered.setdefault(case.case.suite, {})
+                        per.setdefault(check.check, []).append(check.metrics)
                 usage = trial.usage
                 input_tokens += usage.input_tokens
                 output_tokens += usage.output_tokens
@@ -352,7 +358,7 @@ class EvalReport:
             "cached_calls": self.cached_calls,
             "judge_calls": self.judge_calls,
             "judged_checks": judged,
-            "quality": self.quality(),
+            "quality": quality_of(gathered),
             "duration_s": round(self.duration_s, 3),
             "exit_code": _exit_code(
                 self.interrupted, verdicts["fail"][0], verdicts["error"][0], ran
