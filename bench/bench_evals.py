@@ -134,6 +134,17 @@ def run_toolproof(
     }
 
 
+def bare_start_up(bytecode: Path) -> float:
+    """Wall time of starting Python and importing what the bare loop uses (not in its figure)."""
+    env = {**os.environ, "PYTHONPYCACHEPREFIX": str(bytecode)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    program = [sys.executable, "-c", "import asyncio, json, aiohttp"]
+    launched = subprocess.run(
+        [sys.executable, "-c", LAUNCHER, *program], env=env, capture_output=True, text=True
+    )
+    return float(json.loads(launched.stdout.splitlines()[-1])["wall"])
+
+
 TOOLS_WIRE = [multiply_numbers.definition.to_openai()]
 
 
@@ -289,6 +300,7 @@ def main() -> int:
     model = f"openai-compatible:bench-model?base_url={base_url}"
     rows: dict[str, list[dict[str, Any]]] = {"bare": [], "toolproof": []}
     cached: list[dict[str, Any]] = []
+    starts: list[float] = []
     try:
         with tempfile.TemporaryDirectory(prefix="toolproof-bench-") as temp:
             directory = Path(temp)
@@ -301,6 +313,7 @@ def main() -> int:
                     bare(base_url + "/chat/completions", args.cases * args.trials, args.concurrency)
                 )
                 rows["bare"].append({"wall": wall, "run": wall, "cpu": cpu})
+                starts.append(bare_start_up(bytecode))
                 report = directory / f"report-{round_}.json"
                 rows["toolproof"].append(
                     run_toolproof(
@@ -359,6 +372,12 @@ def main() -> int:
         f"toolproof / baseline, round by round: {spread(ratios)} (whole command), "
         f"{spread([t['run'] / b['wall'] for t, b in zip(tp, bare_rows, strict=True)])} "
         f"(trials phase); peak RSS {rss:.0f} MB; JSON report {tp[0]['report_mb']:.0f} MB"
+    )
+    outside = [t["wall"] - t["run"] for t in tp]
+    print(
+        f"toolproof run outside the trials phase (start-up, loading, report, exit): "
+        f"{spread(outside).strip()} s; what the bare loop's figure leaves out (starting "
+        f"Python and importing aiohttp): {spread(starts).strip()} s"
     )
     again = cached[-1]
     print(

@@ -159,6 +159,17 @@ NOT_LOADED_BY_A_SCRIPTED_RUN = (
     "toolproof.replay",
     "toolproof.server",
     "toolproof.view",
+    "toolproof.evals._dataset",
+    # `toolproof run` parses with its own subcommand alone.
+    "toolproof.cli._chat",
+    "toolproof.cli._mcp",
+    "toolproof.cli._mocks",
+    "toolproof.cli._replay",
+    "toolproof.cli._runs",
+    "toolproof.cli._schema",
+    "toolproof.cli._serve",
+    "toolproof.cli._traces",
+    "toolproof.cli._view",
 )
 
 
@@ -206,15 +217,15 @@ def test_each_trial_is_encoded_once_for_the_reports(
         def __getattr__(self, name: str) -> Any:
             return getattr(adapter, name)
 
-    real_write = _runner._Runner.write_spool
+    real_line = _runner._Runner.spool_line
 
-    def write_spool(self: Any, trial: Any) -> tuple[int, int]:
+    def spool_line(self: Any, trial: Any) -> bytes:
         counts["spooled_trials"] += 1
         counts["traces"] += len(trial.traces or [])
-        return real_write(self, trial)
+        return real_line(self, trial)
 
     monkeypatch.setattr(_trace, "_adapter", lambda: CountingAdapter())
-    monkeypatch.setattr(_runner._Runner, "write_spool", write_spool)
+    monkeypatch.setattr(_runner._Runner, "spool_line", spool_line)
     out, markdown = tmp_path / "r.json", tmp_path / "r.md"
     argv = ["run", str(path), "-q", "--no-log", "--report", f"json:{out}"]
     code = main([*argv, "--report", f"markdown:{markdown}"])
@@ -261,3 +272,58 @@ def _python(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         check=True,
         cwd=cwd,
     )
+
+
+def test_the_report_codec_is_built_while_every_first_trial_waits_for_the_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The trace codec of the JSON spool is built once, when every worker's trial is waiting
+    # for a model answer (the loop is idle then), before any trial has ended.
+    import asyncio
+
+    from toolproof.evals import _runner
+    from toolproof.evals._runner import evaluate_async
+    from toolproof.testing import FunctionModel, call
+
+    monkeypatch.syspath_prepend(str(HERE))
+    waiting = 0
+    seen: list[tuple[int, int]] = []
+
+    async def respond(messages: Any, info: Any) -> Any:
+        nonlocal waiting
+        waiting += 1
+        try:
+            await asyncio.sleep(0.02)
+        finally:
+            waiting -= 1
+        if messages[-1].role == "tool":
+            return "The result is 96."
+        return call("multiply_numbers", a=12, b=8)
+
+    done: list[int] = []
+    real_line = _runner._Runner.spool_line
+
+    def spool_line(self: Any, trial: Any) -> bytes:
+        done.append(trial.index)
+        return real_line(self, trial)
+
+    def warm() -> None:
+        seen.append((waiting, len(done)))
+
+    monkeypatch.setattr(_runner, "_warm_spool", warm)
+    monkeypatch.setattr(_runner._Runner, "spool_line", spool_line)
+    cases = [f"{{name: c{i}, input: 'hi {i}'}}" for i in range(12)]
+    path = _suite_file(tmp_path, cases)
+    report = asyncio.run(
+        evaluate_async(
+            [path],
+            model=FunctionModel(respond),
+            concurrency=5,
+            cache=False,
+            reports=[f"json:{tmp_path / 'r.json'}"],
+        )
+    )
+    assert report.exit_code == 0, [c.reason for c in report.cases]
+    assert len(done) == 24
+    # Once; every one of the 5 workers was in a model request, and no trial had ended.
+    assert seen == [(5, 0)]

@@ -38,8 +38,12 @@ from toolproof.errors import UserError
 __all__ = ["main"]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every available subcommand."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser with every available subcommand, or with ``command``'s alone.
+
+    ``toolproof run ...`` is parsed with the ``run`` subcommand alone: the parsers of the
+    other commands import their modules, work a run does not need.
+    """
     parser = argparse.ArgumentParser(
         prog="toolproof",
         description="Build tool-calling LLM agents and prove that they work.",
@@ -52,6 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
         "accepted anywhere on the command line)",
     )
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
+    if command == "run":
+        from toolproof.cli import _run
+
+        _run.register(subparsers)
+        return parser
     from toolproof.cli import (
         _chat,
         _mcp,
@@ -139,7 +148,8 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _dispatch(arguments: list[str]) -> int:
-    parser = build_parser()
+    # Only when the command comes first: `toolproof --version run` needs the whole parser.
+    parser = build_parser("run" if arguments[:1] == ["run"] else None)
     args = parser.parse_args(arguments)
     args.argv = list(arguments)  # what run logs record
     handler = getattr(args, "handler", None)

@@ -57,10 +57,18 @@ def quality_summary(cases: Sequence[_CaseResult]) -> list[dict[str, Any]]:
     for case in cases:
         for trial in case.trials:
             for result in trial.checks:
-                if result.metrics is None or result.check not in CHECKS:
-                    continue
-                per = suites.setdefault(case.case.suite, {})
-                per.setdefault(result.check, []).append(result.metrics)
+                if result.metrics is not None and result.check in CHECKS:
+                    per = suites.setdefault(case.case.suite, {})
+                    per.setdefault(result.check, []).append(result.metrics)
+    return quality_of(suites)
+
+
+def quality_of(suites: dict[str, dict[str, list[dict[str, Any]]]]) -> list[dict[str, Any]]:
+    """:func:`quality_summary` of the metrics already gathered: suite -> check -> metrics.
+
+    Only checks named in :data:`CHECKS` are gathered, in the order of the cases, their
+    trials and their checks.
+    """
     out: list[dict[str, Any]] = []
     for suite, found in suites.items():
         entry: dict[str, Any] = {"suite": suite}

@@ -40,7 +40,7 @@ console with ``toolproof run -v`` (:func:`print_transcripts`).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from toolproof._reporting import (
@@ -89,14 +89,23 @@ MARKDOWN_MARKER = "<!-- toolproof-evals -->"
 _ICON = {"pass": "✅", "fail": "❌", "error": "⚠️", "skipped": "⏭️", "not_run": "⏸️"}
 
 
-def write_reports(report: EvalReport, specs: Sequence[ReportSpec], spool: IO[bytes] | None) -> None:
-    """Write each requested report (the summary figures are computed once for all)."""
+def write_reports(
+    report: EvalReport,
+    specs: Sequence[ReportSpec],
+    spool: IO[bytes] | None,
+    blocks: Mapping[int, tuple[int, int]] | None = None,
+) -> None:
+    """Write each requested report (the summary figures are computed once for all).
+
+    ``blocks``: the cases' entries of the JSON report already written to ``spool`` while
+    the trials ran (see :func:`write_json_report`).
+    """
     summary: dict[str, Any] | None = None
     for spec in specs:
         if spec.format in ("json", "markdown") and summary is None:
             summary = report.summary()
         if spec.format == "json":
-            write_json_report(spec.path, report, spool, summary=summary)
+            write_json_report(spec.path, report, spool, summary=summary, blocks=blocks)
         elif spec.format == "junit":
             write_junit(spec.path, junit_suites(report, spool))
         elif spec.format == "markdown":
@@ -188,14 +197,36 @@ def write_json_report(
     spool: IO[bytes] | None,
     *,
     summary: dict[str, Any] | None = None,
+    blocks: Mapping[int, tuple[int, int]] | None = None,
 ) -> None:
-    """Write the JSON report, copying each trial (with its traces) from the spool."""
+    """Write the JSON report, copying each trial (with its traces) from the spool.
+
+    ``blocks`` maps ``id(case result)`` to where the case's whole entry (``{...,
+    "trials": [...]}``) already is in ``spool``: the runner writes each as its case is
+    decided, so only the cases left are encoded here.
+    """
     head = json.dumps(json_report_head(report, summary), ensure_ascii=False, indent=1)
     # json.dumps(..., ensure_ascii=False) for every case, without an encoder per case.
     encode = json.JSONEncoder(ensure_ascii=False).encode
     with open_output(path) as out:
         out.write(head[:-2] + ',\n "cases": [')
-        for number, result in enumerate(report.cases):
+        if blocks and spool is not None and str(path) != "-":
+            # A file (UTF-8, like the spool): the cases' bytes go under the text layer, so
+            # the entries are copied without decoding and encoding them again.
+            out.flush()
+            _copy_cases(out.buffer, report, spool, blocks, encode)  # type: ignore[attr-defined]
+            out.buffer.write(b"\n ]\n}\n")  # type: ignore[attr-defined]
+            blocks = None
+            report_cases: Sequence[CaseResult] = ()
+        else:
+            report_cases = report.cases
+        for number, result in enumerate(report_cases):
+            block = blocks.get(id(result)) if blocks and spool is not None else None
+            if block is not None:
+                assert spool is not None
+                spool.seek(block[0])
+                out.write(("," if number else "") + "\n  " + spool.read(block[1]).decode())
+                continue
             case = encode(result.head())
             out.write(("," if number else "") + "\n  " + case[:-1] + ', "trials": [')
             for index, trial in enumerate(result.trials):
@@ -209,9 +240,38 @@ def write_json_report(
                     data["traces"] = [t.to_dict() for t in trial.traces or []]
                     out.write(json.dumps(data, ensure_ascii=False))
             out.write("]}")
-        out.write("\n ]\n}\n")
+        if report_cases is report.cases:
+            out.write("\n ]\n}\n")
     if spool is not None:
         spool.seek(0, 2)
+
+
+def _copy_cases(
+    out: IO[bytes],
+    report: EvalReport,
+    spool: IO[bytes],
+    blocks: Mapping[int, tuple[int, int]],
+    encode: Any,
+) -> None:
+    """The ``"cases"`` entries of the JSON report, as bytes (see :func:`write_json_report`)."""
+    for number, result in enumerate(report.cases):
+        out.write(b",\n  " if number else b"\n  ")
+        block = blocks.get(id(result))
+        if block is not None:
+            spool.seek(block[0])
+            out.write(spool.read(block[1]))
+            continue
+        out.write(encode(result.head())[:-1].encode() + b', "trials": [')
+        for index, trial in enumerate(result.trials):
+            out.write(b",\n   " if index else b"\n   ")
+            if trial.spool is not None:
+                spool.seek(trial.spool[0])
+                out.write(spool.read(trial.spool[1]))
+            else:
+                data = trial.head()
+                data["traces"] = [t.to_dict() for t in trial.traces or []]
+                out.write(json.dumps(data, ensure_ascii=False).encode())
+        out.write(b"]}")
 
 
 # -- JUnit ------------------------------------------------------------------------------------
@@ -526,8 +586,14 @@ def print_transcripts(report: EvalReport, console: Console) -> None:
                 console.print(Text("    (no trace: the trial stopped before the agent ran)", "dim"))
 
 
-def print_summary(report: EvalReport, console: Console, *, all_cases: bool | None = None) -> None:
-    """Print a table of cases (all, or only those needing attention in large runs) and totals."""
+def print_summary(
+    report: EvalReport, console: Console, *, all_cases: bool | None = None
+) -> dict[str, Any]:
+    """Print a table of cases (all, or only those needing attention in large runs) and totals.
+
+    Returns:
+        ``report.summary()``, as the totals were printed from it.
+    """
     from rich.markup import escape
 
     show_all = len(report.cases) <= 40 if all_cases is None else all_cases
@@ -576,3 +642,4 @@ def print_summary(report: EvalReport, console: Console, *, all_cases: bool | Non
     headline = _headline(report, summary)
     style = "green" if report.exit_code == 0 else "red" if report.exit_code == 1 else "yellow"
     console.print(f"[bold {style}]{escape(headline)}[/]  (exit code {report.exit_code})")
+    return summary

@@ -255,15 +255,12 @@ class EvalReport:
         and left one undecided; 5 no case ran (all skipped). Advisory cases (``gate:
         advise``) never change it; an interrupted run exits 130.
         """
-        if self.interrupted:
-            return EXIT_INTERRUPTED
-        if self.count("fail", blocking=True):
-            return EXIT_BLOCKING_FAILED
-        if self.count("error", blocking=True):
-            return EXIT_INFRASTRUCTURE
-        if not self.ran:
-            return EXIT_NOTHING_RAN
-        return EXIT_OK
+        return _exit_code(
+            self.interrupted,
+            self.count("fail", blocking=True),
+            self.count("error", blocking=True),
+            self.ran,
+        )
 
     @property
     def scripted(self) -> bool:
@@ -296,11 +293,30 @@ class EvalReport:
         cost = 0.0
         cost_known = False
         judged = {"pass": 0, "fail": 0, "inconclusive": 0, "skip": 0}
+        # One pass over the cases and their trials (reports ask for this on large runs).
+        verdicts = {v: [0, 0] for v in ("pass", "fail", "error", "skipped", "not_run")}
+        trials = passed = failed = errored = scripted = 0
+        figures: list[CaseStats] = []
+        from toolproof.evals._quality import CHECKS, quality_of
+
+        gathered: dict[str, dict[str, list[dict[str, Any]]]] = {}  # quality_summary's
         for case in self.cases:
+            verdicts[case.verdict][0 if case.blocking else 1] += 1
+            passes = failures = errors = 0
             for trial in case.trials:
+                status = trial.status
+                if status == "pass":
+                    passes += 1
+                elif status == "fail":
+                    failures += 1
+                elif status == "error":
+                    errors += 1
                 for check in trial.checks:
                     if check.kind == "judged":
                         judged[check.status] += 1
+                    if check.metrics is not None and check.check in CHECKS:
+                        per = gathered.setdefault(case.case.suite, {})
+                        per.setdefault(check.check, []).append(check.metrics)
                 usage = trial.usage
                 input_tokens += usage.input_tokens
                 output_tokens += usage.output_tokens
@@ -308,22 +324,30 @@ class EvalReport:
                 if trial.cost is not None:
                     cost += trial.cost
                     cost_known = True
-        stats = self.stats
+            trials += len(case.trials)
+            passed += passes
+            failed += failures
+            errored += errors
+            if case.scripted:
+                scripted += 1
+            elif passes + failures:
+                figures.append(_case_stats(passes + failures, passes))
+        ran = sum(sum(verdicts[v]) for v in ("pass", "fail", "error"))
         return {
             "cases": len(self.cases),
-            "passed": self.count("pass"),
-            "failed": self.count("fail"),
-            "errors": self.count("error"),
-            "skipped": self.count("skipped"),
-            "not_run": self.count("not_run"),
-            "blocking_failed": self.count("fail", blocking=True),
-            "advisory_failed": self.count("fail", blocking=False),
-            "trials": sum(len(c.trials) for c in self.cases),
-            "trials_passed": sum(c.passes for c in self.cases),
-            "trials_failed": sum(c.failures for c in self.cases),
-            "trials_errored": sum(c.errors for c in self.cases),
-            "scripted_cases": sum(1 for c in self.cases if c.scripted),
-            "stats": stats.to_dict(),
+            "passed": sum(verdicts["pass"]),
+            "failed": sum(verdicts["fail"]),
+            "errors": sum(verdicts["error"]),
+            "skipped": sum(verdicts["skipped"]),
+            "not_run": sum(verdicts["not_run"]),
+            "blocking_failed": verdicts["fail"][0],
+            "advisory_failed": verdicts["fail"][1],
+            "trials": trials,
+            "trials_passed": passed,
+            "trials_failed": failed,
+            "trials_errored": errored,
+            "scripted_cases": scripted,
+            "stats": suite_stats(figures).to_dict(),
             "usage": {
                 "input_tokens": input_tokens,
                 "output_tokens": output_tokens,
@@ -334,10 +358,32 @@ class EvalReport:
             "cached_calls": self.cached_calls,
             "judge_calls": self.judge_calls,
             "judged_checks": judged,
-            "quality": self.quality(),
+            "quality": quality_of(gathered),
             "duration_s": round(self.duration_s, 3),
-            "exit_code": self.exit_code,
+            "exit_code": _exit_code(
+                self.interrupted, verdicts["fail"][0], verdicts["error"][0], ran
+            ),
         }
+
+
+def _exit_code(interrupted: bool, blocking_failed: int, blocking_errors: int, ran: int) -> int:
+    if interrupted:
+        return EXIT_INTERRUPTED
+    if blocking_failed:
+        return EXIT_BLOCKING_FAILED
+    if blocking_errors:
+        return EXIT_INFRASTRUCTURE
+    if not ran:
+        return EXIT_NOTHING_RAN
+    return EXIT_OK
+
+
+def _case_stats(n: int, passes: int) -> CaseStats:
+    """:attr:`CaseResult.stats` of ``passes`` out of ``n`` trials with a verdict (memoized)."""
+    found = _CASE_STATS.get((n, passes))
+    if found is None:
+        found = _CASE_STATS[n, passes] = case_stats(n, passes)
+    return found
 
 
 def describe_failures(trials: Sequence[TrialResult], limit: int = 3) -> str:

@@ -58,6 +58,7 @@ from toolproof.evals._trial_models import (
     _Slot,
     _trial_tools,
     _TrialModel,
+    _Waiting,
 )
 from toolproof.evals._trial_models import infrastructure_error as infrastructure_error
 
@@ -82,6 +83,13 @@ class _Runner:
         self.judge_calls = 0
         self.stopped = False
         self.workers: list[asyncio.Task[None]] = []
+        # The JSON report is assembled while the trials run: each finished trial's line
+        # waits here (by plan) until its case is decided, then the case's whole entry of
+        # the report is written to the spool at once (``blocks``: where, by case result),
+        # so writing the report at the end only copies them.
+        self.lines: dict[int, list[bytes | None]] = {}
+        self.blocks: dict[int, tuple[int, int]] = {}
+        self.waiting: _Waiting | None = None
 
     # -- the run --------------------------------------------------------------------------------
 
@@ -97,6 +105,10 @@ class _Runner:
         if self.options.executor is not None:
             return await self.run_elsewhere(units, self.options.executor)
         queue = iter(units)
+        count = max(1, min(self.options.concurrency, len(units)))
+        # The trace codec the spool needs is built while every first trial waits for its
+        # model's first answer, not when the first trial ends (with the answers arriving).
+        self.waiting = _Waiting(count, _warm_spool if self.spool is not None else None)
 
         async def worker() -> None:
             for plan, index in queue:
@@ -105,10 +117,7 @@ class _Runner:
                 trial = await self.trial(plan, index)
                 self.record(plan, trial)
 
-        self.workers = workers = [
-            asyncio.ensure_future(worker())
-            for _ in range(max(1, min(self.options.concurrency, len(units))))
-        ]
+        self.workers = workers = [asyncio.ensure_future(worker()) for _ in range(count)]
         try:
             if workers:
                 await asyncio.gather(*workers)
@@ -140,7 +149,7 @@ class _Runner:
                     plan = units[number][0]
                     self.judge_calls += judge_calls
                     if self.spool is not None:
-                        trial.spool = self.write_spool(trial)
+                        self.hold(plan, trial)
                     if not self.options.keep_traces:
                         trial.traces = None
                     self.record(plan, trial)
@@ -156,6 +165,8 @@ class _Runner:
         plan.remaining -= 1
         if plan.remaining == 0:
             plan.result = _case_result(plan, interrupted=False)
+            if self.spool is not None:
+                self.write_block(plan, plan.result)
             self.progress.case_done(plan.result)
         if self.options.exitfirst and not self.stopped and self.decided_failure(plan):
             self.stop()
@@ -203,7 +214,7 @@ class _Runner:
                 await asyncio.sleep(self.backoff(attempts, infra.retry_after))
                 continue
             if self.spool is not None:
-                trial.spool = self.write_spool(trial)
+                self.hold(plan, trial)
             keep = self.options.keep_traces or (
                 self.options.keep_failed_traces and trial.status != "pass"
             )
@@ -228,7 +239,7 @@ class _Runner:
             model = ScriptedModel(case.script or [], name=SCRIPTED)
         else:
             assert plan.slot is not None
-            model = _TrialModel(plan.slot, index, counters, self.cache)
+            model = _TrialModel(plan.slot, index, counters, self.cache, self.waiting)
         mocks: list[Any] = []
         step = "creating the mocks"
         with contextlib.ExitStack() as isolation:
@@ -391,23 +402,87 @@ class _Runner:
         self.judge_calls += sum(1 for _, called in outcomes if called)
         return [result for result, _ in outcomes]
 
-    def write_spool(self, trial: TrialResult) -> tuple[int, int]:
+    def spool_line(self, trial: TrialResult) -> bytes:
+        """The trial as the JSON report holds it (its traces included), one line."""
         from toolproof._trace import _adapter
 
-        assert self.spool is not None
         global _SPOOL_ENCODER
         if _SPOOL_ENCODER is None:
             _SPOOL_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
         head = _SPOOL_ENCODER.encode(trial.head()).encode()
         traces = b",".join(_adapter().dump_json(trace) for trace in trial.traces or [])
-        line = head[:-1] + b',"traces":[' + traces + b"]}\n"
+        line: bytes = head[:-1] + b',"traces":[' + traces + b"]}"
+        return line
+
+    def hold(self, plan: _Plan, trial: TrialResult) -> None:
+        """Keep the trial's report line until its case is decided (see :meth:`write_block`)."""
+        lines = self.lines.get(id(plan))
+        if lines is None:
+            lines = self.lines[id(plan)] = [None] * plan.trials
+        lines[trial.index] = self.spool_line(trial)
+
+    def write_block(self, plan: _Plan, result: CaseResult) -> None:
+        """Write the case's entry of the JSON report (its trials inside) to the spool.
+
+        Each trial's ``spool`` then points at its line inside the entry. A case whose head
+        cannot be encoded is left to the end, where the report writer meets it as before.
+        """
+        assert self.spool is not None
+        lines = self.lines.pop(id(plan), None)
+        if lines is None:
+            return
+        global _CASE_ENCODER
+        if _CASE_ENCODER is None:
+            _CASE_ENCODER = json.JSONEncoder(ensure_ascii=False)
+        try:
+            head = _CASE_ENCODER.encode(result.head())[:-1].encode() + b', "trials": ['
+        except UnicodeEncodeError:
+            self.lines[id(plan)] = lines
+            self.write_lines(plan)
+            return
         offset = self.spool.tell()
-        self.spool.write(line)
-        return offset, len(line) - 1
+        parts = [head]
+        position = offset + len(head)
+        for number, trial in enumerate(result.trials):
+            line = lines[trial.index]
+            assert line is not None
+            separator = b",\n   " if number else b"\n   "
+            trial.spool = (position + len(separator), len(line))
+            parts += (separator, line)
+            position += len(separator) + len(line)
+        parts.append(b"]}")
+        block = b"".join(parts)
+        self.spool.write(block)
+        self.blocks[id(result)] = (offset, len(block))
+
+    def write_lines(self, plan: _Plan) -> None:
+        """Write the held lines of a case that was not decided (the run stopped early)."""
+        assert self.spool is not None
+        for trial, line in zip(plan.results, self.lines.pop(id(plan), ()), strict=False):
+            if trial is not None and line is not None:
+                trial.spool = (self.spool.tell(), len(line))
+                self.spool.write(line + b"\n")
+
+    def write_pending(self) -> None:
+        """Write every line still held, so each finished trial is in the spool."""
+        if self.spool is None:
+            return
+        for plan in self.plans:
+            if id(plan) in self.lines:
+                self.write_lines(plan)
+
+
+def _warm_spool() -> None:
+    """Build the trace codec of the spool (once per process; see :meth:`_Runner.spool_line`)."""
+    from toolproof._trace import _adapter
+
+    _adapter()
 
 
 #: ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))``, one encoder for every trial.
 _SPOOL_ENCODER: Any = None
+#: ``json.JSONEncoder(ensure_ascii=False)``, for the cases' heads of the JSON report.
+_CASE_ENCODER: Any = None
 
 
 async def _remote_trial(options: _Options, unit: tuple[_Plan, int]) -> tuple[TrialResult, int]:
@@ -649,6 +724,7 @@ async def evaluate_async(
             interrupted, crash = True, exc
         finally:
             runner.progress.finish()
+        runner.write_pending()
         for plan in plans:
             if plan.result is None:
                 plan.result = _case_result(plan, interrupted=True)
@@ -664,7 +740,7 @@ async def evaluate_async(
         if specs:
             from toolproof.evals._report import write_reports
 
-            write_reports(report, specs, spool)
+            write_reports(report, specs, spool, runner.blocks)
         if crash is not None:
             raise crash
     finally:

@@ -450,6 +450,8 @@ class _Builder:
                 cases.append(case)
         # Cases from `datasets:` (toolproof.evals._dataset): each row of a file through a
         # template; problems name the file, the row and the key.
+        if data.get("datasets") is None:
+            return Suite(name=name, file=self.file, cases=cases, description=description)
         from toolproof.evals._dataset import dataset_cases
 
         case_args = (name, defaults, suite_origin, suite_expect or {}, suite_judge, suite_tags)

@@ -48,11 +48,41 @@ class _Slot:
     owned: bool = True
 
 
+class _Waiting:
+    """Counts the trials waiting for the model; when every worker is, runs ``idle`` once.
+
+    With every trial waiting for a response the event loop has nothing else to do, so
+    work the trials need later (building the trace codec for the report) costs no time
+    there.
+    """
+
+    __slots__ = ("idle", "now", "workers")
+
+    def __init__(self, workers: int, idle: Callable[[], None] | None) -> None:
+        self.workers = workers
+        self.idle = idle
+        self.now = 0
+
+    def enter(self) -> None:
+        self.now += 1
+        if self.idle is not None and self.now >= self.workers:
+            idle, self.idle = self.idle, None
+            asyncio.get_running_loop().call_soon(idle)
+
+    def leave(self) -> None:
+        self.now -= 1
+
+
 class _TrialModel(Model):
     """The model as one trial sees it: cached per trial index, rate limited, counted."""
 
     def __init__(
-        self, slot: _Slot, trial: int, counters: _Counters, cache: ResponseCache | None
+        self,
+        slot: _Slot,
+        trial: int,
+        counters: _Counters,
+        cache: ResponseCache | None,
+        waiting: _Waiting | None = None,
     ) -> None:
         self.slot = slot
         self.inner = slot.model
@@ -64,6 +94,22 @@ class _TrialModel(Model):
         self.trial = trial
         self.counters = counters
         self.cache = cache
+        self.waiting = waiting
+
+    async def _sent(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolDefinition],
+        settings: ModelSettings,
+    ) -> ModelResponse:
+        waiting = self.waiting
+        if waiting is None:
+            return await _limited_request(self.slot, messages, tools, settings)
+        waiting.enter()
+        try:
+            return await _limited_request(self.slot, messages, tools, settings)
+        finally:
+            waiting.leave()
 
     async def request(
         self,
@@ -72,7 +118,7 @@ class _TrialModel(Model):
         settings: ModelSettings,
     ) -> ModelResponse:
         if self.cache is None:
-            response = await _limited_request(self.slot, messages, tools, settings)
+            response = await self._sent(messages, tools, settings)
             self.counters.model_calls += 1
             return response
         from toolproof.evals._cache import decode_response, encode_response, request_key
@@ -82,7 +128,7 @@ class _TrialModel(Model):
         if stored is not None:
             self.counters.cached_calls += 1
             return decode_response(stored)
-        response = await _limited_request(self.slot, messages, tools, settings)
+        response = await self._sent(messages, tools, settings)
         self.counters.model_calls += 1
         self.cache.put(key, encode_response(response))
         return response
