@@ -429,7 +429,8 @@ def _callgrind_child(kind: str, count: int) -> None:
     """Under valgrind: warm up, then write ``count`` traces between two ``os.getppid()``.
 
     ``recorder``: what the recorder's thread does per trace with the default redaction
-    (called here in the main thread: one thread, no waiting); ``bare``: ``json.dumps`` of
+    (called here in the main thread: one thread, no waiting); ``recorder-unredacted``: the
+    same without redaction; ``bare``: ``json.dumps`` of
     the plain form into one bare SQLite table (its input, ``to_dict``, made before).
     """
     import json
@@ -457,7 +458,10 @@ def _callgrind_child(kind: str, count: int) -> None:
             os.getppid()
             conn.close()
             return
-        recorder = Recorder(Path(tmp) / "r.db", flush_interval=3600, batch_size=10**6)
+        redactor = Redactor.none() if kind == "recorder-unredacted" else None
+        recorder = Recorder(
+            Path(tmp) / "r.db", redactor=redactor, flush_interval=3600, batch_size=10**6
+        )
         recorder._write(traces[:warm_up])
         os.getppid()
         recorder._write(traces[warm_up:])
@@ -473,9 +477,11 @@ def callgrind_record(count: int = RECORD_CALLGRIND_TRACES) -> None:
     """Instructions per recorded trace (default redaction) beside the bare stdlib write."""
     bare = _instructions("bare", count) / count
     ours = _instructions("recorder", count) / count
+    plain = _instructions("recorder-unredacted", count) / count
     print(f"instructions per trace under callgrind ({count} traces after 100 warm-up)")
     print(f"  {'baseline: json.dumps + bare SQLite table':<44}{bare:>14,.0f}")
     print(f"  {'recorder, default redaction + store write':<44}{ours:>14,.0f}{ours / bare:>8.2f}x")
+    print(f"  {'recorder, no redaction + store write':<44}{plain:>14,.0f}{plain / bare:>8.2f}x")
 
 
 def _spread(values: list[float], unit: str) -> str:
