@@ -11,94 +11,23 @@ its plain data writes it (the oracle), and a trace with a secret never as the sa
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
 import pytest
 from pydantic_core import to_json
+from redaction_secrets import CLEAN_VALUE, DATA_FIELDS, clean_trace_data, put
 
 from toolproof import Trace
 from toolproof.replay import Redactor
 from toolproof.replay._redact_trace import _PLANS, _Unsupported, redact_trace_object
 
 _EMAIL = "Reach me at jo.doe@example.com please"
-_CLEAN_VALUE = {"user_id": 7, "plan": "pro"}
-
-
-def _base() -> dict[str, Any]:
-    """A trace with every kind of object and a value in every data field, nothing secret."""
-    args = {"user_id": 7, "fields": ["plan"]}
-    call = {
-        "id": "c1",
-        "name": "lookup",
-        "arguments": args,
-        "raw_arguments": json.dumps(args),
-        "arguments_error": "no error here",
-    }
-    message = {"role": "assistant", "content": "Looking it up.", "reasoning": "a lookup"}
-    return {
-        "id": "keep-1",
-        "version": 1,
-        "input": "Who is user 7?",
-        "system_prompt": "Serve the user.",
-        "history": [{"role": "user", "content": "hello"}, {**message, "tool_calls": [call]}],
-        "settings": {"temperature_note": "default"},
-        "steps": [
-            {
-                "index": 1,
-                "request": {"message_count": 2},
-                "response": {**message, "tool_calls": [copy.deepcopy(call)]},
-                "tool_results": [
-                    {
-                        "call_id": "c1",
-                        "name": "lookup",
-                        "status": "ok",
-                        "content": json.dumps(_CLEAN_VALUE),
-                        "value": dict(_CLEAN_VALUE),
-                    }
-                ],
-                "parse_errors": ["nothing to see"],
-            }
-        ],
-        "output": "User 7 is on pro.",
-        "stop_reason": "error",
-        "stop_detail": "stopped for a test",
-        "error": {"type": "RuntimeError", "message": "it broke", "tool_name": "lookup"},
-        "metadata": {"region": "eu"},
-        "tags": ["prod"],
-    }
-
-
-# Every data field of the trace classes, where it sits in the plain data.
-_FIELDS: list[tuple[str, ...]] = [
-    ("input",),
-    ("system_prompt",),
-    ("settings",),
-    ("output",),
-    ("stop_detail",),
-    ("metadata",),
-    ("tags",),
-    ("error", "message"),
-    ("history", 0, "content"),
-    ("history", 1, "reasoning"),
-    ("history", 1, "tool_calls", 0, "arguments"),
-    ("history", 1, "tool_calls", 0, "raw_arguments"),
-    ("history", 1, "tool_calls", 0, "arguments_error"),
-    ("steps", 0, "parse_errors"),
-    ("steps", 0, "response", "content"),
-    ("steps", 0, "response", "reasoning"),
-    ("steps", 0, "response", "tool_calls", 0, "arguments"),
-    ("steps", 0, "response", "tool_calls", 0, "raw_arguments"),
-    ("steps", 0, "response", "tool_calls", 0, "arguments_error"),
-    ("steps", 0, "tool_results", 0, "content"),
-    ("steps", 0, "tool_results", 0, "value"),
-]
 
 
 def test_the_fields_above_are_every_data_field_of_the_trace_classes() -> None:
     names = {name for plan in _PLANS.values() for name, kind, _, _ in plan if kind == 0}
-    assert names == {str(path[-1]) for path in _FIELDS}
+    assert names == {str(path[-1]) for path in DATA_FIELDS}
 
 
 def _secret_for(path: tuple[Any, ...]) -> Any:
@@ -114,34 +43,27 @@ def _secret_for(path: tuple[Any, ...]) -> Any:
     return _EMAIL
 
 
-def _put(data: dict[str, Any], path: tuple[Any, ...], value: Any) -> None:
-    node: Any = data
-    for part in path[:-1]:
-        node = node[part]
-    node[path[-1]] = value
-
-
 def _oracle(trace: Trace) -> bytes:
     return to_json(Redactor().redact_data(trace.to_dict()))
 
 
 def test_a_trace_with_nothing_to_redact_comes_back_as_itself() -> None:
-    trace = Trace.from_dict(_base())
+    trace = Trace.from_dict(clean_trace_data())
     redactor = Redactor()
     assert redact_trace_object(redactor, trace) is trace
     assert redact_trace_object(redactor, trace) is trace  # and again, from the caches
     assert trace.to_json().encode() == _oracle(trace)
 
 
-@pytest.mark.parametrize("path", _FIELDS, ids=lambda path: ".".join(map(str, path)))
+@pytest.mark.parametrize("path", DATA_FIELDS, ids=lambda path: ".".join(map(str, path)))
 @pytest.mark.parametrize("secret", ["email", "sensitive key", "long number"])
 def test_a_secret_in_any_one_data_field_is_redacted_after_clean_traces(
     path: tuple[Any, ...], secret: str
 ) -> None:
     redactor = Redactor()
-    clean = Trace.from_dict(_base())
+    clean = Trace.from_dict(clean_trace_data())
     assert redact_trace_object(redactor, clean) is clean  # the caches hold its texts now
-    data = _base()
+    data = clean_trace_data()
     value = _secret_for(path)
     if secret == "sensitive key":  # a credential field: the trace takes both phases
         value = {"password": "Zq7hunter2"} if isinstance(value, dict) else value
@@ -157,7 +79,7 @@ def test_a_secret_in_any_one_data_field_is_redacted_after_clean_traces(
         value = [4111111111111111]
     elif secret == "long number":
         value = "card 4111 1111 1111 1111 on file"
-    _put(data, path, value)
+    put(data, path, value)
     trace = Trace.from_dict(data)
     out = redact_trace_object(redactor, trace)
     assert out is not trace
@@ -169,10 +91,10 @@ def test_a_secret_in_any_one_data_field_is_redacted_after_clean_traces(
 
 def test_a_mirrored_text_and_its_twin_are_both_checked() -> None:
     redactor = Redactor()
-    clean = Trace.from_dict(_base())
+    clean = Trace.from_dict(clean_trace_data())
     assert redact_trace_object(redactor, clean) is clean
     # the twin holds the secret and the text mirrors it
-    data = _base()
+    data = clean_trace_data()
     result = data["steps"][0]["tool_results"][0]
     result["value"] = {"user_id": 7, "contact": _EMAIL}
     result["content"] = json.dumps(result["value"])
@@ -181,8 +103,8 @@ def test_a_mirrored_text_and_its_twin_are_both_checked() -> None:
     assert out is not trace and out.to_json().encode() == _oracle(trace)
     assert b"jo.doe@example.com" not in out.to_json().encode()
     # a text that looks like its twin's JSON but is not: redacted as a text
-    data = _base()
-    data["steps"][0]["tool_results"][0]["content"] = json.dumps({**_CLEAN_VALUE, "x": _EMAIL})
+    data = clean_trace_data()
+    data["steps"][0]["tool_results"][0]["content"] = json.dumps({**CLEAN_VALUE, "x": _EMAIL})
     trace = Trace.from_dict(data)
     out = redact_trace_object(redactor, trace)
     assert out is not trace and out.to_json().encode() == _oracle(trace)
@@ -190,12 +112,12 @@ def test_a_mirrored_text_and_its_twin_are_both_checked() -> None:
 
 def test_objects_of_the_wrong_type_are_refused_as_before() -> None:
     redactor = Redactor()
-    trace = Trace.from_dict(_base())
+    trace = Trace.from_dict(clean_trace_data())
     assert redact_trace_object(redactor, trace) is trace
     object.__setattr__(trace.steps[0], "tool_results", tuple(trace.steps[0].tool_results))
     with pytest.raises(_Unsupported):
         redact_trace_object(redactor, trace)
-    trace = Trace.from_dict(_base())
+    trace = Trace.from_dict(clean_trace_data())
 
     class Text(str):
         pass
