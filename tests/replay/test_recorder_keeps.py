@@ -125,3 +125,28 @@ def test_objects_of_the_wrong_type_are_refused_as_before() -> None:
     object.__setattr__(trace, "output", Text("User 7 is on pro."))
     with pytest.raises(_Unsupported):
         redact_trace_object(redactor, trace)
+
+
+def test_a_clean_trace_is_checked_without_building_or_rewriting_anything(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the work budget of the common case: nothing rebuilt, no rewrite pass at all
+    from toolproof.replay import _redact_trace
+
+    calls: list[str] = []
+    rewrite = _redact_trace._ObjectWalk.rewrite_object
+
+    def counted(self: Any, node: Any, cls: type) -> Any:
+        calls.append(cls.__name__)
+        return rewrite(self, node, cls)
+
+    monkeypatch.setattr(_redact_trace._ObjectWalk, "rewrite_object", counted)
+    redactor = Redactor()
+    for _ in range(3):
+        trace = Trace.from_dict(clean_trace_data())
+        assert redact_trace_object(redactor, trace) is trace
+    assert calls == []
+    data = clean_trace_data()
+    data["output"] = _EMAIL
+    assert redact_trace_object(redactor, Trace.from_dict(data)).output == "Reach me at *** please"
+    assert calls.count("Trace") == 1  # one rewrite of the trace with something to redact
