@@ -3,6 +3,9 @@
 - secrets planted per class in every field of recorded traces, and how many of them were
   found afterwards in the store file, its WAL and a JSONL export (the same planting code as
   ``tests/replay/test_redaction_property.py``);
+- one secret at a time in each data field of a trace recorded clean many times before (the
+  recorder then writes clean traces as they are, from what its caches learnt): how many of
+  them were found in the store;
 - the worst time of the built-in patterns on 1 MB adversarial texts;
 - the longest ``Recorder.record`` call while the background thread redacts slowly and the
   queue overflows.
@@ -11,6 +14,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import os
 import random
 import sys
@@ -23,8 +27,20 @@ _TESTS = Path(__file__).resolve().parents[1] / "tests" / "replay"
 if str(_TESTS) not in sys.path:
     sys.path.insert(0, str(_TESTS))
 
-from redaction_secrets import DOCUMENTED_RULES, SECRET, leaks, merge, plant_trace  # noqa: E402
+from redaction_secrets import (  # noqa: E402
+    DATA_FIELDS,
+    DOCUMENTED_RULES,
+    GENERATORS,
+    SECRET,
+    Planted,
+    clean_trace_data,
+    leaks,
+    merge,
+    plant_trace,
+    put,
+)
 
+from toolproof import Trace  # noqa: E402
 from toolproof.cli import main  # noqa: E402
 from toolproof.replay import Recorder, Redactor  # noqa: E402
 
@@ -75,6 +91,50 @@ def _planted(folder: Path) -> list[tuple[str, str, str]]:
             "no planted secret reaches the store, its WAL or an export",
             f"{planted.count} secrets in 60 recorded traces ({counts}; JSON in strings "
             "1-3 deep), documented rules, searched plain, JSON-escaped and URL-encoded",
+            f"{len(found)} leaks" + ("" if complete else " (recorder did not finish)"),
+        )
+    ]
+
+
+def _one_field(folder: Path) -> list[tuple[str, str, str]]:
+    rng = random.Random(11)
+    planted = Planted()
+    traces = []
+    for index in range(50):  # the same clean texts, trace after trace
+        data = clean_trace_data()
+        data["id"] = f"clean-{index:04d}"
+        traces.append(Trace.from_dict(data))
+    for round_ in range(4):
+        for number, path in enumerate(DATA_FIELDS):
+            kind = sorted(GENERATORS)[(number + round_) % len(GENERATORS)]
+            secret = planted.add(kind, GENERATORS[kind](rng, number + round_))
+            value: Any = f"see {secret} here"
+            if path[-1] in ("settings", "metadata", "arguments", "value"):
+                value = {"user_id": 7, "note": value}
+            elif path[-1] in ("tags", "parse_errors"):
+                value = ["ok", value]
+            elif path[-1] == "raw_arguments":
+                value = json.dumps({"user_id": 7, "note": value})
+            data = clean_trace_data()
+            data["id"] = f"one-{round_}-{number:02d}"
+            put(data, path, value)
+            traces.append(Trace.from_dict(data))
+            data = clean_trace_data()
+            data["id"] = f"clean-after-{round_}-{number:02d}"
+            traces.append(Trace.from_dict(data))
+    db = folder / "one.db"
+    recorder = Recorder(db)  # the default rules: the clean trace holds no sensitive field
+    for trace in traces:
+        recorder.record(trace)
+    complete = recorder.close(120)
+    raw = b"".join(p.read_bytes() for p in folder.glob("one.db*"))
+    found = leaks(planted, raw)
+    return [
+        (
+            "a trace recorded clean many times over hides no secret in any one field",
+            f"{planted.count} secrets, one per trace, in each of the {len(DATA_FIELDS)} data "
+            f"fields of a trace otherwise recorded clean {len(traces) - planted.count} times; "
+            "default rules",
             f"{len(found)} leaks" + ("" if complete else " (recorder did not finish)"),
         )
     ]
@@ -138,7 +198,13 @@ def measure() -> list[tuple[str, str, str]]:
         folder = Path(tmp)
         (folder / "a").mkdir()
         (folder / "b").mkdir()
-        return [*_planted(folder / "a"), *_patterns(), *_record_latency(folder / "b")]
+        (folder / "c").mkdir()
+        return [
+            *_planted(folder / "a"),
+            *_one_field(folder / "c"),
+            *_patterns(),
+            *_record_latency(folder / "b"),
+        ]
 
 
 if __name__ == "__main__":  # pragma: no cover - a manual run

@@ -99,41 +99,49 @@ def make_traces(count: int) -> list[Trace]:
 
 
 def bench_ingest(traces: list[Trace], folder: Path, round_: int) -> dict[str, float]:
+    """Traces per second of each writer, and the CPU time each spends per trace.
+
+    The CPU time (``time.process_time``: every thread of the process, the recorder's
+    writer and its checkpoint thread included) moves far less than the wall rate when the
+    machine is shared.
+    """
     path = folder / f"ingest-{round_}.db"
     with TraceStore(path) as store:
-        begin = time.perf_counter()
+        begin, cpu = time.perf_counter(), time.process_time()
         for start in range(0, len(traces), 500):
             store.add_many(traces[start : start + 500])
         elapsed = time.perf_counter() - begin
+        cpu = time.process_time() - cpu
         assert store.count() == len(traces)
     figures = {"store_ingest_per_s": len(traces) / elapsed}
-    figures["bare_ingest_per_s"] = bare_ingest(traces, folder / f"bare-{round_}.db")
+    figures["store_ingest_cpu_us"] = cpu / len(traces) * 1e6
+    rate, cpu = bare_ingest(traces, folder / f"bare-{round_}.db")
+    figures["bare_ingest_per_s"], figures["bare_ingest_cpu_us"] = rate, cpu
     # the recorder end to end: background redaction (default rules) + batched writes
-    path = folder / f"recorder-{round_}.db"
-    recorder = Recorder(path, max_queue=len(traces) + 1, batch_size=500)
-    begin = time.perf_counter()
-    for trace in traces:
-        recorder.record(trace)
-    assert recorder.close(600)
-    elapsed = time.perf_counter() - begin
-    assert recorder.stats.written == len(traces), recorder.stats
-    figures["recorder_redacted_ingest_per_s"] = len(traces) / elapsed
-    recorder = Recorder(
-        folder / f"raw-{round_}.db",
-        redactor=Redactor.none(),
-        batch_size=500,
-        max_queue=len(traces) + 1,
-    )
-    begin = time.perf_counter()
-    for trace in traces:
-        recorder.record(trace)
-    assert recorder.close(600)
-    figures["recorder_unredacted_ingest_per_s"] = len(traces) / (time.perf_counter() - begin)
+    for key, redactor in (("redacted", None), ("unredacted", Redactor.none())):
+        recorder = Recorder(
+            folder / f"recorder-{key}-{round_}.db",
+            redactor=redactor,
+            max_queue=len(traces) + 1,
+            batch_size=500,
+        )
+        begin, cpu = time.perf_counter(), time.process_time()
+        for trace in traces:
+            recorder.record(trace)
+        assert recorder.close(600)
+        elapsed = time.perf_counter() - begin
+        cpu = time.process_time() - cpu
+        assert recorder.stats.written == len(traces), recorder.stats
+        figures[f"recorder_{key}_ingest_per_s"] = len(traces) / elapsed
+        figures[f"recorder_{key}_ingest_cpu_us"] = cpu / len(traces) * 1e6
     return figures
 
 
-def bare_ingest(traces: list[Trace], path: Path) -> float:
-    """Baseline: the same rows written with the stdlib (json.dumps + one SQLite table)."""
+def bare_ingest(traces: list[Trace], path: Path) -> tuple[float, float]:
+    """Baseline: the same rows written with the stdlib (json.dumps + one SQLite table).
+
+    Returns traces per second and CPU microseconds per trace.
+    """
     import json
     import sqlite3
 
@@ -142,7 +150,7 @@ def bare_ingest(traces: list[Trace], path: Path) -> float:
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("CREATE TABLE traces (id TEXT PRIMARY KEY, ts TEXT, payload BLOB)")
     plain = [trace.to_dict() for trace in traces]  # (not timed: the baseline's input)
-    begin = time.perf_counter()
+    begin, cpu = time.perf_counter(), time.process_time()
     for start in range(0, len(plain), 500):
         rows = [
             (d["id"], d["started_at"], json.dumps(d).encode()) for d in plain[start : start + 500]
@@ -151,8 +159,9 @@ def bare_ingest(traces: list[Trace], path: Path) -> float:
         conn.executemany("INSERT INTO traces VALUES (?, ?, ?)", rows)
         conn.execute("COMMIT")
     elapsed = time.perf_counter() - begin
+    cpu = time.process_time() - cpu
     conn.close()
-    return len(traces) / elapsed
+    return len(traces) / elapsed, cpu / len(traces) * 1e6
 
 
 def bench_stall(traces: list[Trace], folder: Path) -> dict[str, Any]:
@@ -183,6 +192,21 @@ def bench_stall(traces: list[Trace], folder: Path) -> dict[str, Any]:
     gc.collect()
     idle = asyncio.run(ticks(None))
     recorder = Recorder(folder / "stall.db", max_queue=len(traces) + 1, batch_size=500)
+    # The writer's intervals between two offers of the interpreter, in wall time and in the
+    # writer's own CPU time: a wall interval much longer than its CPU time is the writer
+    # waiting (for the GIL, or for a core: preempted while it held the GIL), not working.
+    intervals: list[tuple[float, float]] = []
+    offer = recorder._offer
+    last: list[float] = [0.0, -1.0]
+
+    def timed_offer() -> None:
+        wall, cpu = time.perf_counter(), time.thread_time()
+        if last[1] >= 0:
+            intervals.append((wall - last[0], cpu - last[1]))
+        offer()
+        last[0], last[1] = time.perf_counter(), time.thread_time()
+
+    recorder._offer = timed_offer  # type: ignore[method-assign]
     gc.collect()
     pauses: list[tuple[int, float]] = []
     began: list[float] = [0.0]
@@ -203,7 +227,13 @@ def bench_stall(traces: list[Trace], folder: Path) -> dict[str, Any]:
     def p99(values: list[float]) -> float:
         return sorted(values)[int(len(values) * 0.99)] * 1e3
 
+    longest = max(intervals, default=(0.0, 0.0))
     return {
+        "writer_offers": len(intervals),
+        "writer_longest_ms": longest[0] * 1e3,
+        "writer_longest_cpu_ms": longest[1] * 1e3,
+        "writer_longest_cpu_any_ms": max((c for _, c in intervals), default=0.0) * 1e3,
+        "writer_p99_interval_ms": p99([w for w, _ in intervals]) if intervals else 0.0,
         "idle_p99_ms": p99(idle),
         "idle_max_ms": max(idle) * 1e3,
         "busy_p99_ms": p99(busy),
@@ -399,7 +429,8 @@ def _callgrind_child(kind: str, count: int) -> None:
     """Under valgrind: warm up, then write ``count`` traces between two ``os.getppid()``.
 
     ``recorder``: what the recorder's thread does per trace with the default redaction
-    (called here in the main thread: one thread, no waiting); ``bare``: ``json.dumps`` of
+    (called here in the main thread: one thread, no waiting); ``recorder-unredacted``: the
+    same without redaction; ``bare``: ``json.dumps`` of
     the plain form into one bare SQLite table (its input, ``to_dict``, made before).
     """
     import json
@@ -427,7 +458,10 @@ def _callgrind_child(kind: str, count: int) -> None:
             os.getppid()
             conn.close()
             return
-        recorder = Recorder(Path(tmp) / "r.db", flush_interval=3600, batch_size=10**6)
+        redactor = Redactor.none() if kind == "recorder-unredacted" else None
+        recorder = Recorder(
+            Path(tmp) / "r.db", redactor=redactor, flush_interval=3600, batch_size=10**6
+        )
         recorder._write(traces[:warm_up])
         os.getppid()
         recorder._write(traces[warm_up:])
@@ -443,9 +477,11 @@ def callgrind_record(count: int = RECORD_CALLGRIND_TRACES) -> None:
     """Instructions per recorded trace (default redaction) beside the bare stdlib write."""
     bare = _instructions("bare", count) / count
     ours = _instructions("recorder", count) / count
+    plain = _instructions("recorder-unredacted", count) / count
     print(f"instructions per trace under callgrind ({count} traces after 100 warm-up)")
     print(f"  {'baseline: json.dumps + bare SQLite table':<44}{bare:>14,.0f}")
     print(f"  {'recorder, default redaction + store write':<44}{ours:>14,.0f}{ours / bare:>8.2f}x")
+    print(f"  {'recorder, no redaction + store write':<44}{plain:>14,.0f}{plain / bare:>8.2f}x")
 
 
 def _spread(values: list[float], unit: str) -> str:
@@ -519,6 +555,15 @@ def main() -> None:
     )
     for label, key, note in rows:
         print(f"  {label:<44} {_spread(figures[key], 'traces/s'):>30} traces/s  {note}")
+    print("  CPU time per trace while ingesting (all threads; steadier than the rates above)")
+    cpu_rows = [
+        ("store ingest (add_many)", "store_ingest_cpu_us"),
+        ("baseline: json.dumps + bare SQLite table", "bare_ingest_cpu_us"),
+        ("recorder, default redaction", "recorder_redacted_ingest_cpu_us"),
+        ("recorder, no redaction", "recorder_unredacted_ingest_cpu_us"),
+    ]
+    for label, key in cpu_rows:
+        print(f"  {'':<4}{label:<40} {_spread(figures[key], 'us'):>30} µs")
     gc_runs = statistics.median(figures["replay_gc_collections"])
     gc_ms = statistics.median(figures["replay_gc_ms"]) * 10_000 / len(traces)
     print(
@@ -529,6 +574,12 @@ def main() -> None:
         f"  agent loop wakes late while the recorder works: p99 {stall['busy_p99_ms']:.2f} ms, "
         f"max {stall['busy_max_ms']:.2f} ms (idle recorder: p99 {stall['idle_p99_ms']:.2f}, "
         f"max {stall['idle_max_ms']:.2f} ms)"
+    )
+    print(
+        f"  {'':<4}the writer's {stall['writer_offers']:,} intervals between offers of the "
+        f"interpreter: p99 {stall['writer_p99_interval_ms']:.2f} ms, longest "
+        f"{stall['writer_longest_ms']:.2f} ms wall ({stall['writer_longest_cpu_ms']:.2f} ms "
+        f"of its CPU); most CPU in one interval {stall['writer_longest_cpu_any_ms']:.2f} ms"
     )
     gen0, gen1, gen2 = stall["gc_collections"]
     print(

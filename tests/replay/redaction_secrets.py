@@ -4,6 +4,8 @@ Shared by the redaction property tests and the redaction guarantees bench: one g
 (``plant_trace``) builds a trace full of secrets from a ``random.Random``, and ``leaks``
 searches raw bytes for every planted secret in the encodings a store or an export could
 hold it in (plain UTF-8, JSON-escaped ``\\uXXXX``, URL-encoded e-mail addresses).
+``clean_trace_data`` and ``DATA_FIELDS`` place one secret at a time in each data field of
+a trace that is otherwise clean.
 """
 
 from __future__ import annotations
@@ -323,3 +325,85 @@ def merge(items: list[Planted]) -> Planted:
         for kind, values in item.by_class.items():
             out.by_class.setdefault(kind, []).extend(values)
     return out
+
+
+# -- one data field at a time ----------------------------------------------------------------
+
+CLEAN_VALUE = {"user_id": 7, "plan": "pro"}
+
+
+def clean_trace_data() -> dict[str, Any]:
+    """A trace with every kind of object and a value in every data field, nothing secret."""
+    args = {"user_id": 7, "fields": ["plan"]}
+    call = {
+        "id": "c1",
+        "name": "lookup",
+        "arguments": args,
+        "raw_arguments": json.dumps(args),
+        "arguments_error": "no error here",
+    }
+    message = {"role": "assistant", "content": "Looking it up.", "reasoning": "a lookup"}
+    return {
+        "id": "keep-1",
+        "version": 1,
+        "input": "Who is user 7?",
+        "system_prompt": "Serve the user.",
+        "history": [{"role": "user", "content": "hello"}, {**message, "tool_calls": [call]}],
+        "settings": {"temperature_note": "default"},
+        "steps": [
+            {
+                "index": 1,
+                "request": {"message_count": 2},
+                "response": {**message, "tool_calls": [json.loads(json.dumps(call))]},
+                "tool_results": [
+                    {
+                        "call_id": "c1",
+                        "name": "lookup",
+                        "status": "ok",
+                        "content": json.dumps(CLEAN_VALUE),
+                        "value": dict(CLEAN_VALUE),
+                    }
+                ],
+                "parse_errors": ["nothing to see"],
+            }
+        ],
+        "output": "User 7 is on pro.",
+        "stop_reason": "error",
+        "stop_detail": "stopped for a test",
+        "error": {"type": "RuntimeError", "message": "it broke", "tool_name": "lookup"},
+        "metadata": {"region": "eu"},
+        "tags": ["prod"],
+    }
+
+
+# Every data field of the trace classes, where it sits in the plain data.
+DATA_FIELDS: list[tuple[str, ...]] = [
+    ("input",),
+    ("system_prompt",),
+    ("settings",),
+    ("output",),
+    ("stop_detail",),
+    ("metadata",),
+    ("tags",),
+    ("error", "message"),
+    ("history", 0, "content"),
+    ("history", 1, "reasoning"),
+    ("history", 1, "tool_calls", 0, "arguments"),
+    ("history", 1, "tool_calls", 0, "raw_arguments"),
+    ("history", 1, "tool_calls", 0, "arguments_error"),
+    ("steps", 0, "parse_errors"),
+    ("steps", 0, "response", "content"),
+    ("steps", 0, "response", "reasoning"),
+    ("steps", 0, "response", "tool_calls", 0, "arguments"),
+    ("steps", 0, "response", "tool_calls", 0, "raw_arguments"),
+    ("steps", 0, "response", "tool_calls", 0, "arguments_error"),
+    ("steps", 0, "tool_results", 0, "content"),
+    ("steps", 0, "tool_results", 0, "value"),
+]
+
+
+def put(data: dict[str, Any], path: tuple[Any, ...], value: Any) -> None:
+    node: Any = data
+    for part in path[:-1]:
+        node = node[part]
+    node[path[-1]] = value

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from toolproof._messages import Message, ToolCall, ToolResult
@@ -125,6 +127,21 @@ _FIELDS: dict[type, tuple[str, ...]] = {
 }
 
 
+def _keep_plan(
+    cls: type,
+) -> tuple[Callable[[Any], tuple[Any, ...]], tuple[tuple[str, int, Any], ...]]:
+    """The data fields of ``cls`` read in one call, and its nested trace objects."""
+    names = tuple(name for name, kind, _, _ in _PLANS[cls] if kind == _DATA)
+    getter = attrgetter(*names) if len(names) > 1 else attrgetter(*names, *names)
+    nested = tuple((name, kind, sub) for name, kind, sub, _ in _PLANS[cls] if kind != _DATA)
+    return getter, nested
+
+
+#: Per trace class: ``(data fields getter, nested objects)`` (a field of one name is read
+#: twice: ``attrgetter`` of one name returns the value, not a tuple).
+_KEEP_PLANS = {cls: _keep_plan(cls) for cls in _SHAPES}
+
+
 def redact_trace_object(redactor: Redactor, trace: Trace) -> Trace:
     """``trace`` redacted as ``Redactor.redact_data(trace.to_dict())`` redacts its data.
 
@@ -139,7 +156,10 @@ def redact_trace_object(redactor: Redactor, trace: Trace) -> Trace:
         redactor._one_pass = caches
     try:
         # Most traces hold no sensitive field: one pass, with what earlier traces taught.
-        out: Trace = _ObjectWalk(redactor, caches).rewrite_object(trace, Trace)
+        walk = _ObjectWalk(redactor, caches)
+        if walk.keeps(trace, Trace):
+            return trace
+        out: Trace = walk.rewrite_object(trace, Trace)
     except _Sensitive:
         walk = _ObjectWalk(redactor, caches, one_pass=False)
         walk.collect_object(trace, Trace)
@@ -200,6 +220,50 @@ class _ObjectWalk(_Walk):
         return parsed is not None and parsed == twin
 
     # -- phase 2 -----------------------------------------------------------------------------
+
+    def keeps(self, node: Any, cls: type) -> bool:
+        """Whether the one pass keeps every data field of ``node`` as it is (no copy).
+
+        ``rewrite_object`` without building anything: each data value goes through the
+        same ``string`` and ``redact`` (and their caches), and the answer is ``True`` only
+        when every one of them came back as the very object it was given, so that
+        ``rewrite_object`` would return ``node`` itself. A mirrored text is checked as a
+        text as well as through its twin (``rewrite_object`` checks only its twin): both
+        unchanged keep it unchanged there too. Anything else (an object that is not of its
+        trace class, a value of another type, one changed value) answers ``False`` and
+        the caller runs ``rewrite_object``; ``_Sensitive`` propagates as it does there.
+        """
+        if type(node) is not cls:
+            return False
+        getter, nested = _KEEP_PLANS[cls]
+        texts = self.caches.texts
+        for value in getter(node):
+            kind_of = type(value)
+            if kind_of is str:
+                if value and texts.get(value) is not _SAME and self.string(value, 0) is not value:
+                    return False
+            elif kind_of is dict or kind_of is list:
+                if value and self.redact(value, 0) is not value:
+                    return False
+            elif kind_of is int:
+                if not -(10**8) < value < 10**8 and self._number(value) is not value:
+                    return False
+            elif value is not None and kind_of is not float and kind_of is not bool:
+                return False
+        for name, kind, sub in nested:
+            value = getattr(node, name)
+            if value is None:
+                continue
+            if kind == _ONE:
+                if not self.keeps(value, sub):
+                    return False
+                continue
+            if type(value) is not list:
+                return False
+            for item in value:
+                if not self.keeps(item, sub):
+                    return False
+        return True
 
     def rewrite_object(self, node: Any, cls: type) -> Any:
         if type(node) is not cls:
