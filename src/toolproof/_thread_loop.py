@@ -77,6 +77,13 @@ class _ThreadLoop:
         if self.pid != os.getpid():  # inherited through fork: the parent's to close
             _inherited.append(loop)
             return
+        from asyncio.events import _get_running_loop
+
+        if _get_running_loop() is not None:
+            # Collected late, in a callback of another thread's loop (a traceback kept this
+            # past its thread's end): no loop can run here, closing is what is left to do.
+            loop.close()
+            return
         try:
             _cancel_leftovers(loop)
             loop.run_until_complete(loop.shutdown_asyncgens())  # closes HTTP sessions
@@ -264,13 +271,16 @@ def _one_pass(loop: Any) -> bool:
         loop._thread_id = loop._toolproof_thread
         _set_hooks(*loop._toolproof_hooks)
         _set_running_loop(loop)
-        if loop._scheduled:
+        # Timers (a run's wall-clock limit keeps one armed): as _run_once, looked at inline.
+        scheduled = loop._scheduled
+        if scheduled and (scheduled[0]._cancelled or len(scheduled) > _MIN_TIMERS):
             _drop_cancelled_timers(loop)
         found = loop._selector.select(0)  # work is ready: a poll that does not wait
         if found:
             loop._process_events(found)
         found = None  # as _run_once: no cycle through a traceback
-        if loop._scheduled:
+        scheduled = loop._scheduled  # (a new heap if cancelled timers were dropped)
+        if scheduled and scheduled[0]._when < loop.time() + loop._clock_resolution:
             _queue_due_timers(loop)
         todo = len(ready)  # callbacks these queue wait for the next pass
         while todo:
@@ -368,6 +378,8 @@ def run_in_thread_loop(coroutine: Coroutine[Any, Any, _T]) -> _T:
                 task.add_done_callback(_stop_loop)
             with contextlib.suppress(BaseException):  # the caller sees the interrupt below
                 loop.run_forever()
+        elif not task.cancelled():  # the run raised it (an interrupt): the caller sees it
+            task.exception()  # so no "exception was never retrieved" (as asyncio.run)
         raise
     finally:
         # What is left to do, looked at inline (two calls that return at once cost ~0.3 µs).
