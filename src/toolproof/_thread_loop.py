@@ -80,9 +80,10 @@ class _ThreadLoop:
         from asyncio.events import _get_running_loop
 
         if _get_running_loop() is not None:
-            # Collected late, in a callback of another thread's loop (a traceback kept this
-            # past its thread's end): no loop can run here, closing is what is left to do.
-            loop.close()
+            # Collected late, inside another loop's callback (something kept this past its
+            # thread's end): no loop can run here, closing is what is left to do.
+            with contextlib.suppress(Exception):  # its sockets may have gone first
+                loop.close()
             return
         try:
             _cancel_leftovers(loop)
@@ -387,6 +388,9 @@ def run_in_thread_loop(coroutine: Coroutine[Any, Any, _T]) -> _T:
             _cancel_leftovers(loop)
         if holder.generators is None or holder.generators:
             _finalize_async_generators(loop)
+        # A traceback keeps this frame: it must not keep the thread's loop past the thread
+        # (which closes it when it ends), nor the task and its exception in a cycle.
+        holder = task = None
 
 
 def _stop_loop(task: asyncio.Task[Any]) -> None:

@@ -106,6 +106,7 @@ def program(operations: list[str], ending: str) -> list[str]:
     """Run ``operations`` then ``ending`` in one call, then two plain calls; the record."""
     log: list[str] = []
     kept: list[asyncio.TimerHandle] = []
+    started: list[asyncio.Task[None]] = []
 
     def note(text: str) -> Callable[[], None]:
         return lambda: log.append(text)
@@ -148,9 +149,9 @@ def program(operations: list[str], ending: str) -> list[str]:
             elif operation == "cancel" and kept:
                 kept.pop().cancel()
             elif operation == "task":
-                loop.create_task(step_task(n))
+                started.append(loop.create_task(step_task(n)))
             elif operation == "sleeper":
-                loop.create_task(sleeper(n))
+                started.append(loop.create_task(sleeper(n)))
             elif operation == "stop":
                 loop.stop()
             elif operation == "yield":
@@ -279,6 +280,7 @@ def test_the_run_has_its_task_its_running_loop_and_timeouts_work() -> None:
         seen["task"] = task
         seen["all tasks"] = task in asyncio.all_tasks()
         async with asyncio.timeout(5):
+            await asyncio.sleep(0)
             seen["within timeout"] = True
         try:
             async with asyncio.timeout(0.02):
@@ -301,7 +303,7 @@ def test_the_run_has_its_task_its_running_loop_and_timeouts_work() -> None:
 
 def test_a_timeout_inside_a_run_that_never_waits_is_harmless() -> None:
     async def quick() -> str:
-        async with asyncio.timeout(0.001):
+        async with asyncio.timeout(0.001):  # noqa: ASYNC100 - a run that never waits
             return "in time"
 
     for _ in range(3):
@@ -409,7 +411,7 @@ def interrupted_agent(finished: list[Any], *, by_signal: bool) -> Agent:
             return call("noop", x=1)
         if by_signal:
             os.kill(os.getpid(), signal.SIGINT)  # Python raises KeyboardInterrupt here
-            time.sleep(5)  # pragma: no cover - interrupted
+            time.sleep(5)  # noqa: ASYNC251  # pragma: no cover - interrupted
         raise KeyboardInterrupt
 
     return Agent(FunctionModel(answer), [noop], on_event=finished.append)
@@ -528,7 +530,7 @@ def test_debug_mode_runs_asyncios_own_pass_with_its_slow_callback_warning(
         loop.slow_callback_duration = 0.02
 
         async def slow() -> str:
-            time.sleep(0.1)  # blocks the loop: asyncio warns in debug mode
+            time.sleep(0.1)  # noqa: ASYNC251 - blocks the loop: asyncio warns in debug mode
             return "slow"
 
         with caplog.at_level(logging.WARNING, logger="asyncio"):
