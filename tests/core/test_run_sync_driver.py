@@ -166,7 +166,7 @@ def program(operations: list[str], ending: str) -> list[str]:
             elif operation == "state":
                 task = asyncio.current_task()
                 log.append(
-                    f"state running={loop.is_running()} task={task is not None} "
+                    f"state running={loop.is_running()} task={task and task.get_name()} "
                     f"hooks={sys.get_asyncgen_hooks().firstiter is not None}"
                 )
         if ending == "raise":
@@ -293,7 +293,7 @@ def test_the_run_has_its_task_its_running_loop_and_timeouts_work() -> None:
     name = run_in_thread_loop(inside())
     assert seen["running"] and seen["all tasks"] and seen["within timeout"] and seen["timed out"]
     assert isinstance(seen["task"], asyncio.Task) and seen["task"].done()
-    assert name.startswith("Task-")
+    assert name.endswith(".inside")  # named after its coroutine
     # Between calls, nothing runs: no running loop, and the thread's loop is not running.
     with pytest.raises(RuntimeError, match="no running event loop"):
         asyncio.get_running_loop()
@@ -650,3 +650,19 @@ def test_the_loop_made_after_a_closed_one_is_driven_again() -> None:
         return _holder().drivable, run_coroutine(seven)
 
     assert in_fresh_thread(reopened) == (True, 7)
+
+
+def test_a_runs_task_is_named_after_what_it_runs_on_both_paths() -> None:
+    @tool
+    def task_name() -> str:
+        """The name of the task the tool runs in."""
+        task = asyncio.current_task()
+        return task.get_name() if task is not None else "no task"
+
+    def named() -> str:
+        model = ScriptedModel([call("task_name"), "done"])
+        result = Agent(model, [task_name]).run_sync("x")
+        return str(result.trace.tool_results[0].content)
+
+    assert in_fresh_thread(named) == in_fresh_thread(named, asyncio_path=True)
+    assert "Agent.run" in in_fresh_thread(named)
