@@ -14,6 +14,15 @@ Threads never share a loop. A forked child never touches a loop inherited from i
 (the epoll instance and wake-up pipe are shared with the parent, so closing it would
 unregister the parent's sockets): it makes its own.
 
+The first loop pass of a call (where a run that never waits, a scripted one, ends) goes
+through ``_one_pass``: what ``loop.stop(); loop.run_forever()`` does, with run_forever's
+set-up and ``_run_once`` inlined (the same hooks and running loop while callbacks run, the
+same timers dropped and run, the same callbacks, the same poll). asyncio's own path runs
+instead in debug mode, on a loop that is not ours (another policy's, Windows), and on a
+Python whose asyncio lacks a private part the driver uses (``_drivable``); a run that waits
+goes on in ``run_forever``. tests/core/test_run_sync_driver.py checks that both paths leave
+the same record.
+
 The first loop pass of a call skips its poll when it could find nothing (``_Selector``):
 the loop has work ready, so it would poll without waiting, and the only file it watches is
 its own wake-up pipe, whose callbacks are already queued (``call_soon_threadsafe`` queues
