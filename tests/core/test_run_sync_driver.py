@@ -32,9 +32,14 @@ from toolproof.events import RunFinished
 from toolproof.testing import FunctionModel, RequestInfo, ScriptedModel, call
 
 LIMIT = 20.0  # seconds a thread of these tests may take on a busy machine
+needs_timeout = pytest.mark.skipif(
+    sys.version_info < (3, 11), reason="asyncio.timeout is Python 3.11+"
+)
 
 
-def in_fresh_thread(work: Callable[[], Any], *, asyncio_path: bool = False) -> Any:
+def in_fresh_thread(
+    work: Callable[[], Any], *, asyncio_path: bool = False, limit: float = LIMIT
+) -> Any:
     """``work()`` in a new thread (so on a new loop); on asyncio's path if asked."""
     outcome: list[Any] = []
     failure: list[BaseException] = []
@@ -51,7 +56,7 @@ def in_fresh_thread(work: Callable[[], Any], *, asyncio_path: bool = False) -> A
     try:
         thread = threading.Thread(target=target)
         thread.start()
-        thread.join(timeout=LIMIT)
+        thread.join(timeout=limit)
     finally:
         thread_loop._drivable = drivable
     assert not thread.is_alive(), "the thread did not finish: a call hung"
@@ -270,6 +275,7 @@ def test_a_run_that_never_waits_ends_in_the_driver_and_one_that_waits_goes_on(
     assert counts == {"driver": 2, "run_forever": 1}
 
 
+@needs_timeout
 def test_the_run_has_its_task_its_running_loop_and_timeouts_work() -> None:
     seen: dict[str, Any] = {}
 
@@ -301,6 +307,7 @@ def test_the_run_has_its_task_its_running_loop_and_timeouts_work() -> None:
     assert loop is not None and not loop.is_running()
 
 
+@needs_timeout
 def test_a_timeout_inside_a_run_that_never_waits_is_harmless() -> None:
     async def quick() -> str:
         async with asyncio.timeout(0.001):  # noqa: ASYNC100 - a run that never waits
@@ -477,21 +484,24 @@ def test_ten_thousand_calls_with_time_limits_leave_the_timer_heap_as_small() -> 
     """Limits that re-arm the shared timer (a shorter one after a longer one) cancel timers;
     the driver drops them from the loop's heap as asyncio's pass does, so it does not grow."""
     calls = 10_000
-    agent = Agent(ScriptedModel(["ok"] * calls))
-    limits = [Budget(max_seconds=600), Budget(max_seconds=0.5), Budget(max_seconds=30)]
-    loop = _holder().loop
-    assert loop is not None
-    sizes = []
-    started = time.monotonic()
-    for n in range(calls):
-        assert agent.run_sync("x", budget=limits[n % 3]).output == "ok"
-        if n % 500 == 0:
-            sizes.append(len(loop._scheduled))  # type: ignore[attr-defined]
-    elapsed = time.monotonic() - started
-    assert max(sizes) <= 3, sizes
-    heap: Any = loop
-    assert len(heap._scheduled) <= 3
-    assert 0 <= heap._timer_cancelled_count <= len(heap._scheduled)
+
+    def many() -> tuple[list[int], int, int, float]:
+        agent = Agent(ScriptedModel(["ok"] * calls))
+        limits = [Budget(max_seconds=600), Budget(max_seconds=0.5), Budget(max_seconds=30)]
+        loop: Any = _holder().loop
+        sizes = []
+        started = time.monotonic()
+        for n in range(calls):
+            assert agent.run_sync("x", budget=limits[n % 3]).output == "ok"
+            if n % 500 == 0:
+                sizes.append(len(loop._scheduled))
+        elapsed = time.monotonic() - started
+        return sizes, len(loop._scheduled), loop._timer_cancelled_count, elapsed
+
+    sizes, size, cancelled, elapsed = in_fresh_thread(many, limit=300)
+    assert max(sizes) <= 3, sizes  # the shared timer, and at most two it replaced
+    assert size <= 3
+    assert 0 <= cancelled <= size
     assert elapsed < 120, f"{calls} calls took {elapsed:.0f} s"
 
 
@@ -542,6 +552,7 @@ def test_debug_mode_runs_asyncios_own_pass_with_its_slow_callback_warning(
     assert any("took" in record.getMessage() for record in caplog.records)
 
 
+@needs_timeout
 def test_a_users_policy_with_a_plain_asyncio_loop_runs_asyncios_own_pass() -> None:
     """A policy of the user's is foreign, even one returning a plain asyncio loop subclass."""
     made: list[asyncio.AbstractEventLoop] = []
