@@ -481,27 +481,27 @@ def test_an_interrupt_the_run_raised_is_not_reported_again_when_its_task_goes() 
 
 
 def test_ten_thousand_calls_with_time_limits_leave_the_timer_heap_as_small() -> None:
-    """Limits that re-arm the shared timer (a shorter one after a longer one) cancel timers;
-    the driver drops them from the loop's heap as asyncio's pass does, so it does not grow."""
+    """Each call's limit ends before the last one's: each call re-arms the loop's shared
+    timer and cancels the one before. The driver sweeps cancelled timers out of the heap as
+    asyncio's pass does (more than 100, half of them cancelled: rebuilt), so it stays small."""
     calls = 10_000
 
-    def many() -> tuple[list[int], int, int, float]:
+    def many() -> tuple[list[int], int, float]:
         agent = Agent(ScriptedModel(["ok"] * calls))
-        limits = [Budget(max_seconds=600), Budget(max_seconds=0.5), Budget(max_seconds=30)]
+        limits = [Budget(max_seconds=600 - 0.01 * n) for n in range(calls)]
         loop: Any = _holder().loop
         sizes = []
         started = time.monotonic()
         for n in range(calls):
-            assert agent.run_sync("x", budget=limits[n % 3]).output == "ok"
-            if n % 500 == 0:
+            assert agent.run_sync("x", budget=limits[n]).output == "ok"
+            if n % 250 == 0:
                 sizes.append(len(loop._scheduled))
         elapsed = time.monotonic() - started
-        return sizes, len(loop._scheduled), loop._timer_cancelled_count, elapsed
+        return sizes, loop._timer_cancelled_count, elapsed
 
-    sizes, size, cancelled, elapsed = in_fresh_thread(many, limit=300)
-    assert max(sizes) <= 3, sizes  # the shared timer, and at most two it replaced
-    assert size <= 3
-    assert 0 <= cancelled <= size
+    sizes, cancelled, elapsed = in_fresh_thread(many, limit=300)
+    assert max(sizes) <= 210, sizes  # asyncio's own bound: 100 timers, half of them live
+    assert 0 <= cancelled <= max(sizes)
     assert elapsed < 120, f"{calls} calls took {elapsed:.0f} s"
 
 
