@@ -395,14 +395,17 @@ def run_in_thread_loop(coroutine: Coroutine[Any, Any, _T]) -> _T:
             task.exception()  # so no "exception was never retrieved" (as asyncio.run)
         raise
     finally:
-        # What is left to do, looked at inline (two calls that return at once cost ~0.3 µs).
-        if _every_task is None or _every_task is False or len(_every_task) > 1:
-            _cancel_leftovers(loop)
-        if holder.generators is None or holder.generators:
-            _finalize_async_generators(loop)
-        # A traceback keeps this frame: it must not keep the thread's loop past the thread
-        # (which closes it when it ends), nor the task and its exception in a cycle.
-        holder = task = None
+        try:
+            # What is left to do, looked at inline (two calls that return at once: ~0.3 µs).
+            if _every_task is None or _every_task is False or len(_every_task) > 1:
+                _cancel_leftovers(loop)
+            if holder.generators is None or holder.generators:
+                _finalize_async_generators(loop)
+        finally:
+            # A traceback keeps this frame: it must not keep the thread's loop past the
+            # thread (which closes it when it ends), nor the task and its exception in a
+            # cycle. (Even when the leftovers raise, an interrupt among them.)
+            holder = task = None
 
 
 def _stop_loop(task: asyncio.Task[Any]) -> None:
