@@ -37,4 +37,6 @@ def marked_events(script: str, *args: str, cache_sim: bool = False) -> dict[str,
         found = re.search(r"^summary: ([\d ]+)$", text, re.MULTILINE)
         assert events, "callgrind wrote no event names"
         assert found, "callgrind wrote no summary"
-        return dict(zip(events.group(1).split(), map(int, found.group(1).split()), strict=True))
+        names, counts = events.group(1).split(), [int(n) for n in found.group(1).split()]
+        counts += [0] * (len(names) - len(counts))  # callgrind leaves trailing zeros out
+        return dict(zip(names, counts, strict=True))

@@ -18,11 +18,14 @@ time (``time.process_time``): the same as wall time for this single-threaded loo
 machine, and far steadier when other work shares the cores.
 
     python bench/bench_core.py               # prints a table; about 30 s
-    python bench/bench_core.py --callgrind   # instructions per run under valgrind; ~2 min
+    python bench/bench_core.py --callgrind   # instructions, cache misses under valgrind; ~3 min
 
 The callgrind mode runs the bare loop, ``await agent.run`` and ``run_sync`` in child
 processes under ``valgrind --tool=callgrind`` and counts the instructions of N runs after a
-warm-up: instructions do not depend on what else the machine is doing.
+warm-up, and the simulated first-level cache misses: they do not depend on what else the
+machine is doing. The gap between ``run_sync`` and ``await agent.run`` in time is more in
+their cache misses than in their instructions: the loop's code run around each call evicts
+the run's.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from _callgrind import marked_instructions
+from _callgrind import marked_events
 
 from toolproof import Agent, tool
 from toolproof.testing import ScriptedModel, call
@@ -247,23 +250,35 @@ def _sync_batch(agent: Agent, parallel: int, runs: int) -> float:
 
 
 def measure_round(parallel: int) -> dict[str, float]:
-    """One round: medians over batches of the async run, run_sync and the bare loop."""
+    """One round: medians over batches of the async run, run_sync and the bare loops.
+
+    The batches take turns (an async batch, a run_sync batch, the two bare ones), so a
+    change of load on the machine weighs on all of them alike; ``sync/run`` is the median
+    of each turn's own ratio.
+    """
     total = (2 * BATCHES + 4) * RUNS_PER_BATCH
     agent = scripted_agent(parallel, total)
-
-    async def async_side() -> tuple[float, float, float]:
-        await _async_batch(agent, parallel, RUNS_PER_BATCH)  # warm up
-        await _bare_batch(parallel, RUNS_PER_BATCH)
-        await _bare_batch(parallel, RUNS_PER_BATCH, same_work=True)
-        ours = [await _async_batch(agent, parallel, RUNS_PER_BATCH) for _ in range(BATCHES)]
-        bare = [await _bare_batch(parallel, RUNS_PER_BATCH) for _ in range(BATCHES)]
-        same = [await _bare_batch(parallel, RUNS_PER_BATCH, True) for _ in range(BATCHES)]
-        return statistics.median(ours), statistics.median(bare), statistics.median(same)
-
-    ours, bare, same = asyncio.run(async_side())
-    _sync_batch(agent, parallel, RUNS_PER_BATCH)  # warm up
-    sync = statistics.median(_sync_batch(agent, parallel, RUNS_PER_BATCH) for _ in range(BATCHES))
-    return {"async": ours, "sync": sync, "bare": bare, "same": same}
+    loop = asyncio.new_event_loop()  # the async side's loop, kept across its batches
+    try:
+        loop.run_until_complete(_async_batch(agent, parallel, RUNS_PER_BATCH))  # warm up
+        _sync_batch(agent, parallel, RUNS_PER_BATCH)
+        loop.run_until_complete(_bare_batch(parallel, RUNS_PER_BATCH))
+        loop.run_until_complete(_bare_batch(parallel, RUNS_PER_BATCH, same_work=True))
+        ours, sync, bare, same = [], [], [], []
+        for _ in range(BATCHES):
+            ours.append(loop.run_until_complete(_async_batch(agent, parallel, RUNS_PER_BATCH)))
+            sync.append(_sync_batch(agent, parallel, RUNS_PER_BATCH))
+            bare.append(loop.run_until_complete(_bare_batch(parallel, RUNS_PER_BATCH)))
+            same.append(loop.run_until_complete(_bare_batch(parallel, RUNS_PER_BATCH, True)))
+    finally:
+        loop.close()
+    return {
+        "async": statistics.median(ours),
+        "sync": statistics.median(sync),
+        "bare": statistics.median(bare),
+        "same": statistics.median(same),
+        "sync/run": statistics.median(s / o for s, o in zip(sync, ours, strict=True)),
+    }
 
 
 def _spread(values: list[float]) -> str:
@@ -342,27 +357,39 @@ def _child(kind: str, runs: int) -> None:
     asyncio.run(all_runs())
 
 
-def _instructions(kind: str, runs: int) -> int:
-    return marked_instructions(__file__, "--child", kind, str(runs))
+def _events(kind: str, runs: int) -> dict[str, float]:
+    """Per run: instructions, and first-level instruction and data cache misses."""
+    events = marked_events(__file__, "--child", kind, str(runs), cache_sim=True)
+    return {name: events[name] / runs for name in ("Ir", "I1mr", "D1mr", "D1mw")}
 
 
 def callgrind(runs: int = CALLGRIND_RUNS) -> None:
-    print(f"instructions per run under callgrind (mean of {runs} runs after 20 warm-up runs)")
-    print(f"{'':<44}{'per run':>12}{'/minimal':>10}{'/same-work':>12}")
-    per_run = {}
+    print(f"per run under callgrind (mean of {runs} runs after 20 warm-up runs)")
+    print(
+        f"{'':<44}{'instructions':>13}{'/minimal':>10}{'/same-work':>12}"
+        f"{'L1i misses':>12}{'L1d misses':>12}"
+    )
+    per_run: dict[str, dict[str, float]] = {}
     for kind, label in (
         ("bare", "minimal bare loop"),
         ("same", "same-work bare loop"),
         ("async", "await agent.run, 2 model calls + 1 tool"),
         ("sync", "agent.run_sync, same run"),
+        ("empty", "run_sync's own part (an empty coroutine)"),
     ):
-        per_run[kind] = _instructions(kind, runs) / runs
-        minimal = per_run[kind] / per_run["bare"]
-        same = f"{per_run[kind] / per_run['same']:>11.1f}x" if "same" in per_run else ""
-        print(f"{label:<44}{per_run[kind]:>12,.0f}{minimal:>9.1f}x{same}")
-    print(f"run_sync / await run: {per_run['sync'] / per_run['async']:.2f}x")
-    empty = _instructions("empty", runs) / runs
-    print(f"run_sync's own part (one call of an empty coroutine): {empty:,.0f} instructions")
+        found = per_run[kind] = _events(kind, runs)
+        minimal = found["Ir"] / per_run["bare"]["Ir"]
+        same = f"{found['Ir'] / per_run['same']['Ir']:>11.1f}x" if "same" in per_run else ""
+        print(
+            f"{label:<44}{found['Ir']:>13,.0f}{minimal:>9.1f}x{same:>12}"
+            f"{found['I1mr']:>12,.0f}{found['D1mr'] + found['D1mw']:>12,.0f}"
+        )
+    sync, ours = per_run["sync"], per_run["async"]
+    print(
+        f"run_sync / await run: {sync['Ir'] / ours['Ir']:.2f}x instructions, "
+        f"{sync['I1mr'] / ours['I1mr']:.2f}x L1i misses, "
+        f"{(sync['D1mr'] + sync['D1mw']) / (ours['D1mr'] + ours['D1mw']):.2f}x L1d misses"
+    )
 
 
 def main() -> None:
@@ -388,10 +415,12 @@ def main() -> None:
         label = "2 model calls + 1 tool call" if parallel == 1 else "2 model calls + 3 parallel"
         run_ratio = statistics.median(r["async"] / r["bare"] for r in rounds)
         same_ratio = statistics.median(r["async"] / r["same"] for r in rounds)
-        sync_ratio = statistics.median(r["sync"] / r["async"] for r in rounds)
+        sync_ratios = [r["sync/run"] for r in rounds]
+        sync_ratio = statistics.median(sync_ratios)
         print(
             f"{label:<30}{_spread(ours):>16}{_spread(sync):>16}{_spread(bare):>16}"
             f"{_spread(same):>16}{run_ratio:>8.1f}x{same_ratio:>9.1f}x{sync_ratio:>9.2f}x"
+            f" ({min(sync_ratios):.2f}-{max(sync_ratios):.2f})"
         )
     imported, bare_python = import_time()
     print(

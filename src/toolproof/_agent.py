@@ -220,7 +220,8 @@ class Agent:
         Raises:
             UserError: Called from inside a running event loop (use ``await agent.run``).
         """
-        no_running_loop("Agent.run_sync")
+        if _running_loop is None or _running_loop() is not None:  # (a call less than below)
+            no_running_loop("Agent.run_sync")
         return run_in_thread_loop(
             self.run(
                 input,
@@ -349,7 +350,8 @@ class Session:
 
     def run_sync(self, input: str, **kwargs: Any) -> RunResult:
         """Run one user turn from synchronous code."""
-        no_running_loop("Session.run_sync")
+        if _running_loop is None or _running_loop() is not None:
+            no_running_loop("Session.run_sync")
         return run_in_thread_loop(self.run(input, **kwargs))
 
 

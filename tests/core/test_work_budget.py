@@ -314,3 +314,52 @@ def test_each_message_is_estimated_once_by_the_run_and_the_scripted_model_togeth
     # last answer only, and the model reads the results after the run recorded them all).
     twice = steps * parallel if parallel > 1 else 0
     assert counts["computed"] == messages + twice
+
+
+def _calls_made(function: Any, *arguments: Any) -> Counter[str]:
+    """The calls (Python functions, and C functions by name) made by ``function(...)``."""
+    import sys
+
+    made: Counter[str] = Counter()
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            made[f"py {frame.f_code.co_name}"] += 1
+        elif event == "c_call":
+            made[f"c {getattr(arg, '__name__', arg)}"] += 1
+
+    sys.setprofile(profile)
+    try:
+        function(*arguments)
+    except StopIteration:  # a coroutine stepped to its end
+        pass
+    finally:
+        sys.setprofile(None)
+    made.pop("c setprofile", None)
+    return made
+
+
+def test_run_sync_adds_a_fixed_number_of_calls_to_a_run() -> None:
+    """``run_sync`` costs a task and one loop pass over ``await agent.run``, no more.
+
+    Its first loop pass goes through toolproof's one-pass driver, not asyncio's
+    ``run_forever`` and ``_run_once``; the task is made without ``create_task``. (Before
+    the driver: 51 calls more than the awaited run, 29 of them Python functions.)
+    """
+    agent = make_agent(1, 1)
+    agent.model = ScriptedModel(script(1, 1) * 10)
+    for _ in range(2):
+        agent.run_sync("multiply")  # warm up
+    sync = _calls_made(agent.run_sync, "multiply")
+
+    async def awaited() -> Counter[str]:
+        await agent.run("multiply")  # warm up
+        run = agent.run("multiply")  # stepped in this task: the same run, awaited
+        return _calls_made(run.send, None)
+
+    extra = sync - asyncio.run(awaited())
+    python_calls = sum(n for name, n in extra.items() if name.startswith("py "))
+    assert python_calls <= 12, extra
+    assert sum(extra.values()) <= 31, extra
+    for name in ("run_forever", "_run_once", "create_task", "_check_closed", "is_closed"):
+        assert f"py {name}" not in sync, (name, sync)
