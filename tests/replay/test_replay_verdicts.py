@@ -33,7 +33,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_core import core_schema
+from pydantic_core import SchemaValidator, core_schema
 from replay_helpers import run_trace
 
 from toolproof import Tool, tool
@@ -43,6 +43,7 @@ from toolproof.replay._verdicts import pure_arguments
 from toolproof.testing import call
 
 CALLS = 6
+_ANY = SchemaValidator(core_schema.any_schema())
 seen: Counter[str] = Counter()
 
 
@@ -304,3 +305,73 @@ def test_the_kept_verdicts_stay_bounded_under_many_distinct_arguments() -> None:
     # refusals are kept too, each with its own message
     assert entry.reject({"count": "many"}) == _fresh({"count": "many"})
     assert len(entry.verdicts) == _VERDICTS
+
+
+_SHAPES: list[Any] = [
+    Any,
+    int,
+    float,
+    str,
+    bool,
+    dict,
+    list,
+    dict[str, Any],
+    list[dict[str, Any]],
+    dict[str, Any] | None,
+    list[int] | None,
+    list[list[str]],
+]
+
+
+def _json_values() -> Any:
+    leaves = (
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=True, allow_infinity=True)
+        | st.text(max_size=4)
+    )
+    return st.recursive(
+        leaves,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
+        max_leaves=6,
+    )
+
+
+@settings(deadline=None, max_examples=300)
+@given(st.sampled_from(_SHAPES), _json_values())
+def test_the_quick_return_test_passes_only_values_the_check_accepts(
+    annotation: Any, value: Any
+) -> None:
+    import json
+
+    from pydantic import TypeAdapter
+
+    from toolproof.replay._verdicts import accepted_shapes
+
+    adapter = TypeAdapter(annotation)
+    quick = accepted_shapes(adapter.core_schema)
+    assert quick is not None, annotation
+    parsed = _ANY.validate_json(json.dumps(value, allow_nan=True))  # as the view reads it
+    if quick(parsed):
+        adapter.validate_python(parsed)  # never raises (when false, the check decides)
+
+
+def test_the_quick_return_test_knows_only_the_plainest_checks() -> None:
+    from pydantic import Field, TypeAdapter
+
+    from toolproof.replay._verdicts import accepted_shapes
+
+    for annotation in (
+        Annotated[int, Field(gt=0)],
+        Annotated[str, AfterValidator(str.upper)],
+        Literal["a"],
+        tuple[int, ...],
+        dict[str, int],
+        list[Annotated[int, Field(lt=5)]],
+        AfterModel,
+    ):
+        assert accepted_shapes(TypeAdapter(annotation).core_schema) is None, annotation
+    quick = accepted_shapes(TypeAdapter(list[dict[str, Any]]).core_schema)
+    assert quick is not None
+    assert quick([{"a": 1}, {}]) and not quick([{"a": 1}, 2]) and not quick({"a": 1})

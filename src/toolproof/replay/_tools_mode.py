@@ -52,6 +52,8 @@ class _TodayTool:
     mock: Callable[..., Any] | None = None
     #: the return annotation's check, once built (``None``: not built yet)
     returns: Callable[[Any], Any] | None = None
+    #: a quick test of parsed values that check surely accepts (``None``: none)
+    parsed_fits: Callable[[Any], bool] | None = None
     #: the verdicts on arguments already checked, by their ``repr``; ``None`` for a tool
     #: whose check is not a pure function of the arguments (asked every time)
     verdicts: dict[str, str | None] | None = None
@@ -117,6 +119,9 @@ class _TodayTool:
                     # the very check validate_return runs, without its Python wrapper (a
                     # tool class with a check of its own is asked every time)
                     self.returns = adapter.validator.validate_python
+                    from toolproof.replay._verdicts import accepted_shapes
+
+                    self.parsed_fits = accepted_shapes(adapter.core_schema)
             else:
                 check(value)
         except Exception as exc:
@@ -310,7 +315,6 @@ def _view_sample(
     findings: list[Finding] = []
     #: the calls the per-call rules grade, in call order: (call, result, today's reason)
     graded: list[tuple[dict[str, Any], dict[str, Any] | None, str | None]] = []
-    called: set[str] = set()
     pairs: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
     for step in data["steps"]:
         calls = step["response"]["tool_calls"]
@@ -327,7 +331,6 @@ def _view_sample(
         pairs.extend((call, by_id.get(call["id"])) for call in calls)
     for call, result in pairs:
         name = call["name"]
-        called.add(name)
         tool = today.get(name)
         if tool is None:
             close = difflib.get_close_matches(name, list(today), n=1)
@@ -342,22 +345,35 @@ def _view_sample(
                 )
             )
             continue
-        rule = rules.rule_for(name)
-        faultable = rule.required_args or rule.bounds
         if call["arguments_error"] is not None:
-            if faultable:
-                graded.append((call, result, None))
+            # (graded against itself: the rules skip a call whose arguments did not parse)
             continue
-        reason = tool.reject(call["arguments"])
+        arguments = call["arguments"]
+        rule = rules.rule_for(name)
+        reason = tool.reject(arguments)
         if reason is not None:
-            if faultable or result is None or result["error_type"] not in REJECTED:
+            if (
+                rule.required_args
+                or rule.bounds
+                or result is None
+                or result["error_type"] not in REJECTED
+            ):
                 graded.append((call, result, reason))
             continue
-        if faultable:
+        # graded against itself, the call can only miss a required argument or hold one
+        # out of bounds
+        required, bounds = rule.required_args, rule.bounds
+        if (required or bounds) and (
+            any(arg not in arguments for arg in required) or any(arg in arguments for arg in bounds)
+        ):
             graded.append((call, result, None))
         if result is None or result["status"] != "ok" or result["error_type"] in REJECTED:
             continue
-        problem = tool.return_problem(result["value"])
+        value = result["value"]
+        fits = tool.parsed_fits
+        if fits is not None and fits(value):
+            continue  # (a value the parser made, of a shape the check surely accepts)
+        problem = tool.return_problem(value)
         if problem is not None:
             findings.append(
                 Finding(
@@ -365,7 +381,7 @@ def _view_sample(
                     "return_shape",
                     problem,
                     tool=name,
-                    recorded=_clip_value(result["value"]),
+                    recorded=_clip_value(value),
                 )
             )
     for call, result, reason in graded:
@@ -383,12 +399,17 @@ def _view_sample(
         )
     notes: list[str] = []
     for info in data["tools"]:
-        name = info["name"]
-        if name not in called:
-            continue  # a change to a tool this sample never called says nothing about it
-        tool = today.get(name)
         recorded_hash = info["schema_hash"]
-        if tool is not None and recorded_hash and tool.schema_hash != recorded_hash:
+        if not recorded_hash:
+            continue
+        name = info["name"]
+        tool = today.get(name)
+        if (
+            tool is not None
+            and tool.schema_hash != recorded_hash
+            # (a change to a tool this sample never called says nothing about it)
+            and any(call["name"] == name for call, _ in pairs)
+        ):
             notes.append(f"{name}: schema changed since recording")
     return SampleResult(
         trace_id=trace.id,

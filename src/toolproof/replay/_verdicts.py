@@ -21,9 +21,10 @@ bounded, least recently used set per tool (``_TodayTool.reject`` in ``_tools_mod
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["pure_arguments"]
+__all__ = ["accepted_shapes", "pure_arguments"]
 
 
 def pure_arguments(schema: Any) -> bool:
@@ -35,6 +36,60 @@ def pure_arguments(schema: Any) -> bool:
         return _Walk().pure(schema)
     except Exception:  # a layout this walk does not expect: impure
         return False
+
+
+def accepted_shapes(schema: Any) -> Callable[[Any], bool] | None:
+    """A quick test of parsed JSON values that this return-type check surely accepts.
+
+    Only for the plainest checks: ``Any``, ``str``, ``int``, ``float``, ``bool``,
+    ``dict[str, Any]`` (or ``dict``), lists of those and ``X | None``, without constraints
+    or options. For a value made of exactly the types a JSON parser returns (``dict`` with
+    text keys, ``list``, ``str``, ``int``, ``float``, ``bool``, ``None``), the test is
+    true only when pydantic's check accepts the value; when it is false the check itself
+    is asked (it decides, and words the problem). ``None``: no quick test for this check.
+    """
+    if not isinstance(schema, dict):
+        return None
+    kind = schema.get("type")
+    if kind == "any" and set(schema) == {"type"}:
+        return _anything
+    if kind in _EXACT and set(schema) == {"type"}:
+        exact = _EXACT[kind]
+        return lambda value: type(value) is exact
+    if kind == "dict" and set(schema) == {"type", "keys_schema", "values_schema"}:
+        if schema["keys_schema"] in ({"type": "str"}, {"type": "any"}) and schema[
+            "values_schema"
+        ] == {"type": "any"}:
+            return _a_dict  # (a parsed object's keys are text)
+        return None
+    if kind == "list" and set(schema) == {"type", "items_schema"}:
+        items = accepted_shapes(schema["items_schema"])
+        if items is None:
+            return None
+        if items is _anything:
+            return _a_list
+        return lambda value: type(value) is list and all(map(items, value))
+    if kind == "nullable" and set(schema) == {"type", "schema"}:
+        inner = accepted_shapes(schema["schema"])
+        if inner is None:
+            return None
+        return lambda value: value is None or inner(value)
+    return None
+
+
+_EXACT: dict[str, type] = {"str": str, "int": int, "float": float, "bool": bool}
+
+
+def _anything(value: Any) -> bool:
+    return True
+
+
+def _a_dict(value: Any) -> bool:
+    return type(value) is dict
+
+
+def _a_list(value: Any) -> bool:
+    return type(value) is list
 
 
 #: Keys every schema may carry that play no part in validation, or only pydantic's own.
