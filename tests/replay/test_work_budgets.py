@@ -249,3 +249,25 @@ def test_replay_never_formats_its_report(tmp_path: Path, monkeypatch: pytest.Mon
     report = replay(tmp_path / "t.db", tools=[query_users])
     assert report.counts["pass"] == TRACES, report.summary()
     assert formatted == Counter(), formatted
+
+
+def test_replay_tools_mode_checks_plain_return_values_with_pydantic_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # query_users returns dict[str, Any]: a parsed object always fits, so after the first
+    # value (which builds the check) no recorded value needs pydantic's check
+    from toolproof.replay._tools_mode import _TodayTool
+
+    with TraceStore(tmp_path / "t.db") as store:
+        store.add_many(_traces())
+    counts: Counter[str] = Counter()
+    real = _TodayTool.return_problem
+
+    def return_problem(self: Any, value: Any) -> Any:
+        counts[self.name] += 1
+        return real(self, value)
+
+    monkeypatch.setattr(_TodayTool, "return_problem", return_problem)
+    report = replay(tmp_path / "t.db", tools=[query_users])
+    assert report.counts["pass"] == TRACES, report.summary()
+    assert counts == Counter(query_users=1), counts
