@@ -18,10 +18,14 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic_core import SchemaValidator, core_schema
+from replay_helpers import query_users, run_trace
 
+from toolproof import ToolCall, tool
 from toolproof._messages import _plain
+from toolproof.errors import ToolError
 from toolproof.replay._recorded import _fits
 from toolproof.replay._tools_mode import _VERDICT_KEY_CHARS, _VERDICTS, _from_schema
+from toolproof.testing import call
 
 _ANY = SchemaValidator(core_schema.any_schema())
 
@@ -137,7 +141,7 @@ def test_the_kept_schema_verdicts_are_bounded() -> None:
 def test_a_tool_that_checks_its_own_return_values_is_asked_every_time(tmp_path: Path) -> None:
     # the return check runs without Tool.validate_return's wrapper only for tools that
     # keep Tool's own check; a tool class with its own is asked for every recorded value
-    from replay_helpers import query_users, user_trace
+    from replay_helpers import user_trace
 
     from toolproof import Tool
     from toolproof.replay import TraceStore, replay
@@ -164,3 +168,122 @@ def test_a_tool_that_checks_its_own_return_values_is_asked_every_time(tmp_path: 
         for s in report.failures
         for f in s.findings
     )
+
+
+# -- stored traces graded from the data itself, against whole traces ---------------------------
+
+
+@tool
+def lookup(key: str, limit: int = 10) -> int:
+    """Look a key up (today it returns a count; recorded runs returned other shapes).
+
+    Args:
+        key: The key.
+        limit: At most this many.
+    """
+    return 1
+
+
+@tool
+def lookup_then(key: str, limit: int = 10) -> dict[str, Any]:
+    """Look a key up (as it was when the runs were recorded).
+
+    Args:
+        key: The key.
+        limit: At most this many.
+    """
+    if key == "boom":
+        raise ToolError("boom")
+    if key == "count":
+        return 3  # type: ignore[return-value]
+    return {"key": key, "n": [1, 2]} if key != "none" else None  # type: ignore[return-value]
+
+
+_CALLS = [
+    call("query_users", user_id=7),
+    call("query_users", user_id=700),  # out of the rules' bounds
+    call("query_users", user_id="seven"),  # refused when recorded and today
+    call("query_users", user_id=7, fields=["plan"]),
+    call("query_users"),  # a required argument missing
+    call("query_users", user_id=7, extra=1),  # an unexpected argument
+    call("gone", a=1),  # a tool that no longer exists
+    call("lookup", key="a"),  # today's return type refuses the recorded value
+    call("lookup", key="none"),
+    call("lookup", key="boom"),  # an error result
+    call("lookup", key="b", limit=50),
+    call("lookup", key="count"),  # a value today's return type takes
+    ToolCall("query_users", {}, raw_arguments='{"user_id": ', arguments_error="bad JSON"),
+]
+_RULES = [
+    {},
+    {"tools": {"query_users": {"bounds": {"user_id": {"max": 500}}}}},
+    {"tools": {"query_users": {"required_args": ["user_id", "fields"]}}},
+    {"tools": {"*": {"required_args": ["key"]}, "lookup": {"bounds": {"limit": {"max": 20}}}}},
+]
+
+
+def _recorded_run(steps: list[list[int]]) -> Any:
+    script: list[Any] = []
+    for step in steps:
+        calls = [replace(_CALLS[n]) for n in step]
+        script.append(calls[0] if len(calls) == 1 else calls)
+    script.append("Done.")
+    return run_trace(script, tools=[query_users, lookup_then, _gone], input="q")
+
+
+@tool
+def _gone(a: int) -> int:
+    """A tool that existed when the runs were recorded.
+
+    Args:
+        a: A number.
+    """
+    return a
+
+
+_gone.name = "gone"
+lookup_then.name = "lookup"
+
+
+@settings(deadline=None, max_examples=40)
+@given(
+    st.lists(
+        st.lists(st.integers(0, len(_CALLS) - 1), min_size=1, max_size=3), min_size=1, max_size=4
+    ),
+    st.sampled_from(range(len(_RULES))),
+    st.booleans(),
+)
+def test_stored_traces_graded_from_the_data_give_the_findings_of_whole_traces(
+    steps: list[list[int]], rules: int, schemas: bool
+) -> None:
+    import tempfile
+    from unittest import mock
+
+    import toolproof.replay._recorded as recorded_module
+    from toolproof.replay import TraceStore, replay
+
+    trace = _recorded_run(steps)
+    today: Any = (
+        {"query_users": query_users.parameters, "lookup": lookup.parameters}
+        if schemas
+        else [query_users, lookup]
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "t.db"
+        with TraceStore(path) as store:
+            store.add_many([replace(trace, id=f"t-{n}") for n in range(3)])
+
+        def outcome() -> list[dict[str, Any]]:
+            report = replay(path, tools=today, rules=_RULES[rules], now=2e9)
+            found = []
+            for sample in report.samples:
+                entry = sample.to_dict()
+                del entry["duration_ms"]
+                found.append(entry)
+            return found
+
+        fast = outcome()
+        with mock.patch.object(recorded_module, "read_recorded", return_value=None):
+            full = outcome()
+    assert fast == full
+    assert len(fast) == 3

@@ -85,7 +85,7 @@ class RecordedTrace:
     so every value read here equals the one ``Trace.from_json`` would give.
     """
 
-    __slots__ = ("_data", "id", "input", "model", "output", "tools")
+    __slots__ = ("_data", "id", "input", "model", "output")
 
     def __init__(self, data: dict[str, Any]) -> None:
         self._data = data
@@ -93,7 +93,11 @@ class RecordedTrace:
         self.input: str = data["input"]
         self.model: str = data["model"]
         self.output: str | None = data["output"]
-        self.tools = [RecordedTool(info) for info in data["tools"]]
+
+    @property
+    def tools(self) -> list[RecordedTool]:
+        """The tools offered in the recorded run (tools mode reads the data itself)."""
+        return [RecordedTool(info) for info in self._data["tools"]]
 
     def calls_and_results(self) -> list[tuple[RecordedCall, RecordedResult | None]]:
         """Each tool call with its result (``None`` if the run stopped before it ran)."""
@@ -184,9 +188,55 @@ def _validator() -> Any:
     from pydantic_core import SchemaValidator
 
     try:
-        return SchemaValidator(_as_plain(_adapter().core_schema))
+        return SchemaValidator(_inlined(_as_plain(_adapter().core_schema)))
     except _UnknownLayout:  # a newer pydantic or trace layout: correct, only slower
         return None
+
+
+def _inlined(schema: Any) -> Any:
+    """The schema with each shared definition written out where it is used.
+
+    pydantic-core follows a ``definition-ref`` through a lookup and a recursion guard on
+    every value it validates there; written out, the same checks run without either. A
+    definition that refers to itself (a recursive layout) keeps its references.
+    """
+    if not isinstance(schema, dict) or schema.get("type") != "definitions":
+        return schema
+    definitions = {entry["ref"]: entry for entry in schema["definitions"]}
+
+    def refs(node: Any) -> set[str]:
+        if isinstance(node, list):
+            return set().union(*(refs(item) for item in node))
+        if not isinstance(node, dict):
+            return set()
+        found = {node["schema_ref"]} if node.get("type") == "definition-ref" else set()
+        return found.union(*(refs(value) for value in node.values()))
+
+    def reaches(start: str) -> set[str]:
+        seen: set[str] = set()
+        todo = [start]
+        while todo:
+            for ref in refs(definitions[todo.pop()]) - seen:
+                if ref in definitions:
+                    seen.add(ref)
+                    todo.append(ref)
+        return seen
+
+    recursive = {ref for ref in definitions if ref in reaches(ref)}
+
+    def expand(node: Any) -> Any:
+        if isinstance(node, list):
+            return [expand(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("schema_ref")
+        if node.get("type") == "definition-ref" and ref in definitions and ref not in recursive:
+            return expand(definitions[ref])
+        return {key: expand(value) for key, value in node.items()}
+
+    kept = [expand(definitions[ref]) for ref in sorted(recursive)]
+    body = expand(schema["schema"])
+    return {"type": "definitions", "schema": body, "definitions": kept} if kept else body
 
 
 def _as_plain(schema: Any) -> Any:

@@ -537,6 +537,7 @@ def _samples(
     cut = None if aging.max_age is None else now - aging.max_age
     if isinstance(source, (str, Path)):
         store = TraceStore(source, create=False)
+        store._scan_only()
         return _from_store(store, filter, cut, now, close=True, reading=reading)
     if isinstance(source, TraceStore):
         return _from_store(source, filter, cut, now, close=False, reading=reading)

@@ -385,6 +385,16 @@ class TraceStore:
         finally:
             cursor.close()
 
+    def _scan_only(self) -> None:
+        """This connection only reads the store through once (a replay's own connection).
+
+        A page cache larger than the scan needs only costs: every page read lands in
+        newly allocated memory (cold in the processor's caches) instead of a recycled page.
+        """
+        if self._dialect is SQLITE:
+            with self._lock:
+                self._exec("PRAGMA cache_size = -2000")
+
     def integrity_check(self) -> str:
         """The engine's consistency check: ``"ok"`` for a sound store.
 

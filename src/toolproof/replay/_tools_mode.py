@@ -28,13 +28,13 @@ from toolproof.replay._grading import (
     _show_call,
     overall,
 )
-from toolproof.replay._recorded import RecordedTrace
+from toolproof.replay._recorded import RecordedCall, RecordedResult, RecordedTrace
 from toolproof.replay._rules import ReplayRules
 
 # -- today's tools ---------------------------------------------------------------------------
 
 
-#: Verdicts kept per schema-only tool: the arguments seen most recently (see ``reject``).
+#: Verdicts kept per tool: the arguments seen most recently (see ``reject``).
 _VERDICTS = 1024
 #: Arguments whose text form is longer than this are checked each time, not remembered.
 _VERDICT_KEY_CHARS = 2048
@@ -52,36 +52,47 @@ class _TodayTool:
     mock: Callable[..., Any] | None = None
     #: the return annotation's check, once built (``None``: not built yet)
     returns: Callable[[Any], Any] | None = None
-    #: schema-only tools: the verdict on arguments already checked, by their ``repr``
+    #: a quick test of parsed values that check surely accepts (``None``: none)
+    parsed_fits: Callable[[Any], bool] | None = None
+    #: the verdicts on arguments already checked, by their ``repr``; ``None`` for a tool
+    #: whose check is not a pure function of the arguments (asked every time)
     verdicts: dict[str, str | None] | None = None
 
     def reject(self, arguments: dict[str, Any]) -> str | None:
-        if self.tool is not None:
-            try:
-                self.tool.validate(arguments)
-            except ArgumentsInvalid as exc:
-                return str(exc)
-            return None
-        # A JSON Schema check is a pure function of the arguments (no format checker, no
-        # code of the user's), and jsonschema builds a validator object for every subschema
-        # it descends into, on every check: the verdict on the same arguments is kept (a
-        # bounded, least recently used set). The key is the arguments' repr, which tells
-        # apart every two JSON values that differ, even only in type (1, 1.0, True) or in
-        # key order.
+        """Why today's tool refuses these arguments (``None``: it accepts them).
+
+        A check that is a pure function of the arguments (a JSON Schema; a Python tool's
+        argument model with none of the user's code in it, see ``_verdicts.py``) gives
+        the same verdict on the same arguments: it is kept, in a bounded, least recently
+        used set. The key is the arguments' repr, which tells apart every two JSON values
+        that differ, even only in type (1, 1.0, True) or in key order.
+        """
         verdicts = self.verdicts
         if verdicts is None:
-            verdicts = self.verdicts = {}
-        key = repr(arguments)
+            return self._verdict(arguments)
+        try:
+            key = repr(arguments)
+        except (ValueError, RecursionError):  # (an int too long to print): not kept
+            return self._verdict(arguments)
         if key in verdicts:
             verdict = verdicts.pop(key)
             verdicts[key] = verdict  # now the most recently used
             return verdict
-        verdict = self._schema_verdict(arguments)
+        verdict = self._verdict(arguments)
         if len(key) <= _VERDICT_KEY_CHARS:
             if len(verdicts) >= _VERDICTS:
                 del verdicts[next(iter(verdicts))]
             verdicts[key] = verdict
         return verdict
+
+    def _verdict(self, arguments: dict[str, Any]) -> str | None:
+        if self.tool is None:
+            return self._schema_verdict(arguments)
+        try:
+            self.tool.validate(arguments)
+        except ArgumentsInvalid as exc:
+            return str(exc)
+        return None
 
     def _schema_verdict(self, arguments: dict[str, Any]) -> str | None:
         error = next(iter(self.validator.iter_errors(arguments)), None)
@@ -108,6 +119,9 @@ class _TodayTool:
                     # the very check validate_return runs, without its Python wrapper (a
                     # tool class with a check of its own is asked every time)
                     self.returns = adapter.validator.validate_python
+                    from toolproof.replay._verdicts import accepted_shapes
+
+                    self.parsed_fits = accepted_shapes(adapter.core_schema)
             else:
                 check(value)
         except Exception as exc:
@@ -165,7 +179,21 @@ def _today_tools(tools: Any) -> dict[str, _TodayTool]:
 
 def _from_tool(tool: Tool[..., Any], mock: Callable[..., Any] | None) -> _TodayTool:
     params = tuple(tool.parameters.get("properties", {}))
-    return _TodayTool(tool.name, tool.schema_hash, params, tool=tool, mock=mock)
+    entry = _TodayTool(tool.name, tool.schema_hash, params, tool=tool, mock=mock)
+    if _pure_check(tool):
+        entry.verdicts = {}
+    return entry
+
+
+def _pure_check(tool: Tool[..., Any]) -> bool:
+    """Whether the tool's verdict on arguments depends on the arguments alone."""
+    kind = type(tool)
+    if kind.validate is not Tool.validate or kind._explain is not Tool._explain:
+        return False  # a tool class with a check of its own: asked every time
+    from toolproof.replay._verdicts import pure_arguments
+
+    model = getattr(tool, "_args_model", None)
+    return pure_arguments(getattr(model, "__pydantic_core_schema__", None))
 
 
 def _from_schema(name: str, parameters: Mapping[str, Any], schema_hash: str) -> _TodayTool:
@@ -178,7 +206,10 @@ def _from_schema(name: str, parameters: Mapping[str, Any], schema_hash: str) -> 
     except Exception as exc:
         raise UserError(f"tool '{name}': invalid parameters schema ({exc})") from None
     params = tuple(schema.get("properties", {}))
-    return _TodayTool(name, schema_hash, params, validator=cls(schema))
+    # (a JSON Schema check is a pure function of the arguments: no format checker, no code
+    # of the user's; jsonschema builds a validator object for every subschema it descends
+    # into, on every check)
+    return _TodayTool(name, schema_hash, params, validator=cls(schema), verdicts={})
 
 
 # -- tools mode ------------------------------------------------------------------------------
@@ -191,6 +222,8 @@ def _tools_sample(
     *,
     run_mocks: bool,
 ) -> SampleResult:
+    if not run_mocks and type(trace) is RecordedTrace:
+        return _view_sample(trace, today, rules)
     findings: list[Finding] = []
     notes: list[str] = []
     recorded: list[tuple[CallLike, ResultLike | None]] = list(trace.calls_and_results())
@@ -262,6 +295,125 @@ def _tools_sample(
     return SampleResult(
         trace_id=trace.id,
         grade=overall(findings),
+        findings=findings,
+        input=trace.input,
+        recorded_model=trace.model,
+        recorded_output=trace.output,
+        notes=notes,
+    )
+
+
+def _view_sample(
+    trace: RecordedTrace, today: Mapping[str, _TodayTool], rules: ReplayRules
+) -> SampleResult:
+    """``_tools_sample`` of a stored trace read as data, without mocks.
+
+    The same findings in the same order, read from the data itself: call and result
+    objects are made only for the calls a finding shows.
+    """
+    data = trace._data
+    findings: list[Finding] = []
+    #: the calls the per-call rules grade, in call order: (call, result, today's reason)
+    graded: list[tuple[dict[str, Any], dict[str, Any] | None, str | None]] = []
+    pairs: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+    for step in data["steps"]:
+        calls = step["response"]["tool_calls"]
+        if not calls:
+            continue
+        results = step["tool_results"]
+        if len(calls) == 1 and len(results) == 1:  # the common step: no lookup table
+            call = calls[0]
+            result = results[0]
+            pairs.append((call, result if result["call_id"] == call["id"] else None))
+            continue
+        # the last result of each call id, as ``Trace.calls_and_results`` pairs them
+        by_id = {result["call_id"]: result for result in results}
+        pairs.extend((call, by_id.get(call["id"])) for call in calls)
+    for call, result in pairs:
+        name = call["name"]
+        tool = today.get(name)
+        if tool is None:
+            close = difflib.get_close_matches(name, list(today), n=1)
+            hint = f"; renamed to '{close[0]}'?" if close else ""
+            findings.append(
+                Finding(
+                    "fail",
+                    "tool_missing",
+                    f"tool '{name}' no longer exists{hint}",
+                    tool=name,
+                    recorded=_show_call(RecordedCall(call), rules.mask),
+                )
+            )
+            continue
+        if call["arguments_error"] is not None:
+            # (graded against itself: the rules skip a call whose arguments did not parse)
+            continue
+        arguments = call["arguments"]
+        rule = rules.rule_for(name)
+        reason = tool.reject(arguments)
+        if reason is not None:
+            if (
+                rule.required_args
+                or rule.bounds
+                or result is None
+                or result["error_type"] not in REJECTED
+            ):
+                graded.append((call, result, reason))
+            continue
+        # graded against itself, the call can only miss a required argument or hold one
+        # out of bounds
+        required, bounds = rule.required_args, rule.bounds
+        if (required or bounds) and (
+            any(arg not in arguments for arg in required) or any(arg in arguments for arg in bounds)
+        ):
+            graded.append((call, result, None))
+        if result is None or result["status"] != "ok" or result["error_type"] in REJECTED:
+            continue
+        value = result["value"]
+        fits = tool.parsed_fits
+        if fits is not None and fits(value):
+            continue  # (a value the parser made, of a shape the check surely accepts)
+        problem = tool.return_problem(value)
+        if problem is not None:
+            findings.append(
+                Finding(
+                    "fail",
+                    "return_shape",
+                    problem,
+                    tool=name,
+                    recorded=_clip_value(value),
+                )
+            )
+    for call, result, reason in graded:
+        recorded_call = RecordedCall(call)
+        recorded_result = None if result is None else RecordedResult(result)
+        new = recorded_result if reason is None else _rejected(recorded_call, reason)
+        findings.extend(
+            _one_call(
+                (recorded_call, recorded_result),
+                (recorded_call, new),
+                rules.rule_for(recorded_call.name),
+                rules.mask,
+                False,
+            )
+        )
+    notes: list[str] = []
+    for info in data["tools"]:
+        recorded_hash = info["schema_hash"]
+        if not recorded_hash:
+            continue
+        name = info["name"]
+        tool = today.get(name)
+        if (
+            tool is not None
+            and tool.schema_hash != recorded_hash
+            # (a change to a tool this sample never called says nothing about it)
+            and any(call["name"] == name for call, _ in pairs)
+        ):
+            notes.append(f"{name}: schema changed since recording")
+    return SampleResult(
+        trace_id=trace.id,
+        grade=overall(findings) if findings else "pass",
         findings=findings,
         input=trace.input,
         recorded_model=trace.model,
