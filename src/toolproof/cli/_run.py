@@ -19,7 +19,6 @@ import contextlib
 import gc
 import os
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -27,8 +26,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from toolproof._runlog import RunLog
-    from toolproof.evals._progress import Progress
-    from toolproof.evals._results import CaseResult, EvalReport, TrialResult
+    from toolproof.evals._results import EvalReport
     from toolproof.evals._suite import Case, Suite
 
 __all__ = ["register"]
@@ -323,8 +321,7 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
         from toolproof._reporting import ReportSpec
 
         reports.append(ReportSpec("json", str(log.report_path)))
-    ending = _EndingImports(default_progress(quiet=args.quiet))
-    progress = ending
+    progress = default_progress(quiet=args.quiet)
     trials_start()
     try:
         report = asyncio.run(
@@ -350,8 +347,6 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
     except BaseException as exc:
         finish_log(log, exc)
         raise
-    finally:
-        ending.join()
     from toolproof.evals._report import print_summary, print_transcripts
 
     if console is None:
@@ -401,60 +396,6 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
         )
         console.print(f"[dim]run log: {log.info.path}[/]", highlight=False)
     return report.exit_code
-
-
-class _EndingImports:
-    """Progress that also imports what the summary needs in a thread once a trial is done.
-
-    The trials leave the command's thread idle much of the time (waiting for the model), so
-    the imports the summary needs are done then, not after the last trial. They start after
-    the first trial, when the run's own start-up work (the HTTP client's imports) is over.
-    """
-
-    def __init__(self, progress: Progress) -> None:
-        self.progress = progress
-        self.thread: threading.Thread | None = None
-
-    def start(self, cases: int, trials: int) -> None:
-        self.progress.start(cases, trials)
-
-    def trial_done(self, case: Case, trial: TrialResult) -> None:
-        self.progress.trial_done(case, trial)
-        if self.thread is None:
-            self.thread = threading.Thread(target=_import_ending, name="toolproof-imports")
-            self.thread.daemon = True
-            self.thread.start()
-
-    def case_done(self, result: CaseResult) -> None:
-        self.progress.case_done(result)
-
-    def finish(self) -> None:
-        self.progress.finish()
-
-    def join(self) -> None:
-        """Wait for the imports (done long before when the run lasted a moment)."""
-        if self.thread is not None:
-            self.thread.join()
-
-
-def _import_ending() -> None:
-    """Import the modules of the command's ending (the summary, the console).
-
-    A first line printed to a console of its own (into a string) also does the work rich
-    does once, on its first print (styles parsed, markup and emoji patterns compiled).
-    """
-    with contextlib.suppress(Exception):  # the command's own import reports any failure
-        import io
-
-        import rich.console
-        import rich.markup
-
-        from toolproof.evals import _judge, _quality, _report
-
-        del _judge, _quality, _report
-        console = rich.console.Console(file=io.StringIO(), highlight=False, width=80)
-        console.print(f"[bold green]{rich.markup.escape('a [b]')}[/]  (exit code 0)")
-        console.print("[dim]c[/]", highlight=False)
 
 
 def _suite_files(suites: list[Suite]) -> list[str]:
