@@ -101,32 +101,35 @@ class RecordedTrace:
 
     def calls_and_results(self) -> list[tuple[RecordedCall, RecordedResult | None]]:
         """Each tool call with its result (``None`` if the run stopped before it ran)."""
-        out: list[tuple[RecordedCall, RecordedResult | None]] = []
-        for step in self._data["steps"]:
-            calls = step["response"]["tool_calls"]
-            if not calls:
-                continue
-            results = step["tool_results"]
-            if len(calls) == 1 and len(results) == 1:  # the common step: no lookup table
-                call = calls[0]
-                result = results[0]
-                out.append(
-                    (
-                        RecordedCall(call),
-                        RecordedResult(result) if result["call_id"] == call["id"] else None,
-                    )
-                )
-                continue
-            # the last result of each call id, as ``Trace.calls_and_results`` pairs them
-            by_id = {result["call_id"]: result for result in results}
-            for call in calls:
-                found = by_id.get(call["id"])
-                out.append((RecordedCall(call), None if found is None else RecordedResult(found)))
-        return out
+        return [
+            (RecordedCall(call), None if result is None else RecordedResult(result))
+            for call, result in call_pairs(self._data)
+        ]
 
     def full(self) -> Trace:
         """The whole trace, decoded by the codec (for code that needs every field)."""
         return Trace.from_dict(self._data)
+
+
+def call_pairs(data: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """The plain data of each tool call of a stored trace, with its result's or ``None``.
+
+    Paired as ``Trace.calls_and_results`` pairs them: by call id, the last result of an id.
+    """
+    pairs: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+    for step in data["steps"]:
+        calls = step["response"]["tool_calls"]
+        if not calls:
+            continue
+        results = step["tool_results"]
+        if len(calls) == 1 and len(results) == 1:  # the common step: no lookup table
+            call = calls[0]
+            result = results[0]
+            pairs.append((call, result if result["call_id"] == call["id"] else None))
+            continue
+        by_id = {result["call_id"]: result for result in results}
+        pairs.extend((call, by_id.get(call["id"])) for call in calls)
+    return pairs
 
 
 def read_recorded(payload: Any, version: Any) -> RecordedTrace | None:

@@ -28,7 +28,12 @@ from toolproof.replay._grading import (
     _show_call,
     overall,
 )
-from toolproof.replay._recorded import RecordedCall, RecordedResult, RecordedTrace
+from toolproof.replay._recorded import (
+    RecordedCall,
+    RecordedResult,
+    RecordedTrace,
+    call_pairs,
+)
 from toolproof.replay._rules import ReplayRules
 
 # -- today's tools ---------------------------------------------------------------------------
@@ -237,17 +242,7 @@ def _tools_sample(
         called.add(name)
         tool = today.get(name)
         if tool is None:
-            close = difflib.get_close_matches(name, list(today), n=1)
-            hint = f"; renamed to '{close[0]}'?" if close else ""
-            findings.append(
-                Finding(
-                    "fail",
-                    "tool_missing",
-                    f"tool '{name}' no longer exists{hint}",
-                    tool=name,
-                    recorded=_show_call(call, rules.mask),
-                )
-            )
+            findings.append(_tool_missing(name, today, call, rules))
             continue
         if call.arguments_error is not None:
             replayed.append((call, result, result))
@@ -261,15 +256,7 @@ def _tools_sample(
             continue
         problem = tool.return_problem(result.value)
         if problem is not None:
-            findings.append(
-                Finding(
-                    "fail",
-                    "return_shape",
-                    problem,
-                    tool=name,
-                    recorded=_clip_value(result.value),
-                )
-            )
+            findings.append(_return_shape(problem, name, result.value))
         elif run_mocks and tool.mock is not None and tool.tool is not None:
             findings.extend(_compare_mock(tool, call, result))
     for call, result, new in replayed:
@@ -303,6 +290,26 @@ def _tools_sample(
     )
 
 
+def _tool_missing(
+    name: str, today: Mapping[str, _TodayTool], call: CallLike, rules: ReplayRules
+) -> Finding:
+    """The finding of a recorded call whose tool no longer exists (with a close name)."""
+    close = difflib.get_close_matches(name, list(today), n=1)
+    hint = f"; renamed to '{close[0]}'?" if close else ""
+    return Finding(
+        "fail",
+        "tool_missing",
+        f"tool '{name}' no longer exists{hint}",
+        tool=name,
+        recorded=_show_call(call, rules.mask),
+    )
+
+
+def _return_shape(problem: str, name: str, value: Any) -> Finding:
+    """The finding of a recorded return value today's return type refuses."""
+    return Finding("fail", "return_shape", problem, tool=name, recorded=_clip_value(value))
+
+
 def _view_sample(
     trace: RecordedTrace, today: Mapping[str, _TodayTool], rules: ReplayRules
 ) -> SampleResult:
@@ -315,35 +322,12 @@ def _view_sample(
     findings: list[Finding] = []
     #: the calls the per-call rules grade, in call order: (call, result, today's reason)
     graded: list[tuple[dict[str, Any], dict[str, Any] | None, str | None]] = []
-    pairs: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
-    for step in data["steps"]:
-        calls = step["response"]["tool_calls"]
-        if not calls:
-            continue
-        results = step["tool_results"]
-        if len(calls) == 1 and len(results) == 1:  # the common step: no lookup table
-            call = calls[0]
-            result = results[0]
-            pairs.append((call, result if result["call_id"] == call["id"] else None))
-            continue
-        # the last result of each call id, as ``Trace.calls_and_results`` pairs them
-        by_id = {result["call_id"]: result for result in results}
-        pairs.extend((call, by_id.get(call["id"])) for call in calls)
+    pairs = call_pairs(data)
     for call, result in pairs:
         name = call["name"]
         tool = today.get(name)
         if tool is None:
-            close = difflib.get_close_matches(name, list(today), n=1)
-            hint = f"; renamed to '{close[0]}'?" if close else ""
-            findings.append(
-                Finding(
-                    "fail",
-                    "tool_missing",
-                    f"tool '{name}' no longer exists{hint}",
-                    tool=name,
-                    recorded=_show_call(RecordedCall(call), rules.mask),
-                )
-            )
+            findings.append(_tool_missing(name, today, RecordedCall(call), rules))
             continue
         if call["arguments_error"] is not None:
             # (graded against itself: the rules skip a call whose arguments did not parse)
@@ -375,15 +359,7 @@ def _view_sample(
             continue  # (a value the parser made, of a shape the check surely accepts)
         problem = tool.return_problem(value)
         if problem is not None:
-            findings.append(
-                Finding(
-                    "fail",
-                    "return_shape",
-                    problem,
-                    tool=name,
-                    recorded=_clip_value(value),
-                )
-            )
+            findings.append(_return_shape(problem, name, value))
     for call, result, reason in graded:
         recorded_call = RecordedCall(call)
         recorded_result = None if result is None else RecordedResult(result)
