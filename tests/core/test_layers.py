@@ -27,7 +27,7 @@ PACKAGE = SRC / "toolproof"
 
 # Where a module may be loaded by name: the user's modules named in files and on the command
 # line (``module:attr`` specs), never toolproof's own.
-USER_MODULE_LOADERS = {"_loading.py", "evals/_suite.py"}
+USER_MODULE_LOADERS = {"_loading.py", "evals/_resolve.py"}
 # Calls whose string argument names a toolproof package without importing it.
 NAMING_CALLS = {"getLogger", "files"}
 

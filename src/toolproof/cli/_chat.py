@@ -278,7 +278,8 @@ def _scripted_model(path_text: str) -> Model:
     from pathlib import Path
 
     from toolproof.errors import ConfigError
-    from toolproof.evals._suite import _Builder, _Resolver
+    from toolproof.evals._resolve import _Resolver
+    from toolproof.evals._suite import _Builder
     from toolproof.evals._yaml import Problems, load_yaml
     from toolproof.models.fake import ScriptedModel
 

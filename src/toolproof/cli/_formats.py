@@ -35,7 +35,7 @@ def suite_schema_text(*, modules: list[str] | None = None) -> str:
 
 
 def _import(name: str) -> None:
-    from toolproof.evals._suite import _Resolver
+    from toolproof.evals._resolve import _Resolver
 
     _Resolver().load_module(name, Path.cwd() / "suite")
 
