@@ -52,7 +52,15 @@ logger = logging.getLogger("toolproof.replay")
 
 DropPolicy = Literal["newest", "oldest"]
 
-_YIELD_EVERY = 0.0005  # seconds of the writer's work between offers of the interpreter
+# The writer hands the interpreter over for real: it naps (a blocking sleep, so a thread
+# waiting for the interpreter takes it) after every slice of its work. A zero-length sleep
+# does not hand it over: the waiting thread is woken but the writer takes the interpreter
+# back first, and each such release restarts the waiting thread's switch interval (5 ms).
+_SLICE = 0.0002  # seconds of the writer's work between naps while other threads run
+_SLICE_QUIET = 0.001  # ... while no other thread of the process has run for _QUIET_AFTER
+_QUIET_AFTER = 0.01  # seconds without other threads' CPU time before the longer slices
+_NAP = 1e-6  # the shortest sleep the OS gives (on Linux ~50-60 µs: the timer slack)
+_OTHERS_RAN = 2e-6  # CPU seconds of other threads since the last nap that count as running
 
 # The Redactor methods the recorder's walk of trace objects stands for, or calls.
 _WALKED = (
@@ -205,7 +213,12 @@ class Recorder:
         self._settled = 0  # traces written or dropped by the writer so far
         self._enqueued = 0
         self._checkpointer: Checkpointer | None = None
-        self._offered = 0.0  # when the writer last let other threads in
+        self._offered = 0.0  # when the writer last handed the interpreter over
+        self._others = 0.0  # CPU time of the process's other threads at the last nap
+        self._busy_until = 0.0  # short slices until then: other threads ran lately
+        # Built once per process: the trace encoder's set-up (~15 ms) is not left to the
+        # writer's first batch, where it would hold the interpreter from the agent's threads.
+        _warm_encoder()
         self._thread = threading.Thread(target=self._run, name="toolproof-recorder", daemon=True)
         self._thread.start()
         self._atexit = _AtExit(self)
@@ -439,18 +452,24 @@ class Recorder:
             return
 
     def _offer(self) -> None:
-        """Let the agent's threads in after every half millisecond of the writer's work.
+        """Hand the interpreter to the agent's threads after every slice of the writer's work.
 
-        Without it they wait for the interpreter's switch interval (5 ms) whenever they
-        wake up while the writer works. Called after every trace and between chunks of the
-        store's statements, it offers at most once per half millisecond: on a busy machine
-        each offer may hand the core to another process (a quarter millisecond was tried:
-        slower ingest on a loaded machine).
+        Called after every trace and between chunks of the store's statements. A real nap
+        (not a zero-length sleep) is what lets a thread waiting for the interpreter take
+        it. Slices are short (0.2 ms) while other threads of the process ran lately (their
+        CPU time grew), longer (1 ms) once none has for 10 ms: a thread that wakes then
+        waits at most one long slice, and ingest alone pays few naps.
         """
         now = time.perf_counter()
-        if now - self._offered >= _YIELD_EVERY:
-            time.sleep(0)
-            self._offered = time.perf_counter()
+        slice_ = _SLICE if now < self._busy_until else _SLICE_QUIET
+        if now - self._offered < slice_:
+            return
+        time.sleep(_NAP)
+        self._offered = after = time.perf_counter()
+        others = time.process_time() - time.thread_time()
+        if others - self._others > _OTHERS_RAN:
+            self._busy_until = after + _QUIET_AFTER
+        self._others = others
 
     def _open_store(self) -> TraceStore:
         store = TraceStore(self.store_path)
@@ -512,6 +531,12 @@ def _with_tags(trace: Trace, tags: list[str]) -> Trace:
     values = {item.name: getattr(trace, item.name) for item in dataclasses.fields(trace)}
     values["tags"] = tags
     return Trace(**values)
+
+
+def _warm_encoder() -> None:
+    from toolproof._trace import _adapter
+
+    _adapter()
 
 
 class _AtExit:
