@@ -191,6 +191,9 @@ def bench_stall(traces: list[Trace], folder: Path) -> dict[str, Any]:
     async def ticks(recorder: Recorder | None) -> list[float]:
         late: list[float] = []
         if recorder is not None:
+            # The writer opens its store as it starts (as an application's recorder does
+            # while the application starts): the figures are those of the writes.
+            recorder._started.wait(60)
             native = recorder._thread.native_id
             writer[:] = [schedstat.parents[1] / str(native) / "schedstat"]
             for trace in traces:
@@ -222,48 +225,40 @@ def bench_stall(traces: list[Trace], folder: Path) -> dict[str, Any]:
     # little); its longest stretch is the most an agent's thread can wait on the writer.
     intervals: list[tuple[float, float]] = []
     naps: list[float] = []
-    offer = recorder._offer
+    nap = recorder._nap
     last: list[float] = [0.0, -1.0]
 
-    def timed_offer() -> None:
+    def timed_nap() -> None:
         wall, cpu = time.perf_counter(), time.thread_time()
-        before = recorder._offered
-        offer()
-        if recorder._offered == before:
-            return  # the slice goes on: no handoff
         if last[1] >= 0:
             intervals.append((wall - last[0], cpu - last[1]))
+        nap()
         last[0], last[1] = time.perf_counter(), time.thread_time()
         naps.append(last[0] - wall)
 
-    recorder._offer = timed_offer  # type: ignore[method-assign]
-    opener = recorder._open_store
+    recorder._nap = timed_nap  # type: ignore[method-assign]
+    # A COMMIT runs without the GIL (all of it in SQLite): its CPU time is no stretch the
+    # agent's threads wait through, so an interval ends at the commit's start and the next
+    # one starts at its end. (The writer opens its store as it starts.)
+    recorder._started.wait(60)
+    assert recorder._store is not None
+    conn = recorder._store._conn
 
-    def open_store() -> TraceStore:
-        # A COMMIT runs without the GIL (all of it in SQLite): its CPU time is no stretch
-        # the agent's threads wait through, so an interval ends at the commit's start and
-        # the next one starts at its end.
-        store = opener()
-        conn = store._conn
+    class _Conn:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(conn, name)
 
-        class _Conn:
-            def __getattr__(self, name: str) -> Any:
-                return getattr(conn, name)
+        def execute(self, sql: str, *params: Any) -> Any:
+            if sql != "COMMIT":
+                return conn.execute(sql, *params)
+            wall, cpu = time.perf_counter(), time.thread_time()
+            intervals.append((wall - last[0], cpu - last[1]))
+            try:
+                return conn.execute(sql, *params)
+            finally:
+                last[0], last[1] = time.perf_counter(), time.thread_time()
 
-            def execute(self, sql: str, *params: Any) -> Any:
-                if sql != "COMMIT":
-                    return conn.execute(sql, *params)
-                wall, cpu = time.perf_counter(), time.thread_time()
-                intervals.append((wall - last[0], cpu - last[1]))
-                try:
-                    return conn.execute(sql, *params)
-                finally:
-                    last[0], last[1] = time.perf_counter(), time.thread_time()
-
-        store._conn = _Conn()  # type: ignore[assignment]
-        return store
-
-    recorder._open_store = open_store  # type: ignore[method-assign]
+    recorder._store._conn = _Conn()  # type: ignore[assignment]
     gc.collect()
     pauses: list[tuple[int, float]] = []
     began: list[float] = [0.0]

@@ -98,7 +98,8 @@ def test_the_writer_hands_the_interpreter_over_between_traces_and_statement_chun
     rows = 99 + 2 * 99 + 99  # trace, tag and tool rows of the 99 traces of the batch
     chunks = -(-99 // chunk) + -(-2 * 99 // chunk) + -(-99 // chunk)
     assert rows > 3 * chunk
-    assert len(naps) == 99 + chunks  # after each trace, and after each chunk of rows
+    # after each trace, before the store's write, and after each chunk of its rows
+    assert len(naps) == 99 + 1 + chunks
     assert set(naps) == {recorder_module._NAP} and recorder_module._NAP > 0
 
 

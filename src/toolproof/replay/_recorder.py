@@ -114,7 +114,7 @@ class Recorder:
 
     Args:
         store: A :class:`TraceStore`, or the path of its SQLite file (opened by the
-            background thread on first write; default ``.toolproof/traces.db``).
+            background thread as it starts; default ``.toolproof/traces.db``).
         redactor: Removes sensitive values before anything is written; the default
             masks credentials, e-mail addresses, phone and card numbers. Pass
             ``Redactor.none()`` to store traces as they are.
@@ -219,6 +219,7 @@ class Recorder:
         # Built once per process: the trace encoder's set-up (~15 ms) is not left to the
         # writer's first batch, where it would hold the interpreter from the agent's threads.
         _warm_encoder()
+        self._started = threading.Event()  # the writer's set-up is done
         self._thread = threading.Thread(target=self._run, name="toolproof-recorder", daemon=True)
         self._thread.start()
         self._atexit = _AtExit(self)
@@ -377,6 +378,7 @@ class Recorder:
     # -- the background thread ---------------------------------------------------------------
 
     def _run(self) -> None:
+        self._start()
         while True:
             self._wake.wait(self.flush_interval)
             self._wake.clear()
@@ -397,10 +399,25 @@ class Recorder:
                 if empty:
                     return
 
+    def _start(self) -> None:
+        """Open the store before the first batch, while the agent is likely still starting.
+
+        Opening it (creating the file, migrating its layout: a few milliseconds, in short
+        statements the agent's threads wait through) would otherwise land in the middle of
+        the first write. A store that cannot be opened now is tried again, and its errors
+        counted, at the first write.
+        """
+        try:
+            if self._store is None and not self._closed:
+                self._store = self._open_store()
+        except Exception:
+            logger.debug("trace store %s: not opened yet", self.store_path, exc_info=True)
+        finally:
+            self._started.set()
+
     def _write(self, batch: list[Trace]) -> None:
         rows: list[_Row] = []
         offer = self._offer
-        self._offered = time.perf_counter()
         for trace in batch:
             try:
                 rows.append(self._prepare(trace))
@@ -414,6 +431,9 @@ class Recorder:
             try:
                 if self._store is None:
                     self._store = self._open_store()
+                # The store prepares the batch's rows in one piece before its statements
+                # (which it runs in chunks, handing over between them): it starts afresh.
+                self._nap()
                 self._store._write(rows)
             except Exception as exc:
                 attempt += 1
@@ -462,8 +482,11 @@ class Recorder:
         """
         now = time.perf_counter()
         slice_ = _SLICE if now < self._busy_until else _SLICE_QUIET
-        if now - self._offered < slice_:
-            return
+        if now - self._offered >= slice_:
+            self._nap()
+
+    def _nap(self) -> None:
+        """Hand the interpreter over now; note whether other threads ran since the last nap."""
         time.sleep(_NAP)
         self._offered = after = time.perf_counter()
         others = time.process_time() - time.thread_time()
