@@ -225,6 +225,7 @@ def bench_stall(traces: list[Trace], folder: Path) -> dict[str, Any]:
     # little); its longest stretch is the most an agent's thread can wait on the writer.
     intervals: list[tuple[float, float]] = []
     naps: list[float] = []
+    where: list[int] = []  # traces written when each interval ended
     nap = recorder._nap
     last: list[float] = [0.0, -1.0]
 
@@ -232,6 +233,7 @@ def bench_stall(traces: list[Trace], folder: Path) -> dict[str, Any]:
         wall, cpu = time.perf_counter(), time.thread_time()
         if last[1] >= 0:
             intervals.append((wall - last[0], cpu - last[1]))
+            where.append(recorder._written)
         nap()
         last[0], last[1] = time.perf_counter(), time.thread_time()
         naps.append(last[0] - wall)
@@ -253,6 +255,7 @@ def bench_stall(traces: list[Trace], folder: Path) -> dict[str, Any]:
                 return conn.execute(sql, *params)
             wall, cpu = time.perf_counter(), time.thread_time()
             intervals.append((wall - last[0], cpu - last[1]))
+            where.append(-recorder._written - 1)  # (a commit's start)
             try:
                 return conn.execute(sql, *params)
             finally:
@@ -280,9 +283,11 @@ def bench_stall(traces: list[Trace], folder: Path) -> dict[str, Any]:
         return sorted(values)[int(len(values) * 0.99)] * 1e3
 
     longest = max(intervals, default=(0.0, 0.0))
+    most = max(range(len(intervals)), key=lambda n: intervals[n][1], default=0)
     return {
         "writer_naps_ms": sum(naps) * 1e3,
         "writer_nap_median_us": statistics.median(naps) * 1e6 if naps else 0.0,
+        "writer_most_cpu_at": where[most] if where else 0,
         "writer_offers": len(intervals),
         "writer_longest_ms": longest[0] * 1e3,
         "writer_longest_cpu_ms": longest[1] * 1e3,
@@ -567,6 +572,12 @@ def print_stall(stall: dict[str, Any]) -> None:
         f"interpreter: p99 {stall['writer_p99_interval_ms']:.2f} ms, longest "
         f"{stall['writer_longest_ms']:.2f} ms wall ({stall['writer_longest_cpu_ms']:.2f} ms "
         f"of its CPU); most CPU in one interval {stall['writer_longest_cpu_any_ms']:.2f} ms"
+    )
+    at = stall["writer_most_cpu_at"]
+    print(
+        f"  {'':<4}(that one ended "
+        + (f"at the commit after {-at - 1:,}" if at < 0 else f"after {at:,}")
+        + " traces were written; it may hold SQLite work, which runs without the GIL)"
     )
     print(
         f"  {'':<4}(each offer is a real nap: median {stall['writer_nap_median_us']:.0f} µs, "

@@ -10,6 +10,10 @@ waits for the writer, for redaction or for the store.
 
 Every trace handed to ``record`` ends up counted once: written, sampled out, or dropped with
 a reason (queue full, store failing, recorder closed, process exiting before it was written).
+
+The writer's Python work holds the interpreter lock: it hands it to the agent's threads with
+a real nap after every short slice of work (see ``Recorder._offer``), and does its one-time
+set-up (the trace encoder, opening the store) when the recorder is made, not mid-write.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import logging
+import os
 import random
 import threading
 import time
@@ -193,11 +198,27 @@ class Recorder:
         self._random = random.Random(seed)
         self.exit_timeout = exit_timeout
 
+        self._closed = False
+        self._checkpointer: Checkpointer | None = None
+        self._unusable: str | None = None  # why the store cannot be opened (a forked child)
+        # Built once per process: the trace encoder's set-up (~15 ms) is not left to the
+        # writer's first batch, where it would hold the interpreter from the agent's threads.
+        _warm_encoder()
+        self._begin(start=True)
+        _LIVE.add(self)
+        self._atexit = _AtExit(self)
+        atexit.register(self._atexit)
+
+    def _begin(self, *, start: bool) -> None:
+        """Fresh queue, locks and counters, and a writer thread (at start, and after a fork).
+
+        In a forked child the thread starts at the child's first ``record`` (a pool's
+        workers that never record pay nothing).
+        """
         self._queue: deque[Trace] = deque()
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._done = threading.Condition(self._lock)
-        self._closed = False
         self._received = 0
         self._sampled_out = 0
         self._written = 0
@@ -212,18 +233,43 @@ class Recorder:
         self._store_down = False  # the last batch failed every attempt
         self._settled = 0  # traces written or dropped by the writer so far
         self._enqueued = 0
-        self._checkpointer: Checkpointer | None = None
         self._offered = 0.0  # when the writer last handed the interpreter over
         self._others = 0.0  # CPU time of the process's other threads at the last nap
         self._busy_until = 0.0  # short slices until then: other threads ran lately
-        # Built once per process: the trace encoder's set-up (~15 ms) is not left to the
-        # writer's first batch, where it would hold the interpreter from the agent's threads.
-        _warm_encoder()
         self._started = threading.Event()  # the writer's set-up is done
         self._thread = threading.Thread(target=self._run, name="toolproof-recorder", daemon=True)
+        self._unstarted = not start
+        if start and not self._closed:
+            self._thread.start()
+
+    def _forked(self) -> None:
+        """In a forked child: a writer of its own, counting only the child's traces.
+
+        The parent's queue, counts and writer stay the parent's (the child has no thread,
+        and a lock the parent's writer held at the fork would stay held). Its store
+        connection is not the child's to use or close: the child opens the store again
+        from its location (a store handed over as an object too, when it is a plain
+        ``TraceStore``; any other fails its writes, counted as ``dropped_failed``).
+        """
+        _INHERITED.extend(item for item in (self._store, self._checkpointer) if item is not None)
+        store = self._store
+        if (store is not None and not self._own_store) and (
+            type(store) is not TraceStore or str(store.path) == ":memory:"
+        ):
+            self._unusable = (
+                f"trace store {store_label(self.store_path)}: a store object cannot be used "
+                "in a forked process; give the Recorder its path or URL instead"
+            )
+        self._store, self._own_store = None, True
+        self._checkpointer = None
+        self._begin(start=False)
+
+    def _start_in_child(self) -> None:
+        with self._lock:
+            if not self._unstarted or self._closed:
+                return
+            self._unstarted = False
         self._thread.start()
-        self._atexit = _AtExit(self)
-        atexit.register(self._atexit)
 
     # -- the hot path ------------------------------------------------------------------------
 
@@ -235,6 +281,8 @@ class Recorder:
         ``drop``). The trace is read later by the background thread: do not change it
         afterwards.
         """
+        if self._unstarted:  # the first record of a forked child
+            self._start_in_child()
         rate = self.sample_rate
         with self._lock:
             self._received += 1
@@ -329,7 +377,8 @@ class Recorder:
             return not self._thread.is_alive()
         atexit.unregister(self._atexit)
         self._wake.set()
-        self._thread.join(timeout)
+        if self._thread.ident is not None:  # (a forked child's writer starts when needed)
+            self._thread.join(timeout)
         finished = not self._thread.is_alive()
         if finished and self._checkpointer is not None:
             self._checkpointer.close(timeout)
@@ -495,6 +544,8 @@ class Recorder:
         self._others = others
 
     def _open_store(self) -> TraceStore:
+        if self._unusable is not None:
+            raise UserError(self._unusable)
         store = TraceStore(self.store_path)
         # The store is the recorder's own: its long statements also let the agent in.
         store._pause = self._offer
@@ -554,6 +605,21 @@ def _with_tags(trace: Trace, tags: list[str]) -> Trace:
     values = {item.name: getattr(trace, item.name) for item in dataclasses.fields(trace)}
     values["tags"] = tags
     return Trace(**values)
+
+
+#: Every recorder of the process, restarted in a forked child.
+_LIVE: weakref.WeakSet[Recorder] = weakref.WeakSet()
+#: Stores and checkpoint threads a forked child inherited: never used or closed there.
+_INHERITED: list[object] = []
+
+
+def _restart_in_child() -> None:
+    for recorder in list(_LIVE):
+        recorder._forked()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_restart_in_child)
 
 
 def _warm_encoder() -> None:
