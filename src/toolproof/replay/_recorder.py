@@ -137,6 +137,10 @@ class Recorder:
         exit_timeout: Seconds the interpreter's exit waits for queued traces to be written;
             traces still unwritten then are counted as ``dropped_exit`` and logged.
 
+    The first recorder of a process builds the trace encoder (about 0.1 s with its imports)
+    so that the writer never does it in the middle of the agent's work; the writer opens
+    the store as it starts.
+
     Raises:
         UserError: An option is out of range.
 
