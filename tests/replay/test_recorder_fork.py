@@ -165,3 +165,28 @@ def test_a_child_that_never_records_starts_no_writer(tmp_path: Path) -> None:
         "last_error": None,
     }
     assert recorder.close(60) and recorder.stats.written == 1
+
+
+def test_a_forked_child_writes_to_postgresql_through_a_connection_of_its_own(
+    pg_url: str,
+) -> None:
+    base = user_trace(8, tags=["fork"])
+    recorder = Recorder(pg_url, batch_size=4, flush_interval=0.01)
+    for n in range(6):
+        recorder.record(replace(base, id=f"parent-{n:03d}"))
+    assert recorder.flush(60)
+
+    def child() -> dict[str, Any]:
+        for n in range(5):
+            recorder.record(replace(base, id=f"child-{n:03d}"))
+        return {"closed": recorder.close(60), **_stats(recorder)}
+
+    got = _in_child(child)
+    assert got["closed"] is True and (got["received"], got["written"]) == (5, 5)
+    recorder.record(replace(base, id="parent-after"))  # the parent's connection still works
+    assert recorder.close(60)
+    assert recorder.stats.written == 7
+    with TraceStore(pg_url) as store:
+        ids = sorted(trace.id for trace in store.query())
+    assert len(ids) == len(set(ids)) == 12
+    assert sum(trace_id.startswith("child-") for trace_id in ids) == 5
