@@ -147,3 +147,39 @@ def test_every_trace_is_counted_once_while_a_busy_thread_competes(tmp_path: Path
     assert stats.written >= 300  # the first queue-full of traces, at least
     with TraceStore(tmp_path / "r.db") as store:
         assert store.count() == stats.written
+
+
+def test_the_store_is_opened_as_the_writer_starts(tmp_path: Path) -> None:
+    # Opening it (file, layout) would otherwise hold the interpreter in the first write.
+    opened: list[str] = []
+    recorder = Recorder(tmp_path / "r.db", flush_interval=3600)
+    assert recorder._started.wait(60)
+    assert recorder._store is not None and (tmp_path / "r.db").exists()
+    real_open = recorder._open_store
+
+    def open_again() -> TraceStore:
+        opened.append("again")
+        return real_open()
+
+    recorder._open_store = open_again  # type: ignore[method-assign]
+    recorder.record(user_trace(1))
+    assert recorder.flush(60)
+    assert opened == [] and recorder.stats.written == 1
+    assert recorder.close(60)
+
+
+def test_a_store_that_cannot_be_opened_at_start_is_counted_at_the_first_write(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    recorder = Recorder(folder, retries=0, flush_interval=0.01)
+    assert recorder._started.wait(60)
+    assert recorder.stats.write_errors == 0  # the attempt at start is no write
+    base = user_trace(2)
+    for n in range(3):
+        recorder.record(replace(base, id=f"nowhere-{n}"))
+    assert recorder.close(60) is False
+    stats = recorder.stats
+    assert (stats.received, stats.written, stats.dropped_failed, stats.pending) == (3, 0, 3, 0)
+    assert stats.write_errors >= 1 and "is a directory" in (stats.last_error or "")
