@@ -9,7 +9,10 @@ measured in the same run where one applies.
 Run: ``python bench/bench_replay.py`` (``--traces N`` to change the store size);
 ``python bench/bench_replay.py --callgrind [N]`` counts instructions per trace under valgrind
 (steady on a busy machine; ~3 min): tools-mode replay beside the bare read, and the
-recorder's write beside the bare stdlib write.
+recorder's write beside the bare stdlib write. ``--stall [--rounds N]`` only measures how
+late the agent's event loop wakes while the recorder's writer works (a few seconds a round):
+the raw figure, and the same less the time the loop's thread and the writer waited for a core
+(Linux schedstat), which the machine's load moves far less.
 """
 
 from __future__ import annotations
