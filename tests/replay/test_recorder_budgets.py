@@ -8,6 +8,7 @@ threads in between traces and between chunks of the store's long statements.
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -60,29 +61,34 @@ def test_one_transaction_and_one_row_per_stored_row_per_batch(tmp_path: Path) ->
     store.close()
 
 
-def test_the_writer_offers_the_interpreter_between_traces_and_statement_chunks(
+def test_the_writer_hands_the_interpreter_over_between_traces_and_statement_chunks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    offers: list[float] = []
+    # Each handoff is a real nap: a zero-length sleep lets the writer take the interpreter
+    # back before a waiting thread can (CPython 3.11's GIL), so it is never used.
+    naps: list[float] = []
     real_sleep = recorder_module.time.sleep
 
     class _Time:
         perf_counter = staticmethod(recorder_module.time.perf_counter)
         monotonic = staticmethod(recorder_module.time.monotonic)
+        process_time = staticmethod(recorder_module.time.process_time)
+        thread_time = staticmethod(recorder_module.time.thread_time)
 
         @staticmethod
         def sleep(seconds: float) -> None:
-            if seconds == 0:
-                offers.append(seconds)
+            if threading.current_thread().name == "toolproof-recorder" and seconds < 0.01:
+                naps.append(seconds)
             real_sleep(seconds)
 
-    monkeypatch.setattr(recorder_module, "_YIELD_EVERY", 0.0)  # offer at every chance
+    monkeypatch.setattr(recorder_module, "_SLICE", 0.0)  # hand over at every chance
+    monkeypatch.setattr(recorder_module, "_SLICE_QUIET", 0.0)
     monkeypatch.setattr(recorder_module, "time", _Time)
     traces = _traces(100)
     recorder = Recorder(tmp_path / "r.db", batch_size=100, flush_interval=3600)
     recorder.record(traces[0])  # opens the store
     assert recorder.flush(60)
-    offers.clear()
+    naps.clear()
     for trace in traces[1:]:
         recorder.record(trace)
     assert recorder.flush(60)
@@ -92,7 +98,9 @@ def test_the_writer_offers_the_interpreter_between_traces_and_statement_chunks(
     rows = 99 + 2 * 99 + 99  # trace, tag and tool rows of the 99 traces of the batch
     chunks = -(-99 // chunk) + -(-2 * 99 // chunk) + -(-99 // chunk)
     assert rows > 3 * chunk
-    assert len(offers) == 99 + chunks  # after each trace, and after each chunk of rows
+    # after each trace, before the store's write, and after each chunk of its rows
+    assert len(naps) == 99 + 1 + chunks
+    assert set(naps) == {recorder_module._NAP} and recorder_module._NAP > 0
 
 
 def test_a_store_handed_to_the_recorder_runs_its_statements_whole(tmp_path: Path) -> None:

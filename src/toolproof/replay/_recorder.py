@@ -10,6 +10,10 @@ waits for the writer, for redaction or for the store.
 
 Every trace handed to ``record`` ends up counted once: written, sampled out, or dropped with
 a reason (queue full, store failing, recorder closed, process exiting before it was written).
+
+The writer's Python work holds the interpreter lock: it hands it to the agent's threads with
+a real nap after every short slice of work (see ``Recorder._offer``), and does its one-time
+set-up (the trace encoder, opening the store) when the recorder is made, not mid-write.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import logging
+import os
 import random
 import threading
 import time
@@ -52,7 +57,15 @@ logger = logging.getLogger("toolproof.replay")
 
 DropPolicy = Literal["newest", "oldest"]
 
-_YIELD_EVERY = 0.0005  # seconds of the writer's work between offers of the interpreter
+# The writer hands the interpreter over for real: it naps (a blocking sleep, so a thread
+# waiting for the interpreter takes it) after every slice of its work. A zero-length sleep
+# does not hand it over: the waiting thread is woken but the writer takes the interpreter
+# back first, and each such release restarts the waiting thread's switch interval (5 ms).
+_SLICE = 0.0002  # seconds of the writer's work between naps while other threads run
+_SLICE_QUIET = 0.001  # ... while no other thread of the process has run for _QUIET_AFTER
+_QUIET_AFTER = 0.01  # seconds without other threads' CPU time before the longer slices
+_NAP = 1e-6  # the shortest sleep the OS gives (on Linux ~50-60 µs: the timer slack)
+_OTHERS_RAN = 2e-6  # CPU seconds of other threads since the last nap that count as running
 
 # The Redactor methods the recorder's walk of trace objects stands for, or calls.
 _WALKED = (
@@ -106,7 +119,7 @@ class Recorder:
 
     Args:
         store: A :class:`TraceStore`, or the path of its SQLite file (opened by the
-            background thread on first write; default ``.toolproof/traces.db``).
+            background thread as it starts; default ``.toolproof/traces.db``).
         redactor: Removes sensitive values before anything is written; the default
             masks credentials, e-mail addresses, phone and card numbers. Pass
             ``Redactor.none()`` to store traces as they are.
@@ -123,6 +136,10 @@ class Recorder:
         seed: Seed of the sampling random generator (for reproducible sampling).
         exit_timeout: Seconds the interpreter's exit waits for queued traces to be written;
             traces still unwritten then are counted as ``dropped_exit`` and logged.
+
+    The first recorder of a process builds the trace encoder (about 0.1 s with its imports)
+    so that the writer never does it in the middle of the agent's work; the writer opens
+    the store as it starts.
 
     Raises:
         UserError: An option is out of range.
@@ -185,11 +202,27 @@ class Recorder:
         self._random = random.Random(seed)
         self.exit_timeout = exit_timeout
 
+        self._closed = False
+        self._checkpointer: Checkpointer | None = None
+        self._unusable: str | None = None  # why the store cannot be opened (a forked child)
+        # Built once per process: the trace encoder's set-up (~15 ms) is not left to the
+        # writer's first batch, where it would hold the interpreter from the agent's threads.
+        _warm_encoder()
+        self._begin(start=True)
+        _LIVE.add(self)
+        self._atexit = _AtExit(self)
+        atexit.register(self._atexit)
+
+    def _begin(self, *, start: bool) -> None:
+        """Fresh queue, locks and counters, and a writer thread (at start, and after a fork).
+
+        In a forked child the thread starts at the child's first ``record`` (a pool's
+        workers that never record pay nothing).
+        """
         self._queue: deque[Trace] = deque()
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._done = threading.Condition(self._lock)
-        self._closed = False
         self._received = 0
         self._sampled_out = 0
         self._written = 0
@@ -204,12 +237,43 @@ class Recorder:
         self._store_down = False  # the last batch failed every attempt
         self._settled = 0  # traces written or dropped by the writer so far
         self._enqueued = 0
-        self._checkpointer: Checkpointer | None = None
-        self._offered = 0.0  # when the writer last let other threads in
+        self._offered = 0.0  # when the writer last handed the interpreter over
+        self._others = 0.0  # CPU time of the process's other threads at the last nap
+        self._busy_until = 0.0  # short slices until then: other threads ran lately
+        self._started = threading.Event()  # the writer's set-up is done
         self._thread = threading.Thread(target=self._run, name="toolproof-recorder", daemon=True)
+        self._unstarted = not start
+        if start and not self._closed:
+            self._thread.start()
+
+    def _forked(self) -> None:
+        """In a forked child: a writer of its own, counting only the child's traces.
+
+        The parent's queue, counts and writer stay the parent's (the child has no thread,
+        and a lock the parent's writer held at the fork would stay held). Its store
+        connection is not the child's to use or close: the child opens the store again
+        from its location (a store handed over as an object too, when it is a plain
+        ``TraceStore``; any other fails its writes, counted as ``dropped_failed``).
+        """
+        _INHERITED.extend(item for item in (self._store, self._checkpointer) if item is not None)
+        store = self._store
+        if (store is not None and not self._own_store) and (
+            type(store) is not TraceStore or str(store.path) == ":memory:"
+        ):
+            self._unusable = (
+                f"trace store {store_label(self.store_path)}: a store object cannot be used "
+                "in a forked process; give the Recorder its path or URL instead"
+            )
+        self._store, self._own_store = None, True
+        self._checkpointer = None
+        self._begin(start=False)
+
+    def _start_in_child(self) -> None:
+        with self._lock:
+            if not self._unstarted or self._closed:
+                return
+            self._unstarted = False
         self._thread.start()
-        self._atexit = _AtExit(self)
-        atexit.register(self._atexit)
 
     # -- the hot path ------------------------------------------------------------------------
 
@@ -221,6 +285,8 @@ class Recorder:
         ``drop``). The trace is read later by the background thread: do not change it
         afterwards.
         """
+        if self._unstarted:  # the first record of a forked child
+            self._start_in_child()
         rate = self.sample_rate
         with self._lock:
             self._received += 1
@@ -315,7 +381,8 @@ class Recorder:
             return not self._thread.is_alive()
         atexit.unregister(self._atexit)
         self._wake.set()
-        self._thread.join(timeout)
+        if self._thread.ident is not None:  # (a forked child's writer starts when needed)
+            self._thread.join(timeout)
         finished = not self._thread.is_alive()
         if finished and self._checkpointer is not None:
             self._checkpointer.close(timeout)
@@ -364,6 +431,7 @@ class Recorder:
     # -- the background thread ---------------------------------------------------------------
 
     def _run(self) -> None:
+        self._start()
         while True:
             self._wake.wait(self.flush_interval)
             self._wake.clear()
@@ -384,10 +452,25 @@ class Recorder:
                 if empty:
                     return
 
+    def _start(self) -> None:
+        """Open the store before the first batch, while the agent is likely still starting.
+
+        Opening it (creating the file, migrating its layout: a few milliseconds, in short
+        statements the agent's threads wait through) would otherwise land in the middle of
+        the first write. A store that cannot be opened now is tried again, and its errors
+        counted, at the first write.
+        """
+        try:
+            if self._store is None and not self._closed:
+                self._store = self._open_store()
+        except Exception:
+            logger.debug("trace store %s: not opened yet", self.store_path, exc_info=True)
+        finally:
+            self._started.set()
+
     def _write(self, batch: list[Trace]) -> None:
         rows: list[_Row] = []
         offer = self._offer
-        self._offered = time.perf_counter()
         for trace in batch:
             try:
                 rows.append(self._prepare(trace))
@@ -401,6 +484,9 @@ class Recorder:
             try:
                 if self._store is None:
                     self._store = self._open_store()
+                # The store prepares the batch's rows in one piece before its statements
+                # (which it runs in chunks, handing over between them): it starts afresh.
+                self._nap()
                 self._store._write(rows)
             except Exception as exc:
                 attempt += 1
@@ -439,20 +525,31 @@ class Recorder:
             return
 
     def _offer(self) -> None:
-        """Let the agent's threads in after every half millisecond of the writer's work.
+        """Hand the interpreter to the agent's threads after every slice of the writer's work.
 
-        Without it they wait for the interpreter's switch interval (5 ms) whenever they
-        wake up while the writer works. Called after every trace and between chunks of the
-        store's statements, it offers at most once per half millisecond: on a busy machine
-        each offer may hand the core to another process (a quarter millisecond was tried:
-        slower ingest on a loaded machine).
+        Called after every trace and between chunks of the store's statements. A real nap
+        (not a zero-length sleep) is what lets a thread waiting for the interpreter take
+        it. Slices are short (0.2 ms) while other threads of the process ran lately (their
+        CPU time grew), longer (1 ms) once none has for 10 ms: a thread that wakes then
+        waits at most one long slice, and ingest alone pays few naps.
         """
         now = time.perf_counter()
-        if now - self._offered >= _YIELD_EVERY:
-            time.sleep(0)
-            self._offered = time.perf_counter()
+        slice_ = _SLICE if now < self._busy_until else _SLICE_QUIET
+        if now - self._offered >= slice_:
+            self._nap()
+
+    def _nap(self) -> None:
+        """Hand the interpreter over now; note whether other threads ran since the last nap."""
+        time.sleep(_NAP)
+        self._offered = after = time.perf_counter()
+        others = time.process_time() - time.thread_time()
+        if others - self._others > _OTHERS_RAN:
+            self._busy_until = after + _QUIET_AFTER
+        self._others = others
 
     def _open_store(self) -> TraceStore:
+        if self._unusable is not None:
+            raise UserError(self._unusable)
         store = TraceStore(self.store_path)
         # The store is the recorder's own: its long statements also let the agent in.
         store._pause = self._offer
@@ -512,6 +609,27 @@ def _with_tags(trace: Trace, tags: list[str]) -> Trace:
     values = {item.name: getattr(trace, item.name) for item in dataclasses.fields(trace)}
     values["tags"] = tags
     return Trace(**values)
+
+
+#: Every recorder of the process, restarted in a forked child.
+_LIVE: weakref.WeakSet[Recorder] = weakref.WeakSet()
+#: Stores and checkpoint threads a forked child inherited: never used or closed there.
+_INHERITED: list[object] = []
+
+
+def _restart_in_child() -> None:
+    for recorder in list(_LIVE):
+        recorder._forked()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_restart_in_child)
+
+
+def _warm_encoder() -> None:
+    from toolproof._trace import _adapter
+
+    _adapter()
 
 
 class _AtExit:

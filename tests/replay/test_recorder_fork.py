@@ -1,0 +1,192 @@
+"""A forked child of a recording process gets a writer of its own, and counts only its traces.
+
+The parent's writer thread does not exist in a child, and a lock it held at the fork would
+stay held: the child starts over with its own queue, counters and store connection (the
+parent's is never used there), from its first ``record``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from replay_helpers import user_trace
+
+from toolproof.replay import Recorder, TraceStore
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+
+
+def _in_child(work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Run ``work`` in a forked child; returns what it returned (or raises what it raised)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 0
+        try:
+            os.close(read)
+            try:
+                out = work()
+            except BaseException as exc:
+                out = {"error": repr(exc)}
+            with os.fdopen(write, "w") as pipe:
+                json.dump(out, pipe)
+        except BaseException:
+            code = 1
+        os._exit(code)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        text = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, text
+    result: dict[str, Any] = json.loads(text)
+    assert "error" not in result, result["error"]
+    return result
+
+
+def _ids(path: Path) -> list[str]:
+    conn = sqlite3.connect(path)
+    try:
+        return [row[0] for row in conn.execute("SELECT id FROM traces ORDER BY id")]
+    finally:
+        conn.close()
+
+
+def _stats(recorder: Recorder) -> dict[str, Any]:
+    stats = recorder.stats
+    return {
+        "received": stats.received,
+        "written": stats.written,
+        "dropped": stats.dropped,
+        "dropped_failed": stats.dropped_failed,
+        "pending": stats.pending,
+        "last_error": stats.last_error,
+    }
+
+
+def test_a_forked_child_writes_and_counts_its_own_traces(tmp_path: Path) -> None:
+    base = user_trace(3, tags=["fork"])
+    path = tmp_path / "t.db"
+    recorder = Recorder(path, batch_size=8, flush_interval=0.01)
+    for n in range(5):
+        recorder.record(replace(base, id=f"parent-a-{n:03d}"))
+    assert recorder.flush(60)
+    for n in range(40):  # queued or being written at the fork: the parent's to write
+        recorder.record(replace(base, id=f"parent-b-{n:03d}"))
+
+    def child() -> dict[str, Any]:
+        for n in range(7):
+            recorder.record(replace(base, id=f"child-{n:03d}"))
+        closed = recorder.close(60)
+        return {"closed": closed, **_stats(recorder)}
+
+    got = _in_child(child)
+    assert got["closed"] is True
+    assert (got["received"], got["written"], got["dropped"], got["pending"]) == (7, 7, 0, 0)
+    assert recorder.close(60)
+    assert recorder.stats.received == 45 and recorder.stats.written == 45
+    ids = _ids(path)
+    assert len(ids) == len(set(ids)) == 52
+    assert sum(trace_id.startswith("child-") for trace_id in ids) == 7
+
+
+def test_a_store_object_is_opened_again_in_the_child(tmp_path: Path) -> None:
+    base = user_trace(4)
+    store = TraceStore(tmp_path / "t.db")
+    recorder = Recorder(store, flush_interval=0.01)
+    recorder.record(replace(base, id="parent-000"))
+    assert recorder.flush(60)
+
+    def child() -> dict[str, Any]:
+        for n in range(3):
+            recorder.record(replace(base, id=f"child-{n:03d}"))
+        return {"closed": recorder.close(60), **_stats(recorder)}
+
+    got = _in_child(child)
+    assert got["closed"] is True and got["written"] == 3
+    recorder.record(replace(base, id="parent-001"))
+    assert recorder.close(60)
+    assert len(store) == 5  # the parent's store object still works
+    store.close()
+
+
+def test_a_store_subclass_in_a_child_fails_its_writes_and_counts_them(tmp_path: Path) -> None:
+    class Audited(TraceStore):
+        pass
+
+    base = user_trace(5)
+    store = Audited(tmp_path / "t.db")
+    recorder = Recorder(store, retries=0, flush_interval=0.01)
+
+    def child() -> dict[str, Any]:
+        for n in range(4):
+            recorder.record(replace(base, id=f"child-{n:03d}"))
+        return {"closed": recorder.close(60), **_stats(recorder)}
+
+    got = _in_child(child)
+    assert got["closed"] is False
+    assert (got["received"], got["written"], got["dropped_failed"]) == (4, 0, 4)
+    assert "cannot be used in a forked process" in got["last_error"]
+    assert recorder.close(60)
+    assert len(store) == 0
+    store.close()
+
+
+def test_a_child_that_never_records_starts_no_writer(tmp_path: Path) -> None:
+    recorder = Recorder(tmp_path / "t.db", flush_interval=0.01)
+    recorder.record(user_trace(6))
+    assert recorder.flush(60)
+
+    def child() -> dict[str, Any]:
+        flushed = recorder.flush(5)
+        return {
+            "started": recorder._thread.ident is not None,
+            "flushed": flushed,
+            "closed": recorder.close(5),
+            **_stats(recorder),
+        }
+
+    got = _in_child(child)
+    assert got == {
+        "started": False,
+        "flushed": True,
+        "closed": True,
+        "received": 0,
+        "written": 0,
+        "dropped": 0,
+        "dropped_failed": 0,
+        "pending": 0,
+        "last_error": None,
+    }
+    assert recorder.close(60) and recorder.stats.written == 1
+
+
+def test_a_forked_child_writes_to_postgresql_through_a_connection_of_its_own(
+    pg_url: str,
+) -> None:
+    base = user_trace(8, tags=["fork"])
+    recorder = Recorder(pg_url, batch_size=4, flush_interval=0.01)
+    for n in range(6):
+        recorder.record(replace(base, id=f"parent-{n:03d}"))
+    assert recorder.flush(60)
+
+    def child() -> dict[str, Any]:
+        for n in range(5):
+            recorder.record(replace(base, id=f"child-{n:03d}"))
+        return {"closed": recorder.close(60), **_stats(recorder)}
+
+    got = _in_child(child)
+    assert got["closed"] is True and (got["received"], got["written"]) == (5, 5)
+    recorder.record(replace(base, id="parent-after"))  # the parent's connection still works
+    assert recorder.close(60)
+    assert recorder.stats.written == 7
+    with TraceStore(pg_url) as store:
+        ids = sorted(trace.id for trace in store.query())
+    assert len(ids) == len(set(ids)) == 12
+    assert sum(trace_id.startswith("child-") for trace_id in ids) == 5
