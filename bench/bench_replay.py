@@ -113,7 +113,14 @@ def bench_ingest(traces: list[Trace], folder: Path, round_: int) -> dict[str, fl
         elapsed = time.perf_counter() - begin
         cpu = time.process_time() - cpu
         assert store.count() == len(traces)
+        stored = store._exec("SELECT SUM(LENGTH(payload)) FROM traces").fetchone()[0]
+        stored += store._exec("SELECT COALESCE(SUM(LENGTH(payload)), 0) FROM tool_sets").fetchone()[
+            0
+        ]
     figures = {"store_ingest_per_s": len(traces) / elapsed}
+    # (closed: the write-ahead log is folded into the file)
+    figures["store_file_bytes_per_trace"] = path.stat().st_size / len(traces)
+    figures["store_json_bytes_per_trace"] = stored / len(traces)
     figures["store_ingest_cpu_us"] = cpu / len(traces) * 1e6
     rate, cpu = bare_ingest(traces, folder / f"bare-{round_}.db")
     figures["bare_ingest_per_s"], figures["bare_ingest_cpu_us"] = rate, cpu
@@ -564,6 +571,13 @@ def main() -> None:
     ]
     for label, key in cpu_rows:
         print(f"  {'':<4}{label:<40} {_spread(figures[key], 'us'):>30} µs")
+    whole = sum(len(trace._to_json_bytes()) for trace in traces) / len(traces)
+    print(
+        f"  store size per trace: {statistics.median(figures['store_file_bytes_per_trace']):,.0f}"
+        f" bytes of file, {statistics.median(figures['store_json_bytes_per_trace']):,.0f} bytes of"
+        f" JSON (rows without their tools, and each tools array once); the whole JSON of a"
+        f" trace is {whole:,.0f} bytes"
+    )
     gc_runs = statistics.median(figures["replay_gc_collections"])
     gc_ms = statistics.median(figures["replay_gc_ms"]) * 10_000 / len(traces)
     print(

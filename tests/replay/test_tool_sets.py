@@ -53,7 +53,7 @@ _json = st.recursive(
 _tool = st.builds(
     ToolInfo,
     name=st.sampled_from(["query_users", "get_status", "tool_mode", "x"]),
-    description=st.text(max_size=20) | st.just('mail ann@corp.com, key sk-abcdefghijklmnop1234'),
+    description=st.text(max_size=20) | st.just("mail ann@corp.com, key sk-abcdefghijklmnop1234"),
     parameters=st.dictionaries(_keys, _json, max_size=3),
     schema_hash=st.sampled_from(["", "abc", "0123456789abcdef"]),
 )

@@ -1,10 +1,16 @@
 """The trace store: recorded runs in one SQLite file, queryable by time, tool, model and tag.
 
-Layout (schema version 2):
+Layout (schema version 3):
 
 - ``traces``: one row per run. ``payload`` is the trace's JSON exactly as the trace codec
-  writes it (``Trace.to_json``; redacted before it gets here), the other columns are copies
-  of trace fields kept for filtering and listing without decoding the payload.
+  writes it (``Trace.to_json``; redacted before it gets here), without its tools array when
+  ``tool_set`` names the row's tool set; the other columns are copies of trace fields kept
+  for filtering and listing without decoding the payload.
+- ``tool_sets``: each distinct tools array once, as the codec writes it, keyed by the
+  SHA-256 of its bytes (``_tool_sets.py``). Every reader joins it back: ``get_json`` and
+  ``payloads`` return the whole trace JSON byte for byte. Rows written before version 3
+  keep their tools inline; tool sets stay when their traces are deleted (tool definitions
+  are code, not data of a run, and the agent's next trace names the same set).
 - ``trace_tags`` and ``trace_tools``: one row per (tag, trace) and (tool, trace), indexed
   by tag and tool.
 - ``schema_version``: the version of this layout. Opening a store migrates it forward
