@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from replay_helpers import query_users, run_trace, user_trace
 
-from toolproof import Trace
+from toolproof import Message, ToolCall, Trace
 from toolproof._trace import ToolInfo
 from toolproof.errors import TraceFormatError
 from toolproof.replay import Recorder, Redactor, TraceFilter, TraceStore, replay
@@ -75,9 +75,16 @@ def traces(draw: st.DrawFn) -> list[Trace]:
                 tools=list(draw(st.sampled_from(pool))),
                 settings=draw(st.dictionaries(_keys, _json, max_size=2)),
                 metadata=draw(st.dictionaries(_keys, _json, max_size=2)),
+                history=draw(st.sampled_from([[], _history(draw(_json))])),
             )
         )
     return out
+
+
+def _history(arguments: Any) -> list[Message]:
+    """Earlier turns whose call arguments hold keys named like the trace's own fields."""
+    call_ = ToolCall("get_status", {"tool_mode": arguments, "tools": []}, id="c1")
+    return [Message.user("before"), Message(role="assistant", tool_calls=[call_])]
 
 
 def _old_layout(path: Path, rows: list[Trace]) -> None:
@@ -160,7 +167,8 @@ def test_every_reader_gives_the_old_layouts_json_and_traces(rows: list[Trace]) -
 def test_the_cut_text_and_its_tool_set_join_into_the_codecs_json(
     tools: list[ToolInfo], data: dict[str, Any], draw: st.DataObject
 ) -> None:
-    trace = replace(user_trace(7), tools=tools, settings=data)
+    history = draw.draw(st.sampled_from([[], _history(data)]))
+    trace = replace(user_trace(7), tools=tools, settings=data, history=history)
     for _ in range(2):  # the second encode takes the tools array from the cache
         payload, tools_json, digest = encode_parts(trace)
         if tools_json is None:  # no tools, or a "tool_mode" key in data before the member
@@ -243,8 +251,8 @@ def test_a_version_2_store_migrates_and_a_mixed_store_replays_as_its_old_copy(
         ("UPDATE tool_sets SET payload = ?", (b"[]",), "is damaged"),
         ("UPDATE tool_sets SET payload = ?", (b"not json",), "is damaged"),
         ("UPDATE tool_sets SET payload = 42", (), "is damaged"),
-        ("UPDATE traces SET payload = ?", (b'{"id":"x"}',), "no single tool_mode member"),
-        ("UPDATE traces SET payload = ?", (b"[1, 2]",), "no single tool_mode member"),
+        ("UPDATE traces SET payload = ?", (b'{"id":"x"}',), "has no tool_mode member"),
+        ("UPDATE traces SET payload = ?", (b"[1, 2]",), "has no tool_mode member"),
         (
             "UPDATE traces SET payload = ?",
             (b'{"id":"x","tool_mode":"real","steps":[{"tool_mode":1}]}',),

@@ -11,9 +11,11 @@ Everything here is bytes the codec wrote, cut and joined, never JSON written ano
 - ``encode_parts``: the codec writes the trace without its tools (``exclude``), and the
   tools array once per distinct array (a cache keyed by an exact snapshot of the tools'
   values, see ``_snapshot``). The trace's JSON is that text with ``,"tools":<array>``
-  inserted before its ``,"tool_mode":`` member (the codec writes ``tools`` right before
-  ``tool_mode``); a text where that member cannot be found once and only once (a key of
-  that name inside free-form data before it) is stored whole, tools inline.
+  inserted before its first ``,"tool_mode":`` (the codec writes ``tools`` right before the
+  ``tool_mode`` member). That first one is the member itself when the fields written before
+  it are plain text, numbers or empty (inside text a quote is escaped); otherwise it must be
+  the only one in the text, and a text where it is not (a key of that name inside
+  free-form data) is stored whole, tools inline.
 - ``join``: the stored text and its tool set back into the trace's JSON, byte for byte
   what the codec writes for the whole trace (``tests/replay/test_tool_sets.py`` checks it
   with generated traces).
@@ -24,16 +26,13 @@ cut) keeps its tools inline: every reader takes both.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import marshal
-from typing import TYPE_CHECKING
 
 from toolproof import _trace
-from toolproof._trace import ToolInfo, _first
+from toolproof._trace import ToolInfo, Trace, _first
 from toolproof.errors import TraceFormatError
-
-if TYPE_CHECKING:
-    from toolproof._trace import Trace
 
 __all__ = ["Unjoined", "digest_of", "encode_parts", "join"]
 
@@ -41,6 +40,15 @@ _TOOLS_MEMBER = b',"tools":'
 _MODE_MEMBER = b',"tool_mode":'
 _TOOLS = {"tools"}  # (include= and exclude= of the codec: the one member)
 _TOOLS_OPEN = b'{"tools":'
+
+
+def _fields_before_tools() -> tuple[str, ...]:
+    names = [item.name for item in dataclasses.fields(Trace)]
+    return tuple(names[: names.index("tools")])
+
+
+#: The trace's fields the codec writes before its tools (in field order).
+_BEFORE_TOOLS = _fields_before_tools()
 
 #: Encoded tools arrays by the snapshot of their values: ``(array JSON, digest)``.
 _ENCODED: dict[bytes, tuple[bytes, str]] = {}
@@ -53,25 +61,30 @@ def digest_of(tools_json: bytes) -> str:
     return hashlib.sha256(tools_json).hexdigest()
 
 
-def _snapshot(tools: list[ToolInfo]) -> bytes | None:
+def _snapshot(tools: list[ToolInfo], parameters: bytes | None) -> bytes | None:
     """An exact snapshot of every value the codec writes of the tools, or ``None``.
 
-    ``marshal`` writes only the exact built-in types and tells apart every type and value
-    the encoding depends on (``1``, ``1.0`` and ``True``; a tuple and a list; key order):
-    equal snapshots are tools the codec writes to equal bytes. Anything marshal cannot
-    write (an object that is not a ``ToolInfo``, a subclass, an odd value) has none, and
-    its tools are encoded again.
+    ``parameters`` is the codec check's snapshot of the tools' parameters (``marshal`` of
+    them, see ``toolproof._trace._schemas_key``); the names, descriptions and schema hashes
+    are added here. ``marshal`` writes only the exact built-in types and tells apart every
+    type and value the encoding depends on (``1``, ``1.0`` and ``True``; a tuple and a
+    list; key order), and a marshal text holds one value and ends where it ends (so two
+    joined texts tell apart both values): equal snapshots are tools the codec writes to
+    equal bytes. Anything marshal cannot write (an object that is not a ``ToolInfo``, an
+    odd value) has none, and its tools are encoded again.
     """
+    if parameters is None:
+        return None
     try:
         parts = [
-            (info.name, info.description, info.schema_hash, info.parameters)
+            (info.name, info.description, info.schema_hash)
             for info in tools
             if type(info) is ToolInfo
         ]
         if len(parts) != len(tools):
             return None
-        key = marshal.dumps(parts)
-    except (ValueError, AttributeError):
+        key = parameters + marshal.dumps(parts)
+    except ValueError:
         return None
     return key if len(key) <= _SNAPSHOT_BYTES else None
 
@@ -98,12 +111,12 @@ def encode_parts(trace: Trace) -> tuple[bytes, bytes | None, str | None]:
     tools = trace.tools
     if not tools:  # nothing to share
         return trace._to_json_bytes(), None, None
-    trace._check_encodable()
-    key = _snapshot(tools)
+    key = _snapshot(tools, trace._check_encodable())
     found = _ENCODED.get(key) if key is not None else None
     if found is None:
         found = _encode_tools(trace)
-        if key is not None and _snapshot(tools) == key:  # (unchanged while it was encoded)
+        # (kept only when unchanged since the check and while it was encoded)
+        if key is not None and _snapshot(tools, _trace._schemas_key(tools)) == key:
             if len(_ENCODED) >= _ENCODED_KEPT:
                 _ENCODED.clear()
             _ENCODED[key] = found
@@ -111,9 +124,21 @@ def encode_parts(trace: Trace) -> tuple[bytes, bytes | None, str | None]:
         rest = _trace._adapter().dump_json(trace, exclude=_TOOLS, warnings="error")
     except ValueError as exc:
         raise TraceFormatError(f"trace {trace.id}: cannot be encoded: {_first(exc)}") from None
-    if rest.count(_MODE_MEMBER) != 1:  # a key of that name in data before it: kept whole
-        return trace._to_json_bytes(), None, None
+    if not _plain_before_tools(trace) and rest.count(_MODE_MEMBER) != 1:
+        return trace._to_json_bytes(), None, None  # (a key of that name in data: kept whole)
     return rest, found[0], found[1]
+
+
+def _plain_before_tools(trace: Trace) -> bool:
+    """Whether every field the codec writes before ``tools`` is text, a number or empty."""
+    for name in _BEFORE_TOOLS:
+        value = getattr(trace, name)
+        kind = type(value)
+        if kind is str or kind is int or value is None:
+            continue
+        if (kind is not list and kind is not dict) or value:
+            return False
+    return True
 
 
 class Unjoined:
@@ -131,6 +156,6 @@ class Unjoined:
 def join(payload: bytes, tools_json: bytes) -> bytes | Unjoined:
     """The trace's JSON from its stored text and its tool set's bytes."""
     at = payload.find(_MODE_MEMBER)
-    if at < 0 or payload.find(_MODE_MEMBER, at + 1) >= 0:
-        return Unjoined("its tools cannot be placed: no single tool_mode member in its JSON")
+    if at < 0:
+        return Unjoined("its tools cannot be placed: its JSON has no tool_mode member")
     return payload[:at] + _TOOLS_MEMBER + tools_json + payload[at:]
