@@ -346,3 +346,25 @@ def test_tools_are_stored_exactly_as_redacting_them_inline_gives(tmp_path: Path)
             plain = Redactor().redact_data(trace.to_dict())
             assert json.loads(stored) == json.loads(json.dumps(plain))
             assert "bob" not in stored and "sk-abcdefghijklmnopqrstuvwx" not in stored
+
+
+def test_export_and_import_give_the_old_layouts_file_and_traces(tmp_path: Path) -> None:
+    from toolproof.cli import main
+
+    traces = [replace(user_trace(100 + n), id=f"x-{n}") for n in range(4)]
+    traces.append(replace(traces[0], id="x-plain", tools=[]))
+    old, new = tmp_path / "old.db", tmp_path / "new.db"
+    _old_layout(old, traces)
+    with TraceStore(new) as store:
+        store.add_many(traces)
+    files = []
+    for path in (old, new):
+        out = tmp_path / f"{path.stem}.jsonl"
+        assert main(["traces", "export", "--store", str(path), "-o", str(out)]) == 0
+        files.append(out.read_bytes())
+    assert files[0] == files[1]  # byte for byte what the whole-JSON layout exported
+    again = tmp_path / "again.db"
+    assert main(["traces", "import", str(tmp_path / "new.jsonl"), "--store", str(again)]) == 0
+    with TraceStore(again) as store:
+        for trace in traces:
+            assert store.get_json(trace.id) == trace.to_json()
