@@ -8,6 +8,7 @@ budget here, on purpose and in review.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -286,3 +287,31 @@ def test_replay_tools_mode_checks_plain_return_values_with_pydantic_once(
     report = replay(tmp_path / "t.db", tools=[query_users])
     assert report.counts["pass"] == TRACES, report.summary()
     assert counts == Counter(query_users=1), counts
+
+
+def test_replay_tools_mode_parses_no_tools_array_per_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the tools array the traces share is stored once: the text the view parses for each
+    # trace holds none of it, and the array itself is parsed once for the replay
+    with TraceStore(tmp_path / "t.db") as store:
+        store.add_many(_traces())
+    parsed: list[bytes] = []
+    real = recorded_module._validator()
+    real_tools = recorded_module._tools_validator()
+
+    class _Seen:
+        def __init__(self, validator: Any) -> None:
+            self.validator = validator
+
+        def validate_json(self, text: bytes) -> Any:
+            parsed.append(bytes(text))
+            return self.validator.validate_json(text)
+
+    monkeypatch.setattr(recorded_module, "_validator", lambda: _Seen(real))
+    monkeypatch.setattr(recorded_module, "_tools_validator", lambda: _Seen(real_tools))
+    report = replay(tmp_path / "t.db", tools=[query_users])
+    assert report.counts["pass"] == TRACES, report.summary()
+    schema = json.dumps(query_users.parameters, separators=(",", ":")).encode()
+    assert len(parsed) == TRACES + 1
+    assert sum(schema in text for text in parsed) == 1, [len(text) for text in parsed]
