@@ -27,7 +27,6 @@ cut) keeps its tools inline: every reader takes both.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import marshal
 
 from toolproof import _trace
@@ -58,6 +57,8 @@ _SNAPSHOT_BYTES = 262_144
 
 def digest_of(tools_json: bytes) -> str:
     """The digest naming a tool set: SHA-256 of its exact bytes, 64 hex digits."""
+    import hashlib  # on use: its OpenSSL binding costs milliseconds at import
+
     return hashlib.sha256(tools_json).hexdigest()
 
 
