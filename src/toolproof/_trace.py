@@ -345,11 +345,15 @@ class Trace:
         except ValueError as exc:
             raise TraceFormatError(f"trace {self.id}: cannot be encoded: {_first(exc)}") from None
 
-    def _check_encodable(self) -> None:
+    def _check_encodable(self) -> bytes | None:
         """Refuse what would not read back.
 
         That is: values changed after construction into ones JSON cannot hold, and the
         fields the serializer does not check (the version, literal fields).
+
+        Returns:
+            The snapshot of the tools' parameters (see ``_schemas_key``; ``None``: no
+            tools, or none could be taken), for the store's cache of encoded tools.
         """
         # Where-strings are built only for a value that fails: this runs on every encode.
         if self.version != TRACE_VERSION or type(self.version) is not int:
@@ -364,6 +368,7 @@ class Trace:
         if not _plain(self.settings, 0):
             json_data(self.settings, _where(self) + "settings", strict=True)
         tools = self.tools
+        key = None
         if tools:
             # The same tool set is offered run after run: its schemas are checked once.
             key = _schemas_key(tools)
@@ -389,6 +394,7 @@ class Trace:
                     json_data(result.value, where, strict=True)
             _check_usage(step.usage, self, step.index)
         _check_usage(self.usage, self, None)
+        return key
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Trace:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from toolproof.replay import TraceFilter, TraceStore
+from toolproof.replay._store import SCHEMA_VERSION
 
 RECORDING_PROCESS = textwrap.dedent(
     """
@@ -105,7 +106,7 @@ def test_processes_creating_a_new_store_at_once_migrate_it_once(
         assert out.splitlines()[-1] == "DONE written=50 dropped=0"
     with TraceStore(path) as store:
         assert store.count() == 200
-        assert store.schema_version == 2
+        assert store.schema_version == SCHEMA_VERSION
 
 
 def test_a_recorder_never_closed_is_flushed_at_interpreter_exit(store_url: str) -> None:

@@ -52,6 +52,7 @@ def test_one_transaction_and_one_row_per_stored_row_per_batch(tmp_path: Path) ->
         {
             "BEGIN IMMEDIATE": 1,
             "SELECT": 1,  # the ids already stored, for the whole batch
+            "INSERT tool_sets": 1,  # the batch's one distinct tools array
             "INSERT traces": TRACES,
             "INSERT trace_tags": 2 * TRACES,
             "INSERT trace_tools": tools,

@@ -141,7 +141,8 @@ def test_a_newer_store_is_refused(store_url: str) -> None:
         store._exec("UPDATE schema_version SET version = 99")
     with pytest.raises(UserError) as info:
         TraceStore(store_url)
-    assert "schema version 99, newer than this toolproof understands (2)" in str(info.value)
+    understood = f"schema version 99, newer than this toolproof understands ({SCHEMA_VERSION})"
+    assert understood in str(info.value)
 
 
 def test_upgrade_from_version_1_backfills_the_tool_index(db_path: Path) -> None:
@@ -162,14 +163,14 @@ def test_upgrade_from_version_1_backfills_the_tool_index(db_path: Path) -> None:
     conn.close()
 
     with TraceStore(db_path) as store:
-        assert store.schema_version == 2
+        assert store.schema_version == SCHEMA_VERSION
         assert store.get(trace.id) == trace
         assert store.count(TraceFilter(tools=["query_users"], tags=["legacy"])) == 1
         (row,) = store.rows()
         assert row.tool_calls == 2
         assert row.input == trace.input
     conn = sqlite3.connect(db_path)
-    assert conn.execute("SELECT version FROM schema_version").fetchone() == (2,)
+    assert conn.execute("SELECT version FROM schema_version").fetchone() == (SCHEMA_VERSION,)
     conn.close()
 
 

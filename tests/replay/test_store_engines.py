@@ -247,7 +247,7 @@ def test_the_cli_on_a_postgresql_url(pg_url: str, tmp_path: Path) -> None:
 def test_a_version_1_layout_is_migrated_and_backfilled_on_both_engines(store_url: str) -> None:
     from replay_helpers import run_trace
 
-    from toolproof.replay._store import _MIGRATIONS
+    from toolproof.replay._store import _MIGRATIONS, SCHEMA_VERSION
     from toolproof.testing import call
 
     trace = run_trace([call("query_users", user_id=7), call("query_users", user_id=8), "Done."])
@@ -264,8 +264,8 @@ def test_a_version_1_layout_is_migrated_and_backfilled_on_both_engines(store_url
         )
         store._exec("INSERT INTO traces (id, ts, payload) VALUES ('bad', 1, ?)", (b"garbage{",))
     with TraceStore(store_url) as store:
-        assert store.schema_version == 2
-        assert store._exec("SELECT version FROM schema_version").fetchall() == [(2,)]
+        assert store.schema_version == SCHEMA_VERSION
+        assert store._exec("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
         assert store.get(trace.id) == trace
         (row,) = store.rows(TraceFilter(tools=["query_users"]))
         assert (row.tool_calls, row.tools) == (2, {"query_users": 2})

@@ -8,6 +8,7 @@ budget here, on purpose and in review.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -18,6 +19,7 @@ from replay_helpers import query_users, user_trace
 
 import toolproof._trace as trace_module
 import toolproof.replay._recorded as recorded_module
+import toolproof.replay._tool_sets as tool_sets_module
 from toolproof import Trace
 from toolproof.replay import Recorder, Redactor, TraceStore, replay
 
@@ -37,7 +39,10 @@ class _CountingAdapter:
             return method
 
         def counted(*args: Any, **kwargs: Any) -> Any:
-            self._counts[name] += 1
+            # (the store writes a trace without its tools, and each tools array once)
+            part = " without tools" if "exclude" in kwargs else ""
+            part = " of tools" if "include" in kwargs else part
+            self._counts[name + part] += 1
             return method(*args, **kwargs)
 
         return counted
@@ -47,6 +52,7 @@ class _CountingAdapter:
 def codec(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     """Counts of the trace codec's calls (``validate_json``, ``dump_json``...)."""
     counts: Counter[str] = Counter()
+    monkeypatch.setattr(tool_sets_module, "_ENCODED", {})  # no tools array encoded yet
     real = trace_module._adapter()
     monkeypatch.setattr(trace_module, "_adapter", lambda: _CountingAdapter(real, counts))
     return counts
@@ -64,7 +70,9 @@ def test_store_ingest_encodes_each_trace_once_and_never_decodes(
     with TraceStore(tmp_path / "t.db") as store:
         codec.clear()
         assert store.add_many(traces) == TRACES
-    assert codec == Counter(dump_json=TRACES), codec
+    # each trace encoded once without its tools; the tools array, the same in every
+    # trace, once
+    assert codec == Counter({"dump_json without tools": TRACES, "dump_json of tools": 1}), codec
 
 
 def test_store_read_decodes_each_row_once(tmp_path: Path, codec: Counter[str]) -> None:
@@ -84,9 +92,10 @@ def test_recorder_encodes_each_redacted_trace_once_and_never_decodes(
         for trace in traces:
             recorder.record(trace)
     assert recorder.stats.written == TRACES
-    # redacted as trace objects (no plain form), built by the trace classes: one encode,
-    # which the codec guarantees reads back (no decode before writing)
-    assert codec == Counter(dump_json=TRACES), codec
+    # redacted as trace objects (no plain form), built by the trace classes: one encode
+    # (without the tools array, encoded once for all), which the codec guarantees reads
+    # back (no decode before writing)
+    assert codec == Counter({"dump_json without tools": TRACES, "dump_json of tools": 1}), codec
 
 
 @pytest.fixture
@@ -112,11 +121,18 @@ def test_replay_tools_mode_reads_each_stored_trace_once_and_builds_no_trace(
         real_init(self)
 
     monkeypatch.setattr(Trace, "__post_init__", counted_init)
+    tool_sets: Counter[str] = Counter()
+    real_tools = recorded_module._tools_validator()
+    monkeypatch.setattr(
+        recorded_module, "_tools_validator", lambda: _CountingAdapter(real_tools, tool_sets)
+    )
     report = replay(tmp_path / "t.db", tools=[query_users])
     assert report.counts["pass"] == TRACES, report.summary()
-    # each payload parsed and checked once, by the codec's schema read as data; no Trace
-    # object is built when nothing needs one, and nothing is encoded
+    # each payload parsed and checked once, by the codec's schema read as data (without
+    # its tools: the tools array they share is parsed and checked once for the replay); no
+    # Trace object is built when nothing needs one, and nothing is encoded
     assert views == Counter(validate_json=TRACES), views
+    assert tool_sets == Counter(validate_json=1), tool_sets
     assert codec == Counter(), codec
     assert built == Counter(), built
 
@@ -271,3 +287,31 @@ def test_replay_tools_mode_checks_plain_return_values_with_pydantic_once(
     report = replay(tmp_path / "t.db", tools=[query_users])
     assert report.counts["pass"] == TRACES, report.summary()
     assert counts == Counter(query_users=1), counts
+
+
+def test_replay_tools_mode_parses_no_tools_array_per_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the tools array the traces share is stored once: the text the view parses for each
+    # trace holds none of it, and the array itself is parsed once for the replay
+    with TraceStore(tmp_path / "t.db") as store:
+        store.add_many(_traces())
+    parsed: list[bytes] = []
+    real = recorded_module._validator()
+    real_tools = recorded_module._tools_validator()
+
+    class _Seen:
+        def __init__(self, validator: Any) -> None:
+            self.validator = validator
+
+        def validate_json(self, text: bytes) -> Any:
+            parsed.append(bytes(text))
+            return self.validator.validate_json(text)
+
+    monkeypatch.setattr(recorded_module, "_validator", lambda: _Seen(real))
+    monkeypatch.setattr(recorded_module, "_tools_validator", lambda: _Seen(real_tools))
+    report = replay(tmp_path / "t.db", tools=[query_users])
+    assert report.counts["pass"] == TRACES, report.summary()
+    schema = json.dumps(query_users.parameters, separators=(",", ":")).encode()
+    assert len(parsed) == TRACES + 1
+    assert sum(schema in text for text in parsed) == 1, [len(text) for text in parsed]

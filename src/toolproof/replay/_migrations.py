@@ -17,7 +17,7 @@ from toolproof.replay._store_rows import _INPUT_PREVIEW, SQLITE, _Dialect, _tool
 __all__ = ["SCHEMA_VERSION"]
 
 #: Version of the store layout this code writes (see ``_MIGRATIONS``).
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 class _Plain:
@@ -140,6 +140,27 @@ def _migrate_2(conn: _Migratable) -> None:
         )
 
 
+def _migrate_3(conn: _Migratable) -> None:
+    """Version 3: each distinct tools array stored once, in ``tool_sets``.
+
+    A row that names a tool set holds its trace's JSON without the tools (see
+    ``_tool_sets.py``). Rows written before keep their tools inline, as they are: readers
+    take both, and the migration stays one quick statement per table however large the
+    store (rewriting every row would hold the write lock for as long).
+    """
+    store = _runner(conn)
+    _script(
+        store,
+        """
+        CREATE TABLE IF NOT EXISTS tool_sets (
+            digest TEXT PRIMARY KEY,
+            payload {blob} NOT NULL
+        ) {without_rowid};
+        ALTER TABLE traces ADD COLUMN tool_set TEXT;
+        """,
+    )
+
+
 #: Migration ``n`` brings a store from version ``n - 1`` to ``n``. Append, never edit.
-_MIGRATIONS: list[Callable[[_Migratable], None]] = [_migrate_1, _migrate_2]
+_MIGRATIONS: list[Callable[[_Migratable], None]] = [_migrate_1, _migrate_2, _migrate_3]
 assert len(_MIGRATIONS) == SCHEMA_VERSION

@@ -171,6 +171,7 @@ class PostgresTraceStore(TraceStore):
         self._timeout = timeout
         self._lock = threading.RLock()
         self.skipped: list[str] = []
+        self._tool_sets: dict[str, bytes] = {}
         self._closed = False
         self._pg = self._connect(autocommit=True)
         try:

@@ -37,7 +37,14 @@ from toolproof.replay._store_rows import TraceFilter, _decode
 if TYPE_CHECKING:
     from toolproof.replay._store import TraceStore
 
-__all__ = ["RecordedCall", "RecordedResult", "RecordedTrace", "read_recorded", "read_store"]
+__all__ = [
+    "RecordedCall",
+    "RecordedResult",
+    "RecordedTrace",
+    "read_recorded",
+    "read_store",
+    "read_tool_set",
+]
 
 
 class RecordedCall:
@@ -132,13 +139,18 @@ def call_pairs(data: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any
     return pairs
 
 
-def read_recorded(payload: Any, version: Any) -> RecordedTrace | None:
+def read_recorded(
+    payload: Any, version: Any, tools: list[dict[str, Any]] | None = None
+) -> RecordedTrace | None:
     """The stored payload as a view, or ``None`` when the codec itself must read it.
 
     ``None`` means: the payload is not text, not a trace this schema accepts, not of the
     current version (or not of the row's ``format_version``), or holds a value the codec's
     hooks would refuse or change. The caller then decodes it with the codec (and skips it
     with the codec's message when the codec refuses it).
+
+    ``tools``: for a row stored without its tools, its tool set as :func:`read_tool_set`
+    read it (the row's own text then holds no tools).
     """
     validator = _validator()
     if validator is None or not isinstance(payload, (bytes, str)):
@@ -147,14 +159,36 @@ def read_recorded(payload: Any, version: Any) -> RecordedTrace | None:
         data = validator.validate_json(payload)
     except (ValueError, TypeError, RecursionError):
         return None
+    if tools is not None:
+        if data["tools"]:  # (a row with a tool set holds no tools of its own)
+            return None
+        data["tools"] = tools
     if (
         data["version"] != TRACE_VERSION
         or version != TRACE_VERSION
         or type(version) is not int
-        or not _unchanged_by_hooks(data)
+        or not _unchanged_by_hooks(data, tools is None)
     ):
         return None
     return RecordedTrace(data)
+
+
+def read_tool_set(tools_json: bytes) -> list[dict[str, Any]] | None:
+    """A tool set's bytes as the view's data, or ``None`` when the codec must read them.
+
+    Read with the codec's own schema of the ``tools`` field, and checked as
+    :func:`read_recorded` checks the tools of a whole trace: once per tool set.
+    """
+    validator = _tools_validator()
+    if validator is None:
+        return None
+    try:
+        tools: list[dict[str, Any]] = validator.validate_json(tools_json)
+    except (ValueError, TypeError, RecursionError):
+        return None
+    if type(tools) is not list or not all(_fits(info["parameters"], 0) for info in tools):
+        return None
+    return tools
 
 
 def read_store(
@@ -164,12 +198,27 @@ def read_store(
 
     Each payload is read once: as data where that is exact, else decoded by the codec; a
     row the codec refuses is skipped with its message, as ``TraceStore.query`` skips it.
+    A tool set (the tools array of rows stored without theirs) is read once per replay.
     """
-    for trace_id, ts, payload, version in store._raw(filter):
-        view = read_recorded(payload, version)
+    tool_sets: dict[str, list[dict[str, Any]] | None] = {}
+    for trace_id, ts, payload, version, digest in store._raw_parts(filter):
+        if digest is None:
+            view = read_recorded(payload, version)
+        else:
+            if digest in tool_sets:
+                tools = tool_sets[digest]
+            else:
+                try:
+                    tools = read_tool_set(store._tool_set(digest))
+                except TraceFormatError:
+                    tools = None  # (the codec path below says why, for each row)
+                tool_sets[digest] = tools
+            view = None if tools is None else read_recorded(payload, version, tools)
         if view is not None:
             yield ts, view
             continue
+        if digest is not None:
+            payload = store._joined(payload, digest)
         try:
             trace = _decode(payload, version, trace_id)
         except TraceFormatError as exc:
@@ -190,8 +239,33 @@ def _validator() -> Any:
     """The codec's schema read as data, or ``None`` (then the codec reads every row)."""
     from pydantic_core import SchemaValidator
 
+    schema = _plain_schema()
+    return None if schema is None else SchemaValidator(schema)
+
+
+@cache
+def _tools_validator() -> Any:
+    """The codec's schema of a trace's ``tools`` field, read as data (or ``None``)."""
+    from pydantic_core import SchemaValidator
+
+    schema = _plain_schema()
+    if schema is None:
+        return None
+    body = schema["schema"] if schema.get("type") == "definitions" else schema
+    if body.get("type") != "typed-dict" or "tools" not in body["fields"]:
+        return None
+    field = body["fields"]["tools"]["schema"]
+    if field.get("type") == "default":
+        field = field["schema"]
+    if schema.get("type") == "definitions":
+        field = {"type": "definitions", "schema": field, "definitions": schema["definitions"]}
+    return SchemaValidator(field)
+
+
+@cache
+def _plain_schema() -> Any:
     try:
-        return SchemaValidator(_inlined(_as_plain(_adapter().core_schema)))
+        return _inlined(_as_plain(_adapter().core_schema))
     except _UnknownLayout:  # a newer pydantic or trace layout: correct, only slower
         return None
 
@@ -309,7 +383,7 @@ def _count_schema(schema: dict[str, Any]) -> dict[str, Any]:
 # -- the codec's hooks --------------------------------------------------------------------------
 
 
-def _unchanged_by_hooks(data: dict[str, Any]) -> bool:
+def _unchanged_by_hooks(data: dict[str, Any], check_tools: bool = True) -> bool:
     """Whether every ``__post_init__`` of the codec would keep ``data``'s values as they are.
 
     The hooks convert text fields (a no-op on the strings the parser returns: it refuses
@@ -327,7 +401,7 @@ def _unchanged_by_hooks(data: dict[str, Any]) -> bool:
         return False
     if type(data["usage"]) is not dict and not _default_usage(data["usage"]):
         return False
-    for info in data["tools"]:
+    for info in data["tools"] if check_tools else ():
         parameters = info["parameters"]
         if _PLAIN_PARAMETERS.get(info["schema_hash"]) != parameters:
             if not _fits(parameters, 0):

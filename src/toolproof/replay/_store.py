@@ -1,10 +1,16 @@
 """The trace store: recorded runs in one SQLite file, queryable by time, tool, model and tag.
 
-Layout (schema version 2):
+Layout (schema version 3):
 
 - ``traces``: one row per run. ``payload`` is the trace's JSON exactly as the trace codec
-  writes it (``Trace.to_json``; redacted before it gets here), the other columns are copies
-  of trace fields kept for filtering and listing without decoding the payload.
+  writes it (``Trace.to_json``; redacted before it gets here), without its tools array when
+  ``tool_set`` names the row's tool set; the other columns are copies of trace fields kept
+  for filtering and listing without decoding the payload.
+- ``tool_sets``: each distinct tools array once, as the codec writes it, keyed by the
+  SHA-256 of its bytes (``_tool_sets.py``). Every reader joins it back: ``get_json`` and
+  ``payloads`` return the whole trace JSON byte for byte. Rows written before version 3
+  keep their tools inline; tool sets stay when their traces are deleted (tool definitions
+  are code, not data of a run, and the agent's next trace names the same set).
 - ``trace_tags`` and ``trace_tools``: one row per (tag, trace) and (tool, trace), indexed
   by tag and tool.
 - ``schema_version``: the version of this layout. Opening a store migrates it forward
@@ -83,6 +89,7 @@ from toolproof.replay._store_rows import (
 from toolproof.replay._store_rows import (
     row_from_dict as row_from_dict,
 )
+from toolproof.replay._tool_sets import Unjoined, digest_of, join
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -176,6 +183,7 @@ class TraceStore:
                 raise UserError(f"trace store path {self.path} is a directory, not a file")
         self._lock = threading.RLock()
         self.skipped: list[str] = []
+        self._tool_sets: dict[str, bytes] = {}
         try:
             self._conn = sqlite3.connect(
                 str(path) if memory else str(self.path),
@@ -359,10 +367,17 @@ class TraceStore:
                 sum(row.tools.values()),
                 row.duration_ms,
                 now,
+                row.tool_set,
             )
             for row in rows
         ]
+        tool_sets = {row.tool_set: row.tool_set_json for row in rows if row.tool_set is not None}
         with self._transaction():
+            # (before the rows that name them: a reader never meets a row without its set)
+            self._exec_many(
+                self._dialect.ignore("INSERT INTO tool_sets (digest, payload) VALUES (?, ?)"),
+                sorted(tool_sets.items()),
+            )
             if replace:
                 ids = [(row.id,) for row in rows]
                 self._exec_many("DELETE FROM trace_tags WHERE trace_id = ?", ids)
@@ -440,18 +455,18 @@ class TraceStore:
         _decode(payload, version, found)
         return _text(payload)
 
-    def _payload(self, trace_id: str) -> tuple[str, bytes, int]:
+    def _payload(self, trace_id: str) -> tuple[str, Any, int]:
         prefix, param = self._dialect.prefix("id", trace_id)
         with self._lock:
             rows = self._exec(
-                "SELECT id, payload, format_version FROM traces WHERE id = ? "
-                "UNION ALL SELECT id, payload, format_version FROM traces "
+                "SELECT id, payload, format_version, tool_set FROM traces WHERE id = ? "
+                "UNION ALL SELECT id, payload, format_version, tool_set FROM traces "
                 f"WHERE {prefix} AND id != ? LIMIT 3",
                 (trace_id, param, trace_id),
             ).fetchall()
         exact = [row for row in rows if row[0] == trace_id]
         if exact:
-            return str(exact[0][0]), exact[0][1], int(exact[0][2])
+            return str(exact[0][0]), self._joined(exact[0][1], exact[0][3]), int(exact[0][2])
         if not rows:
             raise UserError(
                 f"no trace {trace_id!r} in {self.location}; `toolproof traces list` shows the ids"
@@ -461,7 +476,7 @@ class TraceStore:
             raise UserError(
                 f"trace id prefix {trace_id!r} is ambiguous ({shown}, ...); give more of it"
             )
-        return str(rows[0][0]), rows[0][1], int(rows[0][2])
+        return str(rows[0][0]), self._joined(rows[0][1], rows[0][3]), int(rows[0][2])
 
     def rows(
         self,
@@ -484,7 +499,7 @@ class TraceStore:
         where, params = filter.where(dialect=self._dialect)
         order = "DESC" if newest_first else "ASC"
         limit = f" LIMIT {int(filter.limit)}" if filter.limit else ""
-        extra = ", payload, format_version" if check else ""
+        extra = ", payload, format_version, tool_set" if check else ""
         with self._lock:
             found = self._exec(
                 "SELECT id, ts, started_at, model, status, input, tool_calls, duration_ms"
@@ -492,7 +507,11 @@ class TraceStore:
                 params,
             ).fetchall()
         if check:
-            found = [row[:8] for row in found if self._readable(row[0], row[8], row[9])]
+            found = [
+                row[:8]
+                for row in found
+                if self._readable(row[0], self._joined(row[8], row[10]), row[9])
+            ]
         with self._lock:
             out = [StoreRow(*row) for row in found]
             by_id = {row.id: row for row in out}
@@ -550,7 +569,7 @@ class TraceStore:
                 continue
             yield ts, (payload, version), trace
 
-    def _readable(self, trace_id: str, payload: bytes, version: int) -> bool:
+    def _readable(self, trace_id: str, payload: Any, version: int) -> bool:
         try:
             _decode(payload, version, trace_id)
         except TraceFormatError as exc:
@@ -564,16 +583,67 @@ class TraceStore:
 
     def _raw(
         self, filter: TraceFilter | None = None, *, newest_first: bool = True
-    ) -> Iterator[tuple[str, float, bytes, int]]:
+    ) -> Iterator[tuple[str, float, Any, int]]:
+        """``(id, ts, payload, format_version)`` of matching rows, tools joined back.
+
+        A payload whose tool set cannot be joined is an ``Unjoined`` (``_decode`` raises
+        its reason as a ``TraceFormatError``, so readers skip the row with a warning).
+        """
+        joined = self._joined
+        for trace_id, ts, payload, version, digest in self._raw_parts(
+            filter, newest_first=newest_first
+        ):
+            yield trace_id, ts, payload if digest is None else joined(payload, digest), version
+
+    def _raw_parts(
+        self, filter: TraceFilter | None = None, *, newest_first: bool = True
+    ) -> Iterator[tuple[str, float, Any, int, str | None]]:
+        """``(id, ts, payload, format_version, tool_set)``: payloads as stored."""
         filter = filter or TraceFilter()
         where, params = filter.where(dialect=self._dialect)
         order = "DESC" if newest_first else "ASC"
         limit = f" LIMIT {int(filter.limit)}" if filter.limit else ""
         yield from self._stream(
-            f"SELECT id, ts, payload, format_version FROM traces t WHERE {where} "
+            f"SELECT id, ts, payload, format_version, tool_set FROM traces t WHERE {where} "
             f"ORDER BY t.ts {order}, t.id{limit}",
             params,
         )
+
+    def _joined(self, payload: Any, digest: str | None) -> Any:
+        """A stored payload with its tool set joined back (as it is without one)."""
+        if digest is None:
+            return payload
+        try:
+            tools = self._tool_set(digest)
+        except TraceFormatError as exc:
+            return Unjoined(str(exc))
+        if not isinstance(payload, (bytes, memoryview)):
+            return Unjoined(f"its payload is {type(payload).__name__}, not JSON bytes")
+        return join(bytes(payload), tools)
+
+    def _tool_set(self, digest: str) -> bytes:
+        """The bytes of a tool set, checked against its digest (kept: they never change).
+
+        Raises:
+            TraceFormatError: The tool set is missing or does not match its digest.
+        """
+        found = self._tool_sets.get(digest)
+        if found is not None:
+            return found
+        with self._lock:
+            row = self._exec("SELECT payload FROM tool_sets WHERE digest = ?", (digest,)).fetchone()
+        if row is None:
+            raise TraceFormatError(f"its tool set {str(digest)[:16]} is missing from the store")
+        payload = row[0]
+        if not isinstance(payload, (bytes, memoryview)) or digest_of(bytes(payload)) != digest:
+            raise TraceFormatError(
+                f"its tool set {str(digest)[:16]} is damaged (its bytes do not match its digest)"
+            )
+        found = bytes(payload)
+        if len(self._tool_sets) >= _TOOL_SETS_KEPT:
+            self._tool_sets.clear()
+        self._tool_sets[digest] = found
+        return found
 
     def models(self) -> list[tuple[str, int]]:
         """Model names in the store with their trace counts."""
@@ -610,6 +680,8 @@ class TraceStore:
 
 #: Rows of one statement between two calls of ``TraceStore._pause``.
 _PAUSE_ROWS = 32
+#: Tool sets a store object keeps read (each checked against its digest once).
+_TOOL_SETS_KEPT = 256
 
 _TRACE_COLUMNS = (
     "id",
@@ -623,6 +695,7 @@ _TRACE_COLUMNS = (
     "tool_calls",
     "duration_ms",
     "recorded_at",
+    "tool_set",
 )
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from toolproof._trace import TRACE_VERSION, Trace
 from toolproof.errors import TraceFormatError, UserError
 from toolproof.replay._time import parse_time, parse_timestamp
+from toolproof.replay._tool_sets import Unjoined, encode_parts
 
 if TYPE_CHECKING:
     pass
@@ -194,22 +195,29 @@ class _Row:
     duration_ms: float
     tools: dict[str, int]
     tags: list[str]
+    #: The digest of the row's tool set and its bytes (``payload`` then holds the trace's
+    #: JSON without its tools, see ``_tool_sets.py``); ``None``: the tools are inline.
+    tool_set: str | None = None
+    tool_set_json: bytes = b""
 
 
 def _row_from_trace(trace: Trace) -> _Row:
     # The encoder refuses what it cannot write so that it reads back (see _trace.py).
+    payload, tools_json, digest = encode_parts(trace)
     return _Row(
         id=trace.id,
         ts=parse_timestamp(trace.started_at),
         started_at=trace.started_at,
         model=trace.model,
         status=trace.stop_reason,
-        payload=trace._to_json_bytes(),
+        payload=payload,
         version=trace.version,
         input=trace.input[:_INPUT_PREVIEW],
         duration_ms=trace.duration_ms,
         tools=_tool_counts(call.name for call in trace.tool_calls),
         tags=list(dict.fromkeys(trace.tags)),
+        tool_set=digest,
+        tool_set_json=tools_json or b"",
     )
 
 
@@ -257,6 +265,8 @@ def _tool_counts(names: Iterable[str]) -> dict[str, int]:
 def _decode(payload: Any, version: Any, trace_id: str, *, writing: bool = False) -> Trace:
     """Decode a stored payload; ``TraceFormatError`` naming the id and the reason if not."""
     try:
+        if type(payload) is Unjoined:
+            raise TraceFormatError(payload.reason)
         if not isinstance(payload, (bytes, str)):
             raise TraceFormatError(f"the payload is {type(payload).__name__}, not JSON text")
         trace = Trace.from_json(payload)
