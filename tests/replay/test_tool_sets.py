@@ -313,6 +313,17 @@ def test_both_engines_store_each_tools_array_once_and_read_back_the_same(
         assert report.counts["pass"] == 4, report.summary()
 
 
+def test_the_integrity_check_names_traces_whose_tool_set_is_gone(store_url: str) -> None:
+    traces = [replace(user_trace(200 + n), id=f"i-{n}") for n in range(3)]
+    with TraceStore(store_url) as store:
+        store.add_many(traces)
+        assert store.integrity_check() == "ok"
+        store._exec("DELETE FROM tool_sets")
+        assert store.integrity_check() == "3 traces name a tool set that is not stored"
+        store.add(replace(traces[0], id="i-new"))  # writes the tool set again
+        assert store.integrity_check() == "ok"
+
+
 def test_tools_are_stored_exactly_as_redacting_them_inline_gives(tmp_path: Path) -> None:
     secret_tool = ToolInfo(
         "query_users",

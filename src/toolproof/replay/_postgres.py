@@ -29,7 +29,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from toolproof.errors import UserError
 from toolproof.replay._store import _TRACE_COLUMNS as _COLUMNS
-from toolproof.replay._store import DEFAULT_STORE_PATH, TraceStore, _Dialect
+from toolproof.replay._store import DEFAULT_STORE_PATH, TraceStore, _Dialect, _missing_tool_sets
 
 __all__ = ["PostgresTraceStore", "mask_url"]
 
@@ -279,7 +279,7 @@ class PostgresTraceStore(TraceStore):
             conn.close()
 
     def integrity_check(self) -> str:
-        """``"ok"`` when no tag or tool row outlived its trace (else what is wrong)."""
+        """``"ok"`` when no tag or tool row outlived its trace and no trace lacks its tool set."""
         with self._lock:
             orphans = self._exec(
                 "SELECT (SELECT COUNT(*) FROM trace_tags g WHERE NOT EXISTS "
@@ -287,4 +287,6 @@ class PostgresTraceStore(TraceStore):
                 "(SELECT COUNT(*) FROM trace_tools x WHERE NOT EXISTS "
                 "(SELECT 1 FROM traces t WHERE t.id = x.trace_id))"
             ).fetchone()[0]
-        return "ok" if int(orphans) == 0 else f"{orphans} tag or tool rows without their trace"
+            if int(orphans) != 0:
+                return f"{orphans} tag or tool rows without their trace"
+            return _missing_tool_sets(self)

@@ -287,10 +287,11 @@ class TraceStore:
         """The engine's consistency check: ``"ok"`` for a sound store.
 
         For SQLite, ``PRAGMA integrity_check``; for PostgreSQL, that no tag or tool row
-        outlived its trace.
+        outlived its trace. On both, that every trace naming a tool set has it.
         """
         with self._lock:
-            return str(self._exec("PRAGMA integrity_check").fetchone()[0])
+            verdict = str(self._exec("PRAGMA integrity_check").fetchone()[0])
+            return verdict if verdict != "ok" else _missing_tool_sets(self)
 
     def _close_connection(self) -> None:
         self._conn.close()
@@ -748,3 +749,16 @@ def open_store(path: str | Path | None = None, *, create: bool = False) -> Trace
     ``path`` is a file, or a ``postgresql://`` URL for a PostgreSQL store.
     """
     return TraceStore(path or DEFAULT_STORE_PATH, create=create)
+
+
+#: Traces naming a tool set the store does not hold (a row a reader would have to skip).
+_MISSING_TOOL_SETS = (
+    "SELECT COUNT(*) FROM traces t WHERE t.tool_set IS NOT NULL AND NOT EXISTS "
+    "(SELECT 1 FROM tool_sets s WHERE s.digest = t.tool_set)"
+)
+
+
+def _missing_tool_sets(store: TraceStore) -> str:
+    """``"ok"``, or how many traces name a tool set that is not stored."""
+    missing = int(store._exec(_MISSING_TOOL_SETS).fetchone()[0])
+    return "ok" if missing == 0 else f"{missing} traces name a tool set that is not stored"
