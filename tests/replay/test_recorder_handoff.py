@@ -109,6 +109,74 @@ def test_a_thread_that_ran_once_gets_short_slices_at_once(tmp_path: Path, clocks
         assert recorder.close(60)
 
 
+class _Checkpoints:
+    """A checkpoint thread's CPU reading: the fake clock's other threads, until it stops."""
+
+    def __init__(self, clocks: _Clocks) -> None:
+        self.clocks = clocks
+        self.stopped_at: float | None = None
+
+    def cpu_time(self) -> float:
+        return self.clocks.others if self.stopped_at is None else self.stopped_at
+
+    def close(self, timeout: float | None = None) -> None:
+        pass
+
+
+def test_the_writers_own_checkpoints_do_not_count_as_the_agent_running(
+    tmp_path: Path, clocks: _Clocks
+) -> None:
+    recorder = Recorder(tmp_path / "r.db", flush_interval=3600)
+    assert recorder._started.wait(60)
+    real = recorder._checkpointer
+    checkpoints = _Checkpoints(clocks)
+    recorder._checkpointer = checkpoints  # type: ignore[assignment]
+    try:
+        quiet = _work(recorder, clocks, 0.05)
+        # all the other CPU time is the checkpoint thread's: the slices stay long
+        assert _work(recorder, clocks, 0.05, others=1e-6) <= quiet + 1
+        checkpoints.stopped_at = clocks.others  # the checkpoints end; another thread runs
+        assert (
+            _work(recorder, clocks, 0.01, others=1e-6)
+            >= 0.01 / (recorder_module._SLICE + 70e-6) - 1
+        )
+    finally:
+        recorder._checkpointer = real
+        assert recorder.close(60)
+
+
+def test_a_checkpoint_thread_reports_the_cpu_time_it_used(tmp_path: Path) -> None:
+    import sqlite3
+    import time
+
+    from toolproof.replay._checkpoint import Checkpointer
+
+    path = tmp_path / "wal.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    conn.execute("CREATE TABLE t (v BLOB)")
+    conn.executemany("INSERT INTO t VALUES (?)", [(b"x" * 4000,) for _ in range(3000)])
+    checkpoints = Checkpointer(path, every=1)
+    try:
+        deadline = time.monotonic() + 30
+        while checkpoints._clock is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if not hasattr(time, "pthread_getcpuclockid"):  # no thread clocks: nothing counted
+            assert checkpoints.cpu_time() == 0.0
+            return
+        before = checkpoints.cpu_time()
+        checkpoints.written(1)  # 12 MB of log to copy back
+        while checkpoints.checkpoints == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert checkpoints.checkpoints == 1
+        assert checkpoints.cpu_time() > before
+    finally:
+        checkpoints.close(30)
+        conn.close()
+    assert checkpoints.cpu_time() >= before  # the thread has ended: its last reading stands
+
+
 def test_the_trace_encoder_is_built_when_the_recorder_is_made(tmp_path: Path) -> None:
     # Its set-up (~15 ms in one call) would otherwise hold the interpreter in the writer's
     # first batch, while the agent's threads wait.

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 logger = logging.getLogger("toolproof.replay")
@@ -32,6 +33,8 @@ class Checkpointer:
         self._pending = 0
         self._wake = threading.Event()
         self._stop = False
+        self._clock: int | None = None  # the thread's CPU clock, where the OS has one
+        self._cpu = 0.0
         self._thread = threading.Thread(
             target=self._run, name="toolproof-recorder-checkpoint", daemon=True
         )
@@ -44,6 +47,20 @@ class Checkpointer:
             self._pending = 0
             self._wake.set()
 
+    def cpu_time(self) -> float:
+        """CPU seconds the thread has used so far (0 where the OS gives no thread clocks).
+
+        The writer tells its own work apart from the agent's threads by their CPU time: the
+        checkpoints are the writer's, not a sign that the agent is running.
+        """
+        clock = self._clock
+        if clock is not None:
+            try:
+                self._cpu = time.clock_gettime(clock)
+            except OSError:  # the thread has ended: its last reading stands
+                self._clock = None
+        return self._cpu
+
     def close(self, timeout: float | None = 30.0) -> None:
         """Stop the thread (a checkpoint under way finishes first)."""
         self._stop = True
@@ -51,6 +68,12 @@ class Checkpointer:
         self._thread.join(timeout)
 
     def _run(self) -> None:
+        clock_of = getattr(time, "pthread_getcpuclockid", None)
+        if clock_of is not None:
+            try:
+                self._clock = clock_of(threading.get_ident())
+            except OSError:  # pragma: no cover - no clock for this thread
+                self._clock = None
         try:
             conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
         except sqlite3.Error as exc:  # pragma: no cover - the writer opened the same file

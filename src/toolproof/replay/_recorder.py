@@ -543,6 +543,8 @@ class Recorder:
         time.sleep(_NAP)
         self._offered = after = time.perf_counter()
         others = time.process_time() - time.thread_time()
+        if self._checkpointer is not None:  # the writer's own thread, not the agent's
+            others -= self._checkpointer.cpu_time()
         if others - self._others > _OTHERS_RAN:
             self._busy_until = after + _QUIET_AFTER
         self._others = others
