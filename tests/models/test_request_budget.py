@@ -57,6 +57,15 @@ def counts(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
         return real_dumps(value)
 
     monkeypatch.setattr(openai_module, "_dumps", dumps)
+    real_encode = openai_module._encode
+
+    def encode(value: Any) -> bytes:
+        """The adapter's encoder of the messages part of a body (the tools are spliced in)."""
+        if isinstance(value, dict) and "messages" in value:
+            found["body_encodes"] += 1
+        return real_encode(value)
+
+    monkeypatch.setattr(openai_module, "_encode", encode)
     return found
 
 

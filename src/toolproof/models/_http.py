@@ -27,10 +27,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Deadlines",
+    "LoopState",
     "RetryPolicy",
     "SessionPool",
     "Stalled",
     "Timeout",
+    "Watch",
     "env_proxy",
     "parse_retry_after",
     "rejects_request",
@@ -101,19 +103,37 @@ class Deadlines:
 
     ``wait(awaitable)`` awaits with the nearer deadline and raises :class:`Stalled` when it
     passes; ``progress()`` pushes the progress deadline back (a part of the answer came).
+
+    With a :class:`Watch` (one per loop, from :meth:`SessionPool.state`), the deadline is kept
+    by the watch's single timer instead of a timer (``asyncio.timeout_at``) per wait.
     """
 
-    __slots__ = ("_loop", "_progress", "_progress_at", "_total", "_total_at")
+    __slots__ = (
+        "_expired",
+        "_loop",
+        "_progress",
+        "_progress_at",
+        "_task",
+        "_total",
+        "_total_at",
+        "_watch",
+    )
 
-    def __init__(self, timeout: Timeout) -> None:
-        import asyncio
+    def __init__(self, timeout: Timeout, watch: Watch | None = None) -> None:
+        if watch is None:
+            import asyncio
 
-        self._loop = asyncio.get_running_loop()
+            self._loop = asyncio.get_running_loop()
+        else:
+            self._loop = watch.loop
         now = self._loop.time()
+        self._watch = watch
         self._progress = timeout.progress
         self._total = timeout.total
         self._progress_at = None if timeout.progress is None else now + timeout.progress
         self._total_at = None if timeout.total is None else now + timeout.total
+        self._task: asyncio.Task[Any] | None = None
+        self._expired = False
 
     def progress(self) -> None:
         """A part of the answer arrived."""
@@ -122,6 +142,43 @@ class Deadlines:
 
     async def wait(self, awaitable: Awaitable[Any]) -> Any:
         """Await ``awaitable`` until the nearer deadline; :class:`Stalled` past it."""
+        watch = self._watch
+        if watch is None or _current_task is None:
+            return await self._wait_with_timer(awaitable)
+        kind, at = self._nearest()
+        if at is None:
+            return await awaitable
+        task = _current_task()
+        if task is None:  # pragma: no cover - awaited outside a task
+            return await self._wait_with_timer(awaitable)
+        cancelling = task.cancelling()
+        self._task = task
+        watch.arm(self, at)
+        try:
+            result = await awaitable
+        except _CancelledError:
+            if self._expired and task.uncancel() <= cancelling:
+                # The watch cancelled this task and nothing else asked to: a deadline passed.
+                kind, _ = self._nearest()
+                seconds = self._progress if kind == "progress" else self._total
+                raise Stalled(kind, seconds or 0.0) from None
+            raise
+        finally:
+            watch.disarm(self)
+            self._task = None
+        if self._expired:  # pragma: no cover - the awaitable swallowed the cancellation
+            self._expired = False
+            task.uncancel()
+        return result
+
+    def _expire(self) -> None:
+        """Called by the watch: the deadline of the current wait has passed."""
+        task = self._task
+        if task is not None and not self._expired:
+            self._expired = True
+            task.cancel()
+
+    async def _wait_with_timer(self, awaitable: Awaitable[Any]) -> Any:
         import asyncio
 
         kind, at = self._nearest()
@@ -148,6 +205,79 @@ class Deadlines:
         if t is None or p < t:
             return "progress", p
         return "total", t
+
+
+class Watch:
+    """The deadlines of one event loop's waiting attempts, kept by a single timer.
+
+    A timer per request (``asyncio.timeout_at``) is scheduled, cancelled and left in the
+    loop's heap for every request, though deadlines of minutes almost never pass. The watch
+    keeps one timer, at the nearest deadline of the attempts waiting: arming a later
+    deadline costs a set insertion. When the timer fires it cancels the tasks whose
+    deadline has passed (their :meth:`Deadlines.wait` turns that into :class:`Stalled`)
+    and sets itself for the nearest deadline left; deadlines pushed back by progress are
+    found then.
+    """
+
+    __slots__ = ("_at", "_handle", "_waiting", "loop")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        global _current_task, _CancelledError
+        if _current_task is None:
+            _current_task, _CancelledError = _task_tools()
+        self.loop = loop
+        self._waiting: set[Deadlines] = set()
+        self._handle: asyncio.TimerHandle | None = None
+        self._at = _INFINITY
+
+    def arm(self, deadlines: Deadlines, at: float) -> None:
+        """Keep ``deadlines`` (whose current wait ends at ``at``) until :meth:`disarm`."""
+        self._waiting.add(deadlines)
+        if at < self._at:
+            if self._handle is not None:
+                self._handle.cancel()
+            self._at = at
+            self._handle = self.loop.call_at(at, self._fire)
+
+    def disarm(self, deadlines: Deadlines) -> None:
+        """The wait of ``deadlines`` ended (the timer stays: it finds nothing due)."""
+        self._waiting.discard(deadlines)
+
+    def _fire(self) -> None:
+        self._handle = None
+        self._at = _INFINITY
+        # The loop runs timers due within its clock resolution: count those as passed.
+        now = self.loop.time() + 0.001
+        nearest = _INFINITY
+        for deadlines in list(self._waiting):
+            at = deadlines._nearest()[1]
+            if at is None:  # pragma: no cover - armed only with a deadline
+                continue
+            if at <= now:
+                self._waiting.discard(deadlines)
+                deadlines._expire()
+            elif at < nearest:
+                nearest = at
+        if nearest < self._at:
+            self._at = nearest
+            self._handle = self.loop.call_at(nearest, self._fire)
+
+
+_INFINITY = float("inf")
+
+
+def _task_tools() -> tuple[Any, Any]:
+    """``asyncio.current_task`` and ``CancelledError`` when tasks can be uncancelled (3.11+)."""
+    import asyncio
+
+    if not hasattr(asyncio.Task, "uncancel"):  # pragma: no cover - Python 3.10
+        return None, asyncio.CancelledError
+    return asyncio.current_task, asyncio.CancelledError
+
+
+_current_task: Any = None
+_CancelledError: Any = BaseException
+_running_loop: Any = None
 
 
 def rejects_request(status: int, message: str | None, error_type: str | None) -> bool:
@@ -307,11 +437,15 @@ def env_proxy(url: str) -> str | None:
     return proxy
 
 
-class _LoopState:
-    __slots__ = ("closer", "session")
+class LoopState:
+    """What a model keeps per event loop: its HTTP session and the watch of its deadlines."""
 
-    def __init__(self, session: aiohttp.ClientSession) -> None:
+    __slots__ = ("closer", "loop", "session", "watch")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, session: aiohttp.ClientSession) -> None:
+        self.loop = loop
         self.session = session
+        self.watch = Watch(loop)
         self.closer: AsyncGenerator[None, None] | None = None
 
 
@@ -341,23 +475,36 @@ class SessionPool:
         self.headers = dict(headers)
         self.max_connections = max_connections
         self.url = url
-        self._states: dict[int, tuple[asyncio.AbstractEventLoop, _LoopState]] = {}
+        self._states: dict[int, tuple[asyncio.AbstractEventLoop, LoopState]] = {}
+        self._last: LoopState | None = None
 
     async def session(self) -> aiohttp.ClientSession:
         """The session of the running loop, created on first use."""
-        import asyncio
+        return (await self.state()).session
 
-        loop = asyncio.get_running_loop()
+    async def state(self) -> LoopState:
+        """The session and deadline watch of the running loop, created on first use."""
+        global _running_loop
+        if _running_loop is None:
+            import asyncio
+
+            _running_loop = asyncio.get_running_loop
+        loop = _running_loop()
+        last = self._last
+        if last is not None and last.loop is loop and not last.session.closed:
+            return last  # the loop of the previous request: no lookup
         entry = self._states.get(id(loop))
         if entry is not None and entry[0] is loop and not entry[1].session.closed:
-            return entry[1].session
+            self._last = entry[1]
+            return entry[1]
         self._forget_closed_loops()
-        state = _LoopState(self._new_session())
+        state = LoopState(loop, self._new_session())
         self._states[id(loop)] = (loop, state)
         closer = self._closer(loop, state)
         state.closer = closer
         await closer.__anext__()  # registers it with the loop's async-generator hooks
-        return state.session
+        self._last = state
+        return state
 
     def _new_session(self) -> aiohttp.ClientSession:
         import aiohttp
@@ -388,7 +535,7 @@ class SessionPool:
         )
 
     async def _closer(
-        self, loop: asyncio.AbstractEventLoop, state: _LoopState
+        self, loop: asyncio.AbstractEventLoop, state: LoopState
     ) -> AsyncGenerator[None, None]:
         try:
             yield
@@ -396,6 +543,8 @@ class SessionPool:
             entry = self._states.get(id(loop))
             if entry is not None and entry[1] is state:
                 del self._states[id(loop)]
+            if self._last is state:
+                self._last = None
             await state.session.close()
 
     def _forget_closed_loops(self) -> None:
@@ -405,6 +554,8 @@ class SessionPool:
                 # already unusable; drop the transports without awaiting anything.
                 if self._states.pop(key, None) is None:
                     continue  # another thread got there first
+                if self._last is state:
+                    self._last = None
                 connector = state.session.connector
                 if connector is not None:
                     with contextlib.suppress(RuntimeError):  # the dead loop cannot run a task
@@ -423,6 +574,8 @@ class SessionPool:
         if entry is None or entry[0] is not loop:
             return
         state = entry[1]
+        if self._last is state:
+            self._last = None
         closer, state.closer = state.closer, None
         if closer is not None:
             await closer.aclose()  # runs the finally: closes the session
