@@ -109,6 +109,7 @@ class Deadlines:
     """
 
     __slots__ = (
+        "_cancelling",
         "_expired",
         "_loop",
         "_progress",
@@ -117,6 +118,7 @@ class Deadlines:
         "_total",
         "_total_at",
         "_watch",
+        "watched",
     )
 
     def __init__(self, timeout: Timeout, watch: Watch | None = None) -> None:
@@ -128,11 +130,14 @@ class Deadlines:
             self._loop = watch.loop
         now = self._loop.time()
         self._watch = watch
+        #: Whether the watch keeps the deadlines, so that ``with deadlines:`` may be used.
+        self.watched = watch is not None and _current_task is not None
         self._progress = timeout.progress
         self._total = timeout.total
         self._progress_at = None if timeout.progress is None else now + timeout.progress
         self._total_at = None if timeout.total is None else now + timeout.total
         self._task: asyncio.Task[Any] | None = None
+        self._cancelling = 0
         self._expired = False
 
     def progress(self) -> None:
@@ -142,34 +147,41 @@ class Deadlines:
 
     async def wait(self, awaitable: Awaitable[Any]) -> Any:
         """Await ``awaitable`` until the nearer deadline; :class:`Stalled` past it."""
-        watch = self._watch
-        if watch is None or _current_task is None:
+        if not self.watched:
             return await self._wait_with_timer(awaitable)
-        kind, at = self._nearest()
-        if at is None:
+        with self:
             return await awaitable
-        task = _current_task()
-        if task is None:  # pragma: no cover - awaited outside a task
-            return await self._wait_with_timer(awaitable)
-        cancelling = task.cancelling()
-        self._task = task
-        watch.arm(self, at)
-        try:
-            result = await awaitable
-        except _CancelledError:
-            if self._expired and task.uncancel() <= cancelling:
-                # The watch cancelled this task and nothing else asked to: a deadline passed.
-                kind, _ = self._nearest()
-                seconds = self._progress if kind == "progress" else self._total
-                raise Stalled(kind, seconds or 0.0) from None
-            raise
-        finally:
-            watch.disarm(self)
-            self._task = None
-        if self._expired:  # pragma: no cover - the awaitable swallowed the cancellation
-            self._expired = False
-            task.uncancel()
-        return result
+
+    def __enter__(self) -> Deadlines:
+        """The awaits of the block end at the nearer deadline (with a watch only).
+
+        ``with deadlines: await ...`` is :meth:`wait` without a coroutine of its own.
+        """
+        at = self._nearest()[1]
+        if at is not None and self._watch is not None:
+            task = _current_task()
+            if task is not None:  # pragma: no branch - always awaited in a task
+                self._cancelling = task.cancelling()
+                self._task = task
+                self._watch.arm(self, at)
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: object, tb: object) -> None:
+        task = self._task
+        if task is None or self._watch is None:
+            return
+        self._task = None
+        self._watch.disarm(self)
+        if not self._expired:
+            return
+        self._expired = False
+        # The watch cancelled the task: a deadline passed, unless something else asked for
+        # the task to be cancelled too (then the cancellation goes on).
+        ours = task.uncancel() <= self._cancelling
+        if ours and kind is not None and issubclass(kind, _CancelledError):
+            which = self._nearest()[0]
+            seconds = self._progress if which == "progress" else self._total
+            raise Stalled(which, seconds or 0.0) from None
 
     def _expire(self) -> None:
         """Called by the watch: the deadline of the current wait has passed."""
@@ -482,6 +494,16 @@ class SessionPool:
         """The session of the running loop, created on first use."""
         return (await self.state()).session
 
+    def current(self) -> LoopState | None:
+        """The state of the running loop if it served the previous request, else ``None``.
+
+        Every path that closes a state's session forgets it first, so it is open.
+        """
+        last = self._last
+        if last is not None and _running_loop is not None and last.loop is _running_loop():
+            return last
+        return None
+
     async def state(self) -> LoopState:
         """The session and deadline watch of the running loop, created on first use."""
         global _running_loop
@@ -491,8 +513,8 @@ class SessionPool:
             _running_loop = asyncio.get_running_loop
         loop = _running_loop()
         last = self._last
-        if last is not None and last.loop is loop and not last.session.closed:
-            return last  # the loop of the previous request: no lookup
+        if last is not None and last.loop is loop:
+            return last  # the loop of the previous request: no lookup (see current())
         entry = self._states.get(id(loop))
         if entry is not None and entry[0] is loop and not entry[1].session.closed:
             self._last = entry[1]
@@ -523,13 +545,16 @@ class SessionPool:
         if read is not None and t.progress is not None and read >= t.progress:
             read = None
         proxy = env_proxy(self.url) if self.url else None
+        has_agent = any(name.lower() == "user-agent" for name in self.headers)
         return aiohttp.ClientSession(
             connector=connector,
             headers=self.headers,
             # The total and progress deadlines are kept by the adapter (Deadlines), which can tell
             # keep-alives from progress and say which limit was reached.
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=t.connect, sock_read=read),
-            skip_auto_headers=("User-Agent",),
+            # aiohttp adds no User-Agent of its own when the headers have one; asking it to
+            # skip one costs a copy of the headers on every request.
+            skip_auto_headers=None if has_agent else ("User-Agent",),
             proxy=proxy,
             proxy_auth=aiohttp.BasicAuth.from_url(URL(proxy)) if proxy else None,
         )

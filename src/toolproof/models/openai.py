@@ -367,16 +367,16 @@ class OpenAIChatModel(Model):
     # -- one HTTP attempt ----------------------------------------------------------------------
 
     async def _attempt(self, payload: bytes, messages: Sequence[Message]) -> ModelResponse:
-        import asyncio
-
-        import aiohttp
-
         from toolproof.models._http import Deadlines, Stalled
 
-        state = await self._pool.state()
+        state = self._pool.current() or await self._pool.state()
         deadlines = Deadlines(self.timeout, state.watch)
         try:
-            response = await deadlines.wait(state.session.post(self.url, data=payload))
+            if deadlines.watched:
+                with deadlines:
+                    response = await state.session.post(self.url, data=payload)
+            else:
+                response = await deadlines.wait(state.session.post(self.url, data=payload))
             async with response:
                 try:
                     if response.status >= 400:
@@ -389,23 +389,27 @@ class OpenAIChatModel(Model):
                         "text/event-stream"
                     ):
                         return await self._read_stream(response, messages, deadlines)
-                    raw = await self._read_body(response, deadlines)
+                    content = response.content
+                    if content.is_eof():
+                        # The whole body is already here (the usual case for a small answer):
+                        # no wait, and no deadline left to push back.
+                        raw = content.read_nowait()
+                    else:
+                        raw = await self._read_body(response, deadlines)
                 except Stalled:
                     response.close()  # the connection is in an unknown state: drop it
                     raise
         except Stalled as exc:
             raise self._stalled_error(exc) from None
-        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
-            raise self._connection_error(exc) from exc
+        except Exception as exc:
+            if isinstance(exc, _transport_errors()):
+                raise self._connection_error(exc) from exc
+            raise
         return self._parse_completion(raw, messages)
 
     async def _read_body(self, response: aiohttp.ClientResponse, deadlines: Any) -> bytes:
         """The whole body; keep-alive whitespace before the JSON is not progress."""
         content = response.content
-        if content.is_eof():
-            # The whole body is already here (the usual case for a small answer): no wait,
-            # and no deadline left to push back.
-            return content.read_nowait()
         parts: list[bytes] = []
         while True:
             chunk = await deadlines.wait(content.readany())
@@ -501,12 +505,12 @@ class OpenAIChatModel(Model):
         reasoning = wire.get("reasoning_content")
         if not isinstance(reasoning, str):
             reasoning = wire.get("reasoning") if isinstance(wire.get("reasoning"), str) else None
-        message = Message(role="assistant", content=content, tool_calls=calls, reasoning=reasoning)
+        message = Message("assistant", content, calls, None, None, reasoning)  # by position
         return ModelResponse(
-            message=message,
-            usage=_usage(data.get("usage"), messages, message),
-            model_name=data.get("model") or self.model,
-            finish_reason=choice.get("finish_reason"),
+            message,
+            _usage(data.get("usage"), messages, message),
+            data.get("model") or self.model,
+            choice.get("finish_reason"),
         )
 
     # -- errors --------------------------------------------------------------------------------
@@ -659,6 +663,15 @@ class OpenAIChatModel(Model):
         else:
             text = f"the request to {self.url} failed: {type(exc).__name__}: {exc}"
         return ModelConnectionError(f"{self.name}: {text}")
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """What a failed connection or a timeout of aiohttp raises (aiohttp is loaded by then)."""
+    import asyncio
+
+    import aiohttp
+
+    return (aiohttp.ClientError, asyncio.TimeoutError)
 
 
 _ENCODER: Any = None
