@@ -136,7 +136,7 @@ class Deadlines:
         self._total = timeout.total
         self._progress_at = None if timeout.progress is None else now + timeout.progress
         self._total_at = None if timeout.total is None else now + timeout.total
-        self._task: asyncio.Task[Any] | None = None
+        self._task: Any = None  # the waiting asyncio.Task (uncancel() is Python 3.11+)
         self._cancelling = 0
         self._expired = False
 
