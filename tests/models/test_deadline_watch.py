@@ -10,6 +10,7 @@ per request, against real local aiohttp servers.
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -151,12 +152,13 @@ async def test_another_cancellation_is_not_turned_into_a_timeout(
 async def test_a_watched_wait_past_its_deadline_raises_stalled_and_uncancels() -> None:
     loop = asyncio.get_running_loop()
     deadlines = Deadlines(Timeout(progress=0.05), Watch(loop))
-    assert deadlines.watched
+    assert deadlines.watched == (sys.version_info >= (3, 11))  # 3.10: a timer per wait
     with pytest.raises(Stalled) as caught:
         await deadlines.wait(asyncio.sleep(5))
     assert (caught.value.kind, caught.value.seconds) == ("progress", 0.05)
-    task = asyncio.current_task()
-    assert task is not None and task.cancelling() == 0  # nothing left to cancel this task
+    task: Any = asyncio.current_task()
+    if sys.version_info >= (3, 11):
+        assert task.cancelling() == 0  # nothing left to cancel this task
     await asyncio.sleep(0.01)  # and it is not cancelled later either
 
 
