@@ -167,7 +167,11 @@ def callgrind(runs: int = CALLGRIND_RUNS) -> None:
         f"time, mean of {runs} after 10 warm-up runs, valgrind --tool=callgrind):"
     )
     print(f"  bare aiohttp loop  {bare:12,.0f}")
-    print(f"  toolproof agent    {adapter:12,.0f}  ({adapter / bare:.2f}x, +{adapter - bare:,.0f})")
+    print(
+        f"  toolproof agent    {adapter:12,.0f}  ({adapter / bare:.2f}x, +{adapter - bare:,.0f}; "
+        f"+{(adapter - bare) / CALLS_PER_RUN:,.0f} per model call; target <= 1.10x: "
+        f"{'met' if adapter <= 1.10 * bare else 'NOT met'})"
+    )
 
 
 def main() -> int:

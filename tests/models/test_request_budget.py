@@ -1,10 +1,12 @@
 """Work budget of the OpenAI-compatible adapter per model call: counted, not timed.
 
 The HTTP request path is most of a ``toolproof run``'s CPU. Each model call builds its body
-once, encodes it once, sends one request and parses one response; a retry resends the same
-bytes; the tools array, the same on every request, is encoded once per model and set of
-definitions (and again only when a definition changes). Counting those calls catches a
-regression on any machine, however busy.
+once, encodes it once, sends one request and parses one response, decoding its body once
+(by pydantic-core; ``json`` only for what it refuses); a retry resends the same bytes; the
+tools array, the same on every request, is encoded once per model and set of definitions
+(and again only when a definition changes). No timer is scheduled per request
+(``test_deadline_watch.py``). Counting those calls catches a regression on any machine,
+however busy.
 """
 
 from __future__ import annotations
@@ -44,8 +46,9 @@ def _count(monkeypatch: pytest.MonkeyPatch, counts: Counter[str], owner: Any, na
 @pytest.fixture
 def counts(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     found: Counter[str] = Counter()
-    for name in ("_payload", "_attempt", "_parse_completion", "_wire_messages"):
+    for name in ("_payload", "_attempt", "_parse_completion", "_wire_messages", "_decode_slowly"):
         _count(monkeypatch, found, OpenAIChatModel, name)
+    _count(monkeypatch, found, openai_module, "_decode")
     real_dumps = openai_module._dumps
 
     def dumps(value: Any) -> str:
@@ -57,6 +60,15 @@ def counts(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
         return real_dumps(value)
 
     monkeypatch.setattr(openai_module, "_dumps", dumps)
+    real_encode = openai_module._encode
+
+    def encode(value: Any) -> bytes:
+        """The adapter's encoder of the messages part of a body (the tools are spliced in)."""
+        if isinstance(value, dict) and "messages" in value:
+            found["body_encodes"] += 1
+        return real_encode(value)
+
+    monkeypatch.setattr(openai_module, "_encode", encode)
     return found
 
 
@@ -77,6 +89,7 @@ def test_one_agent_run_builds_encodes_and_sends_one_request_per_model_call(
         tools_encodes=1,
         _attempt=2,
         _parse_completion=2,
+        _decode=2,  # one read of each body, by pydantic-core; json reads none of them
     ), counts
 
 
@@ -89,7 +102,7 @@ def test_a_retry_resends_the_same_bytes_without_building_the_body_again(
     result = Agent(model, []).run_sync("hello")
     assert result.output == "ok"
     assert counts == Counter(
-        _payload=1, _wire_messages=1, body_encodes=1, _attempt=2, _parse_completion=1
+        _payload=1, _wire_messages=1, body_encodes=1, _attempt=2, _parse_completion=1, _decode=1
     ), counts
 
 

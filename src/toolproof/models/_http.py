@@ -27,10 +27,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Deadlines",
+    "LoopState",
     "RetryPolicy",
     "SessionPool",
     "Stalled",
     "Timeout",
+    "Watch",
     "env_proxy",
     "parse_retry_after",
     "rejects_request",
@@ -101,19 +103,42 @@ class Deadlines:
 
     ``wait(awaitable)`` awaits with the nearer deadline and raises :class:`Stalled` when it
     passes; ``progress()`` pushes the progress deadline back (a part of the answer came).
+
+    With a :class:`Watch` (one per loop, from :meth:`SessionPool.state`), the deadline is kept
+    by the watch's single timer instead of a timer (``asyncio.timeout_at``) per wait.
     """
 
-    __slots__ = ("_loop", "_progress", "_progress_at", "_total", "_total_at")
+    __slots__ = (
+        "_cancelling",
+        "_expired",
+        "_loop",
+        "_progress",
+        "_progress_at",
+        "_task",
+        "_total",
+        "_total_at",
+        "_watch",
+        "watched",
+    )
 
-    def __init__(self, timeout: Timeout) -> None:
-        import asyncio
+    def __init__(self, timeout: Timeout, watch: Watch | None = None) -> None:
+        if watch is None:
+            import asyncio
 
-        self._loop = asyncio.get_running_loop()
+            self._loop = asyncio.get_running_loop()
+        else:
+            self._loop = watch.loop
         now = self._loop.time()
+        self._watch = watch
+        #: Whether the watch keeps the deadlines, so that ``with deadlines:`` may be used.
+        self.watched = watch is not None and _current_task is not None
         self._progress = timeout.progress
         self._total = timeout.total
         self._progress_at = None if timeout.progress is None else now + timeout.progress
         self._total_at = None if timeout.total is None else now + timeout.total
+        self._task: Any = None  # the waiting asyncio.Task (uncancel() is Python 3.11+)
+        self._cancelling = 0
+        self._expired = False
 
     def progress(self) -> None:
         """A part of the answer arrived."""
@@ -122,6 +147,50 @@ class Deadlines:
 
     async def wait(self, awaitable: Awaitable[Any]) -> Any:
         """Await ``awaitable`` until the nearer deadline; :class:`Stalled` past it."""
+        if not self.watched:
+            return await self._wait_with_timer(awaitable)
+        with self:
+            return await awaitable
+
+    def __enter__(self) -> Deadlines:
+        """The awaits of the block end at the nearer deadline (with a watch only).
+
+        ``with deadlines: await ...`` is :meth:`wait` without a coroutine of its own.
+        """
+        at = self._nearest()[1]
+        if at is not None and self._watch is not None:
+            task = _current_task()
+            if task is not None:  # pragma: no branch - always awaited in a task
+                self._cancelling = task.cancelling()
+                self._task = task
+                self._watch.arm(self, at)
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: object, tb: object) -> None:
+        task = self._task
+        if task is None or self._watch is None:
+            return
+        self._task = None
+        self._watch.disarm(self)
+        if not self._expired:
+            return
+        self._expired = False
+        # The watch cancelled the task: a deadline passed, unless something else asked for
+        # the task to be cancelled too (then the cancellation goes on).
+        ours = task.uncancel() <= self._cancelling
+        if ours and kind is not None and issubclass(kind, _CancelledError):
+            which = self._nearest()[0]
+            seconds = self._progress if which == "progress" else self._total
+            raise Stalled(which, seconds or 0.0) from None
+
+    def _expire(self) -> None:
+        """Called by the watch: the deadline of the current wait has passed."""
+        task = self._task
+        if task is not None and not self._expired:
+            self._expired = True
+            task.cancel()
+
+    async def _wait_with_timer(self, awaitable: Awaitable[Any]) -> Any:
         import asyncio
 
         kind, at = self._nearest()
@@ -148,6 +217,79 @@ class Deadlines:
         if t is None or p < t:
             return "progress", p
         return "total", t
+
+
+class Watch:
+    """The deadlines of one event loop's waiting attempts, kept by a single timer.
+
+    A timer per request (``asyncio.timeout_at``) is scheduled, cancelled and left in the
+    loop's heap for every request, though deadlines of minutes almost never pass. The watch
+    keeps one timer, at the nearest deadline of the attempts waiting: arming a later
+    deadline costs a set insertion. When the timer fires it cancels the tasks whose
+    deadline has passed (their :meth:`Deadlines.wait` turns that into :class:`Stalled`)
+    and sets itself for the nearest deadline left; deadlines pushed back by progress are
+    found then.
+    """
+
+    __slots__ = ("_at", "_handle", "_waiting", "loop")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        global _current_task, _CancelledError
+        if _current_task is None:
+            _current_task, _CancelledError = _task_tools()
+        self.loop = loop
+        self._waiting: set[Deadlines] = set()
+        self._handle: asyncio.TimerHandle | None = None
+        self._at = _INFINITY
+
+    def arm(self, deadlines: Deadlines, at: float) -> None:
+        """Keep ``deadlines`` (whose current wait ends at ``at``) until :meth:`disarm`."""
+        self._waiting.add(deadlines)
+        if at < self._at:
+            if self._handle is not None:
+                self._handle.cancel()
+            self._at = at
+            self._handle = self.loop.call_at(at, self._fire)
+
+    def disarm(self, deadlines: Deadlines) -> None:
+        """The wait of ``deadlines`` ended (the timer stays: it finds nothing due)."""
+        self._waiting.discard(deadlines)
+
+    def _fire(self) -> None:
+        self._handle = None
+        self._at = _INFINITY
+        # The loop runs timers due within its clock resolution: count those as passed.
+        now = self.loop.time() + 0.001
+        nearest = _INFINITY
+        for deadlines in list(self._waiting):
+            at = deadlines._nearest()[1]
+            if at is None:  # pragma: no cover - armed only with a deadline
+                continue
+            if at <= now:
+                self._waiting.discard(deadlines)
+                deadlines._expire()
+            elif at < nearest:
+                nearest = at
+        if nearest < self._at:
+            self._at = nearest
+            self._handle = self.loop.call_at(nearest, self._fire)
+
+
+_INFINITY = float("inf")
+
+
+def _task_tools() -> tuple[Any, Any]:
+    """``asyncio.current_task`` and ``CancelledError`` when tasks can be uncancelled (3.11+)."""
+    import asyncio
+
+    if not hasattr(asyncio.Task, "uncancel"):  # pragma: no cover - Python 3.10
+        return None, asyncio.CancelledError
+    return asyncio.current_task, asyncio.CancelledError
+
+
+_current_task: Any = None
+_CancelledError: Any = BaseException
+_running_loop: Any = None
 
 
 def rejects_request(status: int, message: str | None, error_type: str | None) -> bool:
@@ -307,11 +449,15 @@ def env_proxy(url: str) -> str | None:
     return proxy
 
 
-class _LoopState:
-    __slots__ = ("closer", "session")
+class LoopState:
+    """What a model keeps per event loop: its HTTP session and the watch of its deadlines."""
 
-    def __init__(self, session: aiohttp.ClientSession) -> None:
+    __slots__ = ("closer", "loop", "session", "watch")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, session: aiohttp.ClientSession) -> None:
+        self.loop = loop
         self.session = session
+        self.watch = Watch(loop)
         self.closer: AsyncGenerator[None, None] | None = None
 
 
@@ -341,23 +487,46 @@ class SessionPool:
         self.headers = dict(headers)
         self.max_connections = max_connections
         self.url = url
-        self._states: dict[int, tuple[asyncio.AbstractEventLoop, _LoopState]] = {}
+        self._states: dict[int, tuple[asyncio.AbstractEventLoop, LoopState]] = {}
+        self._last: LoopState | None = None
 
     async def session(self) -> aiohttp.ClientSession:
         """The session of the running loop, created on first use."""
-        import asyncio
+        return (await self.state()).session
 
-        loop = asyncio.get_running_loop()
+    def current(self) -> LoopState | None:
+        """The state of the running loop if it served the previous request, else ``None``.
+
+        Every path that closes a state's session forgets it first, so it is open.
+        """
+        last = self._last
+        if last is not None and _running_loop is not None and last.loop is _running_loop():
+            return last
+        return None
+
+    async def state(self) -> LoopState:
+        """The session and deadline watch of the running loop, created on first use."""
+        global _running_loop
+        if _running_loop is None:
+            import asyncio
+
+            _running_loop = asyncio.get_running_loop
+        loop = _running_loop()
+        last = self._last
+        if last is not None and last.loop is loop:
+            return last  # the loop of the previous request: no lookup (see current())
         entry = self._states.get(id(loop))
         if entry is not None and entry[0] is loop and not entry[1].session.closed:
-            return entry[1].session
+            self._last = entry[1]
+            return entry[1]
         self._forget_closed_loops()
-        state = _LoopState(self._new_session())
+        state = LoopState(loop, self._new_session())
         self._states[id(loop)] = (loop, state)
         closer = self._closer(loop, state)
         state.closer = closer
         await closer.__anext__()  # registers it with the loop's async-generator hooks
-        return state.session
+        self._last = state
+        return state
 
     def _new_session(self) -> aiohttp.ClientSession:
         import aiohttp
@@ -376,19 +545,22 @@ class SessionPool:
         if read is not None and t.progress is not None and read >= t.progress:
             read = None
         proxy = env_proxy(self.url) if self.url else None
+        has_agent = any(name.lower() == "user-agent" for name in self.headers)
         return aiohttp.ClientSession(
             connector=connector,
             headers=self.headers,
             # The total and progress deadlines are kept by the adapter (Deadlines), which can tell
             # keep-alives from progress and say which limit was reached.
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=t.connect, sock_read=read),
-            skip_auto_headers=("User-Agent",),
+            # aiohttp adds no User-Agent of its own when the headers have one; asking it to
+            # skip one costs a copy of the headers on every request.
+            skip_auto_headers=None if has_agent else ("User-Agent",),
             proxy=proxy,
             proxy_auth=aiohttp.BasicAuth.from_url(URL(proxy)) if proxy else None,
         )
 
     async def _closer(
-        self, loop: asyncio.AbstractEventLoop, state: _LoopState
+        self, loop: asyncio.AbstractEventLoop, state: LoopState
     ) -> AsyncGenerator[None, None]:
         try:
             yield
@@ -396,6 +568,8 @@ class SessionPool:
             entry = self._states.get(id(loop))
             if entry is not None and entry[1] is state:
                 del self._states[id(loop)]
+            if self._last is state:
+                self._last = None
             await state.session.close()
 
     def _forget_closed_loops(self) -> None:
@@ -405,6 +579,8 @@ class SessionPool:
                 # already unusable; drop the transports without awaiting anything.
                 if self._states.pop(key, None) is None:
                     continue  # another thread got there first
+                if self._last is state:
+                    self._last = None
                 connector = state.session.connector
                 if connector is not None:
                     with contextlib.suppress(RuntimeError):  # the dead loop cannot run a task
@@ -423,6 +599,8 @@ class SessionPool:
         if entry is None or entry[0] is not loop:
             return
         state = entry[1]
+        if self._last is state:
+            self._last = None
         closer, state.closer = state.closer, None
         if closer is not None:
             await closer.aclose()  # runs the finally: closes the session

@@ -12,6 +12,7 @@ from toolproof._messages import (
     ModelResponse,
     ToolCall,
     Usage,
+    _plain,
 )
 from toolproof._text import clip
 from toolproof.errors import (
@@ -237,11 +238,37 @@ def _tool_call(item: dict[str, Any], position: int) -> ToolCall:
     elif arguments is not None and not isinstance(arguments, str):
         arguments = str(arguments)
     call_id = item.get("id")
-    return ToolCall.from_json_arguments(
-        name if isinstance(name, str) else "",
-        arguments,
-        call_id if isinstance(call_id, str) and call_id else f"call_{position}",
-    )
+    name = name if isinstance(name, str) else ""
+    call_id = call_id if isinstance(call_id, str) and call_id else f"call_{position}"
+    if arguments:
+        parsed = _decode_object(arguments)
+        if parsed is not None:
+            return ToolCall(name, parsed, call_id, arguments)
+    return ToolCall.from_json_arguments(name, arguments, call_id)
+
+
+def _decode_object(text: str) -> dict[str, Any] | None:
+    """The JSON object ``text`` holds, read by pydantic-core, when it is plain JSON data.
+
+    ``None`` for anything else (not JSON, not an object, ``NaN``, lone surrogates, deep
+    nesting, huge integers): ``ToolCall.from_json_arguments`` then reads the text with
+    ``json`` and says what is wrong, as it always did. What both read, they read alike.
+    """
+    global _FROM_JSON
+    if _FROM_JSON is None:
+        from pydantic_core import from_json
+
+        _FROM_JSON = from_json
+    try:
+        parsed = _FROM_JSON(text, allow_inf_nan=False)
+    except ValueError:
+        return None
+    if type(parsed) is not dict or not _plain(parsed, 0):
+        return None
+    return parsed
+
+
+_FROM_JSON: Any = None
 
 
 def _content_text(content: Any) -> str | None:
@@ -272,10 +299,13 @@ def _usage(raw: Any, messages: Sequence[Message], message: Message) -> Usage:
             estimated=True,
         )
     if raw.keys() <= _PLAIN_USAGE:  # only the three counters: no details to collect
-        return Usage(
-            input_tokens=_int(raw.get("prompt_tokens")),
-            output_tokens=_int(raw.get("completion_tokens")),
-            requests=1,
+        prompt, completion = raw.get("prompt_tokens"), raw.get("completion_tokens")
+        return Usage(  # by position: see Message.system
+            prompt if type(prompt) is int else 0,
+            completion if type(completion) is int else 0,
+            0,
+            0,
+            1,
         )
     details: dict[str, int] = {}
     _flatten(raw, "", details)

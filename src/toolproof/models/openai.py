@@ -26,6 +26,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from toolproof import models as _models
 from toolproof._messages import (
     Message,
     ModelResponse,
@@ -170,7 +171,7 @@ class OpenAIChatModel(Model):
         self.stream_usage = stream_usage
         self._has_key = bool(api_key)
         self._tools_cache: dict[
-            tuple[int, ...], tuple[tuple[ToolDefinition, ...], list[tuple[str, str, Any]], str]
+            tuple[int, ...], tuple[tuple[ToolDefinition, ...], list[tuple[str, str, Any]], bytes]
         ] = {}
         all_headers = {
             "Content-Type": "application/json",
@@ -204,9 +205,8 @@ class OpenAIChatModel(Model):
                 retries).
             UnexpectedModelOutput: The provider's answer could not be understood.
         """
-        from toolproof.models import check_allow_model_requests
-
-        check_allow_model_requests(self.name)
+        if not _models.ALLOW_MODEL_REQUESTS:
+            _models.check_allow_model_requests(self.name)
         payload = self._payload(messages, tools, settings)
         policy = self.retry
         started = time.monotonic()
@@ -295,14 +295,14 @@ class OpenAIChatModel(Model):
         """
         if not tools or settings.extra:
             return _dumps(self.build_body(messages, tools, settings)).encode()
-        head = _dumps({"model": self.model, "messages": self._wire_messages(messages)})
+        head = _encode({"model": self.model, "messages": self._wire_messages(messages)})
         tail: dict[str, Any] = {}
         self._tool_fields(settings, tail)
         self._setting_fields(settings, tail)
-        rest = "," + _dumps(tail)[1:] if tail else "}"
-        return f'{head[:-1]},"tools":{self._tools_json(tools)}{rest}'.encode()
+        rest = b"," + _dumps(tail)[1:].encode() if tail else b"}"
+        return b"".join((head[:-1], b',"tools":', self._tools_json(tools), rest))
 
-    def _tools_json(self, tools: Sequence[ToolDefinition]) -> str:
+    def _tools_json(self, tools: Sequence[ToolDefinition]) -> bytes:
         """The encoded ``tools`` array, reused while the definitions are unchanged."""
         key = tuple(map(id, tools))
         found = self._tools_cache.get(key)
@@ -310,12 +310,17 @@ class OpenAIChatModel(Model):
             kept, snapshot, text = found
             # The same objects (ids are not reused while kept) with the same contents: a
             # definition changed in place since it was encoded is encoded again.
-            if all(a is b for a, b in zip(kept, tools, strict=True)) and all(
-                t.name == name and t.description == description and t.parameters == parameters
-                for t, (name, description, parameters) in zip(tools, snapshot, strict=True)
-            ):
+            for t, k, (name, description, parameters) in zip(tools, kept, snapshot, strict=True):
+                if (
+                    t is not k
+                    or t.name != name
+                    or t.description != description
+                    or t.parameters != parameters
+                ):
+                    break
+            else:
                 return text
-        text = _dumps([t.to_openai() for t in tools])
+        text = _dumps([t.to_openai() for t in tools]).encode()
         import copy
 
         snapshot = [(t.name, t.description, copy.deepcopy(t.parameters)) for t in tools]
@@ -362,16 +367,16 @@ class OpenAIChatModel(Model):
     # -- one HTTP attempt ----------------------------------------------------------------------
 
     async def _attempt(self, payload: bytes, messages: Sequence[Message]) -> ModelResponse:
-        import asyncio
-
-        import aiohttp
-
         from toolproof.models._http import Deadlines, Stalled
 
-        session = await self._pool.session()
-        deadlines = Deadlines(self.timeout)
+        state = self._pool.current() or await self._pool.state()
+        deadlines = Deadlines(self.timeout, state.watch)
         try:
-            response = await deadlines.wait(session.post(self.url, data=payload))
+            if deadlines.watched:
+                with deadlines:
+                    response = await state.session.post(self.url, data=payload)
+            else:
+                response = await deadlines.wait(state.session.post(self.url, data=payload))
             async with response:
                 try:
                     if response.status >= 400:
@@ -384,23 +389,27 @@ class OpenAIChatModel(Model):
                         "text/event-stream"
                     ):
                         return await self._read_stream(response, messages, deadlines)
-                    raw = await self._read_body(response, deadlines)
+                    content = response.content
+                    if content.is_eof():
+                        # The whole body is already here (the usual case for a small answer):
+                        # no wait, and no deadline left to push back.
+                        raw = content.read_nowait()
+                    else:
+                        raw = await self._read_body(response, deadlines)
                 except Stalled:
                     response.close()  # the connection is in an unknown state: drop it
                     raise
         except Stalled as exc:
             raise self._stalled_error(exc) from None
-        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
-            raise self._connection_error(exc) from exc
+        except Exception as exc:
+            if isinstance(exc, _transport_errors()):
+                raise self._connection_error(exc) from exc
+            raise
         return self._parse_completion(raw, messages)
 
     async def _read_body(self, response: aiohttp.ClientResponse, deadlines: Any) -> bytes:
         """The whole body; keep-alive whitespace before the JSON is not progress."""
         content = response.content
-        if content.is_eof():
-            # The whole body is already here (the usual case for a small answer): no wait,
-            # and no deadline left to push back.
-            return content.read_nowait()
         parts: list[bytes] = []
         while True:
             chunk = await deadlines.wait(content.readany())
@@ -443,21 +452,28 @@ class OpenAIChatModel(Model):
 
     # -- parsing the response ------------------------------------------------------------------
 
-    def _parse_completion(self, raw: bytes, messages: Sequence[Message]) -> ModelResponse:
+    def _decode_slowly(self, raw: bytes) -> Any:
         try:
             # What json.loads does with bytes, without sniffing the encoding of a body that
-            # opens like UTF-8 JSON (an object whose second byte is not NUL): UTF-16 and
-            # UTF-32 bodies, and bodies with a byte-order mark, still go through json.loads.
+            # opens like UTF-8 JSON: UTF-16 and UTF-32 bodies, and bodies with a byte-order
+            # mark, still go through json.loads.
             if raw[:1] == b"{" and raw[1:2] != b"\x00":
-                data = json.loads(raw.decode("utf-8", "surrogatepass"))
-            else:
-                data = json.loads(raw)
+                return json.loads(raw.decode("utf-8", "surrogatepass"))
+            return json.loads(raw)
         except (ValueError, RecursionError):
             raise UnexpectedModelOutput(
                 f"{self.name}: the response from {self.url} is not valid JSON: "
                 f"{clip(raw.decode('utf-8', 'replace'), 200, flatten=False)!r}",
                 body=raw.decode("utf-8", "replace"),
             ) from None
+
+    def _parse_completion(self, raw: bytes, messages: Sequence[Message]) -> ModelResponse:
+        # A body that opens like UTF-8 JSON (an object whose second byte is not NUL) is read
+        # by pydantic-core; what it refuses, and UTF-16, UTF-32 and byte-order-marked bodies,
+        # go through json.loads, which reads them as it always did or says why it cannot.
+        data = _decode(raw) if raw[:1] == b"{" and raw[1:2] != b"\x00" else None
+        if data is None:
+            data = self._decode_slowly(raw)
         if not isinstance(data, dict):
             raise UnexpectedModelOutput(
                 f"{self.name}: the response from {self.url} is not a JSON object: "
@@ -489,12 +505,12 @@ class OpenAIChatModel(Model):
         reasoning = wire.get("reasoning_content")
         if not isinstance(reasoning, str):
             reasoning = wire.get("reasoning") if isinstance(wire.get("reasoning"), str) else None
-        message = Message(role="assistant", content=content, tool_calls=calls, reasoning=reasoning)
+        message = Message("assistant", content, calls, None, None, reasoning)  # by position
         return ModelResponse(
-            message=message,
-            usage=_usage(data.get("usage"), messages, message),
-            model_name=data.get("model") or self.model,
-            finish_reason=choice.get("finish_reason"),
+            message,
+            _usage(data.get("usage"), messages, message),
+            data.get("model") or self.model,
+            choice.get("finish_reason"),
         )
 
     # -- errors --------------------------------------------------------------------------------
@@ -649,7 +665,57 @@ class OpenAIChatModel(Model):
         return ModelConnectionError(f"{self.name}: {text}")
 
 
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """What a failed connection or a timeout of aiohttp raises (aiohttp is loaded by then)."""
+    import asyncio
+
+    import aiohttp
+
+    return (aiohttp.ClientError, asyncio.TimeoutError)
+
+
 _ENCODER: Any = None
+_TO_JSON: Any = None
+_FROM_JSON: Any = None
+
+
+def _encode(value: Any) -> bytes:
+    """``_dumps(value).encode()`` for the messages part of a body, by pydantic-core.
+
+    The messages hold only strings, ``None`` and containers, which pydantic-core writes as
+    the same bytes, without the detour through a ``str``. What it cannot write (text with
+    lone surrogates, changed after the message was built) goes through ``_dumps``, which
+    fails as it always did.
+    """
+    global _TO_JSON
+    if _TO_JSON is None:
+        from pydantic_core import to_json
+
+        _TO_JSON = to_json
+    try:
+        encoded: bytes = _TO_JSON(value)
+    except ValueError:
+        return _dumps(value).encode()
+    return encoded
+
+
+def _decode(raw: bytes) -> Any:
+    """``json.loads(raw)`` for a body that opens like UTF-8 JSON, by pydantic-core.
+
+    Where pydantic-core refuses a body (lone surrogates, nesting over 200 levels, bytes
+    that are not UTF-8, invalid JSON) this returns ``None`` and the caller decodes it with
+    ``json``, which reads it the same way it always did or says why it cannot. What both
+    read, they read alike (``tests/models/test_request_bytes.py`` tries to tell them apart).
+    """
+    global _FROM_JSON
+    if _FROM_JSON is None:
+        from pydantic_core import from_json
+
+        _FROM_JSON = from_json
+    try:
+        return _FROM_JSON(raw)
+    except ValueError:
+        return None
 
 
 def _dumps(value: Any) -> str:
