@@ -177,25 +177,6 @@ def test_a_checkpoint_thread_reports_the_cpu_time_it_used(tmp_path: Path) -> Non
     assert checkpoints.cpu_time() >= before  # the thread has ended: its last reading stands
 
 
-@pytest.mark.skipif(
-    not Path("/proc/self/timerslack_ns").exists(), reason="Linux's timer slack (4.6 and later)"
-)
-def test_the_writer_asks_for_short_naps_on_its_own_thread_only(tmp_path: Path) -> None:
-    # A 1 µs sleep lasts the thread's timer slack (50 µs by default): the writer's naps
-    # only need a waiting thread to take the interpreter, so its slack is set to 1 ns.
-    def slack(native_id: int | None) -> int:
-        return int(Path(f"/proc/{native_id}/timerslack_ns").read_text())  # (a thread id)
-
-    before = slack(threading.get_native_id())
-    recorder = Recorder(tmp_path / "r.db", flush_interval=3600)
-    try:
-        assert recorder._started.wait(60)
-        assert slack(recorder._thread.native_id) == 1
-        assert slack(threading.get_native_id()) == before > 1  # the caller's is untouched
-    finally:
-        assert recorder.close(60)
-
-
 def test_the_trace_encoder_is_built_when_the_recorder_is_made(tmp_path: Path) -> None:
     # Its set-up (~15 ms in one call) would otherwise hold the interpreter in the writer's
     # first batch, while the agent's threads wait.

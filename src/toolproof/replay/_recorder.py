@@ -23,7 +23,6 @@ import dataclasses
 import logging
 import os
 import random
-import sys
 import threading
 import time
 import weakref
@@ -461,7 +460,6 @@ class Recorder:
         the first write. A store that cannot be opened now is tried again, and its errors
         counted, at the first write.
         """
-        _precise_naps()
         try:
             if self._store is None and not self._closed:
                 self._store = self._open_store()
@@ -634,28 +632,6 @@ def _warm_encoder() -> None:
     from toolproof._trace import _adapter
 
     _adapter()
-    if sys.platform.startswith("linux"):
-        import ctypes  # noqa: F401  (for _precise_naps: imported here, not while the writer runs)
-
-
-_PR_SET_TIMERSLACK = 29  # prctl option (linux/prctl.h)
-
-
-def _precise_naps() -> None:
-    """Ask Linux for sleeps as short as asked on the calling thread (the writer's).
-
-    A 1 µs sleep lasts the thread's timer slack (50 µs by default, 60-90 µs measured): a
-    nap only has to be long enough for a waiting thread to take the interpreter, which
-    takes about 20 µs. Elsewhere, or where prctl is missing, the naps stay as they are.
-    """
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_TIMERSLACK, 1, 0, 0, 0)
-    except (OSError, AttributeError, ImportError):  # pragma: no cover - a libc without it
-        logger.debug("the recorder's writer keeps the default timer slack", exc_info=True)
 
 
 class _AtExit:
