@@ -45,12 +45,25 @@ def wait_for(driver: Any, condition: Any) -> Any:
 
 def navigate(driver: Any, element: Any) -> None:
     """Click a link or button that loads another page, and wait for that page."""
-    from selenium.webdriver.support import expected_conditions
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 
     old = driver.find_element("tag name", "body")
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
     element.click()
-    wait_for(driver, expected_conditions.staleness_of(old))
+
+    def gone(_: Any) -> bool:
+        try:
+            old.is_enabled()
+        except StaleElementReferenceException:
+            return True
+        except WebDriverException as exc:
+            # chromedriver asked about a node while its page is being replaced
+            if "does not belong to the document" in str(exc):
+                return True
+            raise
+        return False
+
+    wait_for(driver, gone)
     wait_ready(driver)
 
 
