@@ -200,6 +200,30 @@ def test_count_schema_rejections_directly(store: Path) -> None:
     assert all(e.endswith("): tool no longer exists") for e in gone.examples)
 
 
+def test_count_schema_rejections_skips_unparsed_calls_and_unreadable_rows(
+    store: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from dataclasses import replace
+
+    broken = user_trace(3)
+    step = broken.steps[0]
+    (call,) = step.response.tool_calls
+    bad_call = replace(call, arguments={}, raw_arguments='{"user_id": 3', arguments_error="cut off")
+    response = replace(step.response, tool_calls=[bad_call])
+    broken = replace(
+        broken, id="unparsed", steps=[replace(step, response=response), *broken.steps[1:]]
+    )
+    with TraceStore(store) as traces:
+        traces.add(broken)
+        traces.add(replace(user_trace(4), id="garbage"))
+        traces._exec("UPDATE traces SET payload = ? WHERE id = 'garbage'", (b"{not json",))
+    schemas = {"query_users": {"type": "object", "required": ["user_id"]}}
+    (entry,) = count_schema_rejections(store, schemas)
+    # the two sound calls only: the cut-off one was refused when recorded, the row is unreadable
+    assert (entry.tool, entry.checked, entry.rejected) == ("query_users", 2, 0)
+    assert any("garbage" in record.getMessage() for record in caplog.records)
+
+
 def test_replay_function_accepts_a_store_path(store: Path) -> None:
     from replay_helpers import query_users
 

@@ -139,7 +139,6 @@ def count_schema_rejections(
     """
     from jsonschema import Draft202012Validator, validators
     from jsonschema.exceptions import best_match
-    from pydantic_core import from_json
 
     checkers: dict[str, Any] = {}
     for name, schema in schemas.items():
@@ -157,15 +156,15 @@ def count_schema_rejections(
     results: dict[str, SchemaRejections] = {name: SchemaRejections(name) for name in schemas}
     opened = store if isinstance(store, TraceStore) else TraceStore(store, create=False)
     try:
-        for _, payload, _ in opened.payloads(filter, newest_first=True):
-            data = from_json(payload)
-            trace_id = str(data.get("id", ""))
-            for step in data.get("steps") or ():
-                for call in (step.get("response") or {}).get("tool_calls") or ():
-                    name = str(call.get("name", ""))
-                    if call.get("arguments_error"):
+        # (each row decoded once, by the codec: unreadable rows are skipped with a warning)
+        for _, _, trace in opened._decoded(filter, newest_first=True):
+            trace_id = trace.id
+            for step in trace.steps:
+                for call in step.response.tool_calls:
+                    name = call.name
+                    if call.arguments_error:
                         continue
-                    arguments = call.get("arguments") or {}
+                    arguments = call.arguments
                     entry = results.setdefault(name, SchemaRejections(name))
                     entry.checked += 1
                     checker = checkers.get(name)
