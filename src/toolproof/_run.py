@@ -84,8 +84,11 @@ def _bind_events() -> None:
         from toolproof import events
 
         names: dict[str, object] = {n: getattr(events, n) for n in _EVENT_NAMES}
-        names.update((n, v) for n, v in globals().items() if n in _EVENT_NAMES)  # stand-ins
-        globals().update(names, _events_bound=True)
+        # Stand-ins already bound are kept. (Looked up by name: iterating the module's
+        # dict would raise when another thread binds names at the same moment.)
+        here = globals()
+        names.update((n, here[n]) for n in _EVENT_NAMES if n in here)
+        here.update(names, _events_bound=True)
 
 
 def __getattr__(name: str) -> object:

@@ -182,3 +182,44 @@ def test_the_parts_bound_on_first_use_are_exactly_the_lazy_names() -> None:
     assert set(toolproof._parts()) == toolproof._PARTS
     assert set(toolproof.__all__) >= toolproof._PARTS
     assert set(toolproof.testing._parts()) == set(toolproof.testing.__all__)
+
+
+def test_binding_the_event_names_never_iterates_a_module_dict_another_thread_changes() -> None:
+    # A run binds the event classes into toolproof._run on first use; another thread may
+    # add names to that module at the same moment (its own first run, a lazy import). The
+    # binding must not iterate the module's dict: a churning thread and a tiny switch
+    # interval made the old binding raise "dictionary changed size during iteration".
+    code = """
+        import sys, threading
+        sys.setswitchinterval(1e-6)
+        import toolproof._run as run
+
+        stop = threading.Event()
+
+        def churn():
+            n = 0
+            names = vars(run)
+            while not stop.is_set():
+                names[f"_churn_{n % 50}"] = n
+                if n % 50 == 49:
+                    for key in [key for key in list(names) if key.startswith("_churn_")]:
+                        del names[key]
+                n += 1
+
+        thread = threading.Thread(target=churn)
+        thread.start()
+        errors = 0
+        try:
+            for _ in range(3000):
+                vars(run).pop("_events_bound", None)
+                try:
+                    run._bind_events()
+                except RuntimeError:
+                    errors += 1
+        finally:
+            stop.set()
+            thread.join()
+        import toolproof.events as events
+        print(errors, run.RunStarted is events.RunStarted)
+    """
+    assert _run(code).split() == ["0", "True"]
