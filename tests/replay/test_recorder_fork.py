@@ -167,6 +167,37 @@ def test_a_child_that_never_records_starts_no_writer(tmp_path: Path) -> None:
     assert recorder.close(60) and recorder.stats.written == 1
 
 
+def test_a_fork_at_any_moment_of_the_writers_work_gives_a_child_that_writes(
+    tmp_path: Path,
+) -> None:
+    # Forked while the writer opens its store or writes a batch, or while its checkpoint
+    # thread copies the log back: a child that inherited one of SQLite's own locks held
+    # would hang at its first write (a pre-forking server forks right after start-up).
+    import random
+    import time
+
+    chance = random.Random(11)
+    base = user_trace(9)
+    for attempt in range(12):
+        recorder = Recorder(tmp_path / f"f{attempt}.db", batch_size=40, flush_interval=0.001)
+        if attempt % 3:  # (a third fork at once, as the writer opens its store)
+            assert recorder._started.wait(60)
+            if recorder._checkpointer is not None:
+                recorder._checkpointer.every = 50_000  # checkpoints every few batches
+            for n in range(chance.randrange(50, 400)):
+                recorder.record(replace(base, id=f"p{attempt}-{n}"))
+            time.sleep(chance.random() * 0.02)
+
+        def child(attempt: int = attempt, recorder: Recorder = recorder) -> dict[str, Any]:
+            recorder.record(replace(base, id=f"child-{attempt}"))
+            return {"flushed": recorder.flush(20), **_stats(recorder)}
+
+        got = _in_child(child)
+        assert (got["flushed"], got["written"], got["pending"]) == (True, 1, 0), (attempt, got)
+        assert recorder.close(60)
+        assert f"child-{attempt}" in _ids(tmp_path / f"f{attempt}.db")
+
+
 def test_a_forked_child_writes_to_postgresql_through_a_connection_of_its_own(
     pg_url: str,
 ) -> None:

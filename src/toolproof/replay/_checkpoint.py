@@ -17,6 +17,8 @@ import threading
 import time
 from pathlib import Path
 
+from toolproof.replay._fork import SQLITE_CALLS
+
 logger = logging.getLogger("toolproof.replay")
 
 #: About as much log as SQLite's automatic checkpoint lets grow (1,000 pages of 4 KB).
@@ -75,7 +77,8 @@ class Checkpointer:
             except OSError:  # pragma: no cover - no clock for this thread
                 self._clock = None
         try:
-            conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
+            with SQLITE_CALLS:  # (a fork waits for it: see _fork.py)
+                conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
         except sqlite3.Error as exc:  # pragma: no cover - the writer opened the same file
             logger.warning("trace store %s: no checkpoint thread (%s)", self.path, exc)
             return
@@ -86,9 +89,11 @@ class Checkpointer:
                 if self._stop:
                     return
                 try:
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                    with SQLITE_CALLS:
+                        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                     self.checkpoints += 1
                 except sqlite3.Error as exc:  # busy or failing disk: the next one retries
                     logger.debug("trace store %s: checkpoint failed (%s)", self.path, exc)
         finally:
-            conn.close()
+            with SQLITE_CALLS:
+                conn.close()

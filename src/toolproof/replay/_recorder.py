@@ -19,6 +19,7 @@ set-up (the trace encoder, opening the store) when the recorder is made, not mid
 from __future__ import annotations
 
 import atexit
+import contextlib
 import dataclasses
 import logging
 import os
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Literal
 
 from toolproof._trace import Trace
 from toolproof.errors import UserError
+from toolproof.replay._fork import SQLITE_CALLS
 from toolproof.replay._redact import Redactor
 from toolproof.replay._redact_trace import _Unsupported, redact_trace_object
 from toolproof.replay._store import (
@@ -41,6 +43,7 @@ from toolproof.replay._store import (
     TraceStore,
     _Row,
     _row_from_trace,
+    is_store_url,
     resolve_store,
     row_from_dict,
     store_label,
@@ -185,6 +188,10 @@ class Recorder:
             self.store_path: str | Path = store.location
         else:  # resolved now: the writer opens it later, whatever the working directory then
             self.store_path = resolve_store(store)
+        # A fork waits while the writer is inside SQLite (see _fork.py); a server's is not.
+        self._fork_guard: contextlib.AbstractContextManager[None] = (
+            contextlib.nullcontext() if is_store_url(self.store_path) else SQLITE_CALLS
+        )
         self.redactor = redactor if redactor is not None else Redactor()
         # A Redactor subclass that changes how data is redacted gets its own redact_data.
         self._walk_objects = all(
@@ -462,7 +469,8 @@ class Recorder:
         """
         try:
             if self._store is None and not self._closed:
-                self._store = self._open_store()
+                with self._fork_guard:
+                    self._store = self._open_store()
         except Exception:
             logger.debug("trace store %s: not opened yet", self.store_path, exc_info=True)
         finally:
@@ -482,12 +490,13 @@ class Recorder:
             if self._is_abandoned():  # the interpreter is exiting: counted as lost
                 return
             try:
-                if self._store is None:
-                    self._store = self._open_store()
                 # The store prepares the batch's rows in one piece before its statements
                 # (which it runs in chunks, handing over between them): it starts afresh.
                 self._nap()
-                self._store._write(rows)
+                with self._fork_guard:
+                    if self._store is None:
+                        self._store = self._open_store()
+                    self._store._write(rows)
             except Exception as exc:
                 attempt += 1
                 with self._lock:
