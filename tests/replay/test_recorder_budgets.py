@@ -84,6 +84,7 @@ def test_the_writer_hands_the_interpreter_over_between_traces_and_statement_chun
 
     monkeypatch.setattr(recorder_module, "_SLICE", 0.0)  # hand over at every chance
     monkeypatch.setattr(recorder_module, "_SLICE_QUIET", 0.0)
+    monkeypatch.setattr(recorder_module, "_RENAPS", 0)  # (another nap while a thread wakes)
     monkeypatch.setattr(recorder_module, "time", _Time)
     traces = _traces(100)
     recorder = Recorder(tmp_path / "r.db", batch_size=100, flush_interval=3600)
@@ -99,8 +100,9 @@ def test_the_writer_hands_the_interpreter_over_between_traces_and_statement_chun
     rows = 99 + 2 * 99 + 99  # trace, tag and tool rows of the 99 traces of the batch
     chunks = -(-99 // chunk) + -(-2 * 99 // chunk) + -(-99 // chunk)
     assert rows > 3 * chunk
-    # after each trace, before the store's write, and after each chunk of its rows
-    assert len(naps) == 99 + 1 + chunks
+    # after each trace's redaction walk and after its encoding, before the store's write,
+    # and after each chunk of its rows
+    assert len(naps) == 2 * 99 + 1 + chunks
     assert set(naps) == {recorder_module._NAP} and recorder_module._NAP > 0
 
 

@@ -251,3 +251,99 @@ def test_a_store_that_cannot_be_opened_at_start_is_counted_at_the_first_write(
     stats = recorder.stats
     assert (stats.received, stats.written, stats.dropped_failed, stats.pending) == (3, 0, 3, 0)
     assert stats.write_errors >= 1 and "is a directory" in (stats.last_error or "")
+
+
+class _Ready:
+    """A stand-in for the writer's reading of the scheduler: "ready" a set number of times."""
+
+    def __init__(self, times: int) -> None:
+        self.times = times
+        self.asked: list[list[int]] = []
+
+    def any_ready(self, threads: list[int]) -> bool:
+        self.asked.append(list(threads))
+        if self.times > 0:
+            self.times -= 1
+            return True
+        return False
+
+    def close(self) -> None:
+        pass
+
+
+def _recorded_from(recorder: Recorder, native_ids: list[int]) -> None:
+    """As if each of ``native_ids`` called ``record`` (the last one most recently)."""
+    for native_id in native_ids:
+        recorder._note_caller(native_id)
+
+
+def test_the_writer_naps_again_while_a_recording_thread_is_still_waking(
+    tmp_path: Path, clocks: _Clocks
+) -> None:
+    recorder = Recorder(tmp_path / "r.db", flush_interval=3600)
+    assert recorder._started.wait(60)
+    try:
+        _recorded_from(recorder, [4242])
+        recorder._ready = _Ready(times=1)  # type: ignore[assignment]
+        recorder._nap()
+        assert len(clocks.naps) == 2  # the nap, and one more while 4242 was still waking
+        # never more than _RENAPS more, however long a thread stays ready
+        clocks.naps.clear()
+        recorder._ready = ready = _Ready(times=100)  # type: ignore[assignment]
+        recorder._nap()
+        assert len(clocks.naps) == 1 + recorder_module._RENAPS
+        assert ready.asked == [[4242]] * recorder_module._RENAPS
+    finally:
+        assert recorder.close(60)
+
+
+def test_no_second_nap_once_another_thread_ran_or_none_is_waking(
+    tmp_path: Path, clocks: _Clocks
+) -> None:
+    recorder = Recorder(tmp_path / "r.db", flush_interval=3600)
+    assert recorder._started.wait(60)
+    try:
+        recorder._ready = ready = _Ready(times=100)  # type: ignore[assignment]
+        recorder._nap()  # no thread has recorded: none is asked about
+        assert len(clocks.naps) == 1 and ready.asked == []
+        _recorded_from(recorder, [4242])
+        real_sleep = clocks.sleep
+
+        def handed_over(seconds: float) -> None:
+            real_sleep(seconds)
+            clocks.others += 30e-6  # a thread took the interpreter during the nap
+
+        clocks.sleep = handed_over  # type: ignore[method-assign]
+        clocks.naps.clear()
+        recorder._nap()
+        assert len(clocks.naps) == 1 and ready.asked == []
+        clocks.sleep = real_sleep  # type: ignore[method-assign]
+        recorder._ready = ready = _Ready(times=0)  # type: ignore[assignment]
+        clocks.naps.clear()
+        recorder._nap()
+        assert len(clocks.naps) == 1 and ready.asked == [[4242]]
+    finally:
+        assert recorder.close(60)
+
+
+def test_the_threads_asked_about_are_the_last_few_that_recorded(
+    tmp_path: Path, clocks: _Clocks
+) -> None:
+    recorder = Recorder(tmp_path / "r.db", flush_interval=3600)
+    assert recorder._started.wait(60)
+    try:
+        _recorded_from(recorder, list(range(1, 21)))
+        _recorded_from(recorder, [5])  # recorded again: first, and listed once
+        recorder._ready = ready = _Ready(times=0)  # type: ignore[assignment]
+        recorder._nap()
+        expected = [5, 20, 19, 18, 17, 16, 15, 14][: recorder_module._CALLERS]
+        assert ready.asked == [expected]
+        # the thread that naps is never waited for (here the test's own thread records)
+        recorder.record(user_trace(3))
+        recorder._ready = ready = _Ready(times=0)  # type: ignore[assignment]
+        clocks.naps.clear()
+        recorder._nap()
+        assert ready.asked == [expected[: recorder_module._CALLERS - 1]]
+        assert recorder._callers[0] == threading.get_native_id()
+    finally:
+        assert recorder.close(60)

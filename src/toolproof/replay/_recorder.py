@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Literal
 from toolproof._trace import Trace
 from toolproof.errors import UserError
 from toolproof.replay._fork import SQLITE_CALLS
+from toolproof.replay._ready import ReadyThreads
 from toolproof.replay._redact import Redactor
 from toolproof.replay._redact_trace import _Unsupported, redact_trace_object
 from toolproof.replay._store import (
@@ -69,6 +70,11 @@ _SLICE_QUIET = 0.001  # ... while no other thread of the process has run for _QU
 _QUIET_AFTER = 0.01  # seconds without other threads' CPU time before the longer slices
 _NAP = 1e-6  # the shortest sleep the OS gives (on Linux ~50-60 µs: the timer slack)
 _OTHERS_RAN = 2e-6  # CPU seconds of other threads since the last nap that count as running
+# After a nap in which no other thread ran, while a thread that records traces is woken but
+# not yet on a core (on its way to the interpreter), the writer naps again, this many times
+# at most.
+_RENAPS = 3
+_CALLERS = 8  # the threads that recorded last, whose waking the writer waits for
 
 # The Redactor methods the recorder's walk of trace objects stands for, or calls.
 _WALKED = (
@@ -247,6 +253,9 @@ class Recorder:
         self._offered = 0.0  # when the writer last handed the interpreter over
         self._others = 0.0  # CPU time of the process's other threads at the last nap
         self._busy_until = 0.0  # short slices until then: other threads ran lately
+        self._caller = 0  # the native id of the thread that recorded last
+        self._callers: tuple[int, ...] = ()  # ... and of the few before it, latest first
+        self._ready = ReadyThreads()  # the writer's own: whether one of them is waking
         self._started = threading.Event()  # the writer's set-up is done
         self._thread = threading.Thread(target=self._run, name="toolproof-recorder", daemon=True)
         self._unstarted = not start
@@ -263,6 +272,7 @@ class Recorder:
         ``TraceStore``; any other fails its writes, counted as ``dropped_failed``).
         """
         _INHERITED.extend(item for item in (self._store, self._checkpointer) if item is not None)
+        self._ready.close()  # (the child's copies of the parent writer's files)
         store = self._store
         if (store is not None and not self._own_store) and (
             type(store) is not TraceStore or str(store.path) == ":memory:"
@@ -294,6 +304,9 @@ class Recorder:
         """
         if self._unstarted:  # the first record of a forked child
             self._start_in_child()
+        caller = threading.get_native_id()
+        if caller != self._caller:
+            self._note_caller(caller)
         rate = self.sample_rate
         with self._lock:
             self._received += 1
@@ -319,6 +332,12 @@ class Recorder:
             wake = len(queue) >= self.batch_size
         if wake:
             self._wake.set()
+
+    def _note_caller(self, caller: int) -> None:
+        with self._lock:
+            self._caller = caller
+            others = [native_id for native_id in self._callers if native_id != caller]
+            self._callers = (caller, *others[: _CALLERS - 1])
 
     # -- control -----------------------------------------------------------------------------
 
@@ -438,6 +457,12 @@ class Recorder:
     # -- the background thread ---------------------------------------------------------------
 
     def _run(self) -> None:
+        try:
+            self._serve()
+        finally:
+            self._ready.close()
+
+    def _serve(self) -> None:
         self._start()
         while True:
             self._wake.wait(self.flush_interval)
@@ -548,15 +573,35 @@ class Recorder:
             self._nap()
 
     def _nap(self) -> None:
-        """Hand the interpreter over now; note whether other threads ran since the last nap."""
+        """Hand the interpreter over now; note whether other threads ran since the last nap.
+
+        A thread that records traces, woken by the nap but not yet given a core when it
+        ended, would find the interpreter taken back: while one is still waking and no
+        other thread has run, the writer naps again (at most ``_RENAPS`` times).
+        """
+        before = self._others_cpu()
         time.sleep(_NAP)
+        others = self._others_cpu()
+        if others - before <= _OTHERS_RAN and self._callers:
+            callers = [tid for tid in self._callers if tid != threading.get_native_id()]
+            for _ in range(_RENAPS):
+                if not self._ready.any_ready(callers):
+                    break
+                time.sleep(_NAP)
+                others = self._others_cpu()
+                if others - before > _OTHERS_RAN:
+                    break
         self._offered = after = time.perf_counter()
-        others = time.process_time() - time.thread_time()
-        if self._checkpointer is not None:  # the writer's own thread, not the agent's
-            others -= self._checkpointer.cpu_time()
         if others - self._others > _OTHERS_RAN:
             self._busy_until = after + _QUIET_AFTER
         self._others = others
+
+    def _others_cpu(self) -> float:
+        """CPU seconds the process's other threads used, the writer's checkpoints left out."""
+        others = time.process_time() - time.thread_time()
+        if self._checkpointer is not None:  # the writer's own thread, not the agent's
+            others -= self._checkpointer.cpu_time()
+        return others
 
     def _open_store(self) -> TraceStore:
         if self._unusable is not None:
@@ -604,6 +649,7 @@ class Recorder:
                 trace = redact_trace_object(self.redactor, trace)
             except _Unsupported:
                 return self._prepare_plain(trace)
+            self._offer()  # (between the walk and the encoding: shorter slices)
         # A trace built by the trace classes' constructors: the codec writes it so that it
         # reads back (the same guarantee as TraceStore.add), no decode needed to know it.
         return _row_from_trace(trace)
