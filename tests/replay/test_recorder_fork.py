@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -173,8 +175,6 @@ def test_a_child_closes_the_files_the_parents_writer_reads_threads_through(
 ) -> None:
     # The writer keeps the recording threads' /proc state files open; a child's copies
     # name the parent's threads, so the child closes them and reads its own.
-    import threading
-
     recorder = Recorder(tmp_path / "t.db", flush_interval=3600)
     ready = recorder._ready
     ready.any_ready([threading.get_native_id()])  # (the writer is idle: nothing recorded)
@@ -219,7 +219,6 @@ def test_a_fork_at_any_moment_of_the_writers_work_gives_a_child_that_writes(
     # thread copies the log back: a child that inherited one of SQLite's own locks held
     # would hang at its first write (a pre-forking server forks right after start-up).
     import random
-    import time
 
     chance = random.Random(11)
     base = user_trace(9)
@@ -266,3 +265,70 @@ def test_a_forked_child_writes_to_postgresql_through_a_connection_of_its_own(
         ids = sorted(trace.id for trace in store.query())
     assert len(ids) == len(set(ids)) == 12
     assert sum(trace_id.startswith("child-") for trace_id in ids) == 5
+
+
+def _hold_guard(inside: threading.Event, leave: threading.Event, left: list[float]) -> None:
+    from toolproof.replay._fork import SQLITE_CALLS
+
+    with SQLITE_CALLS:
+        inside.set()
+        leave.wait(60)
+        left.append(time.monotonic())
+
+
+def test_the_writer_and_its_checkpoints_are_never_kept_waiting_by_each_other() -> None:
+    from toolproof.replay._fork import SQLITE_CALLS
+
+    inside, leave, left = threading.Event(), threading.Event(), []
+    holder = threading.Thread(target=_hold_guard, args=(inside, leave, left))
+    holder.start()
+    try:
+        assert inside.wait(30)
+        entered = threading.Event()
+
+        def enter() -> None:
+            with SQLITE_CALLS:
+                entered.set()
+
+        other = threading.Thread(target=enter)
+        other.start()
+        assert entered.wait(10)  # while the first thread is still inside
+        other.join()
+    finally:
+        leave.set()
+        holder.join()
+
+
+def test_a_fork_waits_until_no_thread_is_inside_sqlite() -> None:
+    inside, leave, left = threading.Event(), threading.Event(), []
+    holder = threading.Thread(target=_hold_guard, args=(inside, leave, left))
+    holder.start()
+    assert inside.wait(30)
+    threading.Timer(0.3, leave.set).start()
+    got = _in_child(lambda: {"forked_at": time.monotonic()})
+    holder.join()
+    assert left and got["forked_at"] >= left[0]
+
+
+def test_a_fork_waits_a_bounded_time_for_a_thread_stuck_in_sqlite(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import toolproof.replay._fork as fork_module
+
+    monkeypatch.setattr(fork_module, "_FORK_WAIT", 0.3)
+    inside, leave, left = threading.Event(), threading.Event(), []
+    holder = threading.Thread(target=_hold_guard, args=(inside, leave, left))
+    holder.start()
+    try:
+        assert inside.wait(30)
+        began = time.monotonic()
+
+        def child() -> dict[str, Any]:
+            with fork_module.SQLITE_CALLS:  # free in the child: its holder is not there
+                return {"entered": True}
+
+        assert _in_child(child) == {"entered": True}
+        assert 0.25 <= time.monotonic() - began < 10 and not left  # forked while it was in
+    finally:
+        leave.set()
+        holder.join()

@@ -4,8 +4,8 @@ SQLite keeps process-wide mutexes (opening a file takes one). A child forked whi
 thread held one inherits it held by a thread the child does not have, and blocks forever at
 its first use of SQLite: a pre-forking server that made a recorder at start-up would get
 workers whose traces are never written. The recorder's writer and checkpoint threads hold
-:data:`SQLITE_CALLS` around their SQLite calls; ``os.fork`` takes it first (waiting at most
-``_FORK_WAIT`` seconds, then forking anyway), and the child starts with it free.
+:data:`SQLITE_CALLS` around their SQLite calls; ``os.fork`` waits until neither is inside
+(at most ``_FORK_WAIT`` seconds, then it forks anyway), and the child starts with it free.
 """
 
 from __future__ import annotations
@@ -22,14 +22,22 @@ _FORK_WAIT = 5.0
 
 
 class _ForkGuard:
-    """Held around SQLite calls by background threads; taken by ``os.fork``."""
+    """Entered around SQLite calls by background threads; ``os.fork`` waits until none is in.
+
+    Several threads may be inside at once (the writer's batch beside a checkpoint: they never
+    wait for each other). While a fork waits, no thread enters.
+    """
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._state = threading.Condition(threading.Lock())
+        self._inside = 0
         self._forking = False
 
     def __enter__(self) -> None:
-        self._lock.acquire()
+        with self._state:
+            while self._forking:
+                self._state.wait()
+            self._inside += 1
 
     def __exit__(
         self,
@@ -37,19 +45,27 @@ class _ForkGuard:
         exc: BaseException | None,
         trace: TracebackType | None,
     ) -> None:
-        self._lock.release()
+        with self._state:
+            self._inside -= 1
+            if self._inside == 0:
+                self._state.notify_all()
 
     def _before_fork(self) -> None:
-        self._forking = self._lock.acquire(timeout=_FORK_WAIT)
+        # (held through the fork: a thread that would enter now waits for the parent's end)
+        self._state.acquire()
+        self._forking = True
+        self._state.wait_for(lambda: self._inside == 0, timeout=_FORK_WAIT)
 
     def _after_in_parent(self) -> None:
-        if self._forking:
-            self._forking = False
-            self._lock.release()
+        self._forking = False
+        self._state.notify_all()
+        self._state.release()
 
     def _after_in_child(self) -> None:
+        # (the threads that were inside are the parent's: the child has none of them)
+        self._state = threading.Condition(threading.Lock())
+        self._inside = 0
         self._forking = False
-        self._lock = threading.Lock()  # (its holder, if any, is a thread the child lacks)
 
 
 SQLITE_CALLS = _ForkGuard()
