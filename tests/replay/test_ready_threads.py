@@ -124,6 +124,30 @@ def test_files_stay_bounded_while_threads_come_and_go() -> None:
 
 
 @linux
+def test_a_state_file_closed_behind_its_back_leaves_the_file_reusing_its_number_open(
+    tmp_path: Path,
+) -> None:
+    # Something else closes the descriptor (a daemonising library closing every file) and
+    # the number is reused for one of the application's files: that file is not closed.
+    ready = ReadyThreads()
+    try:
+        assert ready.any_ready([threading.get_native_id()]) in (True, False)
+        ((fd, _, _),) = [entry for entry in ready._files.values() if isinstance(entry, tuple)]
+        os.close(fd)
+        (tmp_path / "app.txt").write_text("the application's data")
+        reused = os.open(tmp_path / "app.txt", os.O_RDONLY)
+        try:
+            assert reused == fd  # (the lowest free number)
+            assert ready.any_ready([threading.get_native_id()]) is False
+            assert os.pread(reused, 100, 0) == b"the application's data"  # still open
+            assert ready.open_files() == 0
+        finally:
+            os.close(reused)
+    finally:
+        ready.close()
+
+
+@linux
 def test_it_only_reads_this_processs_threads(tmp_path: Path) -> None:
     # Another process's busy thread is no thread of ours: /proc/self/task does not list it.
     import subprocess

@@ -178,7 +178,7 @@ def test_a_child_closes_the_files_the_parents_writer_reads_threads_through(
     recorder = Recorder(tmp_path / "t.db", flush_interval=3600)
     ready = recorder._ready
     ready.any_ready([threading.get_native_id()])  # (the writer is idle: nothing recorded)
-    fds = [fd for fd in ready._files.values() if fd >= 0]
+    fds = [entry[0] for entry in ready._files.values() if isinstance(entry, tuple)]
     assert len(fds) == 1
 
     def child() -> dict[str, Any]:

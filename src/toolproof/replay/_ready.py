@@ -32,55 +32,77 @@ class ReadyThreads:
 
     def __init__(self) -> None:
         self._supported = os.path.isdir("/proc/self/task")
-        self._files: dict[int, int] = {}
+        # native id -> (fd, device, inode) of its state file, or _CLOSED
+        self._files: dict[int, tuple[int, int, int] | int] = {}
 
     def any_ready(self, threads: Iterable[int]) -> bool:
         """Whether one of ``threads`` (native ids) is runnable now but not on a core."""
         if not self._supported:
             return False
         files = self._files
-        found = False
         for native_id in threads:
-            fd = files.get(native_id)
-            if fd is None:
-                fd = self._open(native_id)
-            if fd == _CLOSED:
+            entry = files.get(native_id)
+            if entry is None:
+                entry = self._open(native_id)
+            if entry == _CLOSED:
                 continue
+            assert isinstance(entry, tuple)
             try:
-                data = os.pread(fd, 512, 0)
+                data = os.pread(entry[0], 512, 0)
                 # "pid (name) S ...": the name may hold spaces and parentheses
                 state = data[data.rindex(b")") + 2]
             except (OSError, ValueError, IndexError):
-                os.close(fd)
+                self._forget(entry)
                 files[native_id] = _CLOSED
                 continue
             if state == ord("R"):
-                found = True
-                break
-        return found
+                return True
+        return False
 
-    def _open(self, native_id: int) -> int:
+    def _open(self, native_id: int) -> tuple[int, int, int] | int:
         files = self._files
         if len(files) >= _KEPT:  # forget the oldest (threads come and go)
-            oldest = next(iter(files))
-            fd = files.pop(oldest)
-            if fd != _CLOSED:
-                os.close(fd)
+            self._forget(files.pop(next(iter(files))))
+        entry: tuple[int, int, int] | int = _CLOSED
         try:
             fd = os.open(f"/proc/self/task/{native_id}/stat", os.O_RDONLY)
         except OSError:
-            fd = _CLOSED
-        files[native_id] = fd
-        return fd
+            pass
+        else:
+            try:
+                info = os.fstat(fd)
+            except OSError:  # pragma: no cover - a descriptor just opened
+                os.close(fd)
+            else:
+                entry = (fd, info.st_dev, info.st_ino)
+        files[native_id] = entry
+        return entry
+
+    @staticmethod
+    def _forget(entry: tuple[int, int, int] | int) -> None:
+        """Close a state file, unless its number now names another file.
+
+        (Something else may have closed it, and the number been reused by a file of yours:
+        that one is left alone.)
+        """
+        if entry == _CLOSED:
+            return
+        assert isinstance(entry, tuple)
+        fd, device, inode = entry
+        try:
+            info = os.fstat(fd)
+        except OSError:
+            return
+        if (info.st_dev, info.st_ino) == (device, inode):
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     def open_files(self) -> int:
         """How many state files are open now."""
-        return sum(1 for fd in self._files.values() if fd != _CLOSED)
+        return sum(1 for entry in self._files.values() if entry != _CLOSED)
 
     def close(self) -> None:
         """Close every state file (the object can be used again: files reopen on demand)."""
         files, self._files = self._files, {}
-        for fd in files.values():
-            if fd != _CLOSED:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+        for entry in files.values():
+            self._forget(entry)

@@ -75,6 +75,8 @@ _OTHERS_RAN = 2e-6  # CPU seconds of other threads since the last nap that count
 # at most.
 _RENAPS = 3
 _CALLERS = 8  # the threads that recorded last, whose waking the writer waits for
+# (the OS's thread id, which /proc names; where Python has none, ids nothing reads)
+_native_id: Callable[[], int] = getattr(threading, "get_native_id", threading.get_ident)
 
 # The Redactor methods the recorder's walk of trace objects stands for, or calls.
 _WALKED = (
@@ -304,7 +306,7 @@ class Recorder:
         """
         if self._unstarted:  # the first record of a forked child
             self._start_in_child()
-        caller = threading.get_native_id()
+        caller = _native_id()
         if caller != self._caller:
             self._note_caller(caller)
         rate = self.sample_rate
@@ -583,7 +585,7 @@ class Recorder:
         time.sleep(_NAP)
         others = self._others_cpu()
         if others - before <= _OTHERS_RAN and self._callers:
-            callers = [tid for tid in self._callers if tid != threading.get_native_id()]
+            callers = [tid for tid in self._callers if tid != _native_id()]
             for _ in range(_RENAPS):
                 if not self._ready.any_ready(callers):
                     break
