@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import random
 import sqlite3
 import string
@@ -282,6 +283,60 @@ def _fuzz_fixtures(rng: random.Random, folder: Path) -> tuple[str, str, str]:
     )
 
 
+FORKS = 30
+
+
+def _forks_while_recording(rng: random.Random, folder: Path) -> tuple[str, str, str]:
+    """Fork at random moments of a busy recorder's work; every child must write its trace."""
+    import signal
+    from dataclasses import replace
+
+    from toolproof.replay import Recorder
+
+    base = _hostile_trace(rng, 0)
+    wrote = 0
+    slowest_fork = 0.0
+    for attempt in range(FORKS):
+        recorder = Recorder(folder / f"fork-{attempt}.db", batch_size=40, flush_interval=0.001)
+        if attempt % 3:  # (every third forks at once, as the writer opens its store)
+            recorder._started.wait(60)
+            if recorder._checkpointer is not None:
+                recorder._checkpointer.every = 50_000  # checkpoints every few batches
+            for n in range(rng.randrange(50, 400)):
+                recorder.record(replace(base, id=f"parent-{attempt}-{n}"))
+            time.sleep(rng.random() * 0.02)
+        began = time.perf_counter()
+        pid = os.fork()
+        if pid == 0:  # the child: record one trace, exit 0 once it is written
+            code = 1
+            try:
+                recorder.record(replace(base, id=f"child-{attempt}"))
+                code = 0 if recorder.flush(20) and recorder.stats.written == 1 else 1
+            finally:
+                os._exit(code)
+        slowest_fork = max(slowest_fork, time.perf_counter() - began)
+        deadline = time.monotonic() + 30
+        status = None
+        while status is None and time.monotonic() < deadline:
+            done, raw = os.waitpid(pid, os.WNOHANG)
+            status = raw if done else None
+            time.sleep(0.005)
+        if status is None:  # a hung child
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        elif os.waitstatus_to_exitcode(status) == 0:
+            wrote += 1
+        recorder.close(60)
+    return (
+        "a forked child of a recording process writes its traces",
+        f"{FORKS} forks at random moments of a busy recorder's work (a third right after "
+        "`Recorder()`, as its writer opens the store; the rest amid batches and checkpoints)",
+        f"{wrote}/{FORKS} children wrote their trace; `os.fork()` took at most "
+        f"{slowest_fork * 1000:.1f} ms, its wait for the recorder's threads to leave SQLite "
+        "included",
+    )
+
+
 def measure() -> list[tuple[str, str, str]]:
     """The durability guarantees, each tried against generated hostile input."""
     rng = random.Random(20261201)
@@ -291,6 +346,7 @@ def measure() -> list[tuple[str, str, str]]:
             _corrupt_rows(rng, Path(folder)),
             _fuzz_decoder(rng),
             _fuzz_fixtures(rng, Path(folder)),
+            *([_forks_while_recording(rng, Path(folder))] if hasattr(os, "fork") else []),
         ]
 
 
