@@ -212,8 +212,9 @@ def test_a_child_closes_the_files_the_parents_writer_reads_threads_through(
     assert recorder.close(60)
 
 
+@pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
 def test_a_fork_at_any_moment_of_the_writers_work_gives_a_child_that_writes(
-    tmp_path: Path,
+    tmp_path: Path, engine: str, request: pytest.FixtureRequest
 ) -> None:
     # Forked while the writer opens its store or writes a batch, or while its checkpoint
     # thread copies the log back: a child that inherited one of SQLite's own locks held
@@ -223,7 +224,10 @@ def test_a_fork_at_any_moment_of_the_writers_work_gives_a_child_that_writes(
     chance = random.Random(11)
     base = user_trace(9)
     for attempt in range(12):
-        recorder = Recorder(tmp_path / f"f{attempt}.db", batch_size=40, flush_interval=0.001)
+        where: str | Path = (
+            tmp_path / f"f{attempt}.db" if engine == "sqlite" else request.getfixturevalue("pg_url")
+        )
+        recorder = Recorder(where, batch_size=40, flush_interval=0.001)
         if attempt % 3:  # (a third fork at once, as the writer opens its store)
             assert recorder._started.wait(60)
             if recorder._checkpointer is not None:
@@ -239,7 +243,11 @@ def test_a_fork_at_any_moment_of_the_writers_work_gives_a_child_that_writes(
         got = _in_child(child)
         assert (got["flushed"], got["written"], got["pending"]) == (True, 1, 0), (attempt, got)
         assert recorder.close(60)
-        assert f"child-{attempt}" in _ids(tmp_path / f"f{attempt}.db")
+        if engine == "sqlite":
+            assert f"child-{attempt}" in _ids(tmp_path / f"f{attempt}.db")
+        else:
+            with TraceStore(where) as store:
+                assert store.get(f"child-{attempt}") is not None
 
 
 def test_a_forked_child_writes_to_postgresql_through_a_connection_of_its_own(
@@ -268,16 +276,16 @@ def test_a_forked_child_writes_to_postgresql_through_a_connection_of_its_own(
 
 
 def _hold_guard(inside: threading.Event, leave: threading.Event, left: list[float]) -> None:
-    from toolproof.replay._fork import SQLITE_CALLS
+    from toolproof.replay._fork import FORK_GUARD
 
-    with SQLITE_CALLS:
+    with FORK_GUARD:
         inside.set()
         leave.wait(60)
         left.append(time.monotonic())
 
 
 def test_the_writer_and_its_checkpoints_are_never_kept_waiting_by_each_other() -> None:
-    from toolproof.replay._fork import SQLITE_CALLS
+    from toolproof.replay._fork import FORK_GUARD
 
     inside, leave, left = threading.Event(), threading.Event(), []
     holder = threading.Thread(target=_hold_guard, args=(inside, leave, left))
@@ -287,7 +295,7 @@ def test_the_writer_and_its_checkpoints_are_never_kept_waiting_by_each_other() -
         entered = threading.Event()
 
         def enter() -> None:
-            with SQLITE_CALLS:
+            with FORK_GUARD:
                 entered.set()
 
         other = threading.Thread(target=enter)
@@ -324,7 +332,7 @@ def test_a_fork_waits_a_bounded_time_for_a_thread_stuck_in_sqlite(
         began = time.monotonic()
 
         def child() -> dict[str, Any]:
-            with fork_module.SQLITE_CALLS:  # free in the child: its holder is not there
+            with fork_module.FORK_GUARD:  # free in the child: its holder is not there
                 return {"entered": True}
 
         assert _in_child(child) == {"entered": True}
@@ -332,3 +340,43 @@ def test_a_fork_waits_a_bounded_time_for_a_thread_stuck_in_sqlite(
     finally:
         leave.set()
         holder.join()
+
+
+_FORK_AT_ONCE = """
+import os, sys
+sys.path.insert(0, sys.argv[2])
+from dataclasses import replace
+from replay_helpers import user_trace
+from toolproof.replay import Recorder
+
+assert "toolproof.replay._postgres" not in sys.modules
+recorder = Recorder(sys.argv[1], batch_size=4, flush_interval=0.001)
+pid = os.fork()  # while the writer imports the PostgreSQL store and connects
+if pid == 0:
+    recorder.record(replace(user_trace(3), id=f"at-once-{os.getpid()}"))
+    ok = recorder.flush(20) and recorder.stats.written == 1
+    print(recorder.stats, flush=True)
+    os._exit(0 if ok else 1)
+_, status = os.waitpid(pid, 0)
+recorder.close(30)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def test_a_fork_as_a_fresh_process_opens_a_postgresql_store_gives_a_child_that_writes(
+    pg_url: str,
+) -> None:
+    # The writer imports the PostgreSQL store's module as it starts: a child forked in the
+    # middle of that import would inherit the module half made and fail every write.
+    import subprocess
+    import sys
+
+    helpers = str(Path(__file__).parent)
+    for _ in range(4):
+        done = subprocess.run(
+            [sys.executable, "-c", _FORK_AT_ONCE, pg_url, helpers],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr

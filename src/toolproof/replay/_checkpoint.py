@@ -17,7 +17,7 @@ import threading
 import time
 from pathlib import Path
 
-from toolproof.replay._fork import SQLITE_CALLS
+from toolproof.replay._fork import FORK_GUARD
 
 logger = logging.getLogger("toolproof.replay")
 
@@ -77,7 +77,7 @@ class Checkpointer:
             except OSError:  # pragma: no cover - no clock for this thread
                 self._clock = None
         try:
-            with SQLITE_CALLS:  # (a fork waits for it: see _fork.py)
+            with FORK_GUARD:  # (a fork waits for it: see _fork.py)
                 conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
         except sqlite3.Error as exc:  # pragma: no cover - the writer opened the same file
             logger.warning("trace store %s: no checkpoint thread (%s)", self.path, exc)
@@ -89,11 +89,11 @@ class Checkpointer:
                 if self._stop:
                     return
                 try:
-                    with SQLITE_CALLS:
+                    with FORK_GUARD:
                         conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                     self.checkpoints += 1
                 except sqlite3.Error as exc:  # busy or failing disk: the next one retries
                     logger.debug("trace store %s: checkpoint failed (%s)", self.path, exc)
         finally:
-            with SQLITE_CALLS:
+            with FORK_GUARD:
                 conn.close()

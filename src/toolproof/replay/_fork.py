@@ -1,11 +1,14 @@
-"""A fork waits while the recorder's own threads are inside SQLite.
+"""A fork waits while the recorder's own threads do work a child must not inherit half done.
 
 SQLite keeps process-wide mutexes (opening a file takes one). A child forked while another
 thread held one inherits it held by a thread the child does not have, and blocks forever at
 its first use of SQLite: a pre-forking server that made a recorder at start-up would get
-workers whose traces are never written. The recorder's writer and checkpoint threads hold
-:data:`SQLITE_CALLS` around their SQLite calls; ``os.fork`` waits until neither is inside
-(at most ``_FORK_WAIT`` seconds, then it forks anyway), and the child starts with it free.
+workers whose traces are never written. Likewise a child forked while the writer imported
+the PostgreSQL store's module inherits it half initialised, and its first write fails.
+The recorder's writer and checkpoint threads hold :data:`FORK_GUARD` around their SQLite
+calls and around opening a store (imports and connections included); ``os.fork`` waits
+until neither is inside (at most ``_FORK_WAIT`` seconds, then it forks anyway), and the
+child starts with it free.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import os
 import threading
 from types import TracebackType
 
-__all__ = ["SQLITE_CALLS"]
+__all__ = ["FORK_GUARD"]
 
 #: The longest a fork waits for the recorder's threads to leave SQLite (a checkpoint
 #: waiting for the disk takes tens of milliseconds; a store on a stalled disk may never end).
@@ -22,7 +25,7 @@ _FORK_WAIT = 5.0
 
 
 class _ForkGuard:
-    """Entered around SQLite calls by background threads; ``os.fork`` waits until none is in.
+    """Entered around that work by background threads; ``os.fork`` waits until none is in.
 
     Several threads may be inside at once (the writer's batch beside a checkpoint: they never
     wait for each other). While a fork waits, no thread enters.
@@ -68,11 +71,11 @@ class _ForkGuard:
         self._forking = False
 
 
-SQLITE_CALLS = _ForkGuard()
+FORK_GUARD = _ForkGuard()
 
 if hasattr(os, "register_at_fork"):  # POSIX
     os.register_at_fork(
-        before=SQLITE_CALLS._before_fork,
-        after_in_parent=SQLITE_CALLS._after_in_parent,
-        after_in_child=SQLITE_CALLS._after_in_child,
+        before=FORK_GUARD._before_fork,
+        after_in_parent=FORK_GUARD._after_in_parent,
+        after_in_child=FORK_GUARD._after_in_child,
     )

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Literal
 
 from toolproof._trace import Trace
 from toolproof.errors import UserError
-from toolproof.replay._fork import SQLITE_CALLS
+from toolproof.replay._fork import FORK_GUARD
 from toolproof.replay._ready import ReadyThreads
 from toolproof.replay._redact import Redactor
 from toolproof.replay._redact_trace import _Unsupported, redact_trace_object
@@ -196,9 +196,10 @@ class Recorder:
             self.store_path: str | Path = store.location
         else:  # resolved now: the writer opens it later, whatever the working directory then
             self.store_path = resolve_store(store)
-        # A fork waits while the writer is inside SQLite (see _fork.py); a server's is not.
+        # A fork waits while the writer opens its store or is inside SQLite (see _fork.py); a
+        # database server's writes are not SQLite's.
         self._fork_guard: contextlib.AbstractContextManager[None] = (
-            contextlib.nullcontext() if is_store_url(self.store_path) else SQLITE_CALLS
+            contextlib.nullcontext() if is_store_url(self.store_path) else FORK_GUARD
         )
         self.redactor = redactor if redactor is not None else Redactor()
         # A Redactor subclass that changes how data is redacted gets its own redact_data.
@@ -496,7 +497,7 @@ class Recorder:
         """
         try:
             if self._store is None and not self._closed:
-                with self._fork_guard:
+                with FORK_GUARD:
                     self._store = self._open_store()
         except Exception:
             logger.debug("trace store %s: not opened yet", self.store_path, exc_info=True)
@@ -520,9 +521,10 @@ class Recorder:
                 # The store prepares the batch's rows in one piece before its statements
                 # (which it runs in chunks, handing over between them): it starts afresh.
                 self._nap()
-                with self._fork_guard:
-                    if self._store is None:
+                if self._store is None:
+                    with FORK_GUARD:
                         self._store = self._open_store()
+                with self._fork_guard:
                     self._store._write(rows)
             except Exception as exc:
                 attempt += 1
