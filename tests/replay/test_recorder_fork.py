@@ -380,3 +380,54 @@ def test_a_fork_as_a_fresh_process_opens_a_postgresql_store_gives_a_child_that_w
             timeout=120,
         )
         assert done.returncode == 0, done.stdout + done.stderr
+
+
+#: The recorder the multiprocessing workers below record with (inherited by the fork).
+_SHARED: list[Recorder] = []
+
+
+def _record_fifty(task: int, flush: bool = False) -> int:
+    base = user_trace(4)
+    recorder = _SHARED[0]
+    for n in range(50):
+        recorder.record(replace(base, id=f"task-{task}-{n:02d}"))
+    if flush:
+        assert recorder.flush(30)
+    return task
+
+
+def _record_fifty_and_flush(task: int) -> int:
+    return _record_fifty(task, flush=True)
+
+
+def test_multiprocessing_children_write_every_trace_before_they_exit(tmp_path: Path) -> None:
+    # A multiprocessing child ends with os._exit: no atexit hooks, only multiprocessing's.
+    # Before the recorder registered one there, every trace still queued was lost, uncounted.
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    fork = multiprocessing.get_context("fork")
+    recorder = Recorder(tmp_path / "mp.db", flush_interval=0.2)
+    _SHARED[:] = [recorder]
+    try:
+        workers = [fork.Process(target=_record_fifty, args=(task,)) for task in range(3)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(120)
+        assert [worker.exitcode for worker in workers] == [0, 0, 0]
+        pool = fork.Pool(2)
+        assert pool.map(_record_fifty, range(10, 14)) == [10, 11, 12, 13]
+        pool.close()
+        pool.join()
+        with ProcessPoolExecutor(2, mp_context=fork) as executor:
+            assert list(executor.map(_record_fifty, range(20, 23))) == [20, 21, 22]
+        # A pool left by `with` is terminated (SIGTERM): workers flush at the end of a task.
+        with fork.Pool(2) as pool:
+            assert pool.map(_record_fifty_and_flush, range(30, 32)) == [30, 31]
+    finally:
+        _SHARED.clear()
+        assert recorder.close(60)
+    tasks = {trace_id.rsplit("-", 1)[0] for trace_id in _ids(tmp_path / "mp.db")}
+    assert len(_ids(tmp_path / "mp.db")) == 50 * 12
+    assert tasks == {f"task-{n}" for n in [0, 1, 2, 10, 11, 12, 13, 20, 21, 22, 30, 31]}

@@ -24,6 +24,7 @@ import dataclasses
 import logging
 import os
 import random
+import sys
 import threading
 import time
 import weakref
@@ -75,6 +76,7 @@ _OTHERS_RAN = 2e-6  # CPU seconds of other threads since the last nap that count
 # at most.
 _RENAPS = 3
 _CALLERS = 8  # the threads that recorded last, whose waking the writer waits for
+_EXIT_PRIORITY = 10  # of the exit hook in a multiprocessing child (higher runs earlier)
 # (the OS's thread id, which /proc names; where Python has none, ids nothing reads)
 _native_id: Callable[[], int] = getattr(threading, "get_native_id", threading.get_ident)
 
@@ -294,6 +296,12 @@ class Recorder:
                 return
             self._unstarted = False
         self._thread.start()
+        # A multiprocessing child ends with os._exit, after its own exit hooks but without
+        # the interpreter's (atexit): the queued traces are written, or counted, there too.
+        util = sys.modules.get("multiprocessing.util")
+        finalize = getattr(util, "Finalize", None)
+        if finalize is not None:
+            finalize(None, self._atexit, exitpriority=_EXIT_PRIORITY)
 
     # -- the hot path ------------------------------------------------------------------------
 
