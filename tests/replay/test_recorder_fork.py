@@ -400,6 +400,11 @@ def _record_fifty_and_flush(task: int) -> int:
     return _record_fifty(task, flush=True)
 
 
+def _record_fifty_with_own_recorder(path: str) -> None:
+    _SHARED[:] = [Recorder(path, flush_interval=0.2)]  # made in the child
+    _record_fifty(40)
+
+
 def test_multiprocessing_children_write_every_trace_before_they_exit(tmp_path: Path) -> None:
     # A multiprocessing child ends with os._exit: no atexit hooks, only multiprocessing's.
     # Before the recorder registered one there, every trace still queued was lost, uncounted.
@@ -425,6 +430,12 @@ def test_multiprocessing_children_write_every_trace_before_they_exit(tmp_path: P
         # A pool left by `with` is terminated (SIGTERM): workers flush at the end of a task.
         with fork.Pool(2) as pool:
             assert pool.map(_record_fifty_and_flush, range(30, 32)) == [30, 31]
+        # and a recorder made in the child (its own file)
+        own = fork.Process(target=_record_fifty_with_own_recorder, args=(str(tmp_path / "own.db"),))
+        own.start()
+        own.join(120)
+        assert own.exitcode == 0
+        assert len(_ids(tmp_path / "own.db")) == 50
     finally:
         _SHARED.clear()
         assert recorder.close(60)

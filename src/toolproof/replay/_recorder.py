@@ -32,7 +32,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from toolproof._trace import Trace
 from toolproof.errors import UserError
@@ -230,6 +230,8 @@ class Recorder:
         _LIVE.add(self)
         self._atexit = _AtExit(self)
         atexit.register(self._atexit)
+        self._mp_exit: Any = None  # multiprocessing's exit hook, where it runs
+        self._hook_multiprocessing_exit()
 
     def _begin(self, *, start: bool) -> None:
         """Fresh queue, locks and counters, and a writer thread (at start, and after a fork).
@@ -296,12 +298,19 @@ class Recorder:
                 return
             self._unstarted = False
         self._thread.start()
-        # A multiprocessing child ends with os._exit, after its own exit hooks but without
-        # the interpreter's (atexit): the queued traces are written, or counted, there too.
+        self._hook_multiprocessing_exit()
+
+    def _hook_multiprocessing_exit(self) -> None:
+        """Also flush at the exit of a multiprocessing child (where ``multiprocessing`` runs).
+
+        A child forked by ``multiprocessing`` ends with ``os._exit``, after its own exit
+        hooks but without the interpreter's (``atexit``): the queued traces are written, or
+        counted, there too. (Elsewhere the hook runs at exit after ``atexit``'s: a no-op.)
+        """
         util = sys.modules.get("multiprocessing.util")
         finalize = getattr(util, "Finalize", None)
         if finalize is not None:
-            finalize(None, self._atexit, exitpriority=_EXIT_PRIORITY)
+            self._mp_exit = finalize(None, self._atexit, exitpriority=_EXIT_PRIORITY)
 
     # -- the hot path ------------------------------------------------------------------------
 
@@ -417,6 +426,8 @@ class Recorder:
         if already:
             return not self._thread.is_alive()
         atexit.unregister(self._atexit)
+        if self._mp_exit is not None:
+            self._mp_exit.cancel()
         self._wake.set()
         if self._thread.ident is not None:  # (a forked child's writer starts when needed)
             self._thread.join(timeout)
