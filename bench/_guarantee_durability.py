@@ -337,6 +337,77 @@ def _forks_while_recording(rng: random.Random, folder: Path) -> tuple[str, str, 
     )
 
 
+#: The recorder the multiprocessing workers below record with (inherited by the fork).
+_SHARED: list[Any] = []
+_PER_TASK = 50
+
+
+def _record_task(task: int) -> int:
+    from dataclasses import replace
+
+    recorder = _SHARED[0]
+    base = _SHARED[1]
+    for n in range(_PER_TASK):
+        recorder.record(replace(base, id=f"task-{task}-{n:02d}"))
+    return task
+
+
+def _record_with_own_recorder(path: str) -> None:
+    from toolproof.replay import Recorder
+
+    _SHARED[0] = Recorder(path, flush_interval=0.2)  # made in the child
+    _record_task(99)
+
+
+def _multiprocessing_children(rng: random.Random, folder: Path) -> tuple[str, str, str]:
+    """Traces recorded in multiprocessing children, which end with os._exit."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from toolproof.replay import Recorder
+
+    fork = multiprocessing.get_context("fork")
+    recorder = Recorder(folder / "mp.db", flush_interval=0.2)
+    _SHARED[:] = [recorder, _hostile_trace(rng, 1)]
+    tasks = 0
+    try:
+        workers = [fork.Process(target=_record_task, args=(n,)) for n in range(3)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(120)
+        pool = fork.Pool(2)
+        pool.map(_record_task, range(10, 14))
+        pool.close()
+        pool.join()
+        with ProcessPoolExecutor(2, mp_context=fork) as executor:
+            list(executor.map(_record_task, range(20, 23)))
+        tasks = 3 + 4 + 3
+        own = fork.Process(target=_record_with_own_recorder, args=(str(folder / "own.db"),))
+        own.start()
+        own.join(120)
+    finally:
+        _SHARED.clear()
+        recorder.close(60)
+    stored = 0
+    for name in ("mp.db", "own.db"):
+        conn = sqlite3.connect(folder / name)
+        try:
+            stored += conn.execute("SELECT COUNT(*) FROM traces").fetchone()[0]
+        except sqlite3.Error:
+            pass
+        finally:
+            conn.close()
+    expected = (tasks + 1) * _PER_TASK
+    return (
+        "a multiprocessing child writes every trace it recorded before it exits",
+        f"{_PER_TASK} traces in each of 3 `Process` children, 4 tasks of a `Pool` closed and "
+        "joined, 3 of a `ProcessPoolExecutor` and a child with a recorder of its own (fork "
+        "start method: children end with `os._exit`, without `atexit`)",
+        f"{stored}/{expected} stored",
+    )
+
+
 def measure() -> list[tuple[str, str, str]]:
     """The durability guarantees, each tried against generated hostile input."""
     rng = random.Random(20261201)
@@ -346,7 +417,14 @@ def measure() -> list[tuple[str, str, str]]:
             _corrupt_rows(rng, Path(folder)),
             _fuzz_decoder(rng),
             _fuzz_fixtures(rng, Path(folder)),
-            *([_forks_while_recording(rng, Path(folder))] if hasattr(os, "fork") else []),
+            *(
+                [
+                    _forks_while_recording(rng, Path(folder)),
+                    _multiprocessing_children(rng, Path(folder)),
+                ]
+                if hasattr(os, "fork")
+                else []
+            ),
         ]
 
 
