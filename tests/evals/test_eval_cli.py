@@ -178,8 +178,12 @@ def test_directories_of_suites(tmp_path: Path) -> None:
     assert result.stderr == ""  # --quiet: no progress lines
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT delivery to a child is POSIX-only")
-def test_ctrl_c_writes_a_partial_report(tmp_path: Path) -> None:
+@pytest.mark.skipif(sys.platform == "win32", reason="signal delivery to a child is POSIX-only")
+@pytest.mark.parametrize(
+    ("stop", "named"), [(signal.SIGINT, "Ctrl-C"), (signal.SIGTERM, "SIGTERM")]
+)
+def test_ctrl_c_or_sigterm_writes_a_partial_report(tmp_path: Path, stop: int, named: str) -> None:
+    # SIGTERM: how a CI system stops a cancelled or timed-out job.
     suite = write(
         tmp_path / "slow.eval.yaml",
         """\
@@ -218,10 +222,10 @@ def test_ctrl_c_writes_a_partial_report(tmp_path: Path) -> None:
     second = process.stderr.readline()  # the first case finished (each takes a second)
     assert second.startswith("[1/4] PASS slow::a")
     time.sleep(0.2)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(stop)
     stdout, stderr = process.communicate(timeout=30)
     assert process.returncode == 130, stderr
-    assert "interrupting; writing the reports" in stderr
+    assert f"interrupting ({named}); writing the reports" in stderr
     assert "Traceback" not in stderr
     data = json.loads((tmp_path / "r.json").read_text())
     assert data["interrupted"] is True

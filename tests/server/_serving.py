@@ -14,8 +14,11 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 @contextmanager
-def serving(*args: str, cwd: Path) -> Iterator[str]:
-    """``toolproof serve ARGS --port 0``; yields its ``/v1`` base URL, stops it with SIGINT."""
+def serving(*args: str, cwd: Path, stop: int = signal.SIGINT) -> Iterator[str]:
+    """``toolproof serve ARGS --port 0``; yields its ``/v1`` base URL, stops it with ``stop``.
+
+    A stop that does not end the process cleanly (exit status 0) fails the test.
+    """
     env = dict(os.environ, PYTHONPATH=str(SRC), PYTHONUNBUFFERED="1")
     process = subprocess.Popen(
         [sys.executable, "-m", "toolproof", "serve", *args, "--port", "0"],
@@ -32,9 +35,11 @@ def serving(*args: str, cwd: Path) -> Iterator[str]:
             raise AssertionError(f"toolproof serve did not start: {process.stderr.read()}")  # type: ignore[union-attr]
         yield line.rsplit(" ", 1)[-1].strip()
     finally:
-        process.send_signal(signal.SIGINT)
+        process.send_signal(stop)
         try:
-            process.communicate(timeout=30)
+            _, err = process.communicate(timeout=30)
         except subprocess.TimeoutExpired:
             process.kill()
             process.communicate()
+            raise AssertionError("toolproof serve did not stop within 30 s") from None
+        assert process.returncode == 0, f"toolproof serve exited {process.returncode}: {err}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -118,3 +119,26 @@ def test_record_through_the_server_then_replay_without_the_upstream(tmp_path: Pa
     assert error["closest"]["similarity"] > 0.5
     assert "What is the id of" in error["closest"]["request"][0]["content"]
     assert error["closest"]["answer"]["tool_calls"][0]["name"] == "lookup_user"
+
+
+def test_a_recording_server_stopped_with_sigterm_writes_what_it_recorded(tmp_path: Path) -> None:
+    # Containers and service managers stop a server with SIGTERM, not Ctrl-C: it stops as
+    # cleanly, and the recorder writes every conversation it was handed.
+    (tmp_path / "script.yaml").write_text(SCRIPT)
+    store = tmp_path / "traces.db"
+    with serving("--mode", "scripted", "--script", "script.yaml", cwd=tmp_path) as upstream:
+        model = f"openai-compatible:up?base_url={upstream}"
+        with serving(
+            "--mode",
+            "record",
+            "--model",
+            model,
+            "--store",
+            str(store),
+            cwd=tmp_path,
+            stop=signal.SIGTERM,
+        ) as recording:
+            for n in range(5):
+                tool_loop(recording, f"What is the id of user {n}?")
+    with TraceStore(store) as opened:
+        assert opened.count() == 5

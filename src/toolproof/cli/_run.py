@@ -4,8 +4,8 @@ Exit codes (shared with ``toolproof replay``; docs/evals.md): 0 every blocking c
 1 a blocking case failed (a bug in the user's tools or factory fails its case); 2 usage or
 configuration error, found before anything ran (a missing key, an unknown model, a factory
 that fails with the model); 3 only the model provider or the network failed and left a
-blocking case without a verdict; 5 nothing ran (every case skipped); 130 interrupted (the
-reports are still written with the cases finished so far).
+blocking case without a verdict; 5 nothing ran (every case skipped); 130 interrupted by Ctrl-C or
+SIGTERM (the reports are still written with the cases finished so far).
 
 Every run writes a run log (``toolproof._runlog``) unless ``--no-log``; ``-v`` prints the
 transcripts of failing trials, ``-x`` stops at the first blocking failure, and ``--lf`` reruns
@@ -479,7 +479,11 @@ def _print_tracebacks(report: EvalReport, console: Console) -> None:
 
 
 async def _run(suites: Any, **options: Any) -> EvalReport:
-    """Run with Ctrl-C handled: the first one stops the run and keeps the partial report."""
+    """Run with Ctrl-C and SIGTERM handled: the first stops the run and keeps the partial report.
+
+    SIGTERM is how CI systems and service managers stop a job (a cancelled or timed-out CI
+    job gets it): it is handled as Ctrl-C, and a second one of either aborts.
+    """
     import asyncio
     import signal
 
@@ -488,29 +492,34 @@ async def _run(suites: Any, **options: Any) -> EvalReport:
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     presses = 0
+    names: dict[int, str] = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
 
-    def interrupt() -> None:
+    def interrupt(number: int) -> None:
         nonlocal presses
         presses += 1
         if presses == 1 and task is not None:
             sys.stderr.write(
-                "\ntoolproof: interrupting; writing the reports (Ctrl-C again to abort)\n"
+                f"\ntoolproof: interrupting ({names[number]}); writing the reports "
+                "(Ctrl-C again to abort)\n"
             )
             task.cancel()
         else:
-            loop.remove_signal_handler(signal.SIGINT)
+            for each in installed:
+                loop.remove_signal_handler(each)
             raise KeyboardInterrupt
 
-    try:
-        loop.add_signal_handler(signal.SIGINT, interrupt)
-        installed = True
-    except (NotImplementedError, RuntimeError, ValueError):  # Windows, or not the main thread
-        installed = False
+    installed: list[int] = []
+    for number in names:
+        try:
+            loop.add_signal_handler(number, interrupt, number)
+            installed.append(number)
+        except (NotImplementedError, RuntimeError, ValueError):  # Windows, or not the main thread
+            pass
     try:
         return await evaluate_async(suites, partial_on_cancel=True, **options)
     finally:
-        if installed:
-            loop.remove_signal_handler(signal.SIGINT)
+        for number in installed:
+            loop.remove_signal_handler(number)
 
 
 def _list_cases(cases: list[Case], console: Console, args: argparse.Namespace) -> None:

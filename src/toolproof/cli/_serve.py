@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
 from typing import Any
 
@@ -101,13 +103,19 @@ def run_serve(args: argparse.Namespace) -> int:
 
             raise UserError(f"cannot listen on {args.host}:{args.port}: {exc}") from None
         print(f"toolproof serve ({args.mode}): {server.url}/v1", flush=True)
+        # Ctrl-C and SIGTERM (how containers and service managers stop a server) both stop
+        # it cleanly: open requests end, and a recording server's traces are written.
+        stopped = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for number in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(number, stopped.set)
         try:
-            await asyncio.Event().wait()
+            await stopped.wait()
         finally:
             await server.aclose()
 
-    try:
+    with contextlib.suppress(KeyboardInterrupt):  # (where the loop takes no signal handlers)
         asyncio.run(serve())
-    except KeyboardInterrupt:
-        print("stopped", file=sys.stderr)
+    print("stopped", file=sys.stderr)
     return 0
