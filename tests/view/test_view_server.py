@@ -160,8 +160,9 @@ def served(
             process.communicate()
 
 
-async def test_the_command_serves_on_loopback_and_stops_on_ctrl_c(
-    served: tuple[subprocess.Popen[str], str],
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+async def test_the_command_serves_on_loopback_and_stops_on_ctrl_c_or_sigterm(
+    served: tuple[subprocess.Popen[str], str], stop: int
 ) -> None:
     process, url = served
     assert url.startswith("http://127.0.0.1:")
@@ -171,7 +172,7 @@ async def test_the_command_serves_on_loopback_and_stops_on_ctrl_c(
             assert "toolproof runs" in await response.text()
         async with session.get(url + "traces") as response:
             assert response.status == 200
-    process.send_signal(signal.SIGINT)
+    process.send_signal(stop)
     _, err = process.communicate(timeout=30)
     assert process.returncode == 130
     assert "toolproof view: stopped" in err and "Traceback" not in err

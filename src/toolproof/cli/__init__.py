@@ -13,7 +13,7 @@ Exit codes (the same for every command; documented in docs/evals.md and docs/rep
 3     the model provider or the network failed, so some verdicts are missing
 4     toolproof itself failed (a bug in toolproof: the traceback is printed)
 5     nothing ran: every selected case was skipped, or no sample was replayed
-130   interrupted (Ctrl-C)
+130   interrupted (Ctrl-C, or SIGTERM)
 141   the reader of the output went away (``toolproof traces list | head``)
 ====  ==========================================================================================
 
@@ -102,6 +102,8 @@ def show_help(parser: argparse.ArgumentParser) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (also used as the console script)."""
+    if argv is None:
+        _stop_on_sigterm()
     try:
         try:
             code = _main(argv)
@@ -121,6 +123,28 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         gc.freeze()
     return code
+
+
+def _stop_on_sigterm() -> None:
+    """As the program: SIGTERM stops a command the way Ctrl-C does.
+
+    Containers, service managers and CI systems (a cancelled or timed-out job) stop a
+    process with SIGTERM, whose default ends it at once: a replay's run log would stay
+    unfinished, a recorder's queue unwritten. Commands that run an event loop install
+    their own handlers for both signals; the others get ``KeyboardInterrupt`` (exit 130).
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return  # (someone chose a handler already)
+
+    def interrupted(number: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupted)
 
 
 def _main(argv: Sequence[str] | None) -> int:
