@@ -309,8 +309,12 @@ class Recorder:
         """
         util = sys.modules.get("multiprocessing.util")
         finalize = getattr(util, "Finalize", None)
-        if finalize is not None:
+        if finalize is None:
+            return
+        try:  # (record() never raises, whatever stands in for multiprocessing)
             self._mp_exit = finalize(None, self._atexit, exitpriority=_EXIT_PRIORITY)
+        except Exception:
+            logger.debug("multiprocessing's exit hook is not available", exc_info=True)
 
     # -- the hot path ------------------------------------------------------------------------
 
