@@ -19,7 +19,7 @@ from types import TracebackType
 
 __all__ = ["FORK_GUARD"]
 
-#: The longest a fork waits for the recorder's threads to leave SQLite (a checkpoint
+#: The longest a fork waits for the recorder's threads (opening a store, a SQLite call; a checkpoint
 #: waiting for the disk takes tens of milliseconds; a store on a stalled disk may never end).
 _FORK_WAIT = 5.0
 
