@@ -16,6 +16,7 @@ import sys
 import textwrap
 import time
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -189,8 +190,11 @@ def _start_slow(tmp_path: Path) -> subprocess.Popen[str]:
     return process
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT delivery to a child is POSIX-only")
-def test_ctrl_c_mid_run_leaves_a_readable_log_of_what_finished(tmp_path: Path) -> None:
+@pytest.mark.skipif(sys.platform == "win32", reason="signal delivery to a child is POSIX-only")
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_mid_run_leaves_a_readable_log_of_what_finished(
+    tmp_path: Path, stop: int
+) -> None:
     process = _start_slow(tmp_path)
     logs = runs_in(tmp_path / ".toolproof" / "runs")
     assert len(logs) == 1  # written when the run started
@@ -198,7 +202,7 @@ def test_ctrl_c_mid_run_leaves_a_readable_log_of_what_finished(tmp_path: Path) -
     assert running["status"] == "running" and running["finished"] is None
     assert not (logs[0] / "report.json").exists()
     time.sleep(0.2)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(stop)
     _, stderr = process.communicate(timeout=30)
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr
@@ -782,6 +786,69 @@ def test_replay_writes_a_run_log_with_new_traces(
     compared = toolproof("runs", "compare", "--json", cwd=tmp_path)
     assert compared.returncode == 0
     assert {c["change"] for c in json.loads(compared.stdout)["changes"]} == {"unchanged"}
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="signal delivery to a child is POSIX-only")
+def test_a_replay_stopped_by_sigterm_finishes_its_run_log_as_interrupted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SIGTERM (a cancelled CI job) is handled as Ctrl-C by every command: the log says so.
+    monkeypatch.syspath_prepend(str(ROOT / "tests" / "replay"))
+    from replay_helpers import user_trace
+
+    from toolproof.replay import TraceStore
+
+    db = tmp_path / "t.db"
+    with TraceStore(db) as store:  # (about 10 s of replay: stopped well before its end)
+        base = [user_trace(n) for n in range(1, 7)]
+        store.add_many([replace(base[n % 6], id=f"s-{n:05d}") for n in range(12_000)])
+    write(
+        tmp_path / "ops.py",
+        """\
+        from toolproof import Agent
+        from replay_helpers import query_users
+
+
+        def build(model, tools=None):
+            return Agent(model, tools if tools is not None else [query_users])
+        """,
+    )
+    env = {**os.environ, "PYTHONPATH": PYTHONPATH, "NO_COLOR": "1"}
+    env.pop("TOOLPROOF_LOG_DIR", None)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "toolproof",
+            "replay",
+            "--store",
+            str(db),
+            "--mode",
+            "model",
+            "--agent",
+            "ops:build",
+            "--model",
+            "recorded",
+            "--concurrency",
+            "1",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    logs_dir = tmp_path / ".toolproof" / "runs"
+    time.sleep(3.0)  # started, and some samples in
+    assert process.poll() is None, process.communicate()
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    [log] = runs_in(logs_dir)
+    meta = json.loads((log / "meta.json").read_text())
+    assert meta["kind"] == "replay"
+    assert meta["status"] == "interrupted" and meta["exit_code"] == 130 and meta["interrupted"]
 
 
 # -- hostile text, generated ---------------------------------------------------------------------
