@@ -504,22 +504,30 @@ async def _run(suites: Any, **options: Any) -> EvalReport:
             )
             task.cancel()
         else:
-            for each in installed:
-                loop.remove_signal_handler(each)
+            restore()
             raise KeyboardInterrupt
 
-    installed: list[int] = []
+    def restore() -> None:
+        # (removing a loop's handler leaves the signal at its default: the handler the
+        # program had, SIGTERM's KeyboardInterrupt included, is put back for the report)
+        for each, before in installed.items():
+            loop.remove_signal_handler(each)
+            if before is not None:
+                signal.signal(each, before)
+        installed.clear()
+
+    installed: dict[int, Any] = {}
     for number in names:
+        before = signal.getsignal(number)
         try:
             loop.add_signal_handler(number, interrupt, number)
-            installed.append(number)
+            installed[number] = before
         except (NotImplementedError, RuntimeError, ValueError):  # Windows, or not the main thread
             pass
     try:
         return await evaluate_async(suites, partial_on_cancel=True, **options)
     finally:
-        for number in installed:
-            loop.remove_signal_handler(number)
+        restore()
 
 
 def _list_cases(cases: list[Case], console: Console, args: argparse.Namespace) -> None:
