@@ -9,7 +9,11 @@ while. How late an agent's loop wakes while the writer works is measured by
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
+import time
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
@@ -267,6 +271,9 @@ class _Ready:
             return True
         return False
 
+    def any_waiting(self, threads: list[int]) -> bool:
+        return False
+
     def close(self) -> None:
         pass
 
@@ -347,3 +354,123 @@ def test_the_threads_asked_about_are_the_last_few_that_recorded(
         assert recorder._callers[0] == threading.get_native_id()
     finally:
         assert recorder.close(60)
+
+
+class _Waiting(_Ready):
+    """A stand-in whose recording threads wait for the interpreter lock when told to."""
+
+    def __init__(self) -> None:
+        super().__init__(times=0)
+        self.waiting = False
+        self.looks: list[list[int]] = []
+
+    def any_waiting(self, threads: list[int]) -> bool:
+        self.looks.append(list(threads))
+        return self.waiting
+
+
+def _watching(recorder: Recorder, ready: _Ready) -> None:
+    assert recorder._started.wait(60)
+    recorder._ready = ready  # type: ignore[assignment]
+    recorder._watching = True
+
+
+def test_a_recording_thread_waiting_for_the_lock_gets_it_at_once(
+    tmp_path: Path, clocks: _Clocks
+) -> None:
+    recorder = Recorder(tmp_path / "r.db", flush_interval=3600)
+    ready = _Waiting()
+    _watching(recorder, ready)
+    try:
+        assert _work(recorder, clocks, 0.01) <= 0.01 / recorder_module._SLICE_QUIET + 1
+        _recorded_from(recorder, [4242])
+        _work(recorder, clocks, 0.01)
+        ready.waiting = True  # its model answered: it waits for the writer to let go
+        clocks.naps.clear()
+        clocks.wall += recorder_module._LOOK_QUIET
+        recorder._offer()
+        assert len(clocks.naps) == 1  # at once, long before the end of the slice
+        assert ready.looks[-1] == [4242]
+    finally:
+        assert recorder.close(60)
+
+
+def test_the_writer_looks_at_most_every_so_often_and_never_at_itself(
+    tmp_path: Path, clocks: _Clocks
+) -> None:
+    recorder = Recorder(tmp_path / "r.db", flush_interval=3600)
+    ready = _Waiting()
+    _watching(recorder, ready)
+    try:
+        _work(recorder, clocks, 0.01)
+        assert ready.looks == []  # no thread has recorded: nobody to look at
+        _recorded_from(recorder, [4242, 77])
+        _work(recorder, clocks, 0.01)  # quiet: other threads' CPU time did not grow
+        quiet = len(ready.looks)
+        assert quiet >= 0.01 / (recorder_module._LOOK_QUIET + 10e-6) - 1
+        assert quiet <= 0.01 / recorder_module._LOOK_QUIET + 1
+        ready.looks.clear()
+        _work(recorder, clocks, 0.01, others=1e-6)  # another thread runs: closer looks
+        busy = len(ready.looks)
+        assert busy >= 0.8 * 0.01 / (recorder_module._LOOK + 10e-6)
+        assert busy <= 0.01 / recorder_module._LOOK + 1
+        assert all(look == [77, 4242] for look in ready.looks)
+        _recorded_from(recorder, [threading.get_native_id()])  # (as if the writer recorded)
+        ready.looks.clear()
+        real = recorder_module._native_id
+        recorder_module._native_id = threading.get_native_id  # the offer runs here
+        try:
+            _work(recorder, clocks, 0.001)
+        finally:
+            recorder_module._native_id = real
+        assert ready.looks and all(threading.get_native_id() not in look for look in ready.looks)
+    finally:
+        assert recorder.close(60)
+
+
+def test_a_look_that_fails_stops_the_looking_and_loses_no_trace(tmp_path: Path) -> None:
+    class Broken(_Ready):
+        def any_waiting(self, threads: list[int]) -> bool:
+            raise OSError("the kernel said no")
+
+    recorder = Recorder(tmp_path / "r.db", batch_size=8, flush_interval=0.01)
+    _watching(recorder, Broken(times=0))
+    base = user_trace(4)
+    for n in range(50):
+        recorder.record(replace(base, id=f"broken-look-{n:03d}"))
+    assert recorder.flush(60)
+    assert recorder._watching is False
+    assert recorder.stats.written == 50 and recorder.stats.write_errors == 0
+    assert recorder.close(60)
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or os.uname().machine not in ("x86_64", "aarch64"),
+    reason="reads Linux /proc on a machine whose futex call is known",
+)
+def test_the_real_writer_sees_a_recording_thread_wait_for_the_lock(tmp_path: Path) -> None:
+    # No stand-ins: a thread records a large batch, then wakes every millisecond (as an
+    # agent's loop does) while the writer redacts and stores it; the writer's looks find
+    # it waiting for the interpreter and hand it over.
+    recorder = Recorder(tmp_path / "r.db", max_queue=5000, batch_size=500, flush_interval=0.01)
+    assert recorder._started.wait(60)
+    assert recorder._watching  # (found the lock's address as it started)
+    ready = recorder._ready
+    seen: list[bool] = []
+    real_look = ready.any_waiting
+
+    def counted(threads: Iterable[int]) -> bool:
+        found = real_look(threads)
+        seen.append(found)
+        return found
+
+    ready.any_waiting = counted  # type: ignore[method-assign]
+    base = user_trace(5, tags=["waits"])
+    for n in range(3000):
+        recorder.record(replace(base, id=f"waits-{n:05d}"))
+    deadline = time.monotonic() + 120
+    while recorder.stats.pending and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert recorder.close(60)
+    assert recorder.stats.written == 3000
+    assert seen and any(seen), f"{len(seen)} looks, none found the thread waiting"

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from toolproof._trace import Trace
 from toolproof.errors import UserError
 from toolproof.replay._fork import FORK_GUARD
-from toolproof.replay._ready import ReadyThreads
+from toolproof.replay._ready import ReadyThreads, shorten_naps
 from toolproof.replay._redact import Redactor
 from toolproof.replay._redact_trace import _Unsupported, redact_trace_object
 from toolproof.replay._store import (
@@ -69,12 +69,17 @@ DropPolicy = Literal["newest", "oldest"]
 _SLICE = 0.0002  # seconds of the writer's work between naps while other threads run
 _SLICE_QUIET = 0.001  # ... while no other thread of the process has run for _QUIET_AFTER
 _QUIET_AFTER = 0.01  # seconds without other threads' CPU time before the longer slices
-_NAP = 1e-6  # the shortest sleep the OS gives (on Linux ~50-60 µs: the timer slack)
+_NAP = 1e-6  # the shortest sleep the OS gives (on Linux its timer slack: see shorten_naps)
 _OTHERS_RAN = 2e-6  # CPU seconds of other threads since the last nap that count as running
 # After a nap in which no other thread ran, while a thread that records traces is woken but
 # not yet on a core (on its way to the interpreter), the writer naps again, this many times
 # at most.
 _RENAPS = 3
+# Between two looks at whether a thread that records waits for the interpreter (Linux:
+# one look is a pread per thread, about 1.5 µs), while other threads ran lately, and once
+# none has for _QUIET_AFTER.
+_LOOK = 0.00005
+_LOOK_QUIET = 0.0001
 _CALLERS = 8  # the threads that recorded last, whose waking the writer waits for
 _EXIT_PRIORITY = 10  # of the exit hook in a multiprocessing child (higher runs earlier)
 # (the OS's thread id, which /proc names; where Python has none, ids nothing reads)
@@ -263,6 +268,8 @@ class Recorder:
         self._caller = 0  # the native id of the thread that recorded last
         self._callers: tuple[int, ...] = ()  # ... and of the few before it, latest first
         self._ready = ReadyThreads()  # the writer's own: whether one of them is waking
+        self._watching = False  # whether the writer can see them wait for the interpreter
+        self._looked = 0.0  # when it last looked
         self._started = threading.Event()  # the writer's set-up is done
         self._thread = threading.Thread(target=self._run, name="toolproof-recorder", daemon=True)
         self._unstarted = not start
@@ -519,13 +526,17 @@ class Recorder:
         counted, at the first write.
         """
         try:
+            shorten_naps()
             if self._store is None and not self._closed:
                 with FORK_GUARD:
                     self._store = self._open_store()
         except Exception:
             logger.debug("trace store %s: not opened yet", self.store_path, exc_info=True)
         finally:
-            self._started.set()
+            try:
+                self._watching = self._ready.watches_lock()
+            finally:
+                self._started.set()
 
     def _write(self, batch: list[Trace]) -> None:
         rows: list[_Row] = []
@@ -588,15 +599,31 @@ class Recorder:
     def _offer(self) -> None:
         """Hand the interpreter to the agent's threads after every slice of the writer's work.
 
-        Called after every trace and between chunks of the store's statements. A real nap
-        (not a zero-length sleep) is what lets a thread waiting for the interpreter take
-        it. Slices are short (0.2 ms) while other threads of the process ran lately (their
-        CPU time grew), longer (1 ms) once none has for 10 ms: a thread that wakes then
-        waits at most one long slice, and ingest alone pays few naps.
+        Called after every trace, between its redaction and its encoding, and between
+        chunks of the store's statements. A real nap (not a zero-length sleep) is what lets
+        a thread waiting for the interpreter take it. Slices are short (0.2 ms) while other
+        threads of the process ran lately (their CPU time grew), longer (1 ms) once none
+        has for 10 ms: a thread that wakes then waits at most one long slice, and ingest
+        alone pays few naps. On Linux the writer also looks, every 50 µs of its work (100 µs
+        once quiet), whether a thread that recorded is blocked on the interpreter lock, and
+        naps at once if one is.
         """
         now = time.perf_counter()
-        slice_ = _SLICE if now < self._busy_until else _SLICE_QUIET
-        if now - self._offered >= slice_:
+        busy = now < self._busy_until
+        look = _LOOK if busy else _LOOK_QUIET
+        if self._watching and self._callers and now - self._looked >= look:
+            # A thread that records, woken (its model answered), waits for the interpreter:
+            # hand it over now rather than at the end of the slice.
+            self._looked = now
+            me = _native_id()
+            try:
+                waiting = self._ready.any_waiting(tid for tid in self._callers if tid != me)
+            except Exception:  # never a reason to lose a trace: look no more
+                self._watching = waiting = False
+            if waiting:
+                self._nap()
+                return
+        if now - self._offered >= (_SLICE if busy else _SLICE_QUIET):
             self._nap()
 
     def _nap(self) -> None:
