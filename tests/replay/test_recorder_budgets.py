@@ -99,10 +99,11 @@ def test_the_writer_hands_the_interpreter_over_between_traces_and_statement_chun
     chunk = store_module._PAUSE_ROWS
     rows = 99 + 2 * 99 + 99  # trace, tag and tool rows of the 99 traces of the batch
     chunks = -(-99 // chunk) + -(-2 * 99 // chunk) + -(-99 // chunk)
-    assert rows > 3 * chunk
+    builds = -(-99 // (2 * chunk))  # the statements' parameters, built in parts
+    assert rows > 3 * chunk and builds > 1
     # after each trace's redaction walk and after its encoding, before the store's write,
-    # and after each chunk of its rows
-    assert len(naps) == 2 * 99 + 1 + chunks
+    # after each part of its parameters and after each chunk of its rows
+    assert len(naps) == 2 * 99 + 1 + builds + chunks
     assert set(naps) == {recorder_module._NAP} and recorder_module._NAP > 0
 
 

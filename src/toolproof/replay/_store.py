@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import operator
 import re
 import sqlite3
 import threading
@@ -354,24 +355,32 @@ class TraceStore:
             return 0
         now = time.time()
         # One order for every writer: concurrent batches never wait on each other in a cycle.
-        rows = sorted(rows, key=lambda row: row.id)
-        values = [
-            (
-                row.id,
-                row.ts if row.ts is not None else now,
-                row.started_at,
-                row.model,
-                row.status,
-                row.payload,
-                row.version,
-                row.input,
-                sum(row.tools.values()),
-                row.duration_ms,
-                now,
-                row.tool_set,
-            )
-            for row in rows
-        ]
+        rows = sorted(rows, key=_BY_ID)
+        pause = self._pause
+        # (a recorder's batch is built in parts, handing over between them: 500 rows take
+        # about 0.3 ms, which an agent's thread waking meanwhile would wait through)
+        step = len(rows) if pause is None else 2 * _PAUSE_ROWS
+        values: list[tuple[Any, ...]] = []
+        for start in range(0, len(rows), step):
+            values += [
+                (
+                    row.id,
+                    row.ts if row.ts is not None else now,
+                    row.started_at,
+                    row.model,
+                    row.status,
+                    row.payload,
+                    row.version,
+                    row.input,
+                    sum(row.tools.values()),
+                    row.duration_ms,
+                    now,
+                    row.tool_set,
+                )
+                for row in rows[start : start + step]
+            ]
+            if pause is not None:
+                pause()
         tool_sets = {row.tool_set: row.tool_set_json for row in rows if row.tool_set is not None}
         with self._transaction():
             # (before the rows that name them: a reader never meets a row without its set)
@@ -681,6 +690,7 @@ class TraceStore:
 
 #: Rows of one statement between two calls of ``TraceStore._pause``.
 _PAUSE_ROWS = 32
+_BY_ID = operator.attrgetter("id")
 #: Tool sets a store object keeps read (each checked against its digest once).
 _TOOL_SETS_KEPT = 256
 
