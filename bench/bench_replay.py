@@ -289,8 +289,8 @@ def bench_stall(traces: list[Trace], folder: Path) -> dict[str, Any]:
         gc.callbacks.remove(timed)
     assert recorder.close(600)
 
-    def p99(values: list[float]) -> float:
-        return sorted(values)[int(len(values) * 0.99)] * 1e3
+    def p99(values: list[float], at: float = 0.99) -> float:
+        return sorted(values)[int(len(values) * at)] * 1e3
 
     longest = max(intervals, default=(0.0, 0.0))
     most = max(range(len(intervals)), key=lambda n: intervals[n][1], default=0)
@@ -307,6 +307,8 @@ def bench_stall(traces: list[Trace], folder: Path) -> dict[str, Any]:
         "idle_max_ms": max(idle) * 1e3,
         "busy_p99_ms": p99(busy),
         "busy_max_ms": max(busy) * 1e3,
+        "idle_gil_p50_ms": p99(idle_core, 0.5),
+        "busy_gil_p50_ms": p99(core, 0.5),
         "idle_gil_p99_ms": p99(idle_core),
         "idle_gil_max_ms": max(idle_core) * 1e3,
         "busy_gil_p99_ms": p99(core),
@@ -582,9 +584,11 @@ def print_stall(stall: dict[str, Any]) -> None:
         f"max {stall['idle_max_ms']:.2f} ms)"
     )
     print(
-        f"  {'':<4}less the time the loop's thread and the writer waited for a core: p99 "
-        f"{stall['busy_gil_p99_ms']:.2f} ms, max {stall['busy_gil_max_ms']:.2f} ms (idle "
-        f"recorder: p99 {stall['idle_gil_p99_ms']:.2f}, max {stall['idle_gil_max_ms']:.2f} ms)"
+        f"  {'':<4}less the time the loop's thread and the writer waited for a core: median "
+        f"{stall['busy_gil_p50_ms']:.2f} ms, p99 {stall['busy_gil_p99_ms']:.2f} ms, max "
+        f"{stall['busy_gil_max_ms']:.2f} ms (idle recorder: median "
+        f"{stall['idle_gil_p50_ms']:.2f}, p99 {stall['idle_gil_p99_ms']:.2f}, max "
+        f"{stall['idle_gil_max_ms']:.2f} ms)"
     )
     print(
         f"  {'':<4}the writer's {stall['writer_offers']:,} intervals between offers of the "
