@@ -98,14 +98,10 @@ class ReadyThreads:
                 ran.clear()
             ran[native_id] = cpu
             waited.discard(native_id)
-            key = (_SYSCALL, native_id)
-            entry = self._files.get(key)
-            if entry is None:
-                entry = self._open(key)
-            if entry == _CLOSED:
+            fd = self._fd(_SYSCALL, native_id)
+            if fd is None:
                 continue
-            assert isinstance(entry, tuple)
-            data = self._held_read(entry[0])
+            data = self._held_read(fd)
             # "202 0x7f2f4f54e6f0 0x89 ...": the call, then its arguments ("running" if
             # it is not blocked); the first argument of a futex wait is its address.
             if data is None:
@@ -140,7 +136,8 @@ class ReadyThreads:
                 return True
         return False
 
-    def _read(self, name: str, native_id: int, size: int) -> bytes | None:
+    def _fd(self, name: str, native_id: int) -> int | None:
+        """The open descriptor of a thread's file (opened the first time), or ``None``."""
         key = (name, native_id)
         entry = self._files.get(key)
         if entry is None:
@@ -148,8 +145,14 @@ class ReadyThreads:
         if entry == _CLOSED:
             return None
         assert isinstance(entry, tuple)
+        return entry[0]
+
+    def _read(self, name: str, native_id: int, size: int) -> bytes | None:
+        fd = self._fd(name, native_id)
+        if fd is None:
+            return None
         try:
-            return os.pread(entry[0], size, 0)
+            return os.pread(fd, size, 0)
         except OSError:
             self._drop(name, native_id)
             return None
