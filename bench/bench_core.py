@@ -13,7 +13,10 @@ same process:
   model), ``json.dumps`` of the result, a list of step dicts with start and end times, calls,
   results and usage, and the usage summed at the end. No validation, no pydantic.
 
-``run_sync`` is measured beside ``await agent.run``. Times are the process's CPU
+``run_sync`` is measured beside ``await agent.run``, and so is the harness alone: the same
+agent with a model that returns two prebuilt responses (no record of the request, no usage
+estimate), which shows what the scripted model costs and what the loop costs without it.
+Times are the process's CPU
 time (``time.process_time``): the same as wall time for this single-threaded loop on an idle
 machine, and far steadier when other work shares the cores.
 
@@ -42,7 +45,8 @@ from typing import Any
 
 from _callgrind import marked_events
 
-from toolproof import Agent, tool
+from toolproof import Agent, Message, ToolCall, tool
+from toolproof.models import Model, ModelResponse, Usage
 from toolproof.testing import ScriptedModel, call
 
 RUNS_PER_BATCH = 200
@@ -165,6 +169,46 @@ def scripted_agent(parallel: int, runs: int) -> Agent:
     return Agent(model, [multiply_numbers], system_prompt="You are an HR assistant.", max_steps=5)
 
 
+class CannedModel(Model):
+    """The cheapest model a run can have: two prebuilt responses, taken in turn.
+
+    It records nothing and estimates nothing (a ``ScriptedModel`` keeps every request and
+    estimates each request's tokens); the run's own work is all that is left.
+    """
+
+    name = "canned"
+
+    def __init__(self, parallel: int) -> None:
+        calls = [
+            ToolCall("multiply_numbers", {"a": 12, "b": 8 + i}, f"call_{i + 1}")
+            for i in range(parallel)
+        ]
+        self._responses = (
+            ModelResponse(
+                Message("assistant", None, calls),
+                Usage(input_tokens=40, output_tokens=12, requests=1),
+                "canned",
+                "tool_calls",
+            ),
+            ModelResponse(
+                Message("assistant", "12 x 8 = 96"),
+                Usage(input_tokens=60, output_tokens=6, requests=1),
+                "canned",
+                "stop",
+            ),
+        )
+        self._turn = 0
+
+    async def request(self, messages: Any, tools: Any, settings: Any) -> ModelResponse:
+        self._turn ^= 1
+        return self._responses[1 - self._turn]
+
+
+def canned_agent(parallel: int) -> Agent:
+    model = CannedModel(parallel)
+    return Agent(model, [multiply_numbers], system_prompt="You are an HR assistant.", max_steps=5)
+
+
 def bare_runner(parallel: int) -> Callable[[], Awaitable[str]]:
     script = [
         {
@@ -222,7 +266,7 @@ def same_work_runner(parallel: int) -> Callable[[], Awaitable[Any]]:
 def _check(agent: Agent, result: Any, parallel: int) -> None:
     assert result.stop_reason == "final"
     assert len(result.trace.tool_results) == parallel
-    requests = agent.model.requests  # type: ignore[attr-defined]
+    requests: list[Any] = getattr(agent.model, "requests", [])
     if len(requests) > 1000:
         requests.clear()
 
@@ -258,16 +302,19 @@ def measure_round(parallel: int) -> dict[str, float]:
     """
     total = (2 * BATCHES + 4) * RUNS_PER_BATCH
     agent = scripted_agent(parallel, total)
+    canned = canned_agent(parallel)
     loop = asyncio.new_event_loop()  # the async side's loop, kept across its batches
     try:
         loop.run_until_complete(_async_batch(agent, parallel, RUNS_PER_BATCH))  # warm up
         _sync_batch(agent, parallel, RUNS_PER_BATCH)
+        loop.run_until_complete(_async_batch(canned, parallel, RUNS_PER_BATCH))
         loop.run_until_complete(_bare_batch(parallel, RUNS_PER_BATCH))
         loop.run_until_complete(_bare_batch(parallel, RUNS_PER_BATCH, same_work=True))
-        ours, sync, bare, same = [], [], [], []
+        ours, sync, alone, bare, same = [], [], [], [], []
         for _ in range(BATCHES):
             ours.append(loop.run_until_complete(_async_batch(agent, parallel, RUNS_PER_BATCH)))
             sync.append(_sync_batch(agent, parallel, RUNS_PER_BATCH))
+            alone.append(loop.run_until_complete(_async_batch(canned, parallel, RUNS_PER_BATCH)))
             bare.append(loop.run_until_complete(_bare_batch(parallel, RUNS_PER_BATCH)))
             same.append(loop.run_until_complete(_bare_batch(parallel, RUNS_PER_BATCH, True)))
     finally:
@@ -275,6 +322,7 @@ def measure_round(parallel: int) -> dict[str, float]:
     return {
         "async": statistics.median(ours),
         "sync": statistics.median(sync),
+        "alone": statistics.median(alone),
         "bare": statistics.median(bare),
         "same": statistics.median(same),
         "sync/run": statistics.median(s / o for s, o in zip(sync, ours, strict=True)),
@@ -406,6 +454,7 @@ def main() -> None:
         f"{'scenario':<30}{'await run':>16}{'run_sync':>16}{'minimal loop':>16}"
         f"{'same-work loop':>16}{'run/min':>9}{'run/same':>10}{'sync/run':>10}"
     )
+    harness: list[str] = []
     for parallel in (1, 3):
         rounds = [measure_round(parallel) for _ in range(ROUNDS)]
         ours = [r["async"] for r in rounds]
@@ -422,6 +471,15 @@ def main() -> None:
             f"{_spread(same):>16}{run_ratio:>8.1f}x{same_ratio:>9.1f}x{sync_ratio:>9.2f}x"
             f" ({min(sync_ratios):.2f}-{max(sync_ratios):.2f})"
         )
+        alone = [r["alone"] for r in rounds]
+        alone_ratio = statistics.median(r["alone"] / r["same"] for r in rounds)
+        share = 1 - statistics.median(alone) / statistics.median(ours)
+        harness.append(
+            f"  {label:<28}{_spread(alone):>16}  {alone_ratio:.1f}x the same-work loop; the "
+            f"scripted model's share of the run: {share:.0%}"
+        )
+    print("the harness alone, `await run` with a model returning 2 prebuilt responses:")
+    print("\n".join(harness))
     imported, bare_python = import_time()
     print(
         f"python -c 'import toolproof': {imported:.0f} ms (python -c 'pass': {bare_python:.0f} ms)"

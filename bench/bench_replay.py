@@ -174,12 +174,71 @@ def bare_ingest(traces: list[Trace], path: Path) -> tuple[float, float]:
     return len(traces) / elapsed, cpu / len(traces) * 1e6
 
 
+class _BareWriter:
+    """Baseline of the stall: a background writer as one would write it by hand.
+
+    ``record`` puts the trace on a queue; a plain thread encodes each with
+    ``trace.to_json()`` and writes batches of up to 500 rows to one SQLite table, without
+    redaction and without ever handing the interpreter over on purpose: the agent's loop
+    gets the interpreter back when CPython's switch interval (5 ms) makes the writer let
+    go. It has the attributes of a recorder that ``bench_stall`` reads.
+    """
+
+    def __init__(self, path: Path) -> None:
+        import queue
+        import threading
+        from types import SimpleNamespace
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._path = path
+        self._queue: queue.SimpleQueue[Trace | None] = queue.SimpleQueue()
+        self._started = threading.Event()
+        self.stats = SimpleNamespace(written=0, dropped=0)
+        self._thread = threading.Thread(target=self._work, name="bare-writer", daemon=True)
+        self._thread.start()
+
+    def record(self, trace: Trace) -> None:
+        self._queue.put(trace)
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join(600)
+
+    def _work(self) -> None:
+        import queue
+        import sqlite3
+
+        conn = sqlite3.connect(self._path, isolation_level=None)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("CREATE TABLE traces (id TEXT PRIMARY KEY, ts TEXT, payload BLOB)")
+        self._started.set()
+        ended = False
+        while not ended:
+            batch = [self._queue.get()]
+            while len(batch) < 500:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            if None in batch:
+                ended = True
+                batch = [trace for trace in batch if trace is not None]
+            rows = [(t.id, t.started_at, t.to_json().encode()) for t in batch]
+            conn.execute("BEGIN")
+            conn.executemany("INSERT INTO traces VALUES (?, ?, ?)", rows)
+            conn.execute("COMMIT")
+            self.stats.written += len(rows)
+        conn.close()
+
+
 def bench_stall(traces: list[Trace], folder: Path) -> dict[str, Any]:
     """How late the agent's event loop wakes while the recorder's thread works.
 
-    1 ms sleeps on the agent's loop, once with an idle recorder and once while the
-    recorder's thread redacts and writes every trace; the figure is how much later than
-    asked each wake-up came (p99 and max).
+    1 ms sleeps on the agent's loop, once with an idle recorder, once while a plain
+    background thread writes every trace without redaction (the baseline: what a thread
+    written by hand does to the agent's loop), and once while the recorder's thread redacts
+    and writes every trace; the figure is how much later than asked each wake-up came.
     """
 
     import threading
@@ -198,7 +257,7 @@ def bench_stall(traces: list[Trace], folder: Path) -> dict[str, Any]:
         except (OSError, IndexError, ValueError):
             return 0.0
 
-    async def ticks(recorder: Recorder | None) -> list[float]:
+    async def ticks(recorder: Recorder | _BareWriter | None) -> list[float]:
         late: list[float] = []
         if recorder is not None:
             # The writer opens its store as it starts (as an application's recorder does
@@ -227,6 +286,13 @@ def bench_stall(traces: list[Trace], folder: Path) -> dict[str, Any]:
     core: list[float] = []
     idle = asyncio.run(ticks(None))
     idle_core, core = core, []
+    bare_writer = _BareWriter(folder / "stall-bare.db")
+    try:
+        gc.collect()
+        bare = asyncio.run(ticks(bare_writer))
+    finally:
+        bare_writer.close()
+    bare_core, core = core, []
     recorder = Recorder(folder / "stall.db", max_queue=len(traces) + 1, batch_size=500)
     # The writer's intervals between two real handoffs of the interpreter (its naps), in
     # wall time and in the writer's own CPU time: a wall interval much longer than its CPU
@@ -305,6 +371,11 @@ def bench_stall(traces: list[Trace], folder: Path) -> dict[str, Any]:
         "writer_p99_interval_ms": p99([w for w, _ in intervals]) if intervals else 0.0,
         "idle_p99_ms": p99(idle),
         "idle_max_ms": max(idle) * 1e3,
+        "bare_p99_ms": p99(bare),
+        "bare_max_ms": max(bare) * 1e3,
+        "bare_gil_p50_ms": p99(bare_core, 0.5),
+        "bare_gil_p99_ms": p99(bare_core),
+        "bare_gil_max_ms": max(bare_core) * 1e3,
         "busy_p99_ms": p99(busy),
         "busy_max_ms": max(busy) * 1e3,
         "idle_gil_p50_ms": p99(idle_core, 0.5),
@@ -589,6 +660,12 @@ def print_stall(stall: dict[str, Any]) -> None:
         f"{stall['busy_gil_max_ms']:.2f} ms (idle recorder: median "
         f"{stall['idle_gil_p50_ms']:.2f}, p99 {stall['idle_gil_p99_ms']:.2f}, max "
         f"{stall['idle_gil_max_ms']:.2f} ms)"
+    )
+    print(
+        f"  {'':<4}baseline, a plain writer thread (to_json + SQLite, no redaction): p99 "
+        f"{stall['bare_p99_ms']:.2f} ms, max {stall['bare_max_ms']:.2f} ms; less the waits for a"
+        f" core: median {stall['bare_gil_p50_ms']:.2f} ms, p99 {stall['bare_gil_p99_ms']:.2f} ms,"
+        f" max {stall['bare_gil_max_ms']:.2f} ms"
     )
     print(
         f"  {'':<4}the writer's {stall['writer_offers']:,} intervals between offers of the "
