@@ -665,7 +665,8 @@ def print_stall(stall: dict[str, Any]) -> None:
         f"  {'':<4}baseline, a plain writer thread (to_json + SQLite, no redaction): p99 "
         f"{stall['bare_p99_ms']:.2f} ms, max {stall['bare_max_ms']:.2f} ms; less the waits for a"
         f" core: median {stall['bare_gil_p50_ms']:.2f} ms, p99 {stall['bare_gil_p99_ms']:.2f} ms,"
-        f" max {stall['bare_gil_max_ms']:.2f} ms"
+        f" max {stall['bare_gil_max_ms']:.2f} ms (the recorder's p99 is "
+        f"{stall['bare_gil_p99_ms'] / max(stall['busy_gil_p99_ms'], 1e-6):.0f}x lower)"
     )
     print(
         f"  {'':<4}the writer's {stall['writer_offers']:,} intervals between offers of the "
@@ -764,6 +765,16 @@ def main() -> None:
     )
     for label, key, note in rows:
         print(f"  {label:<44} {_spread(figures[key], 'traces/s'):>30} traces/s  {note}")
+
+    def ratio(ours: str, base: str) -> str:
+        values = [a / b for a, b in zip(figures[ours], figures[base], strict=True)]
+        return f"{statistics.median(values):.2f}x ({min(values):.2f}-{max(values):.2f})"
+
+    print(
+        "  against the baselines of the same rounds: replay + grade / bare read "
+        f"{ratio('replay_tools_per_s', 'bare_read_per_s')}; recorder ingest with redaction / "
+        f"bare write {ratio('recorder_redacted_ingest_per_s', 'bare_ingest_per_s')}"
+    )
     print("  CPU time per trace while ingesting (all threads; steadier than the rates above)")
     cpu_rows = [
         ("store ingest (add_many)", "store_ingest_cpu_us"),
