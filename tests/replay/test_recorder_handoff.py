@@ -13,7 +13,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -57,6 +57,15 @@ def clocks(monkeypatch: pytest.MonkeyPatch) -> _Clocks:
     return fake
 
 
+@pytest.fixture
+def recorder(tmp_path: Path, clocks: _Clocks) -> Iterator[Recorder]:
+    """A started recorder whose writer reads the fake clocks; closed (nothing lost) after."""
+    recorder = Recorder(tmp_path / "r.db", flush_interval=3600)
+    assert recorder._started.wait(60)
+    yield recorder
+    assert recorder.close(60)
+
+
 def _work(recorder: Recorder, clocks: _Clocks, seconds: float, *, others: float = 0.0) -> int:
     """The writer works ``seconds`` in steps of 10 µs, offering after each; returns naps."""
     before = len(clocks.naps)
@@ -67,50 +76,42 @@ def _work(recorder: Recorder, clocks: _Clocks, seconds: float, *, others: float 
     return len(clocks.naps) - before
 
 
-def test_naps_are_real_sleeps_after_every_slice_of_work(tmp_path: Path, clocks: _Clocks) -> None:
-    recorder = Recorder(tmp_path / "r.db", flush_interval=3600)
-    try:
-        naps = _work(recorder, clocks, 0.1)  # 100 ms, no other thread running
-        assert set(clocks.naps) == {recorder_module._NAP} and recorder_module._NAP > 0
-        # one nap per long slice (1 ms of work) at least, none closer than a slice apart
-        assert 0.1 / (recorder_module._SLICE_QUIET + 70e-6) <= naps <= 0.1 / 0.001 + 1
-    finally:
-        assert recorder.close(60)
+def test_naps_are_real_sleeps_after_every_slice_of_work(
+    recorder: Recorder, clocks: _Clocks
+) -> None:
+    naps = _work(recorder, clocks, 0.1)  # 100 ms, no other thread running
+    assert set(clocks.naps) == {recorder_module._NAP} and recorder_module._NAP > 0
+    # one nap per long slice (1 ms of work) at least, none closer than a slice apart
+    assert 0.1 / (recorder_module._SLICE_QUIET + 70e-6) <= naps <= 0.1 / 0.001 + 1
 
 
-def test_slices_are_short_while_another_thread_runs(tmp_path: Path, clocks: _Clocks) -> None:
-    recorder = Recorder(tmp_path / "r.db", flush_interval=3600)
-    try:
-        quiet = _work(recorder, clocks, 0.05)
-        busy = _work(recorder, clocks, 0.05, others=1e-6)  # another thread keeps running
-        assert busy >= 0.05 / (recorder_module._SLICE + 70e-6) - 1
-        assert busy >= 4 * quiet
-        # after that thread stops, short slices last _QUIET_AFTER, then long ones again
-        settling = _work(recorder, clocks, recorder_module._QUIET_AFTER)
-        assert settling >= 0.8 * recorder_module._QUIET_AFTER / (recorder_module._SLICE + 70e-6)
-        assert _work(recorder, clocks, 0.05) <= quiet + 1
-    finally:
-        assert recorder.close(60)
+def test_slices_are_short_while_another_thread_runs(recorder: Recorder, clocks: _Clocks) -> None:
+    quiet = _work(recorder, clocks, 0.05)
+    busy = _work(recorder, clocks, 0.05, others=1e-6)  # another thread keeps running
+    assert busy >= 0.05 / (recorder_module._SLICE + 70e-6) - 1
+    assert busy >= 4 * quiet
+    # after that thread stops, short slices last _QUIET_AFTER, then long ones again
+    settling = _work(recorder, clocks, recorder_module._QUIET_AFTER)
+    assert settling >= 0.8 * recorder_module._QUIET_AFTER / (recorder_module._SLICE + 70e-6)
+    assert _work(recorder, clocks, 0.05) <= quiet + 1
 
 
-def test_a_thread_that_ran_once_gets_short_slices_at_once(tmp_path: Path, clocks: _Clocks) -> None:
-    recorder = Recorder(tmp_path / "r.db", flush_interval=3600)
-    try:
-        _work(recorder, clocks, 0.05)  # long slices
-        clocks.others += 30e-6  # the agent's loop woke once and took the interpreter
-        _work(recorder, clocks, recorder_module._SLICE_QUIET + 80e-6)  # the next nap sees it
-        gaps = []
-        last = clocks.wall
-        for _ in range(400):  # 4 ms of work: every nap within one short slice of the last
-            before = len(clocks.naps)
-            clocks.wall += 10e-6
-            recorder._offer()
-            if len(clocks.naps) > before:
-                gaps.append(clocks.wall - last)
-                last = clocks.wall
-        assert gaps and max(gaps) <= recorder_module._SLICE + 80e-6, gaps
-    finally:
-        assert recorder.close(60)
+def test_a_thread_that_ran_once_gets_short_slices_at_once(
+    recorder: Recorder, clocks: _Clocks
+) -> None:
+    _work(recorder, clocks, 0.05)  # long slices
+    clocks.others += 30e-6  # the agent's loop woke once and took the interpreter
+    _work(recorder, clocks, recorder_module._SLICE_QUIET + 80e-6)  # the next nap sees it
+    gaps = []
+    last = clocks.wall
+    for _ in range(400):  # 4 ms of work: every nap within one short slice of the last
+        before = len(clocks.naps)
+        clocks.wall += 10e-6
+        recorder._offer()
+        if len(clocks.naps) > before:
+            gaps.append(clocks.wall - last)
+            last = clocks.wall
+    assert gaps and max(gaps) <= recorder_module._SLICE + 80e-6, gaps
 
 
 class _Checkpoints:
@@ -285,75 +286,60 @@ def _recorded_from(recorder: Recorder, native_ids: list[int]) -> None:
 
 
 def test_the_writer_naps_again_while_a_recording_thread_is_still_waking(
-    tmp_path: Path, clocks: _Clocks
+    recorder: Recorder, clocks: _Clocks
 ) -> None:
-    recorder = Recorder(tmp_path / "r.db", flush_interval=3600)
-    assert recorder._started.wait(60)
-    try:
-        _recorded_from(recorder, [4242])
-        recorder._ready = _Ready(times=1)  # type: ignore[assignment]
-        recorder._nap()
-        assert len(clocks.naps) == 2  # the nap, and one more while 4242 was still waking
-        # never more than _RENAPS more, however long a thread stays ready
-        clocks.naps.clear()
-        recorder._ready = ready = _Ready(times=100)  # type: ignore[assignment]
-        recorder._nap()
-        assert len(clocks.naps) == 1 + recorder_module._RENAPS
-        assert ready.asked == [[4242]] * recorder_module._RENAPS
-    finally:
-        assert recorder.close(60)
+    _recorded_from(recorder, [4242])
+    recorder._ready = _Ready(times=1)  # type: ignore[assignment]
+    recorder._nap()
+    assert len(clocks.naps) == 2  # the nap, and one more while 4242 was still waking
+    # never more than _RENAPS more, however long a thread stays ready
+    clocks.naps.clear()
+    recorder._ready = ready = _Ready(times=100)  # type: ignore[assignment]
+    recorder._nap()
+    assert len(clocks.naps) == 1 + recorder_module._RENAPS
+    assert ready.asked == [[4242]] * recorder_module._RENAPS
 
 
 def test_no_second_nap_once_another_thread_ran_or_none_is_waking(
-    tmp_path: Path, clocks: _Clocks
+    recorder: Recorder, clocks: _Clocks
 ) -> None:
-    recorder = Recorder(tmp_path / "r.db", flush_interval=3600)
-    assert recorder._started.wait(60)
-    try:
-        recorder._ready = ready = _Ready(times=100)  # type: ignore[assignment]
-        recorder._nap()  # no thread has recorded: none is asked about
-        assert len(clocks.naps) == 1 and ready.asked == []
-        _recorded_from(recorder, [4242])
-        real_sleep = clocks.sleep
+    recorder._ready = ready = _Ready(times=100)  # type: ignore[assignment]
+    recorder._nap()  # no thread has recorded: none is asked about
+    assert len(clocks.naps) == 1 and ready.asked == []
+    _recorded_from(recorder, [4242])
+    real_sleep = clocks.sleep
 
-        def handed_over(seconds: float) -> None:
-            real_sleep(seconds)
-            clocks.others += 30e-6  # a thread took the interpreter during the nap
+    def handed_over(seconds: float) -> None:
+        real_sleep(seconds)
+        clocks.others += 30e-6  # a thread took the interpreter during the nap
 
-        clocks.sleep = handed_over  # type: ignore[method-assign]
-        clocks.naps.clear()
-        recorder._nap()
-        assert len(clocks.naps) == 1 and ready.asked == []
-        clocks.sleep = real_sleep  # type: ignore[method-assign]
-        recorder._ready = ready = _Ready(times=0)  # type: ignore[assignment]
-        clocks.naps.clear()
-        recorder._nap()
-        assert len(clocks.naps) == 1 and ready.asked == [[4242]]
-    finally:
-        assert recorder.close(60)
+    clocks.sleep = handed_over  # type: ignore[method-assign]
+    clocks.naps.clear()
+    recorder._nap()
+    assert len(clocks.naps) == 1 and ready.asked == []
+    clocks.sleep = real_sleep  # type: ignore[method-assign]
+    recorder._ready = ready = _Ready(times=0)  # type: ignore[assignment]
+    clocks.naps.clear()
+    recorder._nap()
+    assert len(clocks.naps) == 1 and ready.asked == [[4242]]
 
 
 def test_the_threads_asked_about_are_the_last_few_that_recorded(
-    tmp_path: Path, clocks: _Clocks
+    recorder: Recorder, clocks: _Clocks
 ) -> None:
-    recorder = Recorder(tmp_path / "r.db", flush_interval=3600)
-    assert recorder._started.wait(60)
-    try:
-        _recorded_from(recorder, list(range(1, 21)))
-        _recorded_from(recorder, [5])  # recorded again: first, and listed once
-        recorder._ready = ready = _Ready(times=0)  # type: ignore[assignment]
-        recorder._nap()
-        expected = [5, 20, 19, 18, 17, 16, 15, 14][: recorder_module._CALLERS]
-        assert ready.asked == [expected]
-        # the thread that naps is never waited for (here the test's own thread records)
-        recorder.record(user_trace(3))
-        recorder._ready = ready = _Ready(times=0)  # type: ignore[assignment]
-        clocks.naps.clear()
-        recorder._nap()
-        assert ready.asked == [expected[: recorder_module._CALLERS - 1]]
-        assert recorder._callers[0] == threading.get_native_id()
-    finally:
-        assert recorder.close(60)
+    _recorded_from(recorder, list(range(1, 21)))
+    _recorded_from(recorder, [5])  # recorded again: first, and listed once
+    recorder._ready = ready = _Ready(times=0)  # type: ignore[assignment]
+    recorder._nap()
+    expected = [5, 20, 19, 18, 17, 16, 15, 14][: recorder_module._CALLERS]
+    assert ready.asked == [expected]
+    # the thread that naps is never waited for (here the test's own thread records)
+    recorder.record(user_trace(3))
+    recorder._ready = ready = _Ready(times=0)  # type: ignore[assignment]
+    clocks.naps.clear()
+    recorder._nap()
+    assert ready.asked == [expected[: recorder_module._CALLERS - 1]]
+    assert recorder._callers[0] == threading.get_native_id()
 
 
 class _Waiting(_Ready):
@@ -376,56 +362,48 @@ def _watching(recorder: Recorder, ready: _Ready) -> None:
 
 
 def test_a_recording_thread_waiting_for_the_lock_gets_it_at_once(
-    tmp_path: Path, clocks: _Clocks
+    recorder: Recorder, clocks: _Clocks
 ) -> None:
-    recorder = Recorder(tmp_path / "r.db", flush_interval=3600)
     ready = _Waiting()
     _watching(recorder, ready)
-    try:
-        assert _work(recorder, clocks, 0.01) <= 0.01 / recorder_module._SLICE_QUIET + 1
-        _recorded_from(recorder, [4242])
-        _work(recorder, clocks, 0.01)
-        ready.waiting = True  # its model answered: it waits for the writer to let go
-        clocks.naps.clear()
-        clocks.wall += recorder_module._LOOK_QUIET
-        recorder._offer()
-        assert len(clocks.naps) == 1  # at once, long before the end of the slice
-        assert ready.looks[-1] == [4242]
-    finally:
-        assert recorder.close(60)
+    assert _work(recorder, clocks, 0.01) <= 0.01 / recorder_module._SLICE_QUIET + 1
+    _recorded_from(recorder, [4242])
+    _work(recorder, clocks, 0.01)
+    ready.waiting = True  # its model answered: it waits for the writer to let go
+    clocks.naps.clear()
+    clocks.wall += recorder_module._LOOK_QUIET
+    recorder._offer()
+    assert len(clocks.naps) == 1  # at once, long before the end of the slice
+    assert ready.looks[-1] == [4242]
 
 
 def test_the_writer_looks_at_most_every_so_often_and_never_at_itself(
-    tmp_path: Path, clocks: _Clocks
+    recorder: Recorder, clocks: _Clocks
 ) -> None:
-    recorder = Recorder(tmp_path / "r.db", flush_interval=3600)
     ready = _Waiting()
     _watching(recorder, ready)
+    _work(recorder, clocks, 0.01)
+    assert ready.looks == []  # no thread has recorded: nobody to look at
+    _recorded_from(recorder, [4242, 77])
+    _work(recorder, clocks, 0.01)  # quiet: other threads' CPU time did not grow
+    quiet = len(ready.looks)
+    assert quiet >= 0.01 / (recorder_module._LOOK_QUIET + 10e-6) - 1
+    assert quiet <= 0.01 / recorder_module._LOOK_QUIET + 1
+    ready.looks.clear()
+    _work(recorder, clocks, 0.01, others=1e-6)  # another thread runs: closer looks
+    busy = len(ready.looks)
+    assert busy >= 0.8 * 0.01 / (recorder_module._LOOK + 10e-6)
+    assert busy <= 0.01 / recorder_module._LOOK + 1
+    assert all(look == [77, 4242] for look in ready.looks)
+    _recorded_from(recorder, [threading.get_native_id()])  # (as if the writer recorded)
+    ready.looks.clear()
+    real = recorder_module._native_id
+    recorder_module._native_id = threading.get_native_id  # the offer runs here
     try:
-        _work(recorder, clocks, 0.01)
-        assert ready.looks == []  # no thread has recorded: nobody to look at
-        _recorded_from(recorder, [4242, 77])
-        _work(recorder, clocks, 0.01)  # quiet: other threads' CPU time did not grow
-        quiet = len(ready.looks)
-        assert quiet >= 0.01 / (recorder_module._LOOK_QUIET + 10e-6) - 1
-        assert quiet <= 0.01 / recorder_module._LOOK_QUIET + 1
-        ready.looks.clear()
-        _work(recorder, clocks, 0.01, others=1e-6)  # another thread runs: closer looks
-        busy = len(ready.looks)
-        assert busy >= 0.8 * 0.01 / (recorder_module._LOOK + 10e-6)
-        assert busy <= 0.01 / recorder_module._LOOK + 1
-        assert all(look == [77, 4242] for look in ready.looks)
-        _recorded_from(recorder, [threading.get_native_id()])  # (as if the writer recorded)
-        ready.looks.clear()
-        real = recorder_module._native_id
-        recorder_module._native_id = threading.get_native_id  # the offer runs here
-        try:
-            _work(recorder, clocks, 0.001)
-        finally:
-            recorder_module._native_id = real
-        assert ready.looks and all(threading.get_native_id() not in look for look in ready.looks)
+        _work(recorder, clocks, 0.001)
     finally:
-        assert recorder.close(60)
+        recorder_module._native_id = real
+    assert ready.looks and all(threading.get_native_id() not in look for look in ready.looks)
 
 
 def test_a_look_that_fails_stops_the_looking_and_loses_no_trace(tmp_path: Path) -> None:
