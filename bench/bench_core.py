@@ -16,9 +16,8 @@ same process:
 ``run_sync`` is measured beside ``await agent.run``, and so is the harness alone: the same
 agent with a model that returns two prebuilt responses (no record of the request, no usage
 estimate), which shows what the scripted model costs and what the loop costs without it.
-Times are the process's CPU
-time (``time.process_time``): the same as wall time for this single-threaded loop on an idle
-machine, and far steadier when other work shares the cores.
+Times are the process's CPU time (``time.process_time``): the same as wall time for this
+single-threaded loop on an idle machine, and far steadier when other work shares the cores.
 
     python bench/bench_core.py               # prints a table; about 30 s
     python bench/bench_core.py --callgrind   # instructions, cache misses under valgrind; ~3 min

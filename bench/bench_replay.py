@@ -22,6 +22,7 @@ import asyncio
 import gc
 import os
 import statistics
+import sys
 import tempfile
 import time
 from dataclasses import replace
@@ -180,8 +181,10 @@ class _BareWriter:
     ``record`` puts the trace on a queue; a plain thread encodes each with
     ``trace.to_json()`` and writes batches of up to 500 rows to one SQLite table, without
     redaction and without ever handing the interpreter over on purpose: the agent's loop
-    gets the interpreter back when CPython's switch interval (5 ms) makes the writer let
-    go. It has the attributes of a recorder that ``bench_stall`` reads.
+    gets the interpreter only when CPython makes the writer let go (see bench/README.md
+    for why that can take much longer than the 5 ms switch interval). It has the
+    attributes of a recorder that ``bench_stall`` reads; a writer that fails counts
+    everything as dropped, so the measurement ends.
     """
 
     def __init__(self, path: Path) -> None:
@@ -205,6 +208,14 @@ class _BareWriter:
         self._thread.join(600)
 
     def _work(self) -> None:
+        try:
+            self._write()
+        except BaseException:
+            self.stats.dropped = sys.maxsize
+            self._started.set()
+            raise
+
+    def _write(self) -> None:
         import queue
         import sqlite3
 
@@ -692,7 +703,6 @@ def print_stall(stall: dict[str, Any]) -> None:
 
 
 def main() -> None:
-    import sys
 
     if sys.argv[1:2] == ["--callgrind-child"]:
         _callgrind_child(sys.argv[2], int(sys.argv[3]))
@@ -810,8 +820,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    import sys
-
     if sys.argv[1:2] == ["--child"]:
         _replay_child(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     else:
