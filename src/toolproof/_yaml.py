@@ -146,7 +146,20 @@ def check(text: str, source: str | Path) -> None:
             f"the file has {len(text):,} characters, more than the {MAX_CHARS // 2**20} MiB a "
             "YAML file may have; split it into smaller files",
         )
-    loader = loader_class()(text)
+    try:
+        _check_events(loader_class(), text, source, yaml)
+    except yaml.YAMLError:
+        # libyaml has limits of its own (0.2.5 stops at ~1,000 nesting levels with a message
+        # and no line of ours): walk again with PyYAML's pure-Python parser, which has none,
+        # so a document beyond toolproof's limits always gets toolproof's message.
+        if hasattr(yaml, "CSafeLoader"):
+            with contextlib.suppress(yaml.YAMLError):
+                _check_events(yaml.SafeLoader, text, source, yaml)
+        raise
+
+
+def _check_events(loader_type: type[Any], text: str, source: str | Path, yaml: Any) -> None:
+    loader = loader_type(text)
     try:
         _walk_events(loader, source, yaml)
     finally:

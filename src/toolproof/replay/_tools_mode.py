@@ -55,22 +55,18 @@ class _TodayTool:
     tool: Tool[..., Any] | None = None
     validator: Any = None  # jsonschema validator when only a schema is known
     mock: Callable[..., Any] | None = None
-    #: the return annotation's check, once built (``None``: not built yet)
-    returns: Callable[[Any], Any] | None = None
-    #: a quick test of parsed values that check surely accepts (``None``: none)
-    parsed_fits: Callable[[Any], bool] | None = None
-    #: the verdicts on arguments already checked, by their ``repr``; ``None`` for a tool
-    #: whose check is not a pure function of the arguments (asked every time)
+    #: the verdicts on arguments already checked, by their ``repr``; ``None`` for a Python
+    #: tool, whose check may run the user's code (asked every time)
     verdicts: dict[str, str | None] | None = None
 
     def reject(self, arguments: dict[str, Any]) -> str | None:
         """Why today's tool refuses these arguments (``None``: it accepts them).
 
-        A check that is a pure function of the arguments (a JSON Schema; a Python tool's
-        argument model with none of the user's code in it, see ``_verdicts.py``) gives
-        the same verdict on the same arguments: it is kept, in a bounded, least recently
-        used set. The key is the arguments' repr, which tells apart every two JSON values
-        that differ, even only in type (1, 1.0, True) or in key order.
+        A JSON Schema check (schema-only tools: jsonschema runs no code of the user's and no
+        format checker) gives the same verdict on the same arguments: it is kept, in a
+        bounded, least recently used set. The key is the arguments' repr, which tells apart
+        every two JSON values that differ, even only in type (1, 1.0, True) or in key order.
+        A Python tool's check may run the user's validators, so it is asked every time.
         """
         verdicts = self.verdicts
         if verdicts is None:
@@ -116,19 +112,7 @@ class _TodayTool:
         if tool is None or not tool.has_return_annotation:
             return None
         try:
-            check = self.returns
-            if check is None:
-                tool.validate_return(value)  # builds the tool's return check, once
-                adapter = getattr(tool, "_return_adapter", None)
-                if adapter is not None and type(tool).validate_return is Tool.validate_return:
-                    # the very check validate_return runs, without its Python wrapper (a
-                    # tool class with a check of its own is asked every time)
-                    self.returns = adapter.validator.validate_python
-                    from toolproof.replay._verdicts import accepted_shapes
-
-                    self.parsed_fits = accepted_shapes(adapter.core_schema)
-            else:
-                check(value)
+            tool.validate_return(value)
         except Exception as exc:
             from pydantic import ValidationError
 
@@ -184,21 +168,7 @@ def _today_tools(tools: Any) -> dict[str, _TodayTool]:
 
 def _from_tool(tool: Tool[..., Any], mock: Callable[..., Any] | None) -> _TodayTool:
     params = tuple(tool.parameters.get("properties", {}))
-    entry = _TodayTool(tool.name, tool.schema_hash, params, tool=tool, mock=mock)
-    if _pure_check(tool):
-        entry.verdicts = {}
-    return entry
-
-
-def _pure_check(tool: Tool[..., Any]) -> bool:
-    """Whether the tool's verdict on arguments depends on the arguments alone."""
-    kind = type(tool)
-    if kind.validate is not Tool.validate or kind._explain is not Tool._explain:
-        return False  # a tool class with a check of its own: asked every time
-    from toolproof.replay._verdicts import pure_arguments
-
-    model = getattr(tool, "_args_model", None)
-    return pure_arguments(getattr(model, "__pydantic_core_schema__", None))
+    return _TodayTool(tool.name, tool.schema_hash, params, tool=tool, mock=mock)
 
 
 def _from_schema(name: str, parameters: Mapping[str, Any], schema_hash: str) -> _TodayTool:
@@ -354,9 +324,6 @@ def _view_sample(
         if result is None or result["status"] != "ok" or result["error_type"] in REJECTED:
             continue
         value = result["value"]
-        fits = tool.parsed_fits
-        if fits is not None and fits(value):
-            continue  # (a value the parser made, of a shape the check surely accepts)
         problem = tool.return_problem(value)
         if problem is not None:
             findings.append(_return_shape(problem, name, value))
