@@ -5,6 +5,10 @@ This fixes the set of toolproof modules the first import loads and names the hea
 libraries it must leave for first use, so a new one fails here on any machine. The same
 for ``import toolproof`` alone and for the command line's start-up (``--version``,
 ``run --help``), which load neither the agent's loop nor the libraries only it needs.
+
+The budget protects what toolproof itself chooses to import. A module that a standard
+library module toolproof needs loads for itself (which changes between Python versions) is
+measured as part of a baseline (``_heavy``), so it never fails the budget.
 """
 
 from __future__ import annotations
@@ -151,8 +155,13 @@ def test_the_command_line_builds_its_parser_without_loading_the_loop() -> None:
     assert ours == LOADED_CLI, (
         f"new: {sorted(ours - LOADED_CLI)}, gone: {sorted(LOADED_CLI - ours)}"
     )
-    # argparse's help formatter loads textwrap itself.
-    heavy = _heavy(loaded, tuple(name for name in NOT_LOADED_BARE if name != "textwrap"))
+    # What the budget protects is toolproof's own choice of what to load, not what the
+    # standard library loads for itself on one Python version or another: the command line
+    # needs argparse (whose help formatter loads textwrap) and pathlib (which loads
+    # urllib.parse, and with it ipaddress, on current versions), so what they load is the
+    # baseline.
+    baseline = "import argparse, pathlib; argparse.ArgumentParser().format_help()"
+    heavy = _heavy(loaded, NOT_LOADED_BARE, baseline=baseline)
     assert heavy == [], f"loaded at the command line's start-up: {heavy}"
 
 
