@@ -5,10 +5,7 @@
   ``__post_init__``, an enum's ``_missing_``, a default factory, a custom core schema with a
   function, or pydantic's own checks only): a counting validator proves it, on every
   pydantic version the project allows (nothing reads pydantic's internal schema layout).
-- A schema-only tool's verdicts are kept: values equal in Python but not in the check
-  (``1``, ``1.0``, ``True``, ``"1"``) never share a verdict; kept verdicts and their
-  messages are the ones a fresh check gives (generated arguments, differential); the kept
-  set stays bounded under 100,000 distinct argument sets.
+- A schema-only tool's verdicts are kept (``test_replay_shortcuts.py`` tests them).
 """
 
 from __future__ import annotations
@@ -16,11 +13,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -37,7 +32,7 @@ from replay_helpers import run_trace
 
 from toolproof import Tool, tool
 from toolproof.replay import replay
-from toolproof.replay._tools_mode import _VERDICTS, _from_schema, _from_tool
+from toolproof.replay._tools_mode import _from_tool
 from toolproof.testing import call
 
 CALLS = 6
@@ -203,105 +198,3 @@ def test_a_tool_class_with_its_own_check_is_asked_every_time() -> None:
     for _ in range(CALLS):
         assert entry.reject({"n": 1}) is None
     assert seen == Counter({"own validate": CALLS})
-
-
-@tool
-def typed(
-    count: int,
-    ratio: float = 0.5,
-    flag: bool = False,
-    label: str = "",
-    tags: list[str] | None = None,
-    mode: Literal["fast", "slow"] = "fast",
-    limits: dict[str, int] | None = None,
-) -> dict[str, Any]:
-    """A tool with pydantic's checks only.
-
-    Args:
-        count: How many.
-        ratio: A share.
-        flag: A switch.
-        label: A name.
-        tags: Labels.
-        mode: How.
-        limits: Bounds.
-    """
-    return {}
-
-
-def _schema_only() -> Any:
-    """``typed`` as a recorded schema alone: a JSON Schema check, whose verdicts are kept."""
-    return _from_schema(typed.name, typed.parameters, typed.schema_hash)
-
-
-_CHECKER = _schema_only()
-
-
-def _fresh(arguments: dict[str, Any]) -> str | None:
-    return _CHECKER._verdict(arguments)  # (``_verdict`` asks the check, never the kept set)
-
-
-def test_values_equal_in_python_never_share_a_verdict() -> None:
-    entry = _schema_only()
-    assert entry.verdicts is not None  # a JSON Schema check: kept
-    cases: list[dict[str, Any]] = [
-        {"count": 1},
-        {"count": 1.0},
-        {"count": True},
-        {"count": "1"},
-        {"count": 1.5},
-        {"count": 1, "flag": 1},
-        {"count": 1, "flag": True},
-        {"count": 1, "flag": "true"},
-        {"count": 1, "flag": 2},
-        {"count": 1, "ratio": "0.5"},
-        {"count": 1, "label": 1},
-        {"count": 1, "tags": ["a", 1]},
-        {"flag": True, "count": 1},
-        {"count": 1, "mode": "FAST"},
-        {"count": 1, "unknown": None},
-    ]
-    fresh = [_fresh(case) for case in cases]
-    for _ in range(3):  # the later rounds answer from the kept verdicts
-        assert [entry.reject(case) for case in cases] == fresh
-    assert entry.reject({"count": 1.5}) is not None
-    assert entry.reject({"count": True}) is not None  # JSON Schema: a bool is no integer
-    assert entry.reject({"count": 1, "flag": 2}) is not None
-    assert entry.reject({"count": 1}) is None
-
-
-_leaves = (
-    st.none()
-    | st.booleans()
-    | st.integers(-3, 3)
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.sampled_from(["1", "0.5", "true", "fast", "slow", "", "é", "x" * 50])
-)
-_values = st.recursive(
-    _leaves,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
-    max_leaves=6,
-)
-_names = st.sampled_from(["count", "ratio", "flag", "label", "tags", "mode", "limits", "x"])
-
-
-@settings(deadline=None, max_examples=200)
-@given(st.lists(st.dictionaries(_names, _values, max_size=4), min_size=1, max_size=6))
-def test_kept_verdicts_and_messages_are_the_ones_a_fresh_check_gives(
-    calls: list[dict[str, Any]],
-) -> None:
-    entry = replace(_CHECKER, verdicts={})  # (the same validator, no verdicts kept yet)
-    for arguments in calls + calls[::-1]:
-        assert entry.reject(arguments) == _fresh(arguments)
-
-
-def test_the_kept_verdicts_stay_bounded_under_many_distinct_arguments() -> None:
-    entry = _schema_only()
-    assert entry.verdicts is not None
-    for n in range(20_000):
-        assert entry.reject({"count": n, "label": "x" * (n % 7)}) is None
-    assert len(entry.verdicts) == _VERDICTS
-    # refusals are kept too, each with its own message
-    assert entry.reject({"count": "many"}) == _fresh({"count": "many"})
-    assert len(entry.verdicts) == _VERDICTS

@@ -155,12 +155,11 @@ def test_replay_tools_mode_decodes_with_the_codec_what_the_view_cannot_vouch_for
     assert codec == Counter(validate_json=3), codec
 
 
-def test_replay_tools_mode_validates_each_distinct_recorded_call_once(
+def test_replay_tools_mode_validates_each_recorded_call_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # query_users' argument check is pydantic's alone (no validator of the user's): its
-    # verdict on the same arguments is kept, so 25 traces calling with the same arguments
-    # cost one validation, and 25 traces with 5 distinct argument sets cost five
+    # a Python tool's argument check may run the user's code: it is asked once per recorded
+    # call, never more (25 traces of one call each: 25 checks, whatever the arguments)
     traces = _traces()  # (the runs that make them validate their own calls)
     distinct = [replace(user_trace(100 + n % 5), id=f"d-{n}") for n in range(TRACES)]
     counts: Counter[str] = Counter()
@@ -171,13 +170,11 @@ def test_replay_tools_mode_validates_each_distinct_recorded_call_once(
         return real_validate(self, arguments)
 
     monkeypatch.setattr(type(query_users), "validate", validate)
-    report = replay(traces, tools=[query_users])
-    assert report.counts["pass"] == TRACES
-    assert counts == Counter(query_users=1), counts
-    counts.clear()
-    report = replay(distinct, tools=[query_users])
-    assert report.counts["pass"] == TRACES
-    assert counts == Counter(query_users=5), counts
+    for recorded in (traces, distinct):
+        counts.clear()
+        report = replay(recorded, tools=[query_users])
+        assert report.counts["pass"] == TRACES
+        assert counts == Counter(query_users=TRACES), counts
 
 
 def test_replay_tools_mode_compiles_each_schema_once_not_once_per_trace(
@@ -267,11 +264,9 @@ def test_replay_never_formats_its_report(tmp_path: Path, monkeypatch: pytest.Mon
     assert formatted == Counter(), formatted
 
 
-def test_replay_tools_mode_checks_plain_return_values_with_pydantic_once(
+def test_replay_tools_mode_checks_each_recorded_return_value_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # query_users returns dict[str, Any]: a parsed object always fits, so after the first
-    # value (which builds the check) no recorded value needs pydantic's check
     from toolproof.replay._tools_mode import _TodayTool
 
     with TraceStore(tmp_path / "t.db") as store:
@@ -286,7 +281,7 @@ def test_replay_tools_mode_checks_plain_return_values_with_pydantic_once(
     monkeypatch.setattr(_TodayTool, "return_problem", return_problem)
     report = replay(tmp_path / "t.db", tools=[query_users])
     assert report.counts["pass"] == TRACES, report.summary()
-    assert counts == Counter(query_users=1), counts
+    assert counts == Counter(query_users=TRACES), counts
 
 
 def test_replay_tools_mode_parses_no_tools_array_per_trace(
