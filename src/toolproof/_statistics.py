@@ -647,14 +647,22 @@ def sequential_verdict(
     return "continue"
 
 
-def _design_se(cases: int, trials: int, rate: float, icc: float) -> float:
-    for name, value in (("cases", cases), ("trials", trials)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+def _check_design(trials: int, rate: float, icc: float, level: float, power: float) -> float:
+    """Validate a design's assumptions; return z of the level plus z of the power."""
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
+        raise ValueError(f"trials must be a positive integer, got {trials!r}")
     _check_level(rate, "rate")
     if isinstance(icc, bool) or not isinstance(icc, (int, float)) or not 0 <= icc < 1:
         raise ValueError(f"icc must be at least 0 and below 1, got {icc!r}")
-    return math.sqrt(2 * rate * (1 - rate) * (1 - icc) / (cases * trials))
+    return _z(_check_level(level)) + _NORMAL.inv_cdf(_check_level(power, "power"))
+
+
+def _drop_variance(drop: float, trials: int, rate: float, icc: float) -> float:
+    """Variance of a case's rate difference when the suite's pass rate falls by ``drop``."""
+    between = icc * rate * (1 - rate)  # the spread of the cases' own rates
+    share = (rate - drop) / rate  # every case keeps this share of its rate
+    within = rate * (1 - rate) - between + (rate - drop) * (1 - rate + drop) - share**2 * between
+    return within / trials + (1 - share) ** 2 * between
 
 
 def detectable_effect(
@@ -666,33 +674,48 @@ def detectable_effect(
     level: float = 0.95,
     power: float = 0.8,
 ) -> float:
-    """The smallest change of pass rate a paired comparison detects with the given power.
+    """The smallest drop of pass rate a paired comparison detects with the given power.
 
     For two runs of ``cases`` cases with ``trials`` trials each per case, compared case by
-    case (as :func:`compare_runs` does), by the normal approximation. Assumptions: the mean
-    pass rate is ``rate``; ``icc`` (intra-case correlation, see
-    :func:`intra_case_correlation`) is the share of the outcomes' variance that lies between
-    cases (0: every case alike, the worst case; near 1: each case always passes or always
-    fails); the change moves every case alike. Only the spread within cases adds noise to a
-    paired comparison, so under these assumptions cases and trials trade one for one; when a
-    change hits a few cases only, more cases beat more trials.
+    case (as :func:`compare_runs` does): the normal approximation with a continuity
+    correction, as the exact test behaves. Assumptions: the baseline's pass rate is
+    ``rate``; ``icc`` (intra-case correlation, see :func:`intra_case_correlation`) is the share
+    of the outcomes' variance that lies between cases (0: every case alike; near 1: each case
+    always passes or always fails); every case loses the same share of its pass rate (a case
+    that never passes cannot drop). A paired comparison is blind to how cases differ, so only
+    the noise within cases counts: cases and trials nearly trade one for one. For a rise,
+    plan with the failure rate (``1 - rate``).
 
     Args:
         cases: Cases in each run.
         trials: Trials of each case in each run.
-        rate: The expected pass rate, between 0 and 1 (0.5 is the worst case).
+        rate: The baseline's pass rate, between 0 and 1.
         icc: Intra-case correlation, at least 0 and below 1.
         level: Confidence level of the comparison.
-        power: Probability of detecting the change.
+        power: Probability of detecting the drop.
 
     Returns:
-        The detectable change, in pass rate (0.1 is 10 points).
+        The detectable drop in pass rate (0.1 is 10 points); infinity when even a drop to
+        zero would not be detected.
 
     Raises:
         ValueError: An argument is out of range.
     """
-    se = _design_se(cases, trials, rate, icc)
-    return (_z(_check_level(level)) + _NORMAL.inv_cdf(_check_level(power, "power"))) * se
+    z = _check_design(trials, rate, icc, level, power)
+    if isinstance(cases, bool) or not isinstance(cases, int) or cases < 1:
+        raise ValueError(f"cases must be a positive integer, got {cases!r}")
+
+    def short(drop: float) -> float:  # below zero: the drop is not detected often enough
+        noise = z * math.sqrt(_drop_variance(drop, trials, rate, icc) / cases)
+        return drop - noise - 1 / (cases * trials)
+
+    if short(rate) < 0:
+        return math.inf
+    lo, hi = 0.0, rate
+    while hi - lo > 1e-12:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if short(mid) < 0 else (lo, mid)
+    return hi
 
 
 def cases_needed(
@@ -704,19 +727,19 @@ def cases_needed(
     level: float = 0.95,
     power: float = 0.8,
 ) -> int:
-    """How many cases a paired comparison needs to detect a change of ``effect``.
+    """How many cases a paired comparison needs to detect a drop of ``effect``.
 
     The inverse of :func:`detectable_effect`, with the same assumptions: the smallest number
-    of cases, each run ``trials`` times in both runs, that detects a change of ``effect``
-    (0.1 for 10 points) with probability ``power``.
+    of cases, each run ``trials`` times in both runs, that detects a drop of ``effect`` (0.1
+    for 10 points) from a pass rate of ``rate`` with probability ``power``.
 
     Args:
-        effect: The change to detect, between 0 and 1.
+        effect: The drop to detect, above 0 and at most ``rate``.
         trials: Trials of each case in each run.
-        rate: The expected pass rate.
+        rate: The baseline's pass rate.
         icc: Intra-case correlation.
         level: Confidence level of the comparison.
-        power: Probability of detecting the change.
+        power: Probability of detecting the drop.
 
     Returns:
         The number of cases.
@@ -724,9 +747,14 @@ def cases_needed(
     Raises:
         ValueError: An argument is out of range.
     """
+    z = _check_design(trials, rate, icc, level, power)
     _check_level(effect, "effect")
-    one_case = detectable_effect(1, trials, rate=rate, icc=icc, level=level, power=power)
-    return max(1, math.ceil((one_case / effect) ** 2 - 1e-9))
+    if effect > rate:
+        raise ValueError(f"effect must be at most the pass rate {rate}: got a drop of {effect}")
+    c = z * math.sqrt(_drop_variance(effect, trials, rate, icc))
+    # effect = c / sqrt(n) + 1 / (n * trials), solved for sqrt(n)
+    root = (c + math.sqrt(c * c + 4 * effect / trials)) / (2 * effect)
+    return max(1, math.ceil(root * root - 1e-9))
 
 
 def intra_case_correlation(cases: Sequence[tuple[int, int]]) -> float:
