@@ -71,7 +71,8 @@ class Interval:
 
 def _check_level(value: float, name: str = "level") -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
-        raise ValueError(f"{name} must be a number between 0 and 1 (e.g. 0.95), got {value!r}")
+        example = " (e.g. 0.95)" if name == "level" else ""
+        raise ValueError(f"{name} must be a number between 0 and 1{example}, got {value!r}")
     return float(value)
 
 
@@ -511,8 +512,8 @@ def compare_runs(
     test). Runs too large to enumerate in about a second (some thousand cases with several
     trials) get its normal approximation, ``mantel-haenszel``. It assumes the trials of a case
     are independent given the case, and makes no assumption about how rates differ between
-    cases. At level 0.95 two runs of the same configuration are called ``regressed`` at most
-    2.5% of the time.
+    cases. At level 0.95 two runs of the same configuration are called ``regressed`` or
+    ``improved`` at most 5% of the time (2.5% each way when both have the same trials per case).
 
     Each case is also tested alone (Fisher's exact test) and the p-values adjusted across
     cases: ``bh`` (Benjamini–Hochberg, the default) keeps the expected share of noise among
