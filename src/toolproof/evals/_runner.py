@@ -423,6 +423,7 @@ class _Runner:
                     case.metadata,
                     cache=self.cache,
                     inconclusive=config.judge_inconclusive,
+                    agent=config.judge_sees_agent,
                 )
                 for criterion in case.judge
             ),
