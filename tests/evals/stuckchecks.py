@@ -39,6 +39,3 @@ def spinning(record: SessionRecord, value: bool) -> bool:
     while not RELEASE.is_set():
         pass
     return True
-
-
-KINDS = ["stuck_sync", "stuck_async", "stuck_async_blocking", "spinning"]

@@ -18,12 +18,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import stuckchecks
 
 # pytester restores sys.modules after each in-process run; keep what inner runs import loaded.
 import toolproof.evals
 import toolproof.testing._suites  # noqa: F401
 from toolproof.evals import _checks, evaluate, load_suite
+from toolproof.evals._checks import unregister
 
 pytest_plugins = ["pytester"]
 
@@ -32,16 +32,28 @@ HERE = Path(__file__).resolve().parent
 BOUND = 0.3
 
 
+#: The checks of ``stuckchecks.py``.
+KINDS = ["stuck_sync", "stuck_async", "stuck_async_blocking", "spinning"]
+
+
 @pytest.fixture(autouse=True)
 def release() -> Iterator[None]:
-    """Let every stuck check of the test finish when it ends; their threads must then end."""
+    """Register the stuck checks for the test; when it ends, let every one of them finish
+    (their threads must then end) and forget them, so no other test sees them."""
+    import stuckchecks
+
     stuckchecks.RELEASE.clear()
-    yield
-    stuckchecks.RELEASE.set()
-    for thread in threading.enumerate():
-        if thread.name.startswith("toolproof check "):
-            thread.join(10)
-            assert not thread.is_alive(), f"{thread.name} still running after its release"
+    try:
+        yield
+    finally:
+        stuckchecks.RELEASE.set()
+        for thread in threading.enumerate():
+            if thread.name.startswith("toolproof check "):
+                thread.join(10)
+                assert not thread.is_alive(), f"{thread.name} still running after its release"
+        for name in KINDS:
+            unregister(name)
+        sys.modules.pop("stuckchecks", None)
 
 
 def suite_text(kind: str, where: str, timeout: bool) -> str:
@@ -76,7 +88,7 @@ def expected_reason(kind: str, timeout: bool) -> str:
 
 CASES = [
     (kind, where, timeout)
-    for kind in stuckchecks.KINDS
+    for kind in KINDS
     for where in ("case", "suite", "turn")
     for timeout in (True, False)
 ]
@@ -114,7 +126,7 @@ def test_python_api(
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("kind", stuckchecks.KINDS)
+@pytest.mark.parametrize("kind", KINDS)
 def test_pytest_plugin(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
@@ -135,7 +147,7 @@ def test_pytest_plugin(
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("kind", stuckchecks.KINDS)
+@pytest.mark.parametrize("kind", KINDS)
 def test_cli_fails_the_case_and_the_process_exits(tmp_path: Path, kind: str) -> None:
     (tmp_path / "bounded.eval.yaml").write_text(suite_text(kind, "case", True), encoding="utf-8")
     env = {

@@ -138,3 +138,35 @@ def test_a_judged_check_never_passes_an_unreadable_answer() -> None:
             assert parse_verdict(answer.text)[0] == answer.truth, answer
     assert {tuple(tools) for tools, _ in model.asked} == {("record_verdict",)}
     assert {settings.tool_choice for _, settings in model.asked} == {"record_verdict"}
+
+
+LONG = [
+    ("PASS " * 4_000, "INCONCLUSIVE"),  # 4,000 mentions in one sentence
+    ("pass, " * 3_300, "INCONCLUSIVE"),
+    ("The assistant answered well " * 700 + "so PASS.", "PASS"),  # one mention, long prefix
+    ("PASS " * 100_000, "INCONCLUSIVE"),  # too long to read as prose
+    ('{"verdict": "PASS", "reason": "ok"}' + " FAIL" * 200_000, "INCONCLUSIVE"),
+    ('{"verdict": "FAIL", "reason": "ok"}' + " FAIL" * 3_000, "INCONCLUSIVE"),
+]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("text", "verdict"), LONG, ids=[str(i) for i in range(len(LONG))])
+def test_reading_a_long_answer_is_bounded_work(
+    monkeypatch: pytest.MonkeyPatch, text: str, verdict: str
+) -> None:
+    import toolproof.evals._judge as module
+
+    scanned: list[int] = []
+    real = module._hedges
+
+    def counting(piece: str, vocabulary: frozenset[str]) -> bool:
+        scanned.append(len(piece))
+        return real(piece, vocabulary)
+
+    monkeypatch.setattr(module, "_hedges", counting)
+    assert parse_verdict(text)[0] == verdict
+    # At most three looks (before, the clause after, the sentence after) at 21 mentions,
+    # each over at most the longest text read as prose.
+    assert len(scanned) <= 3 * 21
+    assert sum(scanned) <= 3 * 21 * 20_000

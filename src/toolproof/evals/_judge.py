@@ -206,10 +206,10 @@ def _read_response(calls: Sequence[ToolCall], content: str | None) -> _Reading:
     if not given:
         return _read_text(content)
     readings = {_structured(arguments, content or "") for arguments in given}
-    if len({r.verdict for r in readings}) > 1 or not all(r.read for r in readings):
-        verdicts = ", ".join(sorted({str(a.get("verdict")) for a in given}))
-        return _unreadable(f"the judge gave several verdicts ({verdicts})")
-    return readings.pop()
+    if len(readings) == 1:
+        return readings.pop()
+    verdicts = ", ".join(sorted({str(a.get("verdict")) for a in given}))
+    return _unreadable(f"the judge gave several verdicts ({verdicts})")
 
 
 def _structured(data: Mapping[Any, Any], outside: str) -> _Reading:
@@ -223,8 +223,11 @@ def _structured(data: Mapping[Any, Any], outside: str) -> _Reading:
             "PASS, FAIL or INCONCLUSIVE"
         )
     # Text around the verdict that names another verdict, or hedges one, makes it unclear.
-    for mention in _mentions(_normalize(outside)):
-        if mention.family != verdict or mention.hedged:
+    if len(outside) > _MAX_PROSE:
+        return _unreadable(f"the judge answered {verdict} amid too much text to read")
+    mentions = _mentions(_normalize(outside))
+    for mention in mentions:
+        if mention.family != verdict or mention.hedged or len(mentions) > _MAX_MENTIONS:
             return _unreadable(
                 f"the judge answered {verdict} and also wrote {clip(outside.strip(), 160)!r}"
             )
@@ -319,6 +322,8 @@ _READ_SCRIPTS = frozenset({"LATIN", "CJK", "HIRAGANA", "KATAKANA", "HANGUL"})
 _FAMILIES: dict[str, JudgeVerdict] = {"pass": "PASS", "fail": "FAIL", "inco": "INCONCLUSIVE"}
 #: Longest answer read as prose (characters).
 _MAX_PROSE = 20_000
+#: Most mentions of a verdict in an answer that gives one.
+_MAX_MENTIONS = 20
 
 
 class _Mention(NamedTuple):
@@ -344,12 +349,15 @@ def _prose(raw: str) -> _Reading:
     mentions = _mentions(text)
     families = {m.family for m in mentions}
     words = [m for m in mentions if m.word]
-    if len(families) != 1 or not words or any(m.hedged for m in mentions):
+    hedged = any(m.hedged for m in mentions)
+    if len(families) != 1 or not words or hedged or len(mentions) > _MAX_MENTIONS:
         why = (
             "names more than one verdict"
             if len(families) > 1
+            else f"names a verdict more than {_MAX_MENTIONS} times"
+            if len(mentions) > _MAX_MENTIONS
             else "hedges its verdict (a negation, condition, contrast or question)"
-            if any(m.hedged for m in mentions)
+            if hedged
             else "names no verdict"
         )
         return _unreadable(f"the judge's answer could not be read as a verdict ({why}): {shown!r}")
@@ -364,7 +372,11 @@ def _prose(raw: str) -> _Reading:
 
 
 def _mentions(text: str) -> list[_Mention]:
-    """Every verdict word or form in ``text``, each with whether its sentence hedges it."""
+    """The verdict words and forms in ``text``, each with whether its sentence hedges it.
+
+    At most :data:`_MAX_MENTIONS` + 1 are read (more make an answer unreadable), so the work
+    is linear in the text.
+    """
     found: list[_Mention] = []
     for sentence in _SENTENCE.finditer(text):
         body = sentence.group(0)
@@ -372,6 +384,8 @@ def _mentions(text: str) -> list[_Mention]:
             continue
         question = body.rstrip().endswith(("?", "？"))
         for match in _MENTION.finditer(body):
+            if len(found) > _MAX_MENTIONS:
+                return found
             before, after = body[: match.start()], body[match.end() :]
             clause = _CLAUSE_BREAK.split(after, maxsplit=1)[0]
             hedged = (
@@ -396,7 +410,7 @@ def _mentions(text: str) -> list[_Mention]:
 def _hedges(text: str, vocabulary: frozenset[str]) -> bool:
     """Whether ``text`` holds a hedging word, or a word toolproof cannot read."""
     for word in _WORD.findall(text.lower()):
-        scripts = {_script(ch) for ch in word if ch != "'"}
+        scripts = {"LATIN"} if word.isascii() else {_script(ch) for ch in word if ch != "'"}
         if scripts == {"LATIN"}:
             if word in vocabulary or word.endswith("n't") or word.replace("'", "") in vocabulary:
                 return True
