@@ -36,14 +36,13 @@ def _words(text: str) -> frozenset[str]:
 ACTIONS = _words(
     """
     refund cancel book reserve reschedule schedule update change modify edit delete remove
-    create add send email mail text message notify transfer pay charge order purchase buy
-    sell submit file open close reset issue process approve reject deny apply assign
-    escalate register enroll subscribe unsubscribe upgrade downgrade renew ship return
-    exchange credit debit deposit withdraw save store post publish upload share invite
-    confirm activate deactivate block unblock restore install deploy restart multiply
-    divide subtract sum convert log record track report flag mark set archive copy move
-    rename sign grant revoke waive void replace dispatch arrange place lock unlock enable
-    disable
+    create add send email mail notify transfer pay charge order purchase buy sell submit
+    file open close reset issue process approve reject deny apply assign escalate register
+    enroll subscribe unsubscribe upgrade downgrade renew ship exchange credit debit deposit
+    withdraw save publish upload invite confirm activate deactivate block unblock restore
+    install deploy restart multiply divide subtract log record track report flag mark set
+    archive rename sign grant revoke waive void replace dispatch arrange place lock unlock
+    enable disable
     """
 )
 _IRREGULAR = {
@@ -310,7 +309,7 @@ def _claims_backed(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> 
             if made:
                 backed.append(made[0])
                 continue
-            if claim.kind == "was" and claim.verb in evidence:
+            if claim.kind == "was" and re.search(rf"\b{re.escape(claim.verb)}\b", evidence):
                 continue  # a status that a tool result or the user reported
             if not tools:
                 why = f"the agent has no tool that does it (its tools: {listed})"
