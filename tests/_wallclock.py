@@ -153,7 +153,7 @@ class _Scope:
             if kind:
                 self.names[target.id] = kind
         elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, tuple):
-            for element, kind in zip(target.elts, value):
+            for element, kind in zip(target.elts, value, strict=False):
                 self._target(element, kind)
 
     def _element(self, node: ast.expr) -> Kind:
@@ -171,12 +171,15 @@ class _Scope:
     def returned_value(self, node: ast.expr) -> tuple[Kind, ...]:
         if isinstance(node, ast.Tuple):
             return tuple(self.kind(element) for element in node.elts)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            if node.func.id in self.module.returns and not self.module.is_clock_call(node):
-                return self.module.returns[node.func.id]
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in self.module.returns
+        ):
+            return self.module.returns[node.func.id]
         return (self.kind(node),)
 
-    def kind(self, node: ast.expr) -> Kind:  # noqa: C901 - one case per node type
+    def kind(self, node: ast.expr) -> Kind:
         if isinstance(node, ast.Call):
             func = node.func
             if self.module.is_clock_call(node):
@@ -252,12 +255,12 @@ def _violations(scope: _Scope, test: ast.expr) -> Iterator[ast.Compare]:
         if not isinstance(compare, ast.Compare):
             continue
         operands = [compare.left, *compare.comparators]
-        for left, op, right in zip(operands, compare.ops, operands[1:]):
-            a, b = scope.kind(left), scope.kind(right)
-            if isinstance(op, (ast.Lt, ast.LtE)) and _upper_bound(a, b):
-                yield compare
-            elif isinstance(op, (ast.Gt, ast.GtE)) and _upper_bound(b, a):
-                yield compare
+        for left, op, right in zip(operands, compare.ops, operands[1:], strict=False):
+            if isinstance(op, (ast.Gt, ast.GtE)):  # as `right < left`
+                left, right = right, left
+            if isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)):
+                if _upper_bound(scope.kind(left), scope.kind(right)):
+                    yield compare
             elif isinstance(op, ast.Eq):
                 for measured, other in ((left, right), (right, left)):
                     inner = _approx(other)

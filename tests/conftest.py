@@ -9,9 +9,10 @@ import tempfile
 
 from hypothesis import HealthCheck, settings
 
+from _processes import no_process_left_behind, pytest_runtest_setup
 from _shared import ROOT, SHARED, shared_path
 
-__all__ = ["ROOT", "SHARED", "shared_path"]
+__all__ = ["ROOT", "SHARED", "no_process_left_behind", "pytest_runtest_setup", "shared_path"]
 
 # Property tests must not fail because a CI machine is busy: no per-example deadline.
 settings.register_profile("toolproof", deadline=None, suppress_health_check=[HealthCheck.too_slow])

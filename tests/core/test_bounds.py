@@ -12,16 +12,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolproof import Agent, Budget, Memory, Message, tool
+from _work import growth
+from toolproof import Agent, Budget, Memory, Message, _calculator, tool
 from toolproof._agent import DEFAULT_MAX_SECONDS
-from toolproof import _calculator
 from toolproof._calculator import calculator, evaluate
 from toolproof._grounding import check_grounding, extract_claims
 from toolproof.errors import ToolError, UserError
 from toolproof.events import Event, RunFinished
 from toolproof.testing import FunctionModel, RequestInfo, ScriptedModel, call
-
-from _work import growth
 
 # -- the calculator ---------------------------------------------------------------------------
 
@@ -162,7 +160,7 @@ def _expressions() -> st.SearchStrategy[str]:
     return st.recursive(st.sampled_from(_ATOMS), extend, max_leaves=12)
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(300)
 @settings(max_examples=200)
 @given(_expressions())
 def test_generated_expressions_end_fast_with_a_number_or_a_tool_error(expression: str) -> None:
@@ -170,7 +168,7 @@ def test_generated_expressions_end_fast_with_a_number_or_a_tool_error(expression
     assert isinstance(outcome, (int, float, ToolError))
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(300)
 @settings(max_examples=150)
 @given(st.text(alphabet=st.sampled_from("0123456789.e+-*/%()^,x _roundpw"), max_size=600))
 def test_any_text_ends_fast_with_a_number_or_a_tool_error(expression: str) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import collections
 import json
 import string
-import time
 from pathlib import Path
 from typing import Any
 

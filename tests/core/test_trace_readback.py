@@ -17,6 +17,7 @@ from toolproof._messages import MAX_JSON_DEPTH, ModelResponse, json_data
 from toolproof._trace import RequestSummary, Step
 from toolproof.errors import TraceFormatError
 
+
 def deep(levels: int) -> Any:
     value: Any = "x"
     for _ in range(levels):
