@@ -23,6 +23,7 @@ Values are tracked by kind, so that what cannot fail under load stays allowed:
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -65,16 +66,54 @@ class _Module:
             if isinstance(node, ast.Assign) and self.is_clock_ref(node.value):
                 self.clocks.update(t.id for t in node.targets if isinstance(t, ast.Name))
         self.returns: dict[str, tuple[Kind, ...]] = {}
-        functions = [
-            n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-        ]
-        for _ in range(3):  # helpers that call helpers
-            for function in functions:
+        # the helpers that may return a time: they read a clock, a measured duration, or call
+        # such a helper (found again until no new one appears)
+        functions: dict[ast.AST, set[str]] = {}  # function -> the names it calls
+        timed: set[ast.AST] = set()  # functions that read a clock or a measured duration
+        self.asserting: set[ast.AST] = set()  # functions with an assert (nested ones included)
+        self._facts(tree, [], functions, timed)
+        timed &= set(functions)  # (only those that return a value)
+        while True:
+            for function in timed:
                 scope = _Scope(self, function, {})
                 kinds = [scope.returned(node) for node in _own_nodes(function, ast.Return)]
                 found = [k for k in kinds if any(k)]
                 if found:
                     self.returns[function.name] = found[0]
+            more = {n for n, calls in functions.items() if calls & set(self.returns)} - timed
+            if not more:
+                break
+            timed |= more
+
+    def _facts(
+        self,
+        node: ast.AST,
+        enclosing: list[ast.AST],
+        functions: dict[ast.AST, set[str]],
+        timed: set[ast.AST],
+    ) -> None:
+        """One walk: what each function (and the functions around it) calls and reads."""
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            enclosing = [*enclosing, node]
+        if isinstance(node, ast.Return) and node.value is not None and enclosing:
+            functions.setdefault(enclosing[-1], set())
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            for function in enclosing:
+                functions.setdefault(function, set()).add(node.func.id)
+        if self._times(node):
+            timed.update(enclosing)
+        if isinstance(node, ast.Assert):
+            self.asserting.update(enclosing)
+            self.asserting.add(node)  # (the module has one)
+        for child in ast.iter_child_nodes(node):
+            self._facts(child, enclosing, functions, timed)
+
+    def _times(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Call) and self.is_clock_call(node):
+            return True
+        if isinstance(node, ast.Attribute) and node.attr in MEASURED:
+            return True
+        return isinstance(node, ast.Constant) and node.value in MEASURED
 
     def is_clock_ref(self, node: ast.expr) -> bool:
         if isinstance(node, ast.Attribute) and node.attr in CLOCKS:
@@ -95,7 +134,9 @@ class _Module:
         )
 
 
-def _own_nodes(function: ast.AST, kind: type[ast.AST]) -> Iterator[ast.AST]:
+def _own_nodes(
+    function: ast.AST, kind: type[ast.AST] | tuple[type[ast.AST], ...]
+) -> Iterator[ast.AST]:
     """Nodes of ``kind`` in a function's body, not in the functions nested in it."""
     stack = list(ast.iter_child_nodes(function))
     while stack:
@@ -113,12 +154,18 @@ class _Scope:
     def __init__(self, module: _Module, node: ast.AST, outer: dict[str, Kind]) -> None:
         self.module = module
         self.names: dict[str, Kind] = dict(outer)
+        own = list(_own_nodes(node, (ast.stmt, ast.comprehension)))
+        statements = [n for n in own if isinstance(n, ast.stmt)]
+        loops = [n for n in own if isinstance(n, ast.comprehension)]
         for _ in range(4):  # a fixpoint: names assigned from names
-            for assign in _own_nodes(node, ast.stmt):
+            before = dict(self.names)
+            for assign in statements:
                 self._bind(assign)
-            for loop in _own_nodes(node, ast.comprehension):
+            for loop in loops:
                 assert isinstance(loop, ast.comprehension)
                 self._target(loop.target, self._element(loop.iter))
+            if self.names == before:
+                break
 
     def _bind(self, node: ast.AST) -> None:
         if isinstance(node, ast.Assign):
@@ -275,6 +322,8 @@ def time_bounds(source: str, filename: str = "<source>") -> list[tuple[int, str]
     found: list[tuple[int, str]] = []
 
     def visit(node: ast.AST, outer: dict[str, Kind]) -> None:
+        if node is not tree and node not in module.asserting:
+            return  # nothing to check here, nor in the functions nested in it
         scope = _Scope(module, node, outer)
         for statement in _own_nodes(node, ast.Assert):
             assert isinstance(statement, ast.Assert)
@@ -299,11 +348,18 @@ def _own_functions(parent: ast.AST) -> Iterator[ast.AST]:
         stack.extend(ast.iter_child_nodes(node))
 
 
+#: Source that can hold a time bound names a clock or a measured duration.
+_MAY_TIME = re.compile(r"\b(?:" + "|".join(sorted(CLOCKS)) + r")\b|" + "|".join(sorted(MEASURED)))
+
+
 def scan(*roots: Path) -> list[str]:
     """``path:line: comparison`` for every time bound in the Python files under ``roots``."""
     found = []
     for root in roots:
         for path in sorted(root.rglob("*.py")):
-            for line, text in time_bounds(path.read_text(encoding="utf-8"), str(path)):
+            source = path.read_text(encoding="utf-8")
+            if not _MAY_TIME.search(source):
+                continue
+            for line, text in time_bounds(source, str(path)):
                 found.append(f"{path}:{line}: {text}")
     return found

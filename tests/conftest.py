@@ -7,12 +7,20 @@ import os
 import shutil
 import tempfile
 
+import pytest
 from hypothesis import HealthCheck, settings
 
-from _processes import no_process_left_behind, pytest_runtest_setup
+from _processes import no_process_left_behind, no_process_left_by_the_test, pytest_runtest_setup
 from _shared import ROOT, SHARED, shared_path
 
-__all__ = ["ROOT", "SHARED", "no_process_left_behind", "pytest_runtest_setup", "shared_path"]
+__all__ = [
+    "ROOT",
+    "SHARED",
+    "no_process_left_behind",
+    "no_process_left_by_the_test",
+    "pytest_runtest_setup",
+    "shared_path",
+]
 
 # Property tests must not fail because a CI machine is busy: no per-example deadline.
 settings.register_profile("toolproof", deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -26,5 +34,14 @@ if not os.environ.get("TOOLPROOF_LOG_DIR"):
     _LOGS = tempfile.mkdtemp(prefix="toolproof-test-runs-")
     os.environ["TOOLPROOF_LOG_DIR"] = _LOGS
     atexit.register(shutil.rmtree, _LOGS, ignore_errors=True)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # With pytest-xdist (-n N), the tests marked xdist_group("ray") run in one worker, so one
+    # local Ray cluster starts per run instead of one per worker; the rest is spread as usual.
+    if getattr(config.option, "dist", "no") == "load":
+        config.option.dist = "loadgroup"
+
+
 # A real PostgreSQL server for the store tests (skipped with the reason when there is none).
 from _postgres import pg_url, postgres_server  # noqa: E402, F401

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+import _processes as processes
+
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 HR_SUITE = ROOT / "examples" / "hr_assistant" / "hr.eval.yaml"
@@ -198,7 +200,7 @@ def test_ctrl_c_or_sigterm_writes_a_partial_report(tmp_path: Path, stop: int, na
         """,
     )
     env = {**os.environ, "PYTHONPATH": PYTHONPATH, "NO_COLOR": "1"}
-    process = subprocess.Popen(
+    process = processes.start(
         [
             sys.executable,
             "-m",

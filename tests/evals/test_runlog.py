@@ -24,6 +24,8 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
+import _processes as processes
+
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 PYTHONPATH = os.pathsep.join([str(HERE), str(ROOT / "src"), str(ROOT / "tests" / "replay")])
@@ -176,7 +178,7 @@ def _start_slow(tmp_path: Path) -> subprocess.Popen[str]:
     suite = write(tmp_path / "slow.eval.yaml", SLOW)
     env = {**os.environ, "PYTHONPATH": PYTHONPATH, "NO_COLOR": "1"}
     env.pop("TOOLPROOF_LOG_DIR", None)
-    process = subprocess.Popen(
+    process = processes.start(
         [sys.executable, "-m", "toolproof", "run", str(suite), "-j", "1"],
         cwd=tmp_path,
         env=env,
@@ -815,7 +817,7 @@ def test_a_replay_stopped_by_sigterm_finishes_its_run_log_as_interrupted(
     )
     env = {**os.environ, "PYTHONPATH": PYTHONPATH, "NO_COLOR": "1"}
     env.pop("TOOLPROOF_LOG_DIR", None)
-    process = subprocess.Popen(
+    process = processes.start(
         [
             sys.executable,
             "-m",
