@@ -337,3 +337,14 @@ def test_any_hostile_trace_that_is_built_round_trips(
 def test_text_with_a_lone_surrogate_is_a_trace_format_error(text: str) -> None:
     with pytest.raises(TraceFormatError, match="lone surrogate"):
         Trace.from_json(text)
+
+
+@pytest.mark.parametrize("key", ["\n", "a\nb", "\r", "\x1b[31m", "\u2028"])
+def test_an_invalid_field_under_an_unprintable_key_is_named_on_one_line(key: str) -> None:
+    data = json.loads(json.dumps(VALID))
+    data["steps"][0]["usage"] = {"details": {key: "not a number"}}
+    with pytest.raises(TraceFormatError) as info:
+        Trace.from_dict(data)
+    message = str(info.value)
+    assert "\n" not in message and "\r" not in message and message.isprintable(), message
+    assert "usage.details" in message and repr(key) in message
