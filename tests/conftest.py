@@ -37,8 +37,8 @@ if not os.environ.get("TOOLPROOF_LOG_DIR"):
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # With pytest-xdist (-n N), the tests marked xdist_group("ray") run in one worker, so one
-    # local Ray cluster starts per run instead of one per worker; the rest is spread as usual.
+    # With pytest-xdist (-n N), the tests of one xdist_group ("ray", "llama") run in one worker,
+    # so one local cluster or server starts per run, not one per worker; the rest is spread.
     if getattr(config.option, "dist", "no") == "load":
         config.option.dist = "loadgroup"
 

@@ -32,7 +32,8 @@ from toolproof._messages import (
 )
 from toolproof.models import Model, OpenAIChatModel, model_from_string
 
-pytestmark = pytest.mark.usefixtures("allow_requests")
+# one llama.cpp server per run: these tests share one pytest-xdist worker
+pytestmark = [pytest.mark.usefixtures("allow_requests"), pytest.mark.xdist_group("llama")]
 
 SETTINGS = ModelSettings(temperature=0.0, max_tokens=32, seed=1)
 
