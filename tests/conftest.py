@@ -6,6 +6,7 @@ import atexit
 import os
 import shutil
 import tempfile
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -36,11 +37,25 @@ if not os.environ.get("TOOLPROOF_LOG_DIR"):
     atexit.register(shutil.rmtree, _LOGS, ignore_errors=True)
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    # With pytest-xdist (-n N), the tests of one xdist_group ("ray", "llama") run in one worker,
-    # so one local cluster or server starts per run, not one per worker; the rest is spread.
-    if getattr(config.option, "dist", "no") == "load":
-        config.option.dist = "loadgroup"
+#: Test files whose tests share one costly server for the session (a local Ray cluster,
+#: llama.cpp's server): with pytest-xdist (-n N) each runs in one worker, so the server starts
+#: once per run instead of once per worker.
+ONE_WORKER_FILES = ("tests/scale/test_ray_executor.py", "tests/live_local/test_llama_server.py")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """(pytest-xdist) ``-n N``: tests spread one by one, but each file above stays together."""
+    if config.getvalue("dist") != "load":
+        return None  # another --dist mode was asked for
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Scheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return path if path in ONE_WORKER_FILES else nodeid
+
+    return Scheduling(config, log)
 
 
 # A real PostgreSQL server for the store tests (skipped with the reason when there is none).

@@ -32,8 +32,7 @@ from toolproof._messages import (
 )
 from toolproof.models import Model, OpenAIChatModel, model_from_string
 
-# one llama.cpp server per run: these tests share one pytest-xdist worker
-pytestmark = [pytest.mark.usefixtures("allow_requests"), pytest.mark.xdist_group("llama")]
+pytestmark = pytest.mark.usefixtures("allow_requests")
 
 SETTINGS = ModelSettings(temperature=0.0, max_tokens=32, seed=1)
 

@@ -16,7 +16,7 @@ from _processes import register, unregister
 def ray_cluster() -> Iterator[Any]:
     """Ray started once per test process, stopped after (skipped with the reason without Ray).
 
-    Its tests run in one xdist worker (the ``ray`` group), so one cluster starts per run.
+    Its tests run in one xdist worker (tests/conftest.py), so one cluster starts per run.
     """
     ray = pytest.importorskip("ray", reason="the Ray executor tests need ray (the dev extra)")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")

@@ -17,9 +17,6 @@ from toolproof._executor import LocalExecutor, RayExecutor, Work, executor_from_
 from toolproof.errors import MockBypassed, UserError
 from toolproof.replay import TraceStore, replay
 
-# one local Ray cluster per run: these tests share one pytest-xdist worker
-pytestmark = pytest.mark.xdist_group("ray")
-
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "replay"))  # replay_helpers, here and on the workers
 
