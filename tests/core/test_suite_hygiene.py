@@ -340,7 +340,7 @@ def test_no_process_outlives_its_test_or_the_session(
         "-p",
         "no:cacheprovider",
         "-p",
-        "no:randomly",
+        "no:langsmith_plugin",
         "-p",
         "no:xdist",
         "-o",
