@@ -23,6 +23,8 @@ from urllib.parse import quote
 
 import pytest
 
+from _processes import register, unregister
+
 __all__ = ["pg_url", "postgres_server"]
 
 
@@ -75,14 +77,27 @@ def local_server() -> Iterator[str]:
     )
     run(str(bindir / "pg_ctl"), "-D", data, "-l", os.path.join(root, "log"), "-w", "-o", options,
         "start")  # fmt: skip
-    try:
-        yield f"postgresql://toolproof@127.0.0.1:{port}/postgres"
-    finally:
+
+    def alive() -> bool:
+        done = subprocess.run([str(bindir / "pg_ctl"), "-D", data, "status"], user=user,
+                              capture_output=True, timeout=60)  # fmt: skip
+        return done.returncode == 0
+
+    def stop() -> None:
         subprocess.run(
             [str(bindir / "pg_ctl"), "-D", data, "-m", "immediate", "-w", "stop"],
             user=user, capture_output=True, timeout=60,
         )  # fmt: skip
         shutil.rmtree(root, ignore_errors=True)
+
+    # pg_ctl leaves the server running on its own: the session's safety net stops it if the
+    # finally below never runs
+    key = register(f"PostgreSQL on 127.0.0.1:{port}", alive, stop)
+    try:
+        yield f"postgresql://toolproof@127.0.0.1:{port}/postgres"
+    finally:
+        unregister(key)
+        stop()
 
 
 @pytest.fixture(scope="session")

@@ -561,7 +561,9 @@ def _invalid(exc: BaseException) -> str:
             found = []
         if found:
             first = found[0]
-            where = ".".join(str(part) for part in first.get("loc", ())) or "trace"
+            # a key of the data may hold any text: quoted when it would break the line
+            parts = [str(part) for part in first.get("loc", ())]
+            where = ".".join(p if p.isprintable() else repr(p) for p in parts) or "trace"
             message = str(first.get("msg", "invalid")).removeprefix("Value error, ")
             more = f" (and {len(found) - 1} more problems)" if len(found) > 1 else ""
             return f"not a valid toolproof trace: {where}: {message}"[:400] + more

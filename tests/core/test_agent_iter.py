@@ -264,16 +264,14 @@ async def test_a_model_failure_is_raised_from_the_iteration() -> None:
     assert failed.value.trace is not None and failed.value.trace.stop_reason == "error"
 
 
+@pytest.mark.timeout(60)
 async def test_time_limit_applies_to_the_iteration_and_ends_with_budget() -> None:
     async def slow_model(messages: list[Message], info: RequestInfo) -> str:
-        await asyncio.sleep(5)
+        await asyncio.Event().wait()  # never answers: only the time limit ends the iteration
         return "late"
 
     agent = Agent(FunctionModel(slow_model), TOOLS, budget=Budget(max_seconds=0.05))
-    loop = asyncio.get_running_loop()
-    started = loop.time()
     result, items = await drive(agent, "x")
-    assert loop.time() - started < 4
     assert result.stop_reason == "budget" and result.stop_detail == "time limit reached (0.05 s)"
     assert items == [result]
 

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import re
-import time
+from collections.abc import Callable
+from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolproof import Agent, Budget, Memory, Message, tool
+from _work import growth
+from toolproof import Agent, Budget, Memory, Message, _calculator, tool
 from toolproof._agent import DEFAULT_MAX_SECONDS
 from toolproof._calculator import calculator, evaluate
 from toolproof._grounding import check_grounding, extract_claims
@@ -52,11 +55,10 @@ EXPENSIVE = [
 ]
 
 
+@pytest.mark.timeout(30)
 @pytest.mark.parametrize("expression", EXPENSIVE)
 def test_expensive_expressions_are_refused_or_cheap(expression: str) -> None:
-    started = time.perf_counter()
-    outcome = _outcome(expression)
-    assert time.perf_counter() - started < 0.5  # they take microseconds to milliseconds
+    outcome = _outcome(expression)  # every operation it ran had operands of bounded size
     if isinstance(outcome, ToolError):
         assert str(outcome)
     else:
@@ -64,10 +66,58 @@ def test_expensive_expressions_are_refused_or_cheap(expression: str) -> None:
 
 
 def _outcome(expression: str) -> int | float | ToolError:
-    try:
-        return evaluate(expression)
-    except ToolError as exc:
-        return exc
+    """The result or refusal; fails if an operation ran on operands whose cost is unbounded.
+
+    Each arithmetic operation and function the calculator runs is wrapped to record its
+    operands: the work of one operation grows with the digits of its integers (and with
+    ``round``'s digits), so bounded operands and a bounded count of operations bound the work,
+    however busy the machine.
+    """
+    ran: list[tuple[str, tuple[Any, ...]]] = []
+
+    def counted(name: str, operation: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*arguments: Any) -> Any:
+            ran.append((name, arguments))
+            return operation(*arguments)
+
+        return run
+
+    binary = {op: counted(op.__name__, f) for op, f in _calculator._BINARY.items()}
+    functions = {name: counted(name, f) for name, f in _calculator._FUNCTIONS.items()}
+    with (
+        mock.patch.dict(_calculator._BINARY, binary),
+        mock.patch.dict(_calculator._FUNCTIONS, functions),
+    ):
+        try:
+            outcome: int | float | ToolError = evaluate(expression)
+        except ToolError as exc:
+            outcome = exc
+    assert len(ran) <= _calculator.MAX_NODES
+    for name, arguments in ran:
+        assert _bounded(name, arguments), (expression, name, [_size(a) for a in arguments])
+    return outcome
+
+
+def _size(value: Any) -> int:
+    return value.bit_length() if isinstance(value, int) else 64
+
+
+def _bounded(name: str, arguments: tuple[Any, ...]) -> bool:
+    """Whether one operation's cost is bounded: integers of at most 4,096 bits, no more."""
+    if any(_size(a) > _calculator.MAX_INT_BITS for a in arguments):
+        return False
+    if name == "Mult" and all(isinstance(a, int) for a in arguments):
+        return sum(map(_size, arguments)) <= _calculator.MAX_INT_BITS + 1
+    if name == "Pow":
+        base, exponent = arguments
+        if abs(base) <= 1:
+            return True
+        if isinstance(base, int) and isinstance(exponent, int) and exponent > 0:
+            return (base.bit_length() - 1) * exponent <= _calculator.MAX_INT_BITS
+        return abs(exponent) <= _calculator.MAX_EXPONENT
+    if name == "round" and len(arguments) == 2 and isinstance(arguments[1], int):
+        return abs(arguments[1]) <= _calculator.MAX_ROUND_DIGITS  # (other digits: TypeError)
+    return True
 
 
 def test_round_names_the_digits_it_accepts() -> None:
@@ -88,12 +138,10 @@ def test_powers_within_the_size_limit_are_computed() -> None:
 
 def test_the_model_sees_the_refusal_and_the_run_goes_on() -> None:
     model = ScriptedModel([call("calculator", expression="round(1, -10**7)"), "ok"])
-    started = time.perf_counter()
     result = Agent(model, [calculator]).run_sync("x")
     assert result.output == "ok"
     (tool_result,) = result.trace.tool_results
     assert tool_result.status == "error" and "round(x, n)" in tool_result.content
-    assert time.perf_counter() - started < 2.0
 
 
 _ATOMS = ["10**1000", "2", "-3", "1e300", "0.5", "pi", "e", "(10**1200)", "4095", "-(2**4095)"]
@@ -112,21 +160,19 @@ def _expressions() -> st.SearchStrategy[str]:
     return st.recursive(st.sampled_from(_ATOMS), extend, max_leaves=12)
 
 
+@pytest.mark.timeout(300)
 @settings(max_examples=200)
 @given(_expressions())
 def test_generated_expressions_end_fast_with_a_number_or_a_tool_error(expression: str) -> None:
-    started = time.perf_counter()
-    outcome = _outcome(expression)
-    assert time.perf_counter() - started < 1.0
+    outcome = _outcome(expression)  # with operands of bounded size in every operation
     assert isinstance(outcome, (int, float, ToolError))
 
 
+@pytest.mark.timeout(300)
 @settings(max_examples=150)
 @given(st.text(alphabet=st.sampled_from("0123456789.e+-*/%()^,x _roundpw"), max_size=600))
 def test_any_text_ends_fast_with_a_number_or_a_tool_error(expression: str) -> None:
-    started = time.perf_counter()
-    outcome = _outcome(expression)
-    assert time.perf_counter() - started < 1.0
+    outcome = _outcome(expression)  # with operands of bounded size in every operation
     assert isinstance(outcome, (int, float, ToolError))
 
 
@@ -156,13 +202,12 @@ def test_every_run_has_a_finite_time_limit_by_default() -> None:
     assert Agent(ScriptedModel(["x"])).budget.max_seconds == DEFAULT_MAX_SECONDS
 
 
+@pytest.mark.timeout(60)
 def test_a_hung_async_tool_ends_the_run_by_the_time_limit_with_its_trace() -> None:
     finished: list[Event] = []
     model = ScriptedModel([call("wait_forever", reason="r"), "never reached"])
     agent = Agent(model, [wait_forever], budget=Budget(max_seconds=0.3), on_event=finished.append)
-    started = time.perf_counter()
-    result = agent.run_sync("x")
-    assert time.perf_counter() - started < 10.0
+    result = agent.run_sync("x")  # the tool never answers: only the limit ends the run
     assert result.stop_reason == "budget" and result.output is None
     assert result.stop_detail == "time limit reached (0.3 s) while running wait_forever(reason='r')"
     assert [c.name for c in result.trace.tool_calls] == ["wait_forever"]
@@ -192,11 +237,10 @@ def test_parallel_calls_that_finished_stay_in_the_trace() -> None:
     assert [r.content for r in result.trace.steps[0].tool_results] == ["1", "2"]
 
 
+@pytest.mark.timeout(60)
 def test_a_hung_model_ends_the_run_by_the_time_limit() -> None:
     agent = Agent(FunctionModel(hung_model), budget=Budget(max_seconds=0.3))
-    started = time.perf_counter()
-    result = agent.run_sync("x")
-    assert time.perf_counter() - started < 10.0
+    result = agent.run_sync("x")  # the model never answers: only the limit ends the run
     assert (result.stop_reason, result.stop_detail) == ("budget", "time limit reached (0.3 s)")
     assert result.trace.duration_ms >= 250 and result.trace.stop_reason == "budget"
 
@@ -270,15 +314,13 @@ def test_ids_are_found_as_the_earlier_pattern_found_them(text: str) -> None:
     assert all(n in masked or numeric.fullmatch(n) for n in numbers)
 
 
+@pytest.mark.timeout(120)
 @pytest.mark.parametrize("unit", ["a-", "1-", "a.", "a1/", "ab_", "9,999,"])
 def test_grounding_is_linear_in_the_text(unit: str) -> None:
-    def seconds(text: str) -> float:
-        started = time.perf_counter()
+    def check(text: str) -> None:
         check_grounding(text, [text, "E1001 and 12"])
-        return time.perf_counter() - started
 
     # "a-" * 16,000 took 9 s with the earlier pattern. Ten times the text may take at most
-    # 40 times as long (quadratic work takes 100 times), or 2 s: a busy machine slows both.
-    small = min(seconds(unit * 5_000) for _ in range(3))
-    big = seconds(unit * 50_000)
-    assert big < max(2.0, 40 * small), (small, big)
+    # 40 times the CPU time (quadratic work takes 100 times).
+    ratio = growth(check, unit * 5_000, unit * 50_000)
+    assert ratio < 40, ratio

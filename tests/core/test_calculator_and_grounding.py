@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from toolproof import Agent, ToolError, calculator
@@ -47,11 +45,10 @@ def test_arithmetic(expression: str, value: float) -> None:
         ("(-8) ** 0.5", "not a real number"),
     ],
 )
+@pytest.mark.timeout(30)  # they return in microseconds; a hang is caught, not waited for
 def test_unsafe_or_huge_expressions_fail_fast(expression: str, message: str) -> None:
-    started = time.perf_counter()
     with pytest.raises(ToolError, match=message):
         evaluate(expression)
-    assert time.perf_counter() - started < 1.0  # generous: these return in microseconds
 
 
 def test_calculator_is_a_tool_whose_errors_reach_the_model() -> None:

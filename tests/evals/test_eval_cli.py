@@ -1,4 +1,7 @@
-"""``toolproof run`` as a real subprocess: exit codes, reports, filters, Ctrl-C."""
+"""``toolproof run``: exit codes, reports, filters (in process), Ctrl-C (a real process).
+
+The exit codes of a real ``python -m toolproof`` process: test_cli_exit_codes.py.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +16,9 @@ from pathlib import Path
 
 import pytest
 
+import _processes as processes
+from _cli import run_cli
+
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 HR_SUITE = ROOT / "examples" / "hr_assistant" / "hr.eval.yaml"
@@ -20,17 +26,11 @@ HR_SUITE = ROOT / "examples" / "hr_assistant" / "hr.eval.yaml"
 PYTHONPATH = os.pathsep.join([str(HERE), str(ROOT / "src")])
 
 
-def toolproof(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def toolproof(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The command run in this process, as ``python -m toolproof`` would (tests/_cli.py)."""
     env = {**os.environ, "PYTHONPATH": PYTHONPATH, "NO_COLOR": "1", "COLUMNS": "200"}
     env.pop("DEEPSEEK_API_KEY", None)
-    return subprocess.run(
-        [sys.executable, "-m", "toolproof", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return run_cli(*args, cwd=cwd, env=env, paths=PYTHONPATH.split(os.pathsep))
 
 
 def write(path: Path, text: str) -> Path:
@@ -198,7 +198,7 @@ def test_ctrl_c_or_sigterm_writes_a_partial_report(tmp_path: Path, stop: int, na
         """,
     )
     env = {**os.environ, "PYTHONPATH": PYTHONPATH, "NO_COLOR": "1"}
-    process = subprocess.Popen(
+    process = processes.start(
         [
             sys.executable,
             "-m",

@@ -24,6 +24,9 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
+import _processes as processes
+from _cli import run_cli
+
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 PYTHONPATH = os.pathsep.join([str(HERE), str(ROOT / "src"), str(ROOT / "tests" / "replay")])
@@ -34,20 +37,14 @@ ESCAPES = "\x1b[31mred\x1b]8;;https://e.vil\x07link\x1b]8;;\x07"
 
 
 def toolproof(
-    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 60
+    *args: str, cwd: Path, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
+    """The command run in this process (tests/_cli.py); the interrupted runs use a process."""
     child = {**os.environ, "PYTHONPATH": PYTHONPATH, "NO_COLOR": "1", "COLUMNS": "200"}
     child.pop("TOOLPROOF_LOG_DIR", None)
     child.pop("DEEPSEEK_API_KEY", None)
     child.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "toolproof", *args],
-        cwd=cwd,
-        env=child,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return run_cli(*args, cwd=cwd, env=child, paths=PYTHONPATH.split(os.pathsep))
 
 
 def write(path: Path, text: str) -> Path:
@@ -176,7 +173,7 @@ def _start_slow(tmp_path: Path) -> subprocess.Popen[str]:
     suite = write(tmp_path / "slow.eval.yaml", SLOW)
     env = {**os.environ, "PYTHONPATH": PYTHONPATH, "NO_COLOR": "1"}
     env.pop("TOOLPROOF_LOG_DIR", None)
-    process = subprocess.Popen(
+    process = processes.start(
         [sys.executable, "-m", "toolproof", "run", str(suite), "-j", "1"],
         cwd=tmp_path,
         env=env,
@@ -788,6 +785,7 @@ def test_replay_writes_a_run_log_with_new_traces(
     assert {c["change"] for c in json.loads(compared.stdout)["changes"]} == {"unchanged"}
 
 
+@pytest.mark.timeout(180)  # a replay that never starts or never stops fails here
 @pytest.mark.skipif(sys.platform == "win32", reason="signal delivery to a child is POSIX-only")
 def test_a_replay_stopped_by_sigterm_finishes_its_run_log_as_interrupted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -815,7 +813,7 @@ def test_a_replay_stopped_by_sigterm_finishes_its_run_log_as_interrupted(
     )
     env = {**os.environ, "PYTHONPATH": PYTHONPATH, "NO_COLOR": "1"}
     env.pop("TOOLPROOF_LOG_DIR", None)
-    process = subprocess.Popen(
+    process = processes.start(
         [
             sys.executable,
             "-m",
@@ -839,8 +837,9 @@ def test_a_replay_stopped_by_sigterm_finishes_its_run_log_as_interrupted(
         text=True,
     )
     logs_dir = tmp_path / ".toolproof" / "runs"
-    time.sleep(3.0)  # started, and some samples in
-    assert process.poll() is None, process.communicate()
+    while not runs_in(logs_dir):  # the replay started (however busy the machine is)
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.05)
     process.send_signal(signal.SIGTERM)
     _, stderr = process.communicate(timeout=30)
     assert process.returncode == 130, stderr

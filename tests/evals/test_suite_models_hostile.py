@@ -7,10 +7,10 @@ the loader); a value that one of them lets through must never crash the other.
 from __future__ import annotations
 
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -50,6 +50,7 @@ values = st.recursive(
 )
 
 
+@pytest.mark.timeout(300)
 @settings(deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 @given(
     suite_values=st.dictionaries(st.sampled_from(sorted(DEFAULT_KEYS)), values, max_size=5),
@@ -71,7 +72,6 @@ def test_any_values_load_or_fail_with_lines(
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "s.eval.yaml"
         path.write_text(yaml.safe_dump(document, allow_unicode=True), encoding="utf-8")
-        started = time.perf_counter()
         problems: list[str] = []
         try:
             load_suite(path)
@@ -79,4 +79,3 @@ def test_any_values_load_or_fail_with_lines(
             problems = exc.problems or ["(none)"]
         for problem in problems:
             assert problem.startswith(f"{path}:"), problem
-        assert time.perf_counter() - started < 5.0

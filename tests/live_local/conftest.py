@@ -13,6 +13,7 @@ the answers. Without the packages (``pip install -e '.[dev]'`` installs them) th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import subprocess
@@ -27,6 +28,7 @@ from typing import Any
 
 import pytest
 
+import _processes as processes
 import toolproof.models
 
 HERE = Path(__file__).parent
@@ -87,8 +89,9 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
     port = _free_port()
     log = tmp_path_factory.mktemp("llama") / "server.log"
     with open(log, "wb") as log_file:
-        process = subprocess.Popen(
+        process = processes.start(
             [sys.executable, str(HERE / "_llama_server.py"), str(model_path), str(port)],
+            until="session",
             stdin=subprocess.PIPE,
             stdout=log_file,
             stderr=subprocess.STDOUT,
@@ -100,18 +103,16 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
             if process.poll() is not None:
                 tail = log.read_text(errors="replace")[-2000:]
                 raise AssertionError(f"llama.cpp server exited ({process.returncode}):\n{tail}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"llama.cpp server not healthy in {START_TIMEOUT:g} s")
+            if time.monotonic() > deadline:  # a server that never starts: setup fails
+                raise RuntimeError(f"llama.cpp server not healthy in {START_TIMEOUT:g} s")
             time.sleep(0.1)
         yield server
     finally:
         assert process.stdin is not None
-        process.stdin.close()
-        try:
+        process.stdin.close()  # the server's own clean stop; then its group is stopped
+        with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(15)
+        processes.stop(process)
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -229,11 +228,11 @@ def get_weather(city: str) -> str:
 '''
 
 
+@pytest.mark.timeout(400)
 def test_toolproof_chat_end_to_end(llama_server: LlamaServer, tmp_path: Path) -> None:
     (tmp_path / "weather_tools.py").write_text(TOOLS_FILE, encoding="utf-8")
     spec = f"openai-compatible:gemma-3-270m?base_url={llama_server.base_url}&stream=true"
     env = dict(os.environ, TOOLPROOF_ALLOW_MODEL_REQUESTS="1", PYTHONUTF8="1")
-    started = time.monotonic()
     done = subprocess.run(
         [
             sys.executable,
@@ -254,7 +253,6 @@ def test_toolproof_chat_end_to_end(llama_server: LlamaServer, tmp_path: Path) ->
         cwd=tmp_path,
         timeout=300,
     )
-    elapsed = time.monotonic() - started
     out = done.stdout
     assert done.returncode == 0, done.stderr
     assert "model openai-compatible:gemma-3-270m - tools: get_weather" in out
@@ -263,4 +261,3 @@ def test_toolproof_chat_end_to_end(llama_server: LlamaServer, tmp_path: Path) ->
     assert re.search(r"\(\d model calls? - \d tool calls? - [\d.]+ s - \d+ tokens\)", out), out
     assert out.rstrip().endswith("bye")
     assert "Traceback" not in out + done.stderr
-    assert elapsed < 120

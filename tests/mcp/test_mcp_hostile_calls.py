@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import pytest
@@ -28,6 +27,7 @@ JSON = st.recursive(
 NAMES = st.sampled_from(["get_order", "cancel_order", "add", "", "nope", "add\x00", "é" * 50])
 
 
+@pytest.mark.timeout(300)
 @settings(max_examples=40)
 @given(name=NAMES, arguments=st.dictionaries(st.text(max_size=10), JSON, max_size=5))
 def test_generated_calls_get_an_answer_and_never_run_side_effects(
@@ -45,12 +45,10 @@ def test_generated_calls_get_an_answer_and_never_run_side_effects(
 
     original = mcp_demo_tools.cancel_order.function
     mcp_demo_tools.cancel_order.function = lambda **kwargs: ran.append(kwargs)
-    started = time.monotonic()
     try:
         answered, after = asyncio.run(exchange())
     finally:
         mcp_demo_tools.cancel_order.function = original
-    assert time.monotonic() - started < 10
     assert ran == [], "a side-effecting tool ran its real code in mock mode"
     if name not in ("get_order", "add"):
         assert answered.is_error

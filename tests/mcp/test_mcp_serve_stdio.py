@@ -18,6 +18,7 @@ import mcp_demo_tools
 from mcp import Client, StdioServerParameters
 from mcp_helpers import DEMO_FAULTS, DEMO_FIXTURES, DEMO_TOOLS, child_env, serve_argv
 
+import _processes as processes
 from toolproof import Trace
 from toolproof.cli import main
 from toolproof.replay import TraceStore
@@ -260,7 +261,7 @@ def test_http_command_on_a_free_port_writes_the_trace_when_stopped(tmp_path: Pat
     trace_file = tmp_path / "calls.jsonl"
     argv = serve_argv("--http", "--port", "0", "--fixtures", DEMO_FIXTURES)
     argv += ["--trace-file", str(trace_file)]
-    process = subprocess.Popen(
+    process = processes.start(
         argv,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -283,11 +284,7 @@ def test_http_command_on_a_free_port_writes_the_trace_when_stopped(tmp_path: Pat
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0  # a clean stop, not a kill
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        if process.stderr is not None:
-            process.stderr.close()
+        processes.stop(process)
     (line,) = trace_file.read_text(encoding="utf-8").splitlines()
     trace = Trace.from_json(line)
     assert [(c.name, c.arguments) for c in trace.tool_calls] == [("get_order", {"order_id": "A1"})]

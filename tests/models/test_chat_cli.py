@@ -13,11 +13,13 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from _openai_server import FakeOpenAIServer, Received, Reply, tool_call
 
+from _processes import start, stop
 from toolproof import __version__
 
 TOOLS_MODULE = '''
@@ -293,7 +295,7 @@ class Child:
     """An interactive chat process whose output is read as it comes."""
 
     def __init__(self, server: FakeOpenAIServer) -> None:
-        self.process = subprocess.Popen(
+        self.process = start(
             [sys.executable, "-m", "toolproof", "chat", "--model", "openai:gpt-4o-mini"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -325,10 +327,21 @@ class Child:
         return self.process.returncode, (self.output + out).decode(), err.decode()
 
 
+@pytest.fixture
+def child(server: FakeOpenAIServer) -> Iterator[Child]:
+    """A chat process, stopped when the test ends, however it ends."""
+    chat_child = Child(server)
+    try:
+        yield chat_child
+    finally:
+        stop(chat_child.process)
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="sends SIGINT")
-def test_ctrl_c_cancels_the_turn_and_the_chat_continues(server: FakeOpenAIServer) -> None:
+def test_ctrl_c_cancels_the_turn_and_the_chat_continues(
+    server: FakeOpenAIServer, child: Child
+) -> None:
     server.queue(Reply.completion("too late", delay=30), Reply.completion("second answer"))
-    child = Child(server)
     child.wait_for("you> ")
     child.send("a slow question")
     assert server.arrived.wait(30)
@@ -346,8 +359,7 @@ def test_ctrl_c_cancels_the_turn_and_the_chat_continues(server: FakeOpenAIServer
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="sends SIGINT")
-def test_ctrl_c_at_the_prompt_quits_cleanly(server: FakeOpenAIServer) -> None:
-    child = Child(server)
+def test_ctrl_c_at_the_prompt_quits_cleanly(server: FakeOpenAIServer, child: Child) -> None:
     child.wait_for("you> ")
     child.process.send_signal(signal.SIGINT)
     code, out, err = child.finish()

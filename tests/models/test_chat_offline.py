@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -156,6 +155,7 @@ def test_a_model_that_cannot_be_loaded_is_one_line_and_exit_2(
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.timeout(60)
 @settings(deadline=None, max_examples=200)
 @given(
     spec=st.one_of(
@@ -173,11 +173,9 @@ def test_any_model_value_is_a_model_or_one_user_error(spec: str) -> None:
     from toolproof.errors import UserError
     from toolproof.models import Model
 
-    started = time.monotonic()
     outcome: Model | UserError
     try:
         outcome = load_model(spec)
     except UserError as exc:
         outcome = exc
     assert isinstance(outcome, Model) or str(outcome).strip()
-    assert time.monotonic() - started < 2.0

@@ -54,6 +54,7 @@ async def stalling_server() -> AsyncIterator[str]:
         yield url
 
 
+@pytest.mark.timeout(60)  # a stall that no timeout ends fails here
 @pytest.mark.parametrize("name", sorted(HANDLERS))
 @pytest.mark.parametrize("timeout", [0.5, Timeout(read=0.8, progress=0.5)])
 async def test_a_stalled_request_ends_with_the_progress_timeout(
@@ -67,9 +68,10 @@ async def test_a_stalled_request_ends_with_the_progress_timeout(
         await model.request([Message.user("hi")], [], ModelSettings())
     elapsed = time.monotonic() - started
     await model.aclose()
-    assert 0.45 <= elapsed < 10, elapsed
+    assert elapsed >= 0.45, elapsed  # not before its 0.5 s
 
 
+@pytest.mark.timeout(60)
 async def test_a_shorter_read_timeout_still_fires_as_the_read_timeout(
     stalling_server: str, allow_requests: None
 ) -> None:
@@ -79,8 +81,6 @@ async def test_a_shorter_read_timeout_still_fires_as_the_read_timeout(
         timeout=Timeout(read=0.3, progress=30),
         retry=0,
     )
-    started = time.monotonic()
     with pytest.raises(ModelConnectionError, match=r"within the read timeout \(0\.3 s\)"):
         await model.request([Message.user("hi")], [], ModelSettings())
-    assert time.monotonic() - started < 10
     await model.aclose()

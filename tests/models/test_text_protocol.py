@@ -222,7 +222,9 @@ JSON_VALUES = st.recursive(
 )
 
 
-@settings(max_examples=400, deadline=None)
+# 200 examples: texts of up to 30 tags and short words; the scanner's cases are pinned against
+# the earlier parser in test_text_protocol_bounds.py (400 examples there)
+@settings(max_examples=200, deadline=None)
 @given(st.lists(TAGS | st.text(max_size=8), max_size=30).map("".join))
 def test_fuzz_the_message_parser_never_raises(text: str) -> None:
     parsed = parse_tool_calls(text)
@@ -232,7 +234,7 @@ def test_fuzz_the_message_parser_never_raises(text: str) -> None:
         assert isinstance(c.arguments, dict)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)  # three small input shapes: 200 cover them
 @given(st.one_of(st.text(), JSON_VALUES.map(json.dumps), st.lists(TAGS).map("".join)))
 def test_fuzz_the_block_parser_raises_only_tool_call_parse_error(text: str) -> None:
     try:

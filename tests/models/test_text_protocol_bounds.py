@@ -1,5 +1,8 @@
 """The text-protocol parser is linear: no model output can stall the event loop.
 
+Linear is measured as growth: ten times the input may cost at most 40 times the CPU time of
+the same test's smaller input (see ``tests/_work.py``), so a busy machine cannot fail it.
+
 The parser's earlier patterns stay here as the reference: on short inputs, where they are
 fast, the scanner must give exactly their results.
 """
@@ -7,11 +10,13 @@ fast, the scanner must give exactly their results.
 from __future__ import annotations
 
 import re
-import time
+from collections.abc import Callable
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _work import growth
 from toolproof import Agent, ToolCall, tool
 from toolproof.models import TextProtocolModel, textproto
 from toolproof.models.textproto import (
@@ -89,38 +94,40 @@ def old_parse(text: str) -> ParsedToolCalls:
     return ParsedToolCalls(rest or None, calls, errors)
 
 
-def timed_parse(text: str) -> tuple[ParsedToolCalls, float]:
-    started = time.perf_counter()
-    parsed = parse_tool_calls(text)
-    return parsed, time.perf_counter() - started
-
-
+@pytest.mark.timeout(120)  # the earlier pattern took 13-20 s on 22 blocks: it fails here
 def test_blocks_after_an_unclosed_fence_parse_in_linear_time() -> None:
-    # 22 blocks after an unclosed fence took 13-20 s with the earlier pattern.
     for count in (22, 200, 5_000):
-        parsed, seconds = timed_parse("```\n" + CALL * count)
+        parsed = parse_tool_calls("```\n" + CALL * count)
         assert len(parsed.calls) == count and not parsed.errors
-        assert seconds < 2.0, (count, seconds)
+    # ten times the blocks, at most 40 times the CPU time (quadratic work: 100 times)
+    ratio = growth(parse_tool_calls, "```\n" + CALL * 500, "```\n" + CALL * 5_000)
+    assert ratio < 40, ratio
 
 
-def test_hostile_shapes_parse_quickly() -> None:
-    n = 20_000
-    shapes = {
-        "open tags": "<tool_call>" * n,
-        "close tags": "</tool_call>" * n,
-        "fences": "```" * n,
-        "fence and blanks": "```" + " " * n + "x",
-        "tag and blanks": ("<tool_call" + " " * 50) * 2_000,
-        "fenced pairs without closing fence": "```json\n<tool_call></tool_call> x " * 2_000,
-        "many fenced runs": ("```\n" + CALL + "\n```\n") * 2_000,
-        "fenced block body": "<tool_call>```" + "a" * n + "</tool_call>",
-        "long word fence": "<tool_call>```" + "a" * n + "```</tool_call>",
-        "deep JSON": "<tool_call>" + "[" * n + "</tool_call>",
-    }
-    for name, text in shapes.items():
-        parsed, seconds = timed_parse(text)
-        assert isinstance(parsed, ParsedToolCalls)
-        assert seconds < 2.0, (name, seconds)
+HOSTILE_SHAPES: dict[str, Callable[[int], str]] = {
+    "open tags": lambda n: "<tool_call>" * n,
+    "close tags": lambda n: "</tool_call>" * n,
+    "fences": lambda n: "```" * n,
+    "fence and blanks": lambda n: "```" + " " * n + "x",
+    "tag and blanks": lambda n: ("<tool_call" + " " * 50) * (n // 10),
+    "fenced pairs without closing fence": lambda n: (
+        "```json\n<tool_call></tool_call> x " * (n // 10)
+    ),
+    "many fenced runs": lambda n: ("```\n" + CALL + "\n```\n") * (n // 10),
+    "fenced block body": lambda n: "<tool_call>```" + "a" * n + "</tool_call>",
+    "long word fence": lambda n: "<tool_call>```" + "a" * n + "```</tool_call>",
+    "deep JSON": lambda n: "<tool_call>" + "[" * n + "</tool_call>",
+}
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name", sorted(HOSTILE_SHAPES))
+def test_hostile_shapes_parse_in_linear_time(name: str) -> None:
+    shape = HOSTILE_SHAPES[name]
+    assert isinstance(parse_tool_calls(shape(20_000)), ParsedToolCalls)
+    # ten times the input, at most 40 times the CPU time (quadratic work: 100 times)
+    ratio = growth(parse_tool_calls, shape(2_000), shape(20_000))
+    assert ratio < 40, (name, ratio)
 
 
 def test_a_fenced_run_loses_its_fences_and_keeps_its_prose() -> None:
@@ -149,32 +156,35 @@ def test_a_fence_around_a_block_body_is_stripped_as_before(pieces: list[str]) ->
     assert textproto._inside_fence(text) == (old.group("inner") if old else None)
 
 
+@pytest.mark.timeout(300)
 @settings(max_examples=60)
 @given(st.lists(st.sampled_from(PIECES), min_size=1, max_size=40), st.integers(1, 300))
-def test_repeated_hostile_pieces_never_raise_and_stay_fast(pieces: list[str], times: int) -> None:
-    text = "".join(pieces) * times
-    parsed, seconds = timed_parse(text)
-    assert seconds < 1.0, (len(text), seconds)
+def test_repeated_hostile_pieces_never_raise_and_stay_linear(pieces: list[str], times: int) -> None:
+    unit = "".join(pieces)
+    parsed = parse_tool_calls(unit * times)
+    # ten times the repeats, at most 40 times the CPU time (quadratic work: 100 times)
+    ratio = growth(parse_tool_calls, unit * 30, unit * 300)
+    assert ratio < 40, (unit, ratio)
     assert all(c.id.startswith("call_") for c in parsed.calls)
     assert parsed.text is None or parsed.text == parsed.text.strip()
 
 
+@pytest.mark.timeout(300)
 @settings(max_examples=100)
 @given(st.text(alphabet=st.sampled_from('`<>/ \n{}[]":,tool_call'), max_size=2_000))
 def test_blocks_raise_only_the_documented_error(text: str) -> None:
-    started = time.perf_counter()
     outcome: list[ToolCall] | ToolCallParseError
     try:
         outcome = parse_tool_call_block(text)
     except ToolCallParseError as exc:
         outcome = exc
-    assert time.perf_counter() - started < 1.0
     if isinstance(outcome, ToolCallParseError):
         assert str(outcome) and outcome.body == text
     else:
         assert outcome and all(c.name for c in outcome)
 
 
+@pytest.mark.timeout(60)
 def test_a_text_protocol_run_on_hostile_output_ends_quickly() -> None:
     @tool
     def add(a: int, b: int) -> int:
@@ -188,8 +198,6 @@ def test_a_text_protocol_run_on_hostile_output_ends_quickly() -> None:
 
     hostile = "```\n" + CALL * 3_000
     agent = Agent(TextProtocolModel(ScriptedModel([hostile, "3"])), [add], max_repeated_calls=None)
-    started = time.perf_counter()
     result = agent.run_sync("add")
     assert result.output == "3"
     assert len(result.trace.steps[0].tool_results) == 3_000
-    assert time.perf_counter() - started < 10.0

@@ -7,10 +7,12 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+import _processes as processes
 from toolproof.replay import TraceFilter, TraceStore
 from toolproof.replay._store import SCHEMA_VERSION
 
@@ -45,13 +47,26 @@ RECORDING_PROCESS = textwrap.dedent(
 )
 
 
+_started: list[subprocess.Popen[str]] = []
+
+
 def start(path: Path | str, prefix: str, count: int) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+    process = processes.start(
         [sys.executable, "-c", RECORDING_PROCESS, str(path), prefix, str(count)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+    _started.append(process)
+    return process
+
+
+@pytest.fixture(autouse=True)
+def _stop_recording_processes() -> Iterator[None]:
+    """Each test's recording processes are stopped when it ends, however it ends."""
+    yield
+    while _started:
+        processes.stop(_started.pop())
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")

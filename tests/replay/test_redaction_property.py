@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import random
-import time
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redaction_secrets import DOCUMENTED_RULES, SECRET, Planted, leaks, merge, plant_trace
 
+from _work import growth
 from toolproof import Trace
 from toolproof.cli import main
 from toolproof.replay import Recorder, Redactor, TraceStore
@@ -169,62 +169,57 @@ def test_a_trace_field_added_later_is_redacted_by_default() -> None:
 _MB = 1_000_000
 
 
-def _adversarial() -> dict[str, str]:
+def _adversarial(size: int = _MB) -> dict[str, str]:
+    """Hostile texts of about ``size`` characters for the redaction patterns."""
     import base64
     import os
 
     rng = random.Random(5)
     return {
-        "base64url": base64.urlsafe_b64encode(os.urandom(_MB)).decode()[:_MB],
-        "at signs": "@" * _MB,
-        "a@ repeated": "a@" * (_MB // 2),
-        "dotted local part": "a." * (_MB // 2) + "@",
-        "near-miss addresses": "a@b." * (_MB // 4),
-        "url-encoded at": "%40" * (_MB // 3),
-        "long domain": "a@" + "b." * (_MB // 2) + "1",
-        "json-escaped": "\\u00e9" * (_MB // 6),
-        "digits": "7" * _MB,
-        "spaced digits": "1 " * (_MB // 2),
-        "card-like groups": "4111 " * (_MB // 5),
-        "phone-like groups": "415 555 2671 " * (_MB // 13),
-        "sk- prefixes": "sk-" * (_MB // 3),
-        "sk- near-misses": ("sk-" + "a" * 15 + " ") * (_MB // 19),
-        "plus signs": "+1 " * (_MB // 3),
-        "parentheses": "(415) " * (_MB // 6),
-        "jwt-like": "eyJaaaaaaaa." * (_MB // 12),
-        "bearer": "Bearer " * (_MB // 7),
-        "key=value": "user_id=" * (_MB // 8),
-        "dotted words": "a." * (_MB // 2),
-        "dashed words": "a-" * (_MB // 2),
-        "near-miss keys": "x_tokenx " * (_MB // 9),
-        "wildcard key prefixes": "acct_." * (_MB // 6),
-        "mixed": "".join(rng.choice("a@.1 -_+%\\n") for _ in range(_MB)),
+        "base64url": base64.urlsafe_b64encode(os.urandom(size)).decode()[:size],
+        "at signs": "@" * size,
+        "a@ repeated": "a@" * (size // 2),
+        "dotted local part": "a." * (size // 2) + "@",
+        "near-miss addresses": "a@b." * (size // 4),
+        "url-encoded at": "%40" * (size // 3),
+        "long domain": "a@" + "b." * (size // 2) + "1",
+        "json-escaped": "\\u00e9" * (size // 6),
+        "digits": "7" * size,
+        "spaced digits": "1 " * (size // 2),
+        "card-like groups": "4111 " * (size // 5),
+        "phone-like groups": "415 555 2671 " * (size // 13),
+        "sk- prefixes": "sk-" * (size // 3),
+        "sk- near-misses": ("sk-" + "a" * 15 + " ") * (size // 19),
+        "plus signs": "+1 " * (size // 3),
+        "parentheses": "(415) " * (size // 6),
+        "jwt-like": "eyJaaaaaaaa." * (size // 12),
+        "bearer": "Bearer " * (size // 7),
+        "key=value": "user_id=" * (size // 8),
+        "dotted words": "a." * (size // 2),
+        "dashed words": "a-" * (size // 2),
+        "near-miss keys": "x_tokenx " * (size // 9),
+        "wildcard key prefixes": "acct_." * (size // 6),
+        "mixed": "".join(rng.choice("a@.1 -_+%\\n") for _ in range(size)),
     }
 
 
-@pytest.fixture(scope="module")
-def adversarial() -> dict[str, str]:
-    return _adversarial()
-
-
-def test_one_megabyte_of_adversarial_text_redacts_in_bounded_time(
-    adversarial: dict[str, str],
-) -> None:
+# Each input at two sizes: ten times the text may take at most 40 times the CPU time (quadratic
+# patterns take 100 times; they took minutes on 1 MB). bench/_guarantee_redaction.py measures
+# the worst time on 1 MB of each.
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("name", sorted(_adversarial(64)))
+def test_adversarial_text_redacts_in_linear_time(name: str) -> None:
     redactor = Redactor(
         fields={"user_id": "hash", "*_token": "mask", "session?id": "mask", "acct_*": "mask"},
         patterns=DOCUMENTED_RULES["patterns"],
         secret=SECRET,
     )
-    slow = {}
-    for name, text in adversarial.items():
-        begin = time.perf_counter()
-        redactor.redact_text(text)
-        elapsed = time.perf_counter() - begin
-        if elapsed > 3.0:  # ~0.1-0.5 s on an idle machine; quadratic patterns took minutes
-            slow[name] = round(elapsed, 2)
-    assert slow == {}
+    small, big = _adversarial(_MB // 20)[name], _adversarial(_MB // 2)[name]
+    ratio = growth(redactor.redact_text, small, big, repeat=2)
+    assert ratio < 40, (name, ratio)
 
 
+@pytest.mark.timeout(120)
 def test_a_large_encoded_tool_result_does_not_stall_the_recorder(tmp_path: Path) -> None:
     import base64
     import os
@@ -236,10 +231,8 @@ def test_a_large_encoded_tool_result_does_not_stall_the_recorder(tmp_path: Path)
     )
     big = Trace.from_dict(data)
     recorder = Recorder(tmp_path / "traces.db")
-    begin = time.perf_counter()
     recorder.record(big)
     assert recorder.flush(30) is True
-    assert time.perf_counter() - begin < 10.0
     recorder.close()
 
 

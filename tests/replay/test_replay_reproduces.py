@@ -7,7 +7,6 @@ gate would raise on every pull request.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -61,6 +60,7 @@ def test_the_tau_bench_import_keeps_turns_that_ended_on_a_tool_call_unanswered(
     assert all(t.stop_reason == "final" for t in traces if t.output is not None)
 
 
+@pytest.mark.timeout(120)  # about half a second on an idle machine
 def test_model_mode_replays_every_recording_against_itself(
     tau: tuple[list[ToolInfo], list[Trace]],
 ) -> None:
@@ -71,23 +71,19 @@ def test_model_mode_replays_every_recording_against_itself(
         system_prompt=traces[0].system_prompt,  # the same policy the recording ran with
         max_steps=100,
     )
-    started = time.perf_counter()
     report = replay(traces, mode="model", agent=agent, model="recorded", rules=RULES)
-    elapsed = time.perf_counter() - started
     assert len(report.samples) == 1341
     failing = [(s.trace_id, s.findings) for s in report.samples if s.grade != "pass"]
     assert failing == []
     assert report.exit_code == 0
-    assert elapsed < 30  # about half a second on an idle machine
 
 
+@pytest.mark.timeout(120)
 def test_tools_mode_replays_every_recording_against_its_own_schemas(
     tau: tuple[list[ToolInfo], list[Trace]],
 ) -> None:
     infos, traces = tau
-    started = time.perf_counter()
     report = replay(traces, mode="tools", tools=infos, rules=RULES)
-    assert time.perf_counter() - started < 30
     assert report.counts == {"pass": 1341, "warn": 0, "fail": 0, "error": 0}
     assert report.exit_code == 0
 

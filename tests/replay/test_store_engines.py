@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from replay_helpers import user_trace
 
+import _processes as processes
 from toolproof import Trace, UserError
 from toolproof.replay import TraceFilter, TraceStore
 from toolproof.replay._postgres import glob_to_regex, mask_url
@@ -99,7 +100,7 @@ def test_readers_read_whole_traces_while_processes_write(store_url: str) -> None
     with TraceStore(store_url) as store:
         store.add_many([user_trace(n) for n in range(200)])
     writers = [
-        subprocess.Popen(
+        processes.start(
             [sys.executable, "-c", READER_WRITER, store_url, f"w{n}"],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -123,7 +124,11 @@ def test_readers_read_whole_traces_while_processes_write(store_url: str) -> None
 
     reader = threading.Thread(target=read)
     reader.start()
-    outputs = [w.communicate(timeout=120) for w in writers]
+    try:
+        outputs = [w.communicate(timeout=120) for w in writers]
+    finally:  # a failure or the test's timeout: the writers are stopped, and the reader ends
+        for writer in writers:
+            processes.stop(writer)
     reader.join(60)
     assert not errors, errors
     for writer, (out, err) in zip(writers, outputs, strict=True):
@@ -141,14 +146,13 @@ def test_urls_never_show_their_password() -> None:
     assert mask_url("postgresql://ops@db/traces") == "postgresql://ops@db/traces"
 
 
+@pytest.mark.timeout(120)
 def test_an_unreachable_server_is_one_clear_error_without_the_password(
     postgres_server: str,
 ) -> None:
     url = "postgresql://ops:hunter2@127.0.0.1:1/traces"
-    started = time.perf_counter()
     with pytest.raises(UserError) as info:
         TraceStore(url, timeout=5)
-    assert time.perf_counter() - started < 30
     message = str(info.value)
     assert message.startswith("cannot open trace store postgresql://ops:***@127.0.0.1:1/traces")
     assert "hunter2" not in message

@@ -14,7 +14,6 @@ import json
 import logging
 import sqlite3
 import tempfile
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -137,6 +136,7 @@ def _readings(store: TraceStore) -> dict[str, Any]:
     }
 
 
+@pytest.mark.timeout(300)
 @settings(
     max_examples=40,
     deadline=None,
@@ -147,11 +147,9 @@ def test_every_reader_gives_the_old_layouts_json_and_traces(rows: list[Trace]) -
     with tempfile.TemporaryDirectory() as folder:
         old, new = Path(folder) / "old.db", Path(folder) / "new.db"
         _old_layout(old, rows)
-        begin = time.process_time()
         with TraceStore(new) as store:
             store.add_many(rows)
             fresh = _readings(store)
-        assert time.process_time() - begin < 10  # per example, with a wide margin
         with TraceStore(old) as store:  # migrated to version 3, its rows left as they were
             assert store.schema_version == SCHEMA_VERSION
             reference = _readings(store)

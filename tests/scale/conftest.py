@@ -9,10 +9,15 @@ from typing import Any
 
 import pytest
 
+from _processes import register, unregister
 
-@pytest.fixture(scope="module")
+
+@pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[Any]:
-    """Ray started for this module, stopped after it (skipped with the reason without Ray)."""
+    """Ray started once per test process, stopped after (skipped with the reason without Ray).
+
+    Its tests run in one xdist worker (tests/conftest.py), so one cluster starts per run.
+    """
     ray = pytest.importorskip("ray", reason="the Ray executor tests need ray (the dev extra)")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     ray.init(
@@ -24,7 +29,11 @@ def ray_cluster() -> Iterator[Any]:
         # workers import the tests' modules (the functions they run are defined there)
         runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}},
     )
+    # the cluster's processes are Ray's: the session's safety net shuts it down if this
+    # finalizer never runs
+    key = register("a local Ray cluster", ray.is_initialized, ray.shutdown)
     try:
         yield ray
     finally:
+        unregister(key)
         ray.shutdown()

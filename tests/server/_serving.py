@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from _processes import running
+
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 
@@ -20,26 +22,24 @@ def serving(*args: str, cwd: Path, stop: int = signal.SIGINT) -> Iterator[str]:
     A stop that does not end the process cleanly (exit status 0) fails the test.
     """
     env = dict(os.environ, PYTHONPATH=str(SRC), PYTHONUNBUFFERED="1")
-    process = subprocess.Popen(
+    with running(
         [sys.executable, "-m", "toolproof", "serve", *args, "--port", "0"],
         cwd=cwd,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        if not line:
-            raise AssertionError(f"toolproof serve did not start: {process.stderr.read()}")  # type: ignore[union-attr]
-        yield line.rsplit(" ", 1)[-1].strip()
-    finally:
-        process.send_signal(stop)
+    ) as process:  # whatever happens below, the process group is stopped at the end
         try:
-            _, err = process.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.communicate()
-            raise AssertionError("toolproof serve did not stop within 30 s") from None
-        assert process.returncode == 0, f"toolproof serve exited {process.returncode}: {err}"
+            assert process.stdout is not None
+            line = process.stdout.readline()
+            if not line:
+                raise AssertionError(f"toolproof serve did not start: {process.stderr.read()}")  # type: ignore[union-attr]
+            yield line.rsplit(" ", 1)[-1].strip()
+        finally:
+            process.send_signal(stop)
+            try:
+                _, err = process.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                raise AssertionError("toolproof serve did not stop within 30 s") from None
+            assert process.returncode == 0, f"toolproof serve exited {process.returncode}: {err}"

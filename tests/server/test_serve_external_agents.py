@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -63,6 +62,7 @@ def one_case(tmp_path: Path, agent: dict[str, object], question: str, **extra: s
     return path
 
 
+@pytest.mark.timeout(120)
 @pytest.mark.parametrize(
     ("question", "agent_extra", "expected"),
     [
@@ -76,14 +76,12 @@ async def test_a_failing_program_fails_its_case_with_one_clear_line(
     tmp_path: Path, question: str, agent_extra: dict[str, object], expected: str
 ) -> None:
     suite = load_suite(one_case(tmp_path, {"command": STDLIB, **agent_extra}, question))
-    started = time.perf_counter()
     report = await evaluate_async([suite], model="scripted", keep_traces=True)
     [case] = report.cases
     assert case.verdict == "fail"
     [trial] = case.trials
     assert trial.error is not None and expected in trial.error
     assert "\n" not in trial.error
-    assert time.perf_counter() - started < 30
 
 
 async def test_the_input_can_be_an_argument_and_concurrent_trials_never_mix(

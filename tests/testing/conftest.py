@@ -22,6 +22,7 @@ def inner(pytester: pytest.Pytester) -> pytest.Pytester:
         "[pytest]\n"
         "asyncio_mode = auto\n"
         "asyncio_default_fixture_loop_scope = function\n"
-        "addopts = --strict-markers\n"
+        # (as the outer session: langsmith's plugin is not loaded, see pyproject.toml)
+        "addopts = --strict-markers -p no:langsmith_plugin\n"
     )
     return pytester

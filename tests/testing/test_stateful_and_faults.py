@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
@@ -252,21 +251,21 @@ def test_malformed_output_reaches_the_model_and_the_run_finishes():
     assert res.trace.tool_results[0].value == {"temp": None}
 
 
+@pytest.mark.timeout(60)  # waiting out the hour-long limit fails here
 def test_timeout_with_a_time_limit_becomes_a_timeout_result_without_waiting():
     toolset = with_faults(Toolset(TOOLS, mode="mock"), Fault.timeout("get_weather"))
-    agent = Agent(reporting_model([call("get_weather", city="北京")]), toolset, tool_timeout=5)
-    started = time.perf_counter()
+    agent = Agent(reporting_model([call("get_weather", city="北京")]), toolset, tool_timeout=3600)
     result = agent.run_sync("weather?")
-    assert time.perf_counter() - started < 2
     (res,) = result.trace.tool_results
     assert (res.status, res.error_type, res.content) == (
         "error",
         "Timeout",
-        "Tool 'get_weather' timed out after 5 s.",
+        "Tool 'get_weather' timed out after 3600 s.",
     )
     assert "timed out" in result.output
 
 
+@pytest.mark.timeout(60)
 def test_hanging_timeout_is_cut_off_by_the_tool_limit():
     @tool(timeout=0.05)
     async def slow_lookup(key: str) -> str:
@@ -277,11 +276,10 @@ def test_hanging_timeout_is_cut_off_by_the_tool_limit():
         """
         return key
 
-    toolset = with_faults(Toolset([slow_lookup]), Fault.timeout("slow_lookup", seconds=5))
+    # the fault hangs for an hour: only the tool's 0.05 s limit ends the call
+    toolset = with_faults(Toolset([slow_lookup]), Fault.timeout("slow_lookup", seconds=3600))
     agent = Agent(reporting_model([call("slow_lookup", key="k")]), toolset)
-    started = time.perf_counter()
     result = agent.run_sync("q")
-    assert time.perf_counter() - started < 2.5  # far below the 5 s hang, even on a busy machine
     assert result.trace.tool_results[0].content == "Tool 'slow_lookup' timed out after 0.05 s."
 
 

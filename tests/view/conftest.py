@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from view_helpers import start_browser, stop_browser
 
+from _processes import register, unregister
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -100,9 +102,17 @@ def runs_dir(
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
     driver = start_browser()
+    # chromedriver and Chromium are selenium's children: the session's safety net quits them
+    # if this finalizer never runs
+    key = register(
+        "chromedriver and chromium (selenium)",
+        lambda: driver.service.process.poll() is None,
+        lambda: stop_browser(driver),
+    )
     try:
         yield driver
     finally:
+        unregister(key)
         stop_browser(driver)
 
 

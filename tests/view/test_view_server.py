@@ -7,7 +7,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import aiohttp
 import pytest
 from view_helpers import env_with_src
 
+from _processes import start, stop
 from toolproof.view._server import Runs, make_app
 
 
@@ -126,7 +126,8 @@ async def test_only_reads_and_checks_the_host(
 
 
 def start_view(*argv: str, cwd: Path | None = None) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen(
+    """``toolproof view ARGV`` and the URL it serves; the caller stops it (``stop``)."""
+    process = start(
         [sys.executable, "-m", "toolproof", "view", *argv],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -134,17 +135,19 @@ def start_view(*argv: str, cwd: Path | None = None) -> tuple[subprocess.Popen[st
         env=env_with_src(),
         cwd=cwd,
     )
-    assert process.stdout is not None
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        match = re.search(r"open (http://\S+)", line)
-        if match:
-            return process, match.group(1)
-        if not line and process.poll() is not None:
-            break
-    process.kill()
-    raise AssertionError(f"toolproof view did not start: {process.communicate()}")
+    try:  # a view that never prints its URL fails by the test's timeout, and is stopped
+        assert process.stdout is not None
+        for line in process.stdout:
+            match = re.search(r"open (http://\S+)", line)
+            if match:
+                return process, match.group(1)
+        process.wait(30)
+        error = process.stderr.read() if process.stderr else ""
+    except BaseException:
+        stop(process)
+        raise
+    stop(process)
+    raise AssertionError(f"toolproof view did not start ({process.returncode}): {error}")
 
 
 @pytest.fixture
@@ -155,9 +158,7 @@ def served(
     try:
         yield process, url
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
+        stop(process)
 
 
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
@@ -211,9 +212,10 @@ def test_a_non_loopback_host_is_used_only_when_given_and_warns(runs_dir: Path) -
     process, url = start_view(str(runs_dir), "--host", "0.0.0.0", "--port", "0")
     try:
         assert url.startswith("http://0.0.0.0:")
-    finally:
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=30)
+    finally:
+        stop(process)
     assert "not a loopback address" in err
     assert process.returncode == 130
 
@@ -228,5 +230,4 @@ def test_one_report_file(eval_reports: dict[str, Any]) -> None:
         with urllib.request.urlopen(url + "runs/report") as response:
             assert "toolproof eval report" in response.read().decode()
     finally:
-        process.send_signal(signal.SIGINT)
-        process.communicate(timeout=30)
+        stop(process)
