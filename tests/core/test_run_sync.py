@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import threading
 import time
 import warnings
@@ -44,6 +45,7 @@ def echo_agent(**options: Any) -> Agent:
     return Agent(FunctionModel(answer), [through_a_thread], **options)
 
 
+@pytest.mark.timeout(120)
 def test_many_threads_call_run_sync_at_once_each_on_its_own_loop() -> None:
     agent = echo_agent()
     loops: dict[int, set[int]] = {}
@@ -62,14 +64,11 @@ def test_many_threads_call_run_sync_at_once_each_on_its_own_loop() -> None:
             failures.append(exc)
 
     threads = [threading.Thread(target=worker, args=(n,)) for n in range(6)]
-    started = time.monotonic()
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=60)
-    assert not any(t.is_alive() for t in threads)
+        t.join()  # (a hang is caught by the test's timeout)
     assert failures == []
-    assert time.monotonic() - started < 60
     assert all(len(ids) == 1 for ids in loops.values())  # one loop per thread, kept
     assert len({next(iter(ids)) for ids in loops.values()}) == 6  # never shared
 
@@ -105,6 +104,7 @@ def test_the_loop_is_kept_between_calls_and_closed_with_its_thread() -> None:
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+@pytest.mark.timeout(120)
 def test_run_sync_works_in_a_forked_child_and_the_parent_keeps_working() -> None:
     agent = echo_agent()
     assert agent.run_sync("double 3").output == "result 6"
@@ -120,19 +120,18 @@ def test_run_sync_works_in_a_forked_child_and_the_parent_keeps_working() -> None
                 code = 0
         finally:
             os._exit(code)
-    deadline = time.monotonic() + 60
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        assert time.monotonic() < deadline, "the forked child hung"
-        time.sleep(0.01)
+    status = None
+    try:
+        status = os.waitpid(pid, 0)[1]  # (a hang is caught by the test's timeout)
+    finally:
+        if status is None:  # the child is stopped on every way out
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    # The parent's loop still wakes up for worker threads (its self-pipe is still registered).
-    started = time.monotonic()
+    # The parent's loop still wakes up for worker threads (its self-pipe is still
+    # registered): a lost wake-up would end the run on its time limit, not with "final".
     result = agent.run_sync("double 5")
     assert result.stop_reason == "final" and result.output == "result 10"
-    assert time.monotonic() - started < 10
     assert _thread_loop() is parent_loop
 
 
@@ -216,8 +215,6 @@ def test_an_error_in_one_call_leaves_the_loop_usable() -> None:
 
 @pytest.mark.skipif(not hasattr(os, "kill") or os.name == "nt", reason="POSIX signals")
 def test_ctrl_c_while_waiting_cancels_the_run_keeps_its_trace_and_the_loop() -> None:
-    import signal
-
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("signals reach the main thread only")
     finished: list[Any] = []
@@ -240,13 +237,11 @@ def test_ctrl_c_while_waiting_cancels_the_run_keeps_its_trace_and_the_loop() -> 
     )
     timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
-    started = time.monotonic()
     try:
-        with pytest.raises(KeyboardInterrupt):
+        with pytest.raises(KeyboardInterrupt):  # (not interrupted: the run ends on its limit)
             agent.run_sync("go")
     finally:
         timer.cancel()
-    assert time.monotonic() - started < 10
     trace = finished[-1].trace
     assert trace.stop_reason == "cancelled" and [c.name for c in trace.tool_calls] == ["wait_long"]
     # The thread's loop is still usable afterwards.
