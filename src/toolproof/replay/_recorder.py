@@ -528,7 +528,9 @@ class Recorder:
                 attempt += 1
                 with self._lock:
                     self._write_errors += 1
-                    self._last_error = f"{type(exc).__name__}: {exc}"
+                    self._last_error = (  # (toolproof's own errors say what to fix)
+                        str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
+                    )
                 if attempt > self.retries or (self._closed and self._store_down):
                     self._store_down = True
                     self._failed(len(rows), None)
