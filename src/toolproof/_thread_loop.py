@@ -90,7 +90,8 @@ class _ThreadLoop:
             loop.close()
 
     def __del__(self) -> None:
-        self.close()
+        with contextlib.suppress(Exception):  # (at interpreter exit, modules may be gone)
+            self.close()
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -171,6 +172,8 @@ def _track_generators(holder: _ThreadLoop) -> None:
     back when it returns; this wraps the loop's first-iteration hook for the call.
     """
     firstiter, finalizer = sys.get_asyncgen_hooks()
+    if firstiter == holder.first_iteration:  # (queued twice: an interrupt came in between)
+        return
     holder.hooks = firstiter
     sys.set_asyncgen_hooks(firstiter=holder.first_iteration, finalizer=finalizer)
 

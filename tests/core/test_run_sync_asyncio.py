@@ -284,6 +284,36 @@ def test_async_generators_are_finalized_and_the_callers_hooks_come_back() -> Non
     assert firsts == []  # the runs' generators were the loop's, not the caller's
 
 
+def test_a_call_after_one_interrupted_before_its_loop_ran_still_closes_its_generators() -> None:
+    """An interrupt between queuing a call's set-up and running the loop leaves the set-up
+    queued: the next call runs it as well as its own, and its generators still close."""
+    from toolproof._thread_loop import _track_generators
+
+    def twice() -> list[int]:
+        closed: list[int] = []
+
+        async def stream() -> Any:
+            try:
+                yield 1
+                yield 2
+            finally:
+                closed.append(1)
+
+        kept: list[Any] = []
+
+        async def uses() -> int:
+            kept.append(stream())
+            return int(await kept[-1].__anext__())
+
+        holder = _holder()
+        assert holder.loop is not None
+        holder.loop.call_soon(_track_generators, holder)  # as the interrupted call left it
+        assert run_in_thread_loop(uses()) == 1
+        return closed
+
+    assert in_fresh_thread(twice) == [1]
+
+
 def test_exceptions_come_out_with_their_own_type_and_the_loop_stays_usable() -> None:
     class Custom(Exception):
         pass
