@@ -725,7 +725,10 @@ def main() -> None:
         stall_traces = make_traces(5000)
         with tempfile.TemporaryDirectory() as tmp:
             for round_ in range(args.rounds):
-                print(f"round {round_ + 1} of {args.rounds}")
+                load = ", ".join(f"{n:.1f}" for n in os.getloadavg())
+                # (the waits for a core are taken out, but not reliably on a machine whose
+                # cores have many more runnable threads than there are cores)
+                print(f"round {round_ + 1} of {args.rounds} (load average {load})")
                 print_stall(bench_stall(stall_traces, Path(tmp) / str(round_)))
         return
     if hasattr(os, "sched_setaffinity"):

@@ -215,13 +215,13 @@ class Agent:
 
         Each thread keeps one event loop for its calls (building a loop per call would cost
         more than a scripted run); several threads may call at once, and a forked child
-        process gets its own loop.
+        process gets its own loop. Ctrl-C cancels the run (its trace is kept) and is then
+        raised.
 
         Raises:
             UserError: Called from inside a running event loop (use ``await agent.run``).
         """
-        if _running_loop is None or _running_loop() is not None:  # (a call less than below)
-            no_running_loop("Agent.run_sync")
+        no_running_loop("Agent.run_sync")
         return run_in_thread_loop(
             self.run(
                 input,
@@ -350,8 +350,7 @@ class Session:
 
     def run_sync(self, input: str, **kwargs: Any) -> RunResult:
         """Run one user turn from synchronous code."""
-        if _running_loop is None or _running_loop() is not None:
-            no_running_loop("Session.run_sync")
+        no_running_loop("Session.run_sync")
         return run_in_thread_loop(self.run(input, **kwargs))
 
 
@@ -388,14 +387,10 @@ def _whole_run(
 
 def no_running_loop(what: str, instead: str = "`await ...run()`") -> None:
     """Raise a clear error when a synchronous wrapper is called inside an event loop."""
-    global _running_loop
-    if _running_loop is None:  # found once: an import with a name list costs ~0.4 µs a call
-        from asyncio.events import _get_running_loop
+    import asyncio
 
-        _running_loop = _get_running_loop
-    if _running_loop() is None:  # get_running_loop() would raise, which costs more
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
         return
     raise UserError(f"{what}() cannot be called from a running event loop; use {instead}")
-
-
-_running_loop: Callable[[], object] | None = None  # asyncio's _get_running_loop, once found

@@ -21,7 +21,7 @@ from toolproof._memory import Memory, MemoryState, estimate_message_tokens
 from toolproof._messages import Message, ModelSettings, ToolCall, ToolResult, Usage, sum_usage
 from toolproof._pricing import find_price
 from toolproof._run_clock import _Clock, _Stop
-from toolproof._trace import TRACE_VERSION, ErrorInfo, RequestSummary, Step, StopReason, Trace
+from toolproof._trace import ErrorInfo, RequestSummary, Step, StopReason, Trace
 from toolproof.errors import (
     AgentRunError,
     MissingFixture,
@@ -196,31 +196,19 @@ class _Run:
         self.memory_state, self.budget = memory_state, budget
         if agent.name and "agent" not in metadata:
             metadata["agent"] = agent.name
-        # Records are built with positional fields on the run's path: a keyword argument
-        # costs about 40 ns in a dataclass's __init__ (see Trace and Step for the order).
         self.trace = Trace(
-            _run_id(),
-            input,
-            TRACE_VERSION,
-            _now(),  # started_at
-            "",  # ended_at
-            history,
-            agent.system_prompt,
-            agent.system_prompt_hash,
-            model.name,
-            settings.to_dict(),
-            toolset.infos(),
-            toolset.mode,
-            [],  # steps
-            None,  # output
-            "final",  # stop_reason, set when the run ends
-            None,  # stop_detail
-            None,  # error
-            Usage(),
-            None,  # cost
-            0.0,  # duration_ms
-            metadata,
-            tags,
+            id=_run_id(),
+            input=input,
+            started_at=_now(),
+            history=history,
+            system_prompt=agent.system_prompt,
+            system_prompt_hash=agent.system_prompt_hash,
+            model=model.name,
+            settings=settings.to_dict(),
+            tools=toolset.infos(),
+            tool_mode=toolset.mode,
+            metadata=metadata,
+            tags=tags,
         )
         self.emit = _emitter(agent.handlers)
         self.observed = self.emit is not _ignore  # events are built only for a listener
@@ -326,12 +314,15 @@ class _Run:
             )
             messages = prepared.messages
             summary = RequestSummary(
-                len(messages), prepared.estimated_tokens, prepared.trimmed, prepared.summarized
+                message_count=len(messages),
+                estimated_tokens=prepared.estimated_tokens,
+                trimmed_messages=prepared.trimmed,
+                summarized=prepared.summarized,
             )
         else:
             system = self.system
             messages = [system, *self.conversation] if system else list(self.conversation)
-            summary = RequestSummary(len(messages), self.tokens)
+            summary = RequestSummary(message_count=len(messages), estimated_tokens=self.tokens)
         model = self.model
         step_started = time.perf_counter()
         try:
@@ -345,18 +336,17 @@ class _Run:
         latency = (time.perf_counter() - step_started) * 1000
         price, usage = self.price, response.usage
         step_cost = price.cost(usage) if price is not None else None
-        step = Step(  # by position, see __init__
-            self.index,
-            summary,
-            response.message,
-            (step_started - self.started) * 1000,  # offset_ms
-            latency,
-            usage,
-            response.finish_reason,
-            response.model_name,
-            [],  # tool_results
-            list(response.parse_errors),
-            step_cost,
+        step = Step(
+            index=self.index,
+            request=summary,
+            response=response.message,
+            offset_ms=(step_started - self.started) * 1000,
+            latency_ms=latency,
+            usage=usage,
+            finish_reason=response.finish_reason,
+            model_name=response.model_name,
+            parse_errors=list(response.parse_errors),
+            cost=step_cost,
         )
         self.trace.steps.append(step)
         self.spent += usage.input_tokens + usage.output_tokens

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, Literal, ParamSpec, TypeVar, overload
 
@@ -81,7 +80,7 @@ class Tool(Generic[P, R]):
                 f"tool name {self.name!r} is not valid: use letters, digits, '_' and '-' only"
             )
         if _localns is None:
-            _localns = sys._getframe(1).f_locals
+            _localns = _callers_names()
         from toolproof._schema import build_function_schema  # with pydantic, on the first tool
 
         spec = build_function_schema(
@@ -283,12 +282,22 @@ def tool(
             timeout=timeout,
             extra=extra,
             thread=thread,
-            _localns=localns if localns is not None else sys._getframe(1).f_locals,
+            _localns=localns if localns is not None else _callers_names(),
         )
 
     if function is not None:
-        return make(function, sys._getframe(1).f_locals)
+        return make(function, _callers_names())
     return make
+
+
+def _callers_names() -> dict[str, Any]:
+    """The local names where our caller was called (a tool's hints may name them)."""
+    frame = inspect.currentframe()
+    try:
+        caller = frame.f_back.f_back if frame is not None and frame.f_back is not None else None
+        return caller.f_locals if caller is not None else {}
+    finally:
+        del frame  # (no cycle through this frame)
 
 
 def _short_repr(value: Any, limit: int = 80) -> str:

@@ -466,8 +466,15 @@ class Toolset:
         try:
             jsonable, content = _render(value)
             duration = (time.perf_counter() - started) * 1000
-            # By position (a keyword argument costs ~40 ns in a dataclass's __init__).
-            return ToolResult(call.id, call.name, "ok", content, jsonable, None, duration, mocked)
+            return ToolResult(
+                call_id=call.id,
+                name=call.name,
+                status="ok",
+                content=content,
+                value=jsonable,
+                duration_ms=duration,
+                mocked=mocked,
+            )
         except Exception as exc:  # a value a trace cannot hold is a bug in the tool
             raise ToolCrashed(
                 f"tool '{t.name}' returned a value that cannot be turned into JSON "

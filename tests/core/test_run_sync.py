@@ -68,8 +68,7 @@ def test_many_threads_call_run_sync_at_once_each_on_its_own_loop() -> None:
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=60)
-    assert not any(t.is_alive() for t in threads)
+        t.join()  # (a hang is caught by the test's timeout)
     assert failures == []
     assert all(len(ids) == 1 for ids in loops.values())  # one loop per thread, kept
     assert len({next(iter(ids)) for ids in loops.values()}) == 6  # never shared

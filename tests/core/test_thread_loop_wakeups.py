@@ -1,18 +1,16 @@
-"""``run_sync``'s loop skips a poll that could find nothing: these tests try to lose a wake-up.
+"""``run_sync``'s long-lived loop loses no wake-up between or during calls.
 
-The thread's loop skips the first poll of a call when work is ready and the only file it
-watches is its own wake-up pipe. Each test gives that pass something to miss: a callback
-another thread queues with ``call_soon_threadsafe``, a future a thread resolves, bytes
-waiting on a real 127.0.0.1 socket, a reader registered by an earlier call, a signal
-handler. Every wait is bounded, so a lost wake-up fails the test instead of hanging it; the
-counting test holds the cost: one loop pass and no poll for a run that never waits.
+The thread's loop lives across calls and sleeps in its poll while a run waits. Each test
+gives it something to miss: a callback another thread queues with ``call_soon_threadsafe``
+(during a call, or between calls), a future a thread resolves, bytes waiting on a real
+127.0.0.1 socket, a reader registered by an earlier call, a signal handler. Every wait is
+bounded, so a lost wake-up fails the test instead of hanging it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import selectors
 import signal
 import socket
 import socketserver
@@ -25,9 +23,12 @@ import pytest
 
 from toolproof import Agent, Budget, Message, tool
 from toolproof._thread_loop import _holder, _local, run_in_thread_loop
-from toolproof.testing import FunctionModel, RequestInfo, ScriptedModel, call
+from toolproof.testing import FunctionModel, RequestInfo, call
 
-LIMIT = 10.0  # seconds a call may take on a busy machine before it counts as a lost wake-up
+LIMIT = 10.0  # seconds a helper thread may take to start (on a busy machine)
+
+#: A lost wake-up hangs a call that has no time limit of its own: the timeout catches it.
+pytestmark = pytest.mark.timeout(120)
 
 
 def one_tool_agent(t: Any, **arguments: Any) -> Agent:
@@ -38,6 +39,7 @@ def one_tool_agent(t: Any, **arguments: Any) -> Agent:
             return call(t.name, **arguments)
         return f"got {messages[-1].content}"
 
+    # A lost wake-up ends the run on this limit: its stop reason and output say so.
     return Agent(FunctionModel(answer), [t], budget=Budget(max_seconds=30))
 
 
@@ -45,11 +47,9 @@ async def nothing() -> None:
     """A call that never waits: it ends in the loop's first pass."""
 
 
-def timed_run(agent: Agent, text: str = "go") -> Any:
-    started = time.monotonic()
+def checked_run(agent: Agent, text: str = "go") -> Any:
     result = agent.run_sync(text)
-    elapsed = time.monotonic() - started
-    assert elapsed < LIMIT, f"run_sync took {elapsed:.1f} s: a wake-up was lost"
+    assert result.stop_reason == "final", f"{result.stop_detail}: a wake-up was lost"
     return result
 
 
@@ -73,7 +73,7 @@ def test_a_callback_another_thread_queues_wakes_the_waiting_run() -> None:
 
     for delay in (0, 0, 1, 5, 0, 20):  # 0: the callback may be queued during the first pass
         agent = one_tool_agent(wait_for_thread, delay_ms=delay)
-        assert timed_run(agent).output == f"got woken {delay}"
+        assert checked_run(agent).output == f"got woken {delay}"
 
 
 def test_a_callback_queued_between_calls_runs_in_the_next_call() -> None:
@@ -97,9 +97,8 @@ def test_a_callback_queued_between_calls_runs_in_the_next_call() -> None:
     async def waits_for_a_thread() -> str:
         return await asyncio.to_thread(lambda: "from a thread")
 
-    started = time.monotonic()  # the pipe was never read above: waiting still wakes up
+    # The pipe was never read above: waiting still wakes up.
     assert run_in_thread_loop(waits_for_a_thread()) == "from a thread"
-    assert time.monotonic() - started < LIMIT
 
 
 def test_a_future_resolved_by_a_worker_thread_wakes_the_run() -> None:
@@ -114,7 +113,7 @@ def test_a_future_resolved_by_a_worker_thread_wakes_the_run() -> None:
         return await loop.run_in_executor(None, lambda: x * 3)
 
     for x in range(15):
-        assert timed_run(one_tool_agent(in_executor, x=x)).output == f"got {x * 3}"
+        assert checked_run(one_tool_agent(in_executor, x=x)).output == f"got {x * 3}"
 
 
 class _Echo(socketserver.BaseRequestHandler):
@@ -159,7 +158,7 @@ def test_a_tool_talking_to_a_local_tcp_server_inside_run_sync(
         return f"{len(received)} {received[: len(text)].decode()}"
 
     for size in (1, 3, 1000, 200_000):
-        result = timed_run(one_tool_agent(echo, text="ab", size=size))
+        result = checked_run(one_tool_agent(echo, text="ab", size=size))
         assert result.output == f"got {size * 2} ab"
 
 
@@ -215,51 +214,8 @@ def test_a_signal_handler_on_the_loop_is_served_by_calls_that_never_wait() -> No
         assert holder.loop is not None
         holder.loop.remove_signal_handler(signal.SIGUSR1)
         signal.signal(signal.SIGUSR1, previous)
-        holder.close()  # the next call gets a fresh loop, which skips polls again
+        holder.close()  # the next call gets a fresh loop
         del _local.holder
-
-
-def test_a_run_that_never_waits_takes_one_loop_pass_and_no_poll(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    @tool
-    def multiply(a: int, b: int) -> int:
-        """Multiply.
-
-        Args:
-            a: First.
-            b: Second.
-        """
-        return a * b
-
-    script: list[Any] = [call("multiply", a=3, b=4), "12"] * 30
-    agent = Agent(ScriptedModel(script), [multiply])
-    agent.run_sync("warm up")
-    holder = _holder()
-    if holder.selector is None:
-        pytest.skip("the platform's own loop (no selector of ours)")
-    passes: list[float | None] = []
-    polls: list[float | None] = []
-    ours = holder.selector.select
-    default = selectors.DefaultSelector.select
-
-    def counted_pass(timeout: float | None = None) -> Any:
-        passes.append(timeout)  # every loop pass asks its selector once
-        return ours(timeout)
-
-    def counted_poll(self: Any, timeout: float | None = None) -> Any:
-        polls.append(timeout)
-        return default(self, timeout)
-
-    monkeypatch.setattr(holder.selector, "select", counted_pass)
-    monkeypatch.setattr(selectors.DefaultSelector, "select", counted_poll)
-    for _ in range(25):
-        assert agent.run_sync("multiply").output == "12"
-    assert len(passes) == 25
-    assert polls == []
-    # A run that waits polls as before (here: a sleep's timer, then the wake-up).
-    run_in_thread_loop(asyncio.sleep(0.01))
-    assert len(polls) >= 1
 
 
 def test_an_installed_event_loop_policy_still_makes_each_threads_loop() -> None:

@@ -340,26 +340,25 @@ def _calls_made(function: Any, *arguments: Any) -> Counter[str]:
 
 
 def test_run_sync_adds_a_fixed_number_of_calls_to_a_run() -> None:
-    """``run_sync`` costs a task and one loop pass over ``await agent.run``, no more.
+    """``run_sync`` costs a task and asyncio's ``run_until_complete`` over ``await agent.run``.
 
-    Its first loop pass goes through toolproof's one-pass driver, not asyncio's
-    ``run_forever`` and ``_run_once``; the task is made without ``create_task``. (Before
-    the driver: 51 calls more than the awaited run, 29 of them Python functions.)
+    The same number of calls whatever the run does (one step, or four with three parallel
+    calls each): nothing of it grows with the run. (Python 3.11: 122 calls, 67 of them
+    Python functions, most of them asyncio's own.)
     """
-    agent = make_agent(1, 1)
-    agent.model = ScriptedModel(script(1, 1) * 10)
-    for _ in range(2):
-        agent.run_sync("multiply")  # warm up
-    sync = _calls_made(agent.run_sync, "multiply")
+    extras = []
+    for steps, parallel in ((1, 1), (4, 3)):
+        agent = make_agent(steps, parallel)
+        agent.model = ScriptedModel(script(steps, parallel) * 10)
+        for _ in range(2):
+            agent.run_sync("multiply")  # warm up
+        sync = _calls_made(agent.run_sync, "multiply")
 
-    async def awaited() -> Counter[str]:
-        await agent.run("multiply")  # warm up
-        run = agent.run("multiply")  # stepped in this task: the same run, awaited
-        return _calls_made(run.send, None)
+        async def awaited(agent: Agent = agent) -> Counter[str]:
+            await agent.run("multiply")  # warm up
+            run = agent.run("multiply")  # stepped in this task: the same run, awaited
+            return _calls_made(run.send, None)
 
-    extra = sync - asyncio.run(awaited())
-    python_calls = sum(n for name, n in extra.items() if name.startswith("py "))
-    assert python_calls <= 12, extra
-    assert sum(extra.values()) <= 31, extra
-    for name in ("run_forever", "_run_once", "create_task", "_check_closed", "is_closed"):
-        assert f"py {name}" not in sync, (name, sync)
+        extras.append(sync - asyncio.run(awaited()))
+    assert extras[0] == extras[1], extras
+    assert sum(extras[0].values()) <= 150, extras[0]

@@ -66,7 +66,7 @@ def test_the_writer_hands_the_interpreter_over_between_traces_and_statement_chun
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Each handoff is a real nap: a zero-length sleep lets the writer take the interpreter
-    # back before a waiting thread can (CPython 3.11's GIL), so it is never used.
+    # back before a waiting thread can, so it is never used.
     naps: list[float] = []
     real_sleep = recorder_module.time.sleep
 
@@ -84,7 +84,6 @@ def test_the_writer_hands_the_interpreter_over_between_traces_and_statement_chun
 
     monkeypatch.setattr(recorder_module, "_SLICE", 0.0)  # hand over at every chance
     monkeypatch.setattr(recorder_module, "_SLICE_QUIET", 0.0)
-    monkeypatch.setattr(recorder_module, "_RENAPS", 0)  # (another nap while a thread wakes)
     monkeypatch.setattr(recorder_module, "time", _Time)
     traces = _traces(100)
     recorder = Recorder(tmp_path / "r.db", batch_size=100, flush_interval=3600)

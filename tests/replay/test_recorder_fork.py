@@ -169,49 +169,6 @@ def test_a_child_that_never_records_starts_no_writer(tmp_path: Path) -> None:
     assert recorder.close(60) and recorder.stats.written == 1
 
 
-@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads Linux /proc")
-def test_a_child_closes_the_files_the_parents_writer_reads_threads_through(
-    tmp_path: Path,
-) -> None:
-    # The writer keeps the recording threads' /proc state files open; a child's copies
-    # name the parent's threads, so the child closes them and reads its own.
-    recorder = Recorder(tmp_path / "t.db", flush_interval=3600)
-    ready = recorder._ready
-    ready.any_ready([threading.get_native_id()])  # (the writer is idle: nothing recorded)
-    fds = [entry[0] for entry in ready._files.values() if isinstance(entry, tuple)]
-    assert len(fds) == 1
-
-    def child() -> dict[str, Any]:
-        closed = []
-        for fd in fds:
-            try:
-                os.fstat(fd)
-            except OSError:
-                closed.append(fd)
-        recorder.record(user_trace(8))
-        return {
-            "closed": closed == fds,
-            "new": recorder._ready is not ready,
-            "flushed": recorder.flush(30),
-            **_stats(recorder),
-        }
-
-    got = _in_child(child)
-    assert got == {
-        "closed": True,
-        "new": True,
-        "flushed": True,
-        "received": 1,
-        "written": 1,
-        "dropped": 0,
-        "dropped_failed": 0,
-        "pending": 0,
-        "last_error": None,
-    }
-    os.fstat(fds[0])  # the parent's stays open
-    assert recorder.close(60)
-
-
 @pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
 def test_a_fork_at_any_moment_of_the_writers_work_gives_a_child_that_writes(
     tmp_path: Path, engine: str, request: pytest.FixtureRequest

@@ -1,19 +1,17 @@
 """How the recorder's writer hands the interpreter to the agent's threads.
 
 Counted with fake clocks, not timed: the writer naps for real (a zero-length sleep lets
-it take the interpreter straight back, CPython 3.11's GIL) after every slice of its work,
-short slices while other threads of the process run, longer ones once none has for a
-while. How late an agent's loop wakes while the writer works is measured by
-``bench/bench_replay.py --stall``, not here.
+it take the interpreter straight back) after every slice of its work, short slices while
+other threads of the process run, longer ones once none has for a while; it reads nothing
+but portable clocks to tell. How late an agent's loop wakes while the writer works is
+measured by ``bench/bench_replay.py --stall``, not here.
 """
 
 from __future__ import annotations
 
-import os
-import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -152,7 +150,6 @@ def test_the_writers_own_checkpoints_do_not_count_as_the_agent_running(
 
 def test_a_checkpoint_thread_reports_the_cpu_time_it_used(tmp_path: Path) -> None:
     import sqlite3
-    import time
 
     from toolproof.replay._checkpoint import Checkpointer
 
@@ -256,199 +253,3 @@ def test_a_store_that_cannot_be_opened_at_start_is_counted_at_the_first_write(
     stats = recorder.stats
     assert (stats.received, stats.written, stats.dropped_failed, stats.pending) == (3, 0, 3, 0)
     assert stats.write_errors >= 1 and "is a directory" in (stats.last_error or "")
-
-
-class _Ready:
-    """A stand-in for the writer's reading of the scheduler: "ready" a set number of times."""
-
-    def __init__(self, times: int) -> None:
-        self.times = times
-        self.asked: list[list[int]] = []
-
-    def any_ready(self, threads: list[int]) -> bool:
-        self.asked.append(list(threads))
-        if self.times > 0:
-            self.times -= 1
-            return True
-        return False
-
-    def any_waiting(self, threads: list[int]) -> bool:
-        return False
-
-    def close(self) -> None:
-        pass
-
-
-def _recorded_from(recorder: Recorder, native_ids: list[int]) -> None:
-    """As if each of ``native_ids`` called ``record`` (the last one most recently)."""
-    for native_id in native_ids:
-        recorder._note_caller(native_id)
-
-
-def test_the_writer_naps_again_while_a_recording_thread_is_still_waking(
-    recorder: Recorder, clocks: _Clocks
-) -> None:
-    _recorded_from(recorder, [4242])
-    recorder._ready = _Ready(times=1)  # type: ignore[assignment]
-    recorder._nap()
-    assert len(clocks.naps) == 2  # the nap, and one more while 4242 was still waking
-    # never more than _RENAPS more, however long a thread stays ready
-    clocks.naps.clear()
-    recorder._ready = ready = _Ready(times=100)  # type: ignore[assignment]
-    recorder._nap()
-    assert len(clocks.naps) == 1 + recorder_module._RENAPS
-    assert ready.asked == [[4242]] * recorder_module._RENAPS
-
-
-def test_no_second_nap_once_another_thread_ran_or_none_is_waking(
-    recorder: Recorder, clocks: _Clocks
-) -> None:
-    recorder._ready = ready = _Ready(times=100)  # type: ignore[assignment]
-    recorder._nap()  # no thread has recorded: none is asked about
-    assert len(clocks.naps) == 1 and ready.asked == []
-    _recorded_from(recorder, [4242])
-    real_sleep = clocks.sleep
-
-    def handed_over(seconds: float) -> None:
-        real_sleep(seconds)
-        clocks.others += 30e-6  # a thread took the interpreter during the nap
-
-    clocks.sleep = handed_over  # type: ignore[method-assign]
-    clocks.naps.clear()
-    recorder._nap()
-    assert len(clocks.naps) == 1 and ready.asked == []
-    clocks.sleep = real_sleep  # type: ignore[method-assign]
-    recorder._ready = ready = _Ready(times=0)  # type: ignore[assignment]
-    clocks.naps.clear()
-    recorder._nap()
-    assert len(clocks.naps) == 1 and ready.asked == [[4242]]
-
-
-def test_the_threads_asked_about_are_the_last_few_that_recorded(
-    recorder: Recorder, clocks: _Clocks
-) -> None:
-    _recorded_from(recorder, list(range(1, 21)))
-    _recorded_from(recorder, [5])  # recorded again: first, and listed once
-    recorder._ready = ready = _Ready(times=0)  # type: ignore[assignment]
-    recorder._nap()
-    expected = [5, 20, 19, 18, 17, 16, 15, 14][: recorder_module._CALLERS]
-    assert ready.asked == [expected]
-    # the thread that naps is never waited for (here the test's own thread records)
-    recorder.record(user_trace(3))
-    recorder._ready = ready = _Ready(times=0)  # type: ignore[assignment]
-    clocks.naps.clear()
-    recorder._nap()
-    assert ready.asked == [expected[: recorder_module._CALLERS - 1]]
-    assert recorder._callers[0] == threading.get_native_id()
-
-
-class _Waiting(_Ready):
-    """A stand-in whose recording threads wait for the interpreter lock when told to."""
-
-    def __init__(self) -> None:
-        super().__init__(times=0)
-        self.waiting = False
-        self.looks: list[list[int]] = []
-
-    def any_waiting(self, threads: list[int]) -> bool:
-        self.looks.append(list(threads))
-        return self.waiting
-
-
-def _watching(recorder: Recorder, ready: _Ready) -> None:
-    assert recorder._started.wait(60)
-    recorder._ready = ready  # type: ignore[assignment]
-    recorder._watching = True
-
-
-def test_a_recording_thread_waiting_for_the_lock_gets_it_at_once(
-    recorder: Recorder, clocks: _Clocks
-) -> None:
-    ready = _Waiting()
-    _watching(recorder, ready)
-    assert _work(recorder, clocks, 0.01) <= 0.01 / recorder_module._SLICE_QUIET + 1
-    _recorded_from(recorder, [4242])
-    _work(recorder, clocks, 0.01)
-    ready.waiting = True  # its model answered: it waits for the writer to let go
-    clocks.naps.clear()
-    clocks.wall += recorder_module._LOOK_QUIET
-    recorder._offer()
-    assert len(clocks.naps) == 1  # at once, long before the end of the slice
-    assert ready.looks[-1] == [4242]
-
-
-def test_the_writer_looks_at_most_every_so_often_and_never_at_itself(
-    recorder: Recorder, clocks: _Clocks
-) -> None:
-    ready = _Waiting()
-    _watching(recorder, ready)
-    _work(recorder, clocks, 0.01)
-    assert ready.looks == []  # no thread has recorded: nobody to look at
-    _recorded_from(recorder, [4242, 77])
-    _work(recorder, clocks, 0.01)  # quiet: other threads' CPU time did not grow
-    quiet = len(ready.looks)
-    assert quiet >= 0.01 / (recorder_module._LOOK_QUIET + 10e-6) - 1
-    assert quiet <= 0.01 / recorder_module._LOOK_QUIET + 1
-    ready.looks.clear()
-    _work(recorder, clocks, 0.01, others=1e-6)  # another thread runs: closer looks
-    busy = len(ready.looks)
-    assert busy >= 0.8 * 0.01 / (recorder_module._LOOK + 10e-6)
-    assert busy <= 0.01 / recorder_module._LOOK + 1
-    assert all(look == [77, 4242] for look in ready.looks)
-    _recorded_from(recorder, [threading.get_native_id()])  # (as if the writer recorded)
-    ready.looks.clear()
-    real = recorder_module._native_id
-    recorder_module._native_id = threading.get_native_id  # the offer runs here
-    try:
-        _work(recorder, clocks, 0.001)
-    finally:
-        recorder_module._native_id = real
-    assert ready.looks and all(threading.get_native_id() not in look for look in ready.looks)
-
-
-def test_a_look_that_fails_stops_the_looking_and_loses_no_trace(tmp_path: Path) -> None:
-    class Broken(_Ready):
-        def any_waiting(self, threads: list[int]) -> bool:
-            raise OSError("the kernel said no")
-
-    recorder = Recorder(tmp_path / "r.db", batch_size=8, flush_interval=0.01)
-    _watching(recorder, Broken(times=0))
-    base = user_trace(4)
-    for n in range(50):
-        recorder.record(replace(base, id=f"broken-look-{n:03d}"))
-    assert recorder.flush(60)
-    assert recorder._watching is False
-    assert recorder.stats.written == 50 and recorder.stats.write_errors == 0
-    assert recorder.close(60)
-
-
-@pytest.mark.skipif(
-    not sys.platform.startswith("linux") or os.uname().machine not in ("x86_64", "aarch64"),
-    reason="reads Linux /proc on a machine whose futex call is known",
-)
-def test_the_real_writer_sees_a_recording_thread_wait_for_the_lock(tmp_path: Path) -> None:
-    # No stand-ins: a thread records a large batch, then wakes every millisecond (as an
-    # agent's loop does) while the writer redacts and stores it; the writer's looks find
-    # it waiting for the interpreter and hand it over.
-    recorder = Recorder(tmp_path / "r.db", max_queue=5000, batch_size=500, flush_interval=0.01)
-    assert recorder._started.wait(60)
-    assert recorder._watching  # (found the lock's address as it started)
-    ready = recorder._ready
-    seen: list[bool] = []
-    real_look = ready.any_waiting
-
-    def counted(threads: Iterable[int]) -> bool:
-        found = real_look(threads)
-        seen.append(found)
-        return found
-
-    ready.any_waiting = counted  # type: ignore[method-assign]
-    base = user_trace(5, tags=["waits"])
-    for n in range(3000):
-        recorder.record(replace(base, id=f"waits-{n:05d}"))
-    deadline = time.monotonic() + 120
-    while recorder.stats.pending and time.monotonic() < deadline:
-        time.sleep(0.001)
-    assert recorder.close(60)
-    assert recorder.stats.written == 3000
-    assert seen and any(seen), f"{len(seen)} looks, none found the thread waiting"

@@ -4,12 +4,12 @@ Tools mode needs a stored trace's tool calls, their recorded results, the tools'
 schema hashes, and a few top-level fields; building the whole :class:`~toolproof.Trace`
 (every step, message, usage and tool schema as an object, each with its normalising
 ``__post_init__``) costs more than the replay itself. This module reads the same payload
-with the trace codec's own schema, taken from the codec's ``TypeAdapter`` (the one in
-``toolproof._trace``), with each dataclass read as a plain dict instead: the same JSON
-parser, the same field checks and coercions, no objects. It is not a second decoder:
+with a ``TypeAdapter`` of the trace classes read as ``TypedDict``s: each dataclass's fields
+with the same names, types, defaults and codec settings (``_CODEC_CONFIG``), so the same
+JSON parser, the same field checks and coercions, no objects. It is not a second decoder:
 
-- the schema is derived from the codec's at first use, so a field added to a trace is
-  checked here too;
+- the plain classes are derived from the trace classes' own fields at first use, so a field
+  added to a trace is checked here too;
 - a payload is read this way only when the codec's ``__post_init__`` hooks would neither
   refuse nor change any of its values (the usage counts' range, checked by the schema
   itself, and :func:`_unchanged_by_hooks`, which asks ``_plain``'s conditions: the very
@@ -24,13 +24,24 @@ view and the full trace give the same replay outcomes.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterator
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from types import UnionType
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    Literal,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 from toolproof._messages import _MAX_COUNT, _MAX_INT_BITS, MAX_JSON_DEPTH, Usage
-from toolproof._trace import TRACE_VERSION, Trace, _adapter
+from toolproof._trace import _CODEC_CONFIG, TRACE_VERSION, Trace
 from toolproof.errors import TraceFormatError
 from toolproof.replay._store_rows import TraceFilter, _decode
 
@@ -227,128 +238,86 @@ def read_store(
         yield ts, trace
 
 
-# -- the codec's schema, read as plain data ----------------------------------------------------
+# -- the trace classes' fields, read as plain data -------------------------------------------
 
 
 class _UnknownLayout(Exception):
-    """The codec's schema holds something this reading does not know how to mirror."""
+    """A trace class has a field this reading does not know how to mirror."""
 
 
 @cache
 def _validator() -> Any:
-    """The codec's schema read as data, or ``None`` (then the codec reads every row)."""
-    from pydantic_core import SchemaValidator
-
-    schema = _plain_schema()
-    return None if schema is None else SchemaValidator(schema)
+    """A ``TypeAdapter`` reading a stored trace as plain data, or ``None`` (the codec reads)."""
+    plain = _plain_trace()
+    return None if plain is None else _adapter_of(plain)
 
 
 @cache
 def _tools_validator() -> Any:
-    """The codec's schema of a trace's ``tools`` field, read as data (or ``None``)."""
-    from pydantic_core import SchemaValidator
+    """A ``TypeAdapter`` reading a trace's ``tools`` array as plain data (or ``None``)."""
+    plain = _plain_trace()
+    return None if plain is None else _adapter_of(plain.__annotations__["tools"])
 
-    schema = _plain_schema()
-    if schema is None:
-        return None
-    body = schema["schema"] if schema.get("type") == "definitions" else schema
-    if body.get("type") != "typed-dict" or "tools" not in body["fields"]:
-        return None
-    field = body["fields"]["tools"]["schema"]
-    if field.get("type") == "default":
-        field = field["schema"]
-    if schema.get("type") == "definitions":
-        field = {"type": "definitions", "schema": field, "definitions": schema["definitions"]}
-    return SchemaValidator(field)
+
+def _adapter_of(annotation: Any) -> Any:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(annotation)
 
 
 @cache
-def _plain_schema() -> Any:
+def _plain_trace() -> Any:
+    """``Trace`` as a ``TypedDict`` of the same fields, each nested trace class likewise."""
     try:
-        return _inlined(_as_plain(_adapter().core_schema))
-    except _UnknownLayout:  # a newer pydantic or trace layout: correct, only slower
+        return _plain_class(Trace)
+    except _UnknownLayout:  # a trace class this reading cannot mirror: correct, only slower
         return None
 
 
-def _inlined(schema: Any) -> Any:
-    """The schema with each shared definition written out where it is used.
+def _plain_class(cls: type) -> Any:
+    """A ``TypedDict`` with the fields of the dataclass ``cls``.
 
-    pydantic-core follows a ``definition-ref`` through a lookup and a recursion guard on
-    every value it validates there; written out, the same checks run without either. A
-    definition that refers to itself (a recursive layout) keeps its references.
+    The same names, types, defaults and codec settings, each field read from its own key.
+    Each use of a trace class inside another gets a class of its own, so pydantic writes
+    every check out where it is used instead of following a shared definition.
     """
-    if not isinstance(schema, dict) or schema.get("type") != "definitions":
-        return schema
-    definitions = {entry["ref"]: entry for entry in schema["definitions"]}
+    from pydantic import Field
+    from typing_extensions import TypedDict
 
-    def refs(node: Any) -> set[str]:
-        if isinstance(node, list):
-            return set().union(*(refs(item) for item in node))
-        if not isinstance(node, dict):
-            return set()
-        found = {node["schema_ref"]} if node.get("type") == "definition-ref" else set()
-        return found.union(*(refs(value) for value in node.values()))
-
-    def reaches(start: str) -> set[str]:
-        seen: set[str] = set()
-        todo = [start]
-        while todo:
-            for ref in refs(definitions[todo.pop()]) - seen:
-                if ref in definitions:
-                    seen.add(ref)
-                    todo.append(ref)
-        return seen
-
-    recursive = {ref for ref in definitions if ref in reaches(ref)}
-
-    def expand(node: Any) -> Any:
-        if isinstance(node, list):
-            return [expand(item) for item in node]
-        if not isinstance(node, dict):
-            return node
-        ref = node.get("schema_ref")
-        if node.get("type") == "definition-ref" and ref in definitions and ref not in recursive:
-            return expand(definitions[ref])
-        return {key: expand(value) for key, value in node.items()}
-
-    kept = [expand(definitions[ref]) for ref in sorted(recursive)]
-    body = expand(schema["schema"])
-    return {"type": "definitions", "schema": body, "definitions": kept} if kept else body
+    hints = get_type_hints(cls)
+    fields: dict[str, Any] = {}
+    for item in dataclasses.fields(cls):
+        if not item.init or item.metadata:
+            raise _UnknownLayout(f"{cls.__name__}.{item.name}")  # not read from its own key
+        annotation = _mirrored(hints[item.name])
+        if cls is Usage and item.name in _COUNT_FIELDS:
+            annotation = _counted(annotation, item.name)
+        if item.default is not dataclasses.MISSING:
+            annotation = Annotated[annotation, Field(default=item.default)]
+        elif item.default_factory is not dataclasses.MISSING:
+            annotation = Annotated[annotation, Field(default_factory=item.default_factory)]
+        fields[item.name] = annotation
+    make: Any = TypedDict  # (a class made from data: its name is not a literal)
+    plain = make(cls.__name__, fields)
+    plain.__pydantic_config__ = _CODEC_CONFIG  # (pydantic's documented place for it)
+    return plain
 
 
-def _as_plain(schema: Any) -> Any:
-    """The codec's core schema with every dataclass read as a dict of the same fields."""
-    if isinstance(schema, list):
-        return [_as_plain(item) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    if schema.get("type") != "dataclass":
-        return {key: _as_plain(value) for key, value in schema.items()}
-    arguments = schema["schema"]
-    if arguments.get("type") != "dataclass-args" or arguments.get("computed_fields"):
-        raise _UnknownLayout(str(arguments.get("type")))
-    counts = schema.get("cls") is Usage
-    fields = {}
-    for entry in arguments["fields"]:
-        if entry.get("init") is False or entry.get("init_only") or entry.get("validation_alias"):
-            raise _UnknownLayout(entry["name"])  # a field not read from its own key
-        inner = _as_plain(entry["schema"])
-        if counts and entry["name"] in _COUNT_FIELDS:
-            inner = _counted(inner, entry["name"])
-        fields[entry["name"]] = {
-            "type": "typed-dict-field",
-            "schema": inner,
-            "required": inner.get("type") != "default",
-        }
-    out: dict[str, Any] = {
-        "type": "typed-dict",
-        "fields": fields,
-        "extra_behavior": "ignore",
-        "config": dict(schema.get("config") or {}),
-    }
-    if "ref" in schema:
-        out["ref"] = schema["ref"]
-    return out
+def _mirrored(annotation: Any) -> Any:
+    """``annotation`` with every dataclass in it replaced by its plain ``TypedDict``."""
+    if dataclasses.is_dataclass(annotation) and isinstance(annotation, type):
+        return _plain_class(annotation)
+    origin, arguments = get_origin(annotation), get_args(annotation)
+    if origin is None or origin is Literal or not arguments:
+        return annotation
+    mirrored = tuple(_mirrored(argument) for argument in arguments)
+    if origin is list:
+        return list[mirrored[0]]  # type: ignore[valid-type]
+    if origin is dict:
+        return dict[mirrored[0], mirrored[1]]  # type: ignore[valid-type]
+    if origin is Union or origin is UnionType:
+        return Union[mirrored]  # noqa: UP007 - built from a tuple of types
+    raise _UnknownLayout(str(annotation))
 
 
 #: Usage's fields that its hook checks as token counts (ints in ``[0, 2**63)``).
@@ -357,27 +326,21 @@ _COUNT_FIELDS = frozenset(
 )
 
 
-def _counted(schema: dict[str, Any], name: str) -> dict[str, Any]:
-    """A token count's schema that also refuses what Usage's hook refuses (out of range).
+def _counted(annotation: Any, name: str) -> Any:
+    """A token count's type that also refuses what Usage's hook refuses (out of range).
 
-    Only ever stricter than the codec's schema: a payload it refuses goes to the codec.
+    Only ever stricter than the codec's type: a payload it refuses goes to the codec.
     """
-    wrapped = schema.get("type") == "default"
-    inner = schema["schema"] if wrapped else schema
+    from pydantic import Field
+
+    count = Annotated[int, Field(ge=0, le=_MAX_COUNT - 1)]
     if name == "details":
-        if inner.get("type") != "dict" or inner["values_schema"].get("type") != "int":
+        if annotation != dict[str, int]:
             raise _UnknownLayout(name)
-        inner = {**inner, "values_schema": _count_schema(inner["values_schema"])}
-    elif inner.get("type") != "int":
+        return dict[str, count]
+    if annotation is not int:
         raise _UnknownLayout(name)
-    else:
-        inner = _count_schema(inner)
-    return {**schema, "schema": inner} if wrapped else inner
-
-
-def _count_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    # (the int schema returns ints only, as the hook's ``type(n) is int`` wants)
-    return {**schema, "ge": 0, "le": _MAX_COUNT - 1}
+    return count
 
 
 # -- the codec's hooks --------------------------------------------------------------------------

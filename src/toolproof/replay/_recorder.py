@@ -13,7 +13,9 @@ a reason (queue full, store failing, recorder closed, process exiting before it 
 
 The writer's Python work holds the interpreter lock: it hands it to the agent's threads with
 a real nap after every short slice of work (see ``Recorder._offer``), and does its one-time
-set-up (the trace encoder, opening the store) when the recorder is made, not mid-write.
+set-up (the trace encoder, opening the store) when the recorder is made, not mid-write. It
+uses only portable clocks and sleeps to do so: nothing of the interpreter's or the OS's
+internals.
 """
 
 from __future__ import annotations
@@ -37,7 +39,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from toolproof._trace import Trace
 from toolproof.errors import UserError
 from toolproof.replay._fork import FORK_GUARD
-from toolproof.replay._ready import ReadyThreads, shorten_naps
 from toolproof.replay._redact import Redactor
 from toolproof.replay._redact_trace import _Unsupported, redact_trace_object
 from toolproof.replay._store import (
@@ -64,26 +65,14 @@ DropPolicy = Literal["newest", "oldest"]
 
 # The writer hands the interpreter over for real: it naps (a blocking sleep, so a thread
 # waiting for the interpreter takes it) after every slice of its work. A zero-length sleep
-# does not hand it over: the waiting thread is woken but the writer takes the interpreter
-# back first, and each such release restarts the waiting thread's switch interval (5 ms).
+# does not hand it over: a thread that lets the interpreter go and takes it straight back
+# keeps it from a waiting thread.
 _SLICE = 0.0002  # seconds of the writer's work between naps while other threads run
 _SLICE_QUIET = 0.001  # ... while no other thread of the process has run for _QUIET_AFTER
 _QUIET_AFTER = 0.01  # seconds without other threads' CPU time before the longer slices
-_NAP = 1e-6  # the shortest sleep the OS gives (on Linux its timer slack: see shorten_naps)
+_NAP = 1e-6  # the shortest sleep the OS gives (on Linux 50-100 µs: its timer slack)
 _OTHERS_RAN = 2e-6  # CPU seconds of other threads since the last nap that count as running
-# After a nap in which no other thread ran, while a thread that records traces is woken but
-# not yet on a core (on its way to the interpreter), the writer naps again, this many times
-# at most.
-_RENAPS = 3
-# Between two looks at whether a thread that records waits for the interpreter (Linux:
-# one look is a pread per thread, about 1.5 µs), while other threads ran lately, and once
-# none has for _QUIET_AFTER.
-_LOOK = 0.00005
-_LOOK_QUIET = 0.0001
-_CALLERS = 8  # the threads that recorded last, whose waking the writer waits for
 _EXIT_PRIORITY = 10  # of the exit hook in a multiprocessing child (higher runs earlier)
-# (the OS's thread id, which /proc names; where Python has none, ids nothing reads)
-_native_id: Callable[[], int] = getattr(threading, "get_native_id", threading.get_ident)
 
 # The Redactor methods the recorder's walk of trace objects stands for, or calls.
 _WALKED = (
@@ -265,11 +254,6 @@ class Recorder:
         self._offered = 0.0  # when the writer last handed the interpreter over
         self._others = 0.0  # CPU time of the process's other threads at the last nap
         self._busy_until = 0.0  # short slices until then: other threads ran lately
-        self._caller = 0  # the native id of the thread that recorded last
-        self._callers: tuple[int, ...] = ()  # ... and of the few before it, latest first
-        self._ready = ReadyThreads()  # the writer's own: whether one of them is waking
-        self._watching = False  # whether the writer can see them wait for the interpreter
-        self._looked = 0.0  # when it last looked
         self._started = threading.Event()  # the writer's set-up is done
         self._thread = threading.Thread(target=self._run, name="toolproof-recorder", daemon=True)
         self._unstarted = not start
@@ -286,7 +270,6 @@ class Recorder:
         ``TraceStore``; any other fails its writes, counted as ``dropped_failed``).
         """
         _INHERITED.extend(item for item in (self._store, self._checkpointer) if item is not None)
-        self._ready.close()  # (the child's copies of the parent writer's files)
         store = self._store
         if (store is not None and not self._own_store) and (
             type(store) is not TraceStore or str(store.path) == ":memory:"
@@ -335,9 +318,6 @@ class Recorder:
         """
         if self._unstarted:  # the first record of a forked child
             self._start_in_child()
-        caller = _native_id()
-        if caller != self._caller:
-            self._note_caller(caller)
         rate = self.sample_rate
         with self._lock:
             self._received += 1
@@ -363,12 +343,6 @@ class Recorder:
             wake = len(queue) >= self.batch_size
         if wake:
             self._wake.set()
-
-    def _note_caller(self, caller: int) -> None:
-        with self._lock:
-            self._caller = caller
-            others = [native_id for native_id in self._callers if native_id != caller]
-            self._callers = (caller, *others[: _CALLERS - 1])
 
     # -- control -----------------------------------------------------------------------------
 
@@ -490,12 +464,6 @@ class Recorder:
     # -- the background thread ---------------------------------------------------------------
 
     def _run(self) -> None:
-        try:
-            self._serve()
-        finally:
-            self._ready.close()
-
-    def _serve(self) -> None:
         self._start()
         while True:
             self._wake.wait(self.flush_interval)
@@ -526,17 +494,13 @@ class Recorder:
         counted, at the first write.
         """
         try:
-            shorten_naps()
             if self._store is None and not self._closed:
                 with FORK_GUARD:
                     self._store = self._open_store()
         except Exception:
             logger.debug("trace store %s: not opened yet", self.store_path, exc_info=True)
         finally:
-            try:
-                self._watching = self._ready.watches_lock()
-            finally:
-                self._started.set()
+            self._started.set()
 
     def _write(self, batch: list[Trace]) -> None:
         rows: list[_Row] = []
@@ -564,7 +528,9 @@ class Recorder:
                 attempt += 1
                 with self._lock:
                     self._write_errors += 1
-                    self._last_error = f"{type(exc).__name__}: {exc}"
+                    self._last_error = (  # (toolproof's own errors say what to fix)
+                        str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
+                    )
                 if attempt > self.retries or (self._closed and self._store_down):
                     self._store_down = True
                     self._failed(len(rows), None)
@@ -604,47 +570,16 @@ class Recorder:
         a thread waiting for the interpreter take it. Slices are short (0.2 ms) while other
         threads of the process ran lately (their CPU time grew), longer (1 ms) once none
         has for 10 ms: a thread that wakes then waits at most one long slice, and ingest
-        alone pays few naps. On Linux the writer also looks, every 50 µs of its work (100 µs
-        once quiet), whether a thread that recorded is blocked on the interpreter lock, and
-        naps at once if one is.
+        alone pays few naps.
         """
         now = time.perf_counter()
-        busy = now < self._busy_until
-        look = _LOOK if busy else _LOOK_QUIET
-        if self._watching and self._callers and now - self._looked >= look:
-            # A thread that records, woken (its model answered), waits for the interpreter:
-            # hand it over now rather than at the end of the slice.
-            self._looked = now
-            me = _native_id()
-            try:
-                waiting = self._ready.any_waiting(tid for tid in self._callers if tid != me)
-            except Exception:  # never a reason to lose a trace: look no more
-                self._watching = waiting = False
-            if waiting:
-                self._nap()
-                return
-        if now - self._offered >= (_SLICE if busy else _SLICE_QUIET):
+        if now - self._offered >= (_SLICE if now < self._busy_until else _SLICE_QUIET):
             self._nap()
 
     def _nap(self) -> None:
-        """Hand the interpreter over now; note whether other threads ran since the last nap.
-
-        A thread that records traces, woken by the nap but not yet given a core when it
-        ended, would find the interpreter taken back: while one is still waking and no
-        other thread has run, the writer naps again (at most ``_RENAPS`` times).
-        """
-        before = self._others_cpu()
+        """Hand the interpreter over now; note whether other threads ran since the last nap."""
         time.sleep(_NAP)
         others = self._others_cpu()
-        if others - before <= _OTHERS_RAN and self._callers:
-            callers = [tid for tid in self._callers if tid != _native_id()]
-            for _ in range(_RENAPS):
-                if not self._ready.any_ready(callers):
-                    break
-                time.sleep(_NAP)
-                others = self._others_cpu()
-                if others - before > _OTHERS_RAN:
-                    break
         self._offered = after = time.perf_counter()
         if others - self._others > _OTHERS_RAN:
             self._busy_until = after + _QUIET_AFTER

@@ -36,7 +36,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import operator
+import os
 import re
+import shutil
 import sqlite3
 import threading
 import time
@@ -234,15 +236,30 @@ class TraceStore:
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
-        """A write transaction: other writers wait for it, readers do not."""
+        """A write transaction: other writers wait for it, readers do not.
+
+        Raises:
+            UserError: The disk refused the write (full, or past the file size limit): the
+                message names the cause and the store; nothing of the transaction is kept.
+        """
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
             try:
-                yield
-                self._conn.execute("COMMIT")
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield
+                    self._conn.execute("COMMIT")
+                except BaseException:
+                    # SQLite may have rolled back already (a full disk does): the error
+                    # that ended the transaction is the one to report, not the rollback's.
+                    if self._conn.in_transaction:
+                        with contextlib.suppress(sqlite3.Error):
+                            self._conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.OperationalError as exc:
+                failure = _write_failure(self, exc)
+                if failure is None:
+                    raise
+                raise failure from exc
 
     def _lock_layout(self) -> None:
         """Inside the migration's transaction: one process at a time migrates."""
@@ -686,6 +703,57 @@ class TraceStore:
                 ).fetchall()
             )
         return found
+
+
+#: SQLite's result codes for a full disk and for a failed read or write (its extended
+#: codes keep this one in their low byte).
+_SQLITE_FULL = 13
+_SQLITE_IOERR = 10
+#: How close to a limit a file or the free space must be to name it as the cause.
+_NEAR_LIMIT = 1 << 20
+
+
+def _write_failure(store: TraceStore, exc: sqlite3.OperationalError) -> UserError | None:
+    """A clear error for a write the disk refused, naming the cause; ``None`` otherwise."""
+    code = getattr(exc, "sqlite_errorcode", None)  # (Python 3.11+; the text before)
+    if code is not None:
+        full, failed = code == _SQLITE_FULL, code & 0xFF == _SQLITE_IOERR
+    else:  # pragma: no cover - Python 3.10
+        full, failed = "disk is full" in str(exc), "I/O error" in str(exc)
+    if not (full or failed) or store.location == ":memory:":
+        return None
+    largest = 0
+    for suffix in ("", "-wal", "-journal"):
+        with contextlib.suppress(OSError):
+            largest = max(largest, os.stat(f"{store.path}{suffix}").st_size)
+    try:
+        free: int | None = shutil.disk_usage(store.path.parent).free
+    except OSError:
+        free = None
+    limit = _file_size_limit()
+    if limit is not None and largest + _NEAR_LIMIT >= limit:
+        cause = (
+            f"file too large: its files reached this process's file size limit of "
+            f"{limit:,} bytes (`ulimit -f`)"
+        )
+    elif full or (free is not None and free < _NEAR_LIMIT):
+        cause = "the disk is full" + (f" ({free:,} bytes free)" if free is not None else "")
+    else:
+        cause = "the disk failed to write"
+    return UserError(
+        f"cannot write to trace store {store.location}: {cause}; nothing of this write was "
+        f"stored (SQLite: {exc})"
+    )
+
+
+def _file_size_limit() -> int | None:
+    """The largest file this process may write, in bytes (``None``: no limit, or unknown)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not POSIX
+        return None
+    soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    return None if soft == resource.RLIM_INFINITY else soft
 
 
 #: Rows of one statement between two calls of ``TraceStore._pause``.
