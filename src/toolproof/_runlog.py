@@ -148,7 +148,12 @@ class RunInfo:
         return self.report_path.is_file()
 
     def to_dict(self) -> dict[str, Any]:
-        """``meta.json``'s content."""
+        """``meta.json``'s content (credentials in URLs masked: see ``mask_urls``)."""
+        from toolproof._text import mask_urls
+
+        def shown(text: str | None) -> str | None:
+            return None if text is None else mask_urls(text)
+
         return {
             "format": META_FORMAT,
             "version": META_VERSION,
@@ -158,12 +163,12 @@ class RunInfo:
             "started": self.started,
             "finished": self.finished,
             "duration_s": self.duration_s,
-            "argv": list(self.argv),
+            "argv": [mask_urls(arg) for arg in self.argv],
             "cwd": os.getcwd(),
             "toolproof": _version(),
-            "suites": list(self.suites),
-            "store": self.store,
-            "model": self.model,
+            "suites": [mask_urls(suite) for suite in self.suites],
+            "store": shown(self.store),
+            "model": shown(self.model),
             "exit_code": self.exit_code,
             "interrupted": self.interrupted,
             "counts": dict(self.counts),
@@ -331,8 +336,12 @@ class RunLog:
         exit_code: int | None,
         counts: dict[str, int] | None = None,
         interrupted: bool = False,
-    ) -> None:
-        """Record how the run ended in ``meta.json``."""
+    ) -> bool:
+        """Record how the run ended in ``meta.json``; returns whether it was written.
+
+        A ``meta.json`` that cannot be written (a full disk) is said on stderr: the run's
+        verdict still reaches its exit code.
+        """
         ended = _now()
         self.info.status = status
         self.info.finished = _iso(ended)
@@ -341,7 +350,12 @@ class RunLog:
         self.info.interrupted = interrupted
         if counts is not None:
             self.info.counts = dict(counts)
-        self.write_meta()
+        try:
+            self.write_meta()
+        except UserError as exc:
+            print(f"toolproof: error: run log not finished: {exc}", file=sys.stderr)
+            return False
+        return True
 
 
 # -- reading ------------------------------------------------------------------------------------

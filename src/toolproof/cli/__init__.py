@@ -24,6 +24,7 @@ traceback of the user's own code (toolproof's and asyncio's frames hidden).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -104,6 +105,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (also used as the console script)."""
     if argv is None:
         _stop_on_sigterm()
+    for stream in (sys.stdout, sys.stderr):
+        # Text from datasets, models and tools may hold lone surrogates, which no encoding
+        # can write: they print as their escape (\udc80) instead of ending the command.
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(OSError, ValueError):
+                reconfigure(errors="backslashreplace")
     try:
         try:
             code = _main(argv)

@@ -215,17 +215,29 @@ def _replay(args: argparse.Namespace) -> int:
     if args.verbose:
         _print_transcripts(report, console)
     print(report.render_text(), file=console)
+    # A report that cannot be written (a full disk) is said; the others are still written
+    # and the verdict still reaches the exit code.
     for spec in specs:
-        report.write(spec)
-        if not spec.to_stdout:
+        if _write(report, spec) and not spec.to_stdout:
             print(f"wrote {spec.format} report to {spec.path}", file=console)
     if log is not None:
-        report.write(ReportSpec("json", str(log.report_path)), traces=True)
+        _write(report, ReportSpec("json", str(log.report_path)), traces=True)
         counts = {"samples": len(report.samples), **report.counts}
         log.info.model = report.new_model or args.model
-        log.finish(status="finished", exit_code=report.exit_code, counts=counts)
-        print(f"run log: {log.info.path}", file=console)
+        if log.finish(status="finished", exit_code=report.exit_code, counts=counts):
+            print(f"run log: {log.info.path}", file=console)
     return report.exit_code
+
+
+def _write(report: Any, spec: Any, *, traces: bool = False) -> bool:
+    from toolproof.errors import UserError
+
+    try:
+        report.write(spec, traces=traces)
+    except UserError as exc:
+        print(f"toolproof: error: {spec.format} report not written: {exc}", file=sys.stderr)
+        return False
+    return True
 
 
 def _print_transcripts(report: Any, stream: Any) -> None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
-import os
 import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -201,27 +200,19 @@ def check_report_paths(specs: Any) -> None:
     """Fail before anything runs when a report cannot be written where it should go.
 
     Raises:
-        UserError: A report's folder cannot be created, or its path is a folder.
+        UserError: A report's path is a folder or a read-only file, or its folder cannot be
+            created or written.
     """
-    from pathlib import Path
-
+    from toolproof._reporting import check_output
     from toolproof.errors import UserError
 
     for spec in specs:
         if spec.to_stdout:
             continue
-        path = Path(spec.path)
-        where = f"--report {spec.format}:{spec.path}"
-        if path.is_dir():
-            raise UserError(f"{where}: {path} is a folder; give a file name")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UserError(
-                f"{where}: cannot create the folder {path.parent}: {exc.strerror or exc}"
-            ) from None
-        if not os.access(path.parent, os.W_OK):
-            raise UserError(f"{where}: the folder {path.parent} is not writable")
+            check_output(spec.path)
+        except UserError as exc:
+            raise UserError(f"--report {spec.format}:{spec.path}: {exc}") from None
 
 
 def _positive_int(text: str) -> int:
@@ -347,6 +338,8 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
     except BaseException as exc:
         finish_log(log, exc)
         raise
+    from rich.markup import escape
+
     from toolproof.evals._report import print_summary, print_transcripts
 
     if console is None:
@@ -355,9 +348,12 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
         print_transcripts(report, console)
     summary = print_summary(report, console)
     _print_tracebacks(report, console)
+    failed = "\n".join(report.unwritten)
     for spec in specs:
-        if not spec.to_stdout:
-            console.print(f"[dim]wrote {spec.format} report to {spec.path}[/]")
+        if not spec.to_stdout and f"cannot write {spec.path}:" not in failed:
+            console.print(f"[dim]wrote {escape(spec.format)} report to {escape(spec.path)}[/]")
+    for problem in report.unwritten:
+        print(f"toolproof: error: {problem}", file=sys.stderr)
     ran = sum(len(c.trials) for c in report.cases)
     planned = sum(
         args.trials or c.case.config.trials for c in report.cases if c.verdict != "skipped"
@@ -376,7 +372,7 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
             models = sorted({c.model for c in report.cases if c.model})
             log.info.model = ", ".join(models) or None
         status = "interrupted" if report.interrupted else "stopped" if stopped else "finished"
-        log.finish(
+        log_written = log.finish(
             status=status,
             exit_code=report.exit_code,
             interrupted=report.interrupted or stopped,
@@ -394,7 +390,8 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
                 )
             },
         )
-        console.print(f"[dim]run log: {log.info.path}[/]", highlight=False)
+        if log_written:
+            console.print(f"[dim]run log: {escape(str(log.info.path))}[/]", highlight=False)
     return report.exit_code
 
 

@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from toolproof._reporting import ReportSpec, parse_report_specs
+from toolproof._reporting import ReportSpec, parse_report_specs, utf8
 from toolproof.errors import (
     AgentRunError,
     MockBypassed,
@@ -409,7 +409,7 @@ class _Runner:
         global _SPOOL_ENCODER
         if _SPOOL_ENCODER is None:
             _SPOOL_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-        head = _SPOOL_ENCODER.encode(trial.head()).encode()
+        head = utf8(_SPOOL_ENCODER.encode(trial.head()))
         traces = b",".join(_adapter().dump_json(trace) for trace in trial.traces or [])
         line: bytes = head[:-1] + b',"traces":[' + traces + b"]}"
         return line
@@ -424,8 +424,7 @@ class _Runner:
     def write_block(self, plan: _Plan, result: CaseResult) -> None:
         """Write the case's entry of the JSON report (its trials inside) to the spool.
 
-        Each trial's ``spool`` then points at its line inside the entry. A case whose head
-        cannot be encoded is left to the end, where the report writer meets it as before.
+        Each trial's ``spool`` then points at its line inside the entry.
         """
         assert self.spool is not None
         lines = self.lines.pop(id(plan), None)
@@ -434,12 +433,7 @@ class _Runner:
         global _CASE_ENCODER
         if _CASE_ENCODER is None:
             _CASE_ENCODER = json.JSONEncoder(ensure_ascii=False)
-        try:
-            head = _CASE_ENCODER.encode(result.head())[:-1].encode() + b', "trials": ['
-        except UnicodeEncodeError:
-            self.lines[id(plan)] = lines
-            self.write_lines(plan)
-            return
+        head = utf8(_CASE_ENCODER.encode(result.head())[:-1]) + b', "trials": ['
         offset = self.spool.tell()
         parts = [head]
         position = offset + len(head)
@@ -740,7 +734,7 @@ async def evaluate_async(
         if specs:
             from toolproof.evals._report import write_reports
 
-            write_reports(report, specs, spool, runner.blocks)
+            report.unwritten = write_reports(report, specs, spool, runner.blocks)
         if crash is not None:
             raise crash
     finally:
