@@ -198,7 +198,7 @@ def _dispatch(arguments: list[str]) -> int:
         return 130
     except BrokenPipeError:
         raise  # main() ends quietly
-    except Exception as exc:
+    except BaseException as exc:  # an error, or the user's code raised SystemExit (or its own)
         from toolproof._tracebacks import user_location
 
         where = user_location(exc)
@@ -212,6 +212,7 @@ def _dispatch(arguments: list[str]) -> int:
                 file=sys.stderr,
             )
             return 4
+        # (toolproof decides the exit code: a SystemExit of the user's is reported as such)
         _report_error(f"toolproof: error: {type(exc).__name__}: {_one_line(exc)} ({where})", exc)
         return 2
     return code

@@ -197,7 +197,11 @@ def _dry_build(plans: Sequence[_Plan]) -> None:
             raise  # names the factory and the fix already
         except UserError as exc:
             raise UserError(f"{plan.case.id}: {exc}") from exc
-        except Exception as exc:
+        except BaseException as exc:  # SystemExit of the factory's too: a failed factory
+            import asyncio
+
+            if isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError)):
+                raise
             where = user_location(exc)
             raise UserError(
                 f"{plan.case.id}: agent factory {config.agent.source} failed with model "

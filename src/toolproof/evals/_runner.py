@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from toolproof._reporting import ReportSpec, parse_report_specs, utf8
+from toolproof._toolset import _contained, _Exited
 from toolproof.errors import (
     AgentRunError,
     MockBypassed,
@@ -82,6 +83,8 @@ class _Runner:
         self.cached_calls = 0
         self.judge_calls = 0
         self.stopped = False
+        #: Set when the user's code raised KeyboardInterrupt: the run stops as on Ctrl-C.
+        self.interrupted = False
         self.workers: list[asyncio.Task[None]] = []
         # The JSON report is assembled while the trials run: each finished trial's line
         # waits here (by plan) until its case is decided, then the case's whole entry of
@@ -125,7 +128,7 @@ class _Runner:
             for task in workers:
                 task.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
-            return not self.stopped
+            return self.interrupted or not self.stopped
         except BaseException:
             for task in workers:
                 task.cancel()
@@ -199,14 +202,21 @@ class _Runner:
             attempts += 1
             started = time.perf_counter()
             try:
+                attempt = _contained(self.attempt(plan, index))
                 if config.timeout is None:
-                    trial, infra = await self.attempt(plan, index)
+                    trial, infra = await attempt
                 else:
-                    trial, infra = await asyncio.wait_for(self.attempt(plan, index), config.timeout)
+                    trial, infra = await asyncio.wait_for(attempt, config.timeout)
             except asyncio.TimeoutError:
                 message = f"the trial took longer than its timeout ({config.timeout:g} s)"
                 trial = TrialResult(index, "error", error=message, error_type="TrialTimeout")
                 infra = _Infra("TrialTimeout", message, retryable=False)
+            except _Exited as escaped:
+                if isinstance(escaped.error, KeyboardInterrupt):
+                    self.interrupted = True  # as Ctrl-C: the reports hold what finished
+                    self.stop()
+                    raise asyncio.CancelledError from None
+                trial, infra = _escaped_trial(index, escaped.error), None
             trial.attempts = attempts
             if not trial.duration_ms:
                 trial.duration_ms = (time.perf_counter() - started) * 1000
@@ -383,18 +393,22 @@ class _Runner:
         model = _LimitedModel(plan.judge_slot)
         outcomes = await asyncio.gather(
             *(
-                judge(
-                    model,
-                    criterion,
-                    record,
-                    case.metadata,
-                    cache=self.cache,
-                    inconclusive=config.judge_inconclusive,
+                _contained(
+                    judge(
+                        model,
+                        criterion,
+                        record,
+                        case.metadata,
+                        cache=self.cache,
+                        inconclusive=config.judge_inconclusive,
+                    )
                 )
                 for criterion in case.judge
             ),
             *(  # judged checks of `expect:` (faithfulness), graded by the same judge
-                check.grade(model, record, case.metadata, self.cache, config.judge_inconclusive)
+                _contained(
+                    check.grade(model, record, case.metadata, self.cache, config.judge_inconclusive)
+                )
                 for check in _graded(case)
                 if check.grade is not None
             ),
@@ -493,6 +507,25 @@ def _lost_trial(unit: tuple[_Plan, int], error: BaseException) -> tuple[TrialRes
     """A trial whose worker kept dying: an error of its case, not a crash of the run."""
     message = f"the worker running the trial was lost: {type(error).__name__}: {error}"
     return TrialResult(unit[1], "error", error=message, error_type="WorkerLost"), 0
+
+
+def _escaped_trial(index: int, error: BaseException) -> TrialResult:
+    """The failed trial of user code that raised ``SystemExit`` or another BaseException.
+
+    The user's code never decides the exit code: the case fails, like any bug of the user's.
+    """
+    from toolproof._tracebacks import user_location
+
+    where = user_location(error)
+    message = (
+        f"your code raised {type(error).__name__}({', '.join(map(repr, error.args))})"
+        + (f" ({where})" if where else "")
+        + "; it fails the trial (toolproof decides the exit code)"
+    )
+    trial = TrialResult(index, "fail", [CheckResult("your_code", "fail", message)], message)
+    trial.error_type = type(error).__name__
+    trial.traceback = _user_traceback(error)
+    return trial
 
 
 def _user_traceback(exc: BaseException) -> str | None:
@@ -746,6 +779,8 @@ async def evaluate_async(
             if slot.owned:
                 with contextlib.suppress(Exception):  # closing is best effort
                     await slot.model.aclose()
+    if runner.interrupted and not partial_on_cancel:
+        raise KeyboardInterrupt  # (the user's code raised it; the reports are written)
     if cancelled and not partial_on_cancel:
         raise asyncio.CancelledError
     return report
