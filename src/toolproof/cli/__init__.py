@@ -235,9 +235,10 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _report_error(line: str, exc: BaseException) -> None:
+    from toolproof._text import mask_urls
     from toolproof._tracebacks import format_user_traceback, traceback_enabled
 
-    print(line, file=sys.stderr)
+    print(mask_urls(line), file=sys.stderr)
     if traceback_enabled():
         print(format_user_traceback(exc), file=sys.stderr)
 

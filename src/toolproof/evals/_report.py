@@ -123,7 +123,7 @@ def write_reports(
                 from toolproof.view import write_eval_html
 
                 write_eval_html(spec.path, report, spool)
-        except UserError as exc:
+        except (UserError, OSError) as exc:
             problems.append(f"{spec.format} report not written: {exc}")
     return problems
 

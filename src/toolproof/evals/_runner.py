@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from toolproof._reporting import ReportSpec, parse_report_specs, utf8
+from toolproof._reporting import ReportSpec, check_output, parse_report_specs, utf8
 from toolproof._toolset import _contained, _Exited
 from toolproof.errors import (
     AgentRunError,
@@ -92,6 +92,7 @@ class _Runner:
         # so writing the report at the end only copies them.
         self.lines: dict[int, list[bytes | None]] = {}
         self.blocks: dict[int, tuple[int, int]] = {}
+        self.spool_error: str | None = None
         self.waiting: _Waiting | None = None
 
     # -- the run --------------------------------------------------------------------------------
@@ -460,16 +461,39 @@ class _Runner:
             position += len(separator) + len(line)
         parts.append(b"]}")
         block = b"".join(parts)
-        self.spool.write(block)
-        self.blocks[id(result)] = (offset, len(block))
+        if self.spooled(block):
+            self.blocks[id(result)] = (offset, len(block))
 
     def write_lines(self, plan: _Plan) -> None:
         """Write the held lines of a case that was not decided (the run stopped early)."""
         assert self.spool is not None
         for trial, line in zip(plan.results, self.lines.pop(id(plan), ()), strict=False):
-            if trial is not None and line is not None:
+            if trial is not None and line is not None and self.spool is not None:
                 trial.spool = (self.spool.tell(), len(line))
-                self.spool.write(line + b"\n")
+                if not self.spooled(line + b"\n"):
+                    return
+
+    def spooled(self, data: bytes) -> bool:
+        """Write to the spool; whether it could.
+
+        When the spool cannot grow (a full disk, a file-size limit), the run goes on and
+        the reports are written without the traces of the trials.
+        """
+        assert self.spool is not None
+        try:
+            self.spool.write(data)
+        except OSError as exc:
+            self.spool_error = f"traces left out of the reports: {exc.strerror or exc}"
+            for plan in self.plans:
+                for trial in plan.results:
+                    if trial is not None:
+                        trial.spool = None
+            self.blocks.clear()
+            with contextlib.suppress(OSError):  # (what it still holds cannot be written)
+                self.spool.close()
+            self.spool = None
+            return False
+        return True
 
     def write_pending(self) -> None:
         """Write every line still held, so each finished trial is in the spool."""
@@ -682,7 +706,8 @@ async def evaluate_async(
         ConfigError: A suite is invalid (nothing was run).
         MissingAPIKey: A case's model or judge model needs a key that is not set (nothing
             was run).
-        UserError: Bad options, found before anything runs: no model for a case, a filter
+        UserError: Bad options, found before anything runs: a report path that cannot be
+            written (a folder, a read-only file), no model for a case, a filter
             matching nothing, an unknown model provider, real model requests switched off,
             or an agent factory that fails when built with the case's model and tools.
         asyncio.CancelledError: The run was cancelled (Ctrl-C); the reports were written
@@ -700,6 +725,9 @@ async def evaluate_async(
         *(r for r in reports if isinstance(r, ReportSpec)),
         *parse_report_specs([r for r in reports if isinstance(r, str)]),
     ]
+    for spec in specs:  # a report that cannot be written is found before anything runs
+        if not spec.to_stdout:
+            check_output(spec.path)
     loaded = _as_suites(suites)
     selected = select_cases(loaded, cases=cases, tags=tags)
     started_at = _now()
@@ -721,11 +749,13 @@ async def evaluate_async(
         response_cache = ResponseCache(Path(cache_dir))
     # Trials (with their traces) stream to this file for the reports (the JSON report holds
     # every trace; JUnit and Markdown show the transcripts of failing trials).
-    spool = (
-        tempfile.TemporaryFile(prefix="toolproof-trials-")  # noqa: SIM115 - closed below
-        if specs
-        else None
-    )
+    spool: IO[bytes] | None = None
+    spool_error = None
+    if specs:
+        try:
+            spool = tempfile.TemporaryFile(prefix="toolproof-trials-")  # noqa: SIM115 - closed below
+        except OSError as exc:  # (a full disk: the reports go without the traces)
+            spool_error = f"traces left out of the reports: {exc.strerror or exc}"
     runner = _Runner(
         plans,
         _Options(
@@ -740,6 +770,7 @@ async def evaluate_async(
         progress=progress or NullProgress(),
         spool=spool,
     )
+    runner.spool_error = spool_error
     cancelled = False
     crash: Exception | None = None
     try:
@@ -767,7 +798,9 @@ async def evaluate_async(
         if specs:
             from toolproof.evals._report import write_reports
 
-            report.unwritten = write_reports(report, specs, spool, runner.blocks)
+            report.unwritten = write_reports(report, specs, runner.spool, runner.blocks)
+            if runner.spool_error is not None:
+                report.unwritten.insert(0, runner.spool_error)
         if crash is not None:
             raise crash
     finally:
