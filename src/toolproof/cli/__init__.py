@@ -201,6 +201,12 @@ def _dispatch(arguments: list[str]) -> int:
     except BaseException as exc:  # an error, or the user's code raised SystemExit (or its own)
         from toolproof._tracebacks import user_location
 
+        if isinstance(exc, OSError) and _bad_path(exc):  # a path no file system takes
+            name = str(exc.filename)
+            shown = name if len(name) <= 80 else name[:40] + "…" + name[-39:]
+            _report_error(f"toolproof: error: {shown}: {exc.strerror}", exc)
+            return 2
+
         where = user_location(exc)
         if where is None:  # nothing of the user's code: a bug in toolproof
             import traceback
@@ -216,6 +222,13 @@ def _dispatch(arguments: list[str]) -> int:
         _report_error(f"toolproof: error: {type(exc).__name__}: {_one_line(exc)} ({where})", exc)
         return 2
     return code
+
+
+def _bad_path(exc: OSError) -> bool:
+    """Whether ``exc`` says a path is of a shape no file system takes (too long, a loop)."""
+    import errno
+
+    return exc.filename is not None and exc.errno in (errno.ENAMETOOLONG, errno.ELOOP)
 
 
 def _one_line(exc: BaseException) -> str:

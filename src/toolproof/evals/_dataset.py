@@ -92,6 +92,9 @@ def _too_many(file: Path) -> DatasetError:
     return DatasetError(f"{file}: more than {MAX_ROWS} rows; split it into several files")
 
 
+_TOO_LONG = "a number has more digits than Python reads (4,300); write it as a string"
+
+
 def _jsonl(file: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
     rows: list[tuple[int, dict[str, Any]]] = []
     for number, line in enumerate(text.splitlines(), 1):
@@ -105,6 +108,8 @@ def _jsonl(file: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
             raise DatasetError(
                 f"{file}:{number}: invalid JSON at column {exc.colno}: {exc.msg}"
             ) from None
+        except ValueError:  # (Python's limit on the digits of an integer)
+            raise DatasetError(f"{file}:{number}: {_TOO_LONG}") from None
         except RecursionError:
             raise DatasetError(f"{file}:{number}: JSON nested too deep") from None
         if not isinstance(value, dict):
@@ -166,6 +171,8 @@ def _cell(file: Path, number: int, column: str, cell: str) -> Any:
             f"{file}:{number}: column {column!r}: a cell starting with {stripped[0]!r} is read "
             f"as JSON, and this one is invalid ({exc.msg}); quote it differently or fix it"
         ) from None
+    except ValueError:
+        raise DatasetError(f"{file}:{number}: column {column!r}: {_TOO_LONG}") from None
     except RecursionError:
         raise DatasetError(f"{file}:{number}: column {column!r}: JSON nested too deep") from None
 
