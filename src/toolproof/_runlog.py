@@ -24,11 +24,14 @@ run starts (``status: "running"``) and again when it ends::
     {format, version, id, kind, status, started, finished, duration_s, argv, cwd,
      toolproof, suites, store, model, exit_code, interrupted, counts}
 
-``status`` is ``running`` (the process is still going, or was killed before it could finish:
-then there is no ``report.json``), ``finished``, ``interrupted`` (Ctrl-C, or stopped at the
-first failure by ``-x``) or ``crashed``. ``counts`` is ``{cases, passed, failed, errors,
-skipped, not_run, trials, trials_passed}`` for ``run`` and ``{samples, pass, warn, fail,
-error}`` for ``replay``.
+``status`` is ``running`` (the process is still going), ``died`` (its process is gone
+without finishing: killed by SIGKILL, or a lost pipe; then there is no ``report.json``),
+``finished``, ``interrupted`` (Ctrl-C, or stopped at the first failure by ``-x``) or
+``crashed``. A running command holds a lock on the folder's ``lock`` file (removed when it
+finishes), which the system releases however the process ends: readers tell ``running``
+from ``died`` by it.
+``counts`` is ``{cases, passed, failed, errors, skipped, not_run, trials, trials_passed}``
+for ``run`` and ``{samples, pass, warn, fail, error}`` for ``replay``.
 
 A run is named by its folder name, a unique prefix of it, ``latest`` (the newest run),
 ``latest~N`` (the N-th before it), or a path to its folder (see :func:`resolve_run`).
@@ -36,6 +39,7 @@ A run is named by its folder name, a unique prefix of it, ``latest`` (the newest
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -74,6 +78,7 @@ DEFAULT_LOG_DIR = ".toolproof/runs"
 LOG_DIR_ENV = "TOOLPROOF_LOG_DIR"
 META_FILE = "meta.json"
 REPORT_FILE = "report.json"
+LOCK_FILE = "lock"
 META_FORMAT = "toolproof-run-meta"
 #: Version of ``meta.json``. Bumped when a field is removed or changes meaning.
 META_VERSION = 1
@@ -108,7 +113,8 @@ class RunInfo:
         id: The folder name (``20261201T092224Z-run-3fa9c1``).
         path: The run's folder.
         kind: ``"run"`` or ``"replay"``.
-        status: ``"running"``, ``"finished"``, ``"interrupted"`` or ``"crashed"``.
+        status: ``"running"``, ``"died"`` (its process is gone: see the module's notes),
+            ``"finished"``, ``"interrupted"`` or ``"crashed"``.
         started: ISO-8601 UTC start time, with microseconds (runs sort by it).
         finished: ISO-8601 UTC end time, or ``None`` while running (or when killed).
         duration_s: Wall time, when finished.
@@ -201,11 +207,14 @@ class RunInfo:
         counts = data.get("counts")
         duration = data.get("duration_s")
         exit_code = data.get("exit_code")
+        status = text("status") or "running"
+        if status == "running" and _gone(path / LOCK_FILE):
+            status = "died"
         return cls(
             id=path.name,
             path=path,
             kind=text("kind") or ("replay" if "-replay-" in path.name else "run"),
-            status=text("status") or "running",
+            status=status,
             started=text("started") or "",
             finished=text("finished"),
             duration_s=float(duration)
@@ -255,6 +264,40 @@ def _version() -> str:
     return __version__
 
 
+def _hold(path: Path) -> Any:
+    """Take the lock of a running command's folder (``None`` where locks are not had)."""
+    try:
+        import fcntl
+    except ImportError:  # (Windows)
+        return None
+    handle = open(path, "a+b")  # noqa: SIM115 - held until the run ends
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        return None
+    return handle
+
+
+def _gone(path: Path) -> bool:
+    """Whether the command that held ``path``'s lock has ended (its lock is free)."""
+    try:
+        import fcntl
+    except ImportError:  # (Windows: a run that did not finish stays running)
+        return False
+    try:
+        handle = open(path, "rb")  # noqa: SIM115
+    except OSError:  # no lock file: written before locks, or by another platform
+        return False
+    with handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return False  # held: the command is running
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        return True
+
+
 def _write_json(path: Path, data: dict[str, Any]) -> None:
     from toolproof._reporting import open_output
 
@@ -272,6 +315,7 @@ class RunLog:
     def __init__(self, info: RunInfo, started: datetime) -> None:
         self.info = info
         self._started = started
+        self._lock = _hold(info.path / LOCK_FILE)
 
     @classmethod
     def start(
@@ -355,6 +399,12 @@ class RunLog:
         except UserError as exc:
             print(f"toolproof: error: run log not finished: {exc}", file=sys.stderr)
             return False
+        finally:
+            if self._lock is not None:  # (after meta.json says how the run ended)
+                self._lock.close()
+                self._lock = None
+                with contextlib.suppress(OSError):
+                    (self.info.path / LOCK_FILE).unlink()
         return True
 
 
