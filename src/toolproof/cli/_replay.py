@@ -204,7 +204,8 @@ def _replay(args: argparse.Namespace) -> int:
                 run_mocks=args.run_mocks,
                 concurrency=args.concurrency,
                 real_tools=args.real_tool,
-                keep_traces=log is not None or args.verbose,
+                # (the run log, -v and every report format show the new runs)
+                keep_traces=log is not None or args.verbose or bool(specs),
                 executor=args.executor,
             )
         except BaseException as exc:
