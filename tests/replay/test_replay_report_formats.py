@@ -127,7 +127,7 @@ def test_every_format_agrees_with_the_json_report(workspace: Path, mode: str) ->
 
     page = Path(f"{out}.html").read_text(encoding="utf-8")
     assert f"toolproof replay report ({mode})" in page
-    assert [v for v in re.findall(r'data-verdict="(\w+)"', page)] == sorted(
+    assert re.findall(r'data-verdict="(\w+)"', page) == sorted(
         grades, key=lambda g: {"fail": 0, "error": 1, "warn": 2, "pass": 3}[g]
     )
     if mode == "model":
