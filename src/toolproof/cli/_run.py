@@ -160,7 +160,33 @@ def register(subparsers: Any) -> None:
         "(all of them when there is none)",
     )
     add_log_arguments(parser)
+    add_redaction_arguments(parser)
     parser.set_defaults(handler=run_command)
+
+
+def add_redaction_arguments(parser: Any) -> None:
+    """``--redact FILE`` and ``--no-redact`` (shared with ``toolproof replay``)."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--redact",
+        metavar="FILE",
+        help="redaction rules (YAML) for what the reports and the run log hold (default: "
+        "mask credentials, e-mail addresses, phone and card numbers)",
+    )
+    group.add_argument(
+        "--no-redact",
+        action="store_true",
+        help="write the reports and the run log as the run saw them",
+    )
+
+
+def redactor_from_args(args: argparse.Namespace) -> Any:
+    """The redactor the reports and run log of a command are written with."""
+    from toolproof.replay._redact import Redactor
+
+    if args.no_redact:
+        return Redactor.none()
+    return Redactor.from_file(args.redact) if args.redact else Redactor()
 
 
 def add_log_arguments(parser: Any) -> None:
@@ -294,6 +320,7 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
         )
         return 0
     check_report_paths(specs)
+    redactor = redactor_from_args(args)
     model = load_model_spec(args.model, keywords=("scripted",)) if args.model else None
     judge_model = (
         load_model_spec(args.judge_model, option="--judge-model") if args.judge_model else None
@@ -333,6 +360,7 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
                 progress=progress,
                 keep_failed_traces=args.verbose,
                 exitfirst=args.exitfirst,
+                redactor=redactor,
             )
         )
     except BaseException as exc:

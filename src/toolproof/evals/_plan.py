@@ -51,6 +51,7 @@ class _Options:
     retry_backoff: float = 1.0
     retry_backoff_max: float = 30.0
     executor: Executor | None = None  # None: this process
+    redactor: Any = None  # redacts what the reports and run log hold (None: nothing)
 
 
 def _as_suites(suites: Sequence[Suite] | Sequence[str | Path] | str | Path) -> list[Suite]:

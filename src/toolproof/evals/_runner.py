@@ -168,7 +168,7 @@ class _Runner:
         self.progress.trial_done(plan.case, trial)
         plan.remaining -= 1
         if plan.remaining == 0:
-            plan.result = _case_result(plan, interrupted=False)
+            plan.result = _case_result(plan, interrupted=False, redactor=self.options.redactor)
             if self.spool is not None:
                 self.write_block(plan, plan.result)
             self.progress.case_done(plan.result)
@@ -224,6 +224,7 @@ class _Runner:
             if infra is not None and infra.retryable and attempts <= config.retries:
                 await asyncio.sleep(self.backoff(attempts, infra.retry_after))
                 continue
+            _redact_trial(trial, self.options.redactor)
             if self.spool is not None:
                 self.hold(plan, trial)
             keep = self.options.keep_traces or (
@@ -599,8 +600,48 @@ def _completion(
     return [CheckResult("completed", "pass", "every turn ended with a final answer")]
 
 
-def _case_result(plan: _Plan, *, interrupted: bool) -> CaseResult:
-    case = plan.case
+def _report_redactor(redactor: Any) -> Any:
+    from toolproof.replay._redact import Redactor
+
+    return Redactor() if redactor is None else redactor
+
+
+def _redact_trial(trial: TrialResult, redactor: Any) -> None:
+    """Redact what a trial's reports hold: its traces, error, traceback and check reasons.
+
+    One walk over all of them, so a value found under a sensitive field of a trace (a
+    ``user_id`` argument) is also removed from a check's reason that quotes it.
+    """
+    if redactor is None or not redactor.enabled:
+        return
+    from toolproof._trace import Trace
+
+    traces = [trace.to_dict() for trace in trial.traces or ()]
+    texts = [trial.error, trial.traceback, *(check.reason for check in trial.checks)]
+    *clean, extra = redactor.redact_many([*traces, {"metadata": {"texts": texts}}])
+    if trial.traces:
+        trial.traces = [Trace.from_dict(data) for data in clean]
+    error, traceback, *reasons = extra["metadata"]["texts"]
+    trial.error, trial.traceback = error, traceback
+    for check, reason in zip(trial.checks, reasons, strict=True):
+        check.reason = reason
+
+
+def _redacted_case(case: Case, redactor: Any) -> Case:
+    """The case as its reports show it: name, description and tags redacted."""
+    if redactor is None or not redactor.enabled:
+        return case
+    texts = [case.name, case.description, *case.tags]
+    name, description, *tags = redactor.redact_value(texts)
+    if [name, description, *tags] == texts:
+        return case
+    import dataclasses
+
+    return dataclasses.replace(case, name=name, description=description, tags=tags)
+
+
+def _case_result(plan: _Plan, *, interrupted: bool, redactor: Any = None) -> CaseResult:
+    case = _redacted_case(plan.case, redactor)
     trials = [t for t in plan.results if t is not None]
     passes = sum(1 for t in trials if t.status == "pass")
     failures = sum(1 for t in trials if t.status == "fail")
@@ -666,6 +707,7 @@ async def evaluate_async(
     keep_failed_traces: bool = False,
     exitfirst: bool = False,
     executor: str | Executor | None = None,
+    redactor: Any = None,
 ) -> EvalReport:
     """Run eval suites and return the report (the engine of ``toolproof run``).
 
@@ -698,6 +740,10 @@ async def evaluate_async(
         executor: Where trials run: ``"local"`` (this process, the default), ``"ray"`` (a
             local Ray cluster) or ``"ray:ADDRESS"``, or an executor object. On Ray the
             response cache is not used and rate limits apply per worker.
+        redactor: When the run writes reports, what they hold is redacted first (each
+            trial's traces, errors and check reasons; case names, descriptions and tags),
+            and so is the report returned: a ``toolproof.replay.Redactor``, by default
+            toolproof's default rules; ``Redactor.none()`` keeps everything.
 
     Returns:
         The report; ``report.exit_code`` is what ``toolproof run`` exits with.
@@ -765,6 +811,7 @@ async def evaluate_async(
             exitfirst=exitfirst,
             retry_backoff=retry_backoff,
             executor=None if isinstance(runs_on, LocalExecutor) else runs_on,
+            redactor=_report_redactor(redactor) if specs else None,
         ),
         cache=response_cache,
         progress=progress or NullProgress(),
@@ -785,7 +832,7 @@ async def evaluate_async(
         runner.write_pending()
         for plan in plans:
             if plan.result is None:
-                plan.result = _case_result(plan, interrupted=True)
+                plan.result = _case_result(plan, interrupted=True, redactor=runner.options.redactor)
         report = EvalReport(
             [p.result for p in plans if p.result is not None],
             started_at=started_at,
