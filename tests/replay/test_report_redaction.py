@@ -82,7 +82,7 @@ def _workspace(root: Path, seed: int) -> Planted:
                     "name": "lookup",
                     "arguments": {"key": plant.text(1), "user_id": plant.user()},
                 }
-            },  # noqa: E501
+            },
             {"call": {"name": "failing", "arguments": {"key": plant.secret()}}},
             plant.text(),
         ],
