@@ -369,6 +369,20 @@ class RunLog:
         """Where ``report.json`` goes."""
         return self.info.report_path
 
+    def discard(self) -> None:
+        """Remove the run's folder (nothing ran: a configuration error)."""
+        import shutil
+
+        self._release()
+        shutil.rmtree(self.info.path, ignore_errors=True)
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+            with contextlib.suppress(OSError):
+                (self.info.path / LOCK_FILE).unlink()
+
     def write_meta(self) -> None:
         """Write ``meta.json`` atomically."""
         _write_json(self.info.path / META_FILE, self.info.to_dict())
@@ -400,11 +414,7 @@ class RunLog:
             print(f"toolproof: error: run log not finished: {exc}", file=sys.stderr)
             return False
         finally:
-            if self._lock is not None:  # (after meta.json says how the run ended)
-                self._lock.close()
-                self._lock = None
-                with contextlib.suppress(OSError):
-                    (self.info.path / LOCK_FILE).unlink()
+            self._release()  # (after meta.json says how the run ended)
         return True
 
 

@@ -204,14 +204,12 @@ def finish_log(log: RunLog | None, exc: BaseException) -> None:
 
     A configuration error found before anything ran leaves no run log at all.
     """
-    import shutil
-
     from toolproof.errors import UserError
 
     if log is None:
         return
     if isinstance(exc, UserError) and not log.report_path.exists():
-        shutil.rmtree(log.info.path, ignore_errors=True)
+        log.discard()
         return
     if isinstance(exc, KeyboardInterrupt):
         log.finish(status="interrupted", exit_code=130, interrupted=True)

@@ -152,6 +152,7 @@ class _Runner:
                 async for number, (trial, judge_calls) in results:
                     plan = units[number][0]
                     self.judge_calls += judge_calls
+                    _redact_trial(trial, self.options.redactor)
                     if self.spool is not None:
                         self.hold(plan, trial)
                     if not self.options.keep_traces:
