@@ -460,7 +460,7 @@ async def test_the_judge_grades_each_rubric_line(tmp_path: Path) -> None:
         ("Polite answer.", "pass"),
         ("Shows the product.", "fail"),
     ]
-    assert judged[1].reason == "FAIL (judge, judge-v1): No product shown."
+    assert judged[1].reason == "FAIL (judge, judge-v2): No product shown."
     assert case.verdict == "fail" and case.judge_model == "judge"
     prompt = seen[0]
     assert 'SITUATION: {"situation": "payroll question"}' in prompt
@@ -489,14 +489,21 @@ async def test_inconclusive_verdicts(tmp_path: Path) -> None:
     report = await run(make_suite(tmp_path, JUDGED), model="scripted", judge_model=judge)
     judged = [c for c in report.cases[0].trials[0].checks if c.kind == "judged"]
     assert [c.status for c in judged] == ["inconclusive", "inconclusive"]
-    assert judged[0].reason == "INCONCLUSIVE (judge, judge-v1): the transcript is empty"
+    assert judged[0].reason == "INCONCLUSIVE (judge, judge-v2): the transcript is empty"
     assert judged[1].reason == (
-        "INCONCLUSIVE (judge, judge-v1): the judge's answer could not be read as a verdict: "
-        "'I am not sure.'"
+        "INCONCLUSIVE (judge, judge-v2): the judge's answer could not be read as a verdict "
+        "(names no verdict): 'I am not sure.'"
     )
     assert report.cases[0].verdict == "fail"
+    # judge_inconclusive: pass lets the judge's own INCONCLUSIVE pass, never an answer that
+    # could not be read.
     lenient = JUDGED.replace("cases:", "judge_inconclusive: pass\ncases:")
     report = await run(make_suite(tmp_path, lenient), model="scripted", judge_model=judge)
+    judged = [c for c in report.cases[0].trials[0].checks if c.kind == "judged"]
+    assert [c.status for c in judged] == ["pass", "inconclusive"]
+    assert report.cases[0].verdict == "fail"
+    sure = judge_model({"Polite": "INCONCLUSIVE: the transcript is empty", "": "PASS"}, seen)
+    report = await run(make_suite(tmp_path, lenient), model="scripted", judge_model=sure)
     assert report.cases[0].verdict == "pass"
 
 

@@ -178,6 +178,7 @@ class CaseConfig:
         gate: ``"block"`` (a failure fails the run) or ``"advise"`` (reported only).
         judge_when: ``"objective_pass"`` or ``"always"``.
         judge_inconclusive: What an inconclusive judge counts as: ``"fail"`` or ``"pass"``.
+        judge_sees_agent: Whether the judge is shown the agent's system prompt and tools.
         settings: Model settings for every request.
         retries: Retries of a trial after infrastructure errors.
         timeout: Seconds a trial may take.
@@ -195,6 +196,7 @@ class CaseConfig:
     gate: Gate = "block"
     judge_when: JudgeWhen = "objective_pass"
     judge_inconclusive: Literal["fail", "pass"] = "fail"
+    judge_sees_agent: bool = True
     settings: ModelSettings | None = None
     retries: int = 2
     timeout: float | None = None

@@ -34,8 +34,11 @@ mapping): they are registered with :meth:`check.compiler` and build a :class:`Ch
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import difflib
+import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
@@ -235,23 +238,95 @@ class Check:
     evaluate: Evaluator
     turn: int | None = None
     grade: Grader | None = None
+    user: bool = False
 
     def __call__(self, record: SessionRecord) -> CheckResult:
         """Run the check on the whole session, or on its turn for per-turn checks."""
-        if self.turn is not None:
-            if len(record.traces) < self.turn:
-                return CheckResult(
-                    self.name,
-                    "fail",
-                    f"turn {self.turn} did not run (the session stopped after "
-                    f"{len(record.traces)} turns)",
-                    turn=self.turn,
-                )
-            record = SessionRecord([record.traces[self.turn - 1]], record.mocks)
-        outcome: tuple[Any, ...] = self.evaluate(record)
+        scoped = self._scope(record)
+        if isinstance(scoped, CheckResult):
+            return scoped
+        return self._result(self.evaluate(scoped))
+
+    def _scope(self, record: SessionRecord) -> SessionRecord | CheckResult:
+        """The record the check reads (its turn's), or its failure when that turn did not run."""
+        if self.turn is None:
+            return record
+        if len(record.traces) < self.turn:
+            return CheckResult(
+                self.name,
+                "fail",
+                f"turn {self.turn} did not run (the session stopped after "
+                f"{len(record.traces)} turns)",
+                turn=self.turn,
+            )
+        return SessionRecord([record.traces[self.turn - 1]], record.mocks)
+
+    def _result(self, outcome: tuple[Any, ...]) -> CheckResult:
         status, reason = outcome[0], outcome[1]
         metrics = outcome[2] if len(outcome) > 2 else None  # (status, reason, figures)
         return CheckResult(self.name, status, reason, turn=self.turn, metrics=metrics)
+
+
+#: Seconds a check of yours may take when its case sets no ``timeout`` (with one, the check
+#: has what is left of the trial's time).
+CHECK_TIMEOUT = 60.0
+
+
+def check_timeout(check: Check, bound: str) -> CheckResult:
+    """The failure of a check that did not finish within ``bound`` (words)."""
+    return CheckResult(
+        check.name,
+        "fail",
+        f"the check {check.name!r} did not finish within {bound}; it was left running in "
+        "its thread",
+        turn=check.turn,
+    )
+
+
+async def run_check(check: Check, record: SessionRecord, bound: float | None) -> CheckResult:
+    """Run one check; a check of yours runs in a thread of its own, within ``bound`` seconds.
+
+    The event loop goes on while it runs, so the trial's timeout interrupts it too
+    (``bound=None``: only that timeout). A check that does not finish cannot be stopped: it
+    is left in its thread (a daemon thread, which never holds up the end of the process)
+    and the check fails naming its bound. An ``async def`` check runs to completion on an
+    event loop of its own in that thread.
+
+    Raises:
+        Exception: What the check raised (the trial fails naming it).
+    """
+    scoped = check._scope(record)
+    if not check.user or isinstance(scoped, CheckResult):
+        return check(record)
+    import threading
+
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[tuple[Any, ...]] = loop.create_future()
+
+    def settle(outcome: tuple[Any, ...] | None, error: BaseException | None) -> None:
+        if done.done():
+            return  # the bound passed first
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(outcome or ())
+
+    def work() -> None:
+        try:
+            outcome: tuple[Any, ...] | None = check.evaluate(scoped)
+            error: BaseException | None = None
+        except BaseException as exc:  # delivered to the trial, which fails naming it
+            outcome, error = None, exc
+        with contextlib.suppress(RuntimeError):  # the run ended (its loop closed) meanwhile
+            loop.call_soon_threadsafe(settle, outcome, error)
+
+    threading.Thread(target=work, name=f"toolproof check {check.name}", daemon=True).start()
+    try:
+        outcome = await asyncio.wait_for(done, bound)
+    except asyncio.TimeoutError:
+        assert bound is not None
+        return check_timeout(check, f"{bound:g} s (a check's bound when its case sets no timeout)")
+    return check._result(outcome)
 
 
 # -- compiling ----------------------------------------------------------------------------------
@@ -630,11 +705,18 @@ def _user_compiler(
             text = describe or f"{name}: {clip(repr(value), 60)}"
 
         def evaluate(record: SessionRecord) -> tuple[CheckStatus, str]:
-            return _outcome(name, function(record, spec_value))
+            result = function(record, spec_value)
+            if inspect.isawaitable(result):  # an ``async def`` check, in its own thread
+                result = asyncio.run(_awaited(result))
+            return _outcome(name, result)
 
-        return Check(name, text, evaluate)
+        return Check(name, text, evaluate, user=True)
 
     return compile_check
+
+
+async def _awaited(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
 
 
 def _outcome(name: str, result: Any) -> tuple[CheckStatus, str]:

@@ -28,11 +28,14 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from toolproof import _yaml as _yaml_bounds
 from toolproof.evals._suite_model import DATASET_KEYS
 from toolproof.evals._yaml import DocPath, Locator, Problems
 from toolproof.evals._yaml import describe_type as _type
@@ -48,6 +51,8 @@ MAX_BYTES = 64 * 1024 * 1024
 MAX_ROWS = 100_000
 #: The longest line of a JSONL file, or cell of a CSV file (characters).
 MAX_CELL = 1024 * 1024
+#: The longest integer in a row (digits), as in every YAML file toolproof reads.
+MAX_INT_CHARS = _yaml_bounds.MAX_INT_CHARS
 #: Problems reported per dataset before the rest are counted.
 MAX_PROBLEMS = 20
 
@@ -62,37 +67,72 @@ def read_rows(file: Path) -> list[tuple[int, dict[str, Any]]]:
     """The rows of a JSONL or CSV file with their line numbers.
 
     Raises:
-        DatasetError: The file is missing, too large, not UTF-8, or a row is malformed.
+        DatasetError: The file is missing, not a regular file, too large, not UTF-8, or a
+            row is malformed or holds a value that cannot be kept (an integer over
+            :data:`MAX_INT_CHARS` digits, a lone surrogate).
     """
     suffix = file.suffix.lower()
     if suffix not in (".jsonl", ".csv"):
         raise DatasetError(f"{file}: a dataset is a .jsonl or .csv file")
+    data = _read_bytes(file)
     try:
-        size = file.stat().st_size
-    except OSError as exc:
-        raise DatasetError(f"{file}: cannot read: {exc.strerror or exc}") from None
-    if size > MAX_BYTES:
-        raise DatasetError(
-            f"{file}: {size} bytes is over the limit of {MAX_BYTES} bytes for a dataset; "
-            "split it into several files"
-        )
-    try:
-        text = file.read_text(encoding="utf-8-sig")
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise DatasetError(f"{file}: not UTF-8 text (byte {exc.start})") from None
-    except OSError as exc:
-        raise DatasetError(f"{file}: cannot read: {exc.strerror or exc}") from None
     rows = _jsonl(file, text) if suffix == ".jsonl" else _csv(file, text)
     if not rows:
         raise DatasetError(f"{file}: the dataset has no rows")
     return rows
 
 
+def _read_bytes(file: Path) -> bytes:
+    """The file's bytes, at most :data:`MAX_BYTES`; only a regular file is opened for reading.
+
+    The file is opened without waiting (a named pipe with no writer would block) and checked
+    on the open descriptor, so it cannot be swapped between the check and the read; the
+    read stops past the limit whatever size the file claims.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        descriptor = os.open(file, flags)
+    except OSError as exc:
+        raise DatasetError(f"{file}: cannot read: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            kind = _KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
+            raise DatasetError(f"{file}: {kind}; a dataset is a regular .jsonl or .csv file")
+        if info.st_size > MAX_BYTES:
+            raise _over_limit(file, f"{info.st_size} bytes")
+        with open(descriptor, "rb", closefd=False) as stream:
+            data = stream.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise DatasetError(f"{file}: cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(descriptor)
+    if len(data) > MAX_BYTES:
+        raise _over_limit(file, "the file")
+    return data
+
+
+def _over_limit(file: Path, size: str) -> DatasetError:
+    return DatasetError(
+        f"{file}: {size} is over the limit of {MAX_BYTES} bytes for a dataset; "
+        "split it into several files"
+    )
+
+
+_KINDS = {
+    stat.S_IFIFO: "a named pipe (FIFO)",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a directory",
+}
+
+
 def _too_many(file: Path) -> DatasetError:
     return DatasetError(f"{file}: more than {MAX_ROWS} rows; split it into several files")
-
-
-_TOO_LONG = "a number has more digits than Python reads (4,300); write it as a string"
 
 
 def _jsonl(file: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
@@ -103,15 +143,11 @@ def _jsonl(file: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
         if len(line) > MAX_CELL:
             raise DatasetError(f"{file}:{number}: the line is over {MAX_CELL} characters")
         try:
-            value = json.loads(line)
+            value = _json(line, f"{file}:{number}: ")
         except json.JSONDecodeError as exc:
             raise DatasetError(
                 f"{file}:{number}: invalid JSON at column {exc.colno}: {exc.msg}"
             ) from None
-        except ValueError:  # (Python's limit on the digits of an integer)
-            raise DatasetError(f"{file}:{number}: {_TOO_LONG}") from None
-        except RecursionError:
-            raise DatasetError(f"{file}:{number}: JSON nested too deep") from None
         if not isinstance(value, dict):
             raise DatasetError(f"{file}:{number}: a row is a JSON object, got {_type(value)}")
         rows.append((number, value))
@@ -165,16 +201,70 @@ def _cell(file: Path, number: int, column: str, cell: str) -> Any:
     if stripped[:1] not in ("[", "{"):
         return cell
     try:
-        return json.loads(stripped)
+        return _json(stripped, f"{file}:{number}: column {column!r}: ")
     except json.JSONDecodeError as exc:
         raise DatasetError(
             f"{file}:{number}: column {column!r}: a cell starting with {stripped[0]!r} is read "
             f"as JSON, and this one is invalid ({exc.msg}); quote it differently or fix it"
         ) from None
-    except ValueError:
-        raise DatasetError(f"{file}:{number}: column {column!r}: {_TOO_LONG}") from None
+
+
+def _json(text: str, where: str) -> Any:
+    """One JSON value of a row, refusing what no report could keep (``where`` starts messages).
+
+    Raises:
+        json.JSONDecodeError: Invalid JSON (each caller words it).
+        DatasetError: Nesting too deep, an integer over :data:`MAX_INT_CHARS` digits, or a
+            lone surrogate (an unpaired UTF-16 escape), which no report can write.
+    """
+    try:
+        value = json.loads(text, parse_int=_int)
     except RecursionError:
-        raise DatasetError(f"{file}:{number}: column {column!r}: JSON nested too deep") from None
+        raise DatasetError(f"{where}JSON nested too deep") from None
+    except _LongInteger as exc:
+        raise DatasetError(
+            f"{where}an integer of {exc.args[0]} digits; at most {MAX_INT_CHARS} are read "
+            "(quote it to keep it as text)"
+        ) from None
+    if "\\u" in text:  # only an escape can put a lone surrogate in text decoded from UTF-8
+        found = _lone_surrogate(value)
+        if found is not None:
+            raise DatasetError(
+                f"{where}{found} holds a lone surrogate (an unpaired UTF-16 escape such as "
+                "\\ud800), which no report can write; fix the text"
+            )
+    return value
+
+
+class _LongInteger(ValueError):
+    """An integer longer than :data:`MAX_INT_CHARS` in a row (its length in ``args``)."""
+
+
+def _int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_CHARS:
+        raise _LongInteger(len(text.lstrip("-")))
+    return int(text)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """Where a value holds a lone surrogate (``'id'``, ``'tags[2]'``, ``a key``), or ``None``."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return repr(where) if where else "the value"
+        elif isinstance(item, dict):
+            for key, inner in item.items():
+                if _SURROGATE.search(key):
+                    return f"a key of {where!r}" if where else "a key"
+                stack.append((f"{where}.{key}" if where else key, inner))
+        elif isinstance(item, list):
+            stack.extend((f"{where}[{i}]", inner) for i, inner in enumerate(item))
+    return None
 
 
 def expand(template: Any, row: Mapping[str, Any], where: str = "template") -> Any:
@@ -273,7 +363,9 @@ def _one(builder: Any, spec: Any, path: DocPath, case_args: tuple[Any, ...]) -> 
         locator = Locator(builder.file)
         sub = type(builder)(builder.file, locator, Problems(builder.locator), builder.resolver)
         sub.suite_checks = builder.suite_checks
+        sub.inherited = builder.inherited  # the suite's settings, checked once for all rows
         case = sub.case(mapping, index, *case_args)
+        builder.inherited = builder.inherited or sub.inherited
         for _, _, text in sub.problems.items:
             text = text.removeprefix(f"cases[{index}]").removeprefix(".").removeprefix(": ")
             repeated[text] = repeated.get(text, 0) + 1

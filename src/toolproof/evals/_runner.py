@@ -29,7 +29,14 @@ from toolproof.errors import (
     ModelError,
     UserError,
 )
-from toolproof.evals._checks import CheckResult, SessionRecord
+from toolproof.evals._checks import (
+    CHECK_TIMEOUT,
+    Check,
+    CheckResult,
+    SessionRecord,
+    check_timeout,
+    run_check,
+)
 from toolproof.evals._results import (
     CaseResult,
     EvalReport,
@@ -203,16 +210,29 @@ class _Runner:
         while True:
             attempts += 1
             started = time.perf_counter()
+            checking = _Checking()
             try:
-                attempt = _contained(self.attempt(plan, index))
+                attempt = _contained(self.attempt(plan, index, checking))
                 if config.timeout is None:
                     trial, infra = await attempt
                 else:
                     trial, infra = await asyncio.wait_for(attempt, config.timeout)
             except asyncio.TimeoutError:
-                message = f"the trial took longer than its timeout ({config.timeout:g} s)"
-                trial = TrialResult(index, "error", error=message, error_type="TrialTimeout")
-                infra = _Infra("TrialTimeout", message, retryable=False)
+                assert config.timeout is not None
+                if checking.check is not None:  # a check of yours was running: it fails
+                    bound = f"the case's timeout ({config.timeout:g} s)"
+                    failed = check_timeout(checking.check, bound)
+                    trial = self.finish(
+                        TrialResult(index, "fail", [*checking.results, failed]),
+                        checking.traces,
+                        checking.counters,
+                        started,
+                    )
+                    infra = None
+                else:
+                    message = f"the trial took longer than its timeout ({config.timeout:g} s)"
+                    trial = TrialResult(index, "error", error=message, error_type="TrialTimeout")
+                    infra = _Infra("TrialTimeout", message, retryable=False)
             except _Exited as escaped:
                 if isinstance(escaped.error, KeyboardInterrupt):
                     self.interrupted = True  # as Ctrl-C: the reports hold what finished
@@ -240,7 +260,9 @@ class _Runner:
         wait = max(base, retry_after or 0.0)
         return float(min(wait, self.options.retry_backoff_max))
 
-    async def attempt(self, plan: _Plan, index: int) -> tuple[TrialResult, _Infra | None]:
+    async def attempt(
+        self, plan: _Plan, index: int, checking: _Checking
+    ) -> tuple[TrialResult, _Infra | None]:
         case = plan.case
         config = case.config
         started = time.perf_counter()
@@ -304,11 +326,20 @@ class _Runner:
                 run_error = exc
         traces = list(session.traces)
         record = SessionRecord(traces, mocks)
-        checks: list[CheckResult] = []
+        checks: list[CheckResult] = checking.results
+        checking.traces, checking.counters = traces, counters
+        # Checks of yours run in threads, each within CHECK_TIMEOUT, or within the trial's
+        # timeout when the case has one (trial() then fails the check it interrupted).
+        bound = CHECK_TIMEOUT if config.timeout is None else None
         try:
             checks.extend(_completion(case, record, run_error))
-            checks.extend(check(record) for check in case.checks if check.grade is None)
-            checks.extend(check(record) for turn in case.turns for check in turn.checks)
+            for one in [
+                *(check for check in case.checks if check.grade is None),
+                *(check for turn in case.turns for check in turn.checks),
+            ]:
+                checking.check = one
+                checks.append(await run_check(one, record, bound))
+            checking.check = None
         except Exception as exc:  # a bug in a check fails the trial, naming the check's error
             message = f"a check raised {type(exc).__name__}: {exc}"
             trial = self.finish(
@@ -404,6 +435,7 @@ class _Runner:
                         case.metadata,
                         cache=self.cache,
                         inconclusive=config.judge_inconclusive,
+                        agent=config.judge_sees_agent,
                     )
                 )
                 for criterion in case.judge
@@ -504,6 +536,16 @@ class _Runner:
         for plan in self.plans:
             if id(plan) in self.lines:
                 self.write_lines(plan)
+
+
+class _Checking:
+    """How far an attempt's checks went, for a trial timeout that interrupts one of them."""
+
+    def __init__(self) -> None:
+        self.check: Check | None = None
+        self.results: list[CheckResult] = []
+        self.traces: list[Trace] = []
+        self.counters = _Counters()
 
 
 def _warm_spool() -> None:

@@ -99,6 +99,7 @@ _DEFAULTS: dict[str, Any] = {
     "gate": "block",
     "judge_when": "objective_pass",
     "judge_inconclusive": "fail",
+    "judge_sees_agent": True,
     "settings": None,
     "retries": 2,
     "timeout": None,
@@ -344,10 +345,12 @@ class _Builder:
         from toolproof.evals._dataset import dataset_cases
 
         case_args = (name, defaults, suite_origin, suite_expect or {}, suite_judge, suite_tags)
+        taken = {*seen, *(case.name for case in cases)}
         for case in dataset_cases(self, data, (*case_args, suite_metadata)):
-            if case.name in seen or any(c.name == case.name for c in cases):
+            if case.name in taken:
                 self.add(("datasets",), f"case name {case.name!r} is used twice in the suite")
             else:
+                taken.add(case.name)
                 cases.append(case)
         return Suite(name=name, file=self.file, cases=cases, description=description)
 
@@ -596,6 +599,7 @@ class _Builder:
             gate=valid.gate,
             judge_when=valid.judge_when,
             judge_inconclusive=valid.judge_inconclusive,
+            judge_sees_agent=valid.judge_sees_agent,
             settings=settings,
             retries=valid.retries,
             timeout=valid.timeout,

@@ -63,6 +63,7 @@ DEFAULT_KEYS: dict[str, str] = {
     "gate": "block or advise",
     "judge_when": "objective_pass or always",
     "judge_inconclusive": "fail or pass",
+    "judge_sees_agent": "true or false: show the judge the agent's system prompt and tools",
     "settings": (
         "model settings: temperature, max_tokens, seed, stop, tool_choice, parallel_tool_calls, "
         "extra"
@@ -317,6 +318,9 @@ class CaseSettings(_Deferred):
     judge_inconclusive: Annotated[Literal["fail", "pass"], Expected("fail or pass")] = Field(
         "fail", description=DEFAULT_KEYS["judge_inconclusive"]
     )
+    judge_sees_agent: Annotated[bool, Expected("true or false")] = Field(
+        True, description=DEFAULT_KEYS["judge_sees_agent"]
+    )
     settings: SettingsSpec | None = Field(None, description=DEFAULT_KEYS["settings"])
     retries: Annotated[int, Field(ge=0), Expected("a non-negative integer")] = Field(
         2, description=DEFAULT_KEYS["retries"]
@@ -485,6 +489,7 @@ class _Defaults(_Common):
     gate: Any = Field(None, json_schema_extra=_prop("gate"))
     judge_when: Any = Field(None, json_schema_extra=_prop("judge_when"))
     judge_inconclusive: Any = Field(None, json_schema_extra=_prop("judge_inconclusive"))
+    judge_sees_agent: Any = Field(None, json_schema_extra=_prop("judge_sees_agent"))
     settings: Any = Field(None, json_schema_extra=_prop("settings"))
     retries: Any = Field(None, json_schema_extra=_prop("retries"))
     timeout: Any = Field(None, json_schema_extra=_prop("timeout"))

@@ -12,6 +12,9 @@ from toolproof.evals._builtins import calls
 from toolproof.evals._builtins import answer
 
 # isort: split
+from toolproof.evals._builtins import claims
+
+# isort: split
 from toolproof.evals._builtins import run
 
 # isort: split
@@ -22,4 +25,4 @@ from toolproof.evals._builtins import state
 # aggregate helpers in one module.
 from toolproof.evals import _retrieval as retrieval
 
-__all__ = ["answer", "calls", "retrieval", "run", "state"]
+__all__ = ["answer", "calls", "claims", "retrieval", "run", "state"]
