@@ -151,7 +151,7 @@ def test_a_dataset_row_with_a_huge_integer_is_one_clear_error(
     )
     code, err = call("run", str(suite), "--no-log")
     clear(code, err)
-    assert code == 2 and "rows.jsonl:1: a number has more digits" in err, err
+    assert code == 2 and "rows.jsonl:1: " in err and "digits" in err, err
 
 
 HOSTILE_NUMBERS = st.one_of(

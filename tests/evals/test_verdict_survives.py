@@ -18,9 +18,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
+#: In dataset rows (which refuse lone surrogates: those come from the tool, below).
 HOSTILE = [
-    "lone \ud800 surrogate",
-    "low \udfff end",
     "nul \x00 byte",
     "bell \x07 esc \x1b[31m red",
     "bidi \u202e evil \u202c",
@@ -30,7 +29,7 @@ HOSTILE = [
 
 SUITE = """\
 suite: hostile
-agent: examples.hr_assistant.agent:build_agent
+agent: hostileagent:build_agent
 model: scripted
 datasets:
   - file: rows.jsonl
@@ -38,8 +37,29 @@ datasets:
       name: "{id}"
       input: "{question}"
       description: "{question}"
-      script: ["{question}"]
+      script:
+        - call: {name: echo, arguments: {text: "{question}"}}
+        - "{question}"
       expect: {final_contains: answer}
+"""
+
+#: The tool answers with lone surrogates, NUL and a bidirectional override of its own.
+AGENT = """\
+from toolproof import Agent, tool
+
+
+@tool
+def echo(text: str) -> str:
+    \"\"\"Echo.
+
+    Args:
+        text: The text.
+    \"\"\"
+    return text + " lone \\ud800 low \\udfff nul \\x00 \\u202e"
+
+
+def build_agent(model, tools=None, **options):
+    return Agent(model, [echo] if tools is None else tools)
 """
 
 
@@ -51,6 +71,7 @@ def _workspace(tmp_path: Path) -> Path:
         "".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8"
     )
     (tmp_path / "hostile.eval.yaml").write_text(SUITE, encoding="utf-8")
+    (tmp_path / "hostileagent.py").write_text(AGENT, encoding="utf-8")
     return tmp_path / "hostile.eval.yaml"
 
 
@@ -65,7 +86,7 @@ def _run(tmp_path: Path, *extra: str, limit: int | None = None) -> subprocess.Co
         cwd=tmp_path,
         env={
             **os.environ,
-            "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "src")]),
+            "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT), str(ROOT / "src")]),
             "TOOLPROOF_LOG_DIR": str(tmp_path / "runs"),
             "NO_COLOR": "1",
         },
@@ -94,9 +115,19 @@ def test_hostile_text_in_every_field_reaches_every_report(tmp_path: Path) -> Non
     assert (
         json.loads((log / "report.json").read_text(encoding="utf-8"))["cases"] == (report["cases"])
     )
+    results = [
+        result["content"]
+        for case in report["cases"]
+        for trace in case["trials"][0]["traces"]
+        for step in trace["steps"]
+        for result in step["tool_results"]
+    ]
+    assert len(results) == len(HOSTILE)
+    # (the trace codec keeps a lone surrogate as its escape, text a report can hold)
+    assert all("lone \\ud800 low \\udfff" in content for content in results), results[0]
     ET.parse(tmp_path / "out.junit")  # well-formed XML
-    assert "case 0 lone" in (tmp_path / "out.markdown").read_text(encoding="utf-8")
-    assert "case 4 bidi" in (tmp_path / "out.html").read_text(encoding="utf-8")
+    assert "case 0 nul" in (tmp_path / "out.markdown").read_text(encoding="utf-8")
+    assert "case 2 bidi" in (tmp_path / "out.html").read_text(encoding="utf-8")
 
 
 @pytest.mark.timeout(180)
@@ -109,7 +140,7 @@ def test_a_file_size_limit_loses_no_verdict(tmp_path: Path, limit: int) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
     assert "internal error" not in result.stderr
-    assert "7/7 blocking cases passed" in result.stdout
+    assert f"{len(HOSTILE)}/{len(HOSTILE)} blocking cases passed" in result.stdout
     written = {fmt for fmt in FORMATS if (tmp_path / f"out.{fmt}").exists()}
     said = {fmt for fmt in FORMATS if f"{fmt} report not written" in result.stderr}
     assert written | said == set(FORMATS), result.stderr
@@ -125,4 +156,4 @@ def test_a_failing_run_keeps_exit_1_when_no_report_can_be_written(tmp_path: Path
     result = _run(tmp_path, "--no-log", limit=0)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
-    assert "7 blocking cases failed" in result.stdout
+    assert f"{len(HOSTILE)} blocking cases failed" in result.stdout
