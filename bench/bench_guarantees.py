@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-AREAS = ("mocking", "redaction", "bounds", "durability")
+AREAS = ("mocking", "redaction", "bounds", "durability", "files")
 
 
 def main(argv: list[str]) -> int:

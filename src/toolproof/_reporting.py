@@ -7,7 +7,8 @@ Each command builds its own report content; this module only knows the formats:
   (GitHub, GitLab, Jenkins) read it;
 - Markdown for pull-request comments and ``$GITHUB_STEP_SUMMARY`` (:func:`md_table`,
   :func:`md_escape`, :func:`md_details`, :func:`md_truncate`);
-- :func:`open_output`, which writes a file atomically (or to stdout for ``-``);
+- :func:`open_output`, the one way toolproof writes a file the user names: atomically for
+  a regular file, in place for a device or a FIFO, ``-`` for stdout;
 - transcripts of agent runs (:func:`transcript_lines`, :func:`transcript_text`,
   :func:`transcript_rich`): what the model said, which tools it called with which arguments
   and call ids, what they returned, and why the run stopped, built from traces in their JSON
@@ -20,15 +21,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import secrets
+import stat
 import sys
-import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from toolproof._text import clip
-from toolproof.errors import ConfigError
+from toolproof.errors import ConfigError, UserError
 
 if TYPE_CHECKING:
     from rich.text import Text
@@ -39,6 +42,7 @@ __all__ = [
     "JUnitCase",
     "JUnitSuite",
     "ReportSpec",
+    "check_output",
     "junit_xml",
     "md_code",
     "md_details",
@@ -52,6 +56,7 @@ __all__ = [
     "transcript_lines",
     "transcript_rich",
     "transcript_text",
+    "utf8",
     "write_junit",
 ]
 
@@ -124,28 +129,104 @@ def parse_report_specs(
     return out
 
 
+def check_output(path: str | os.PathLike[str]) -> tuple[Path, int | None]:
+    """Where :func:`open_output` would write ``path``, checked before anything runs.
+
+    Returns the file to replace and its mode for a regular file (or a new one: mode
+    ``None``; its folder is created), and ``(path, -1)`` for a device, a FIFO or a socket,
+    which are written in place.
+
+    Raises:
+        UserError: ``path`` is a folder, a read-only file, or its folder cannot be created.
+    """
+    try:
+        status = os.stat(path)
+    except FileNotFoundError:
+        status = None
+    except OSError as exc:
+        raise _unwritable(path, exc) from None
+    if status is not None and stat.S_ISDIR(status.st_mode):
+        raise UserError(f"cannot write {path}: it is a folder; give a file name")
+    if status is not None and not stat.S_ISREG(status.st_mode):
+        return Path(path), -1
+    target = Path(os.path.realpath(path))  # a link's target is replaced, the link kept
+    if status is not None and not os.access(target, os.W_OK):
+        raise UserError(f"cannot write {path}: the file is read-only")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _unwritable(path, exc) from None
+    if not os.access(target.parent, os.W_OK):
+        raise UserError(f"cannot write {path}: the folder {target.parent} is not writable")
+    return target, None if status is None else stat.S_IMODE(status.st_mode)
+
+
 @contextlib.contextmanager
 def open_output(path: str | os.PathLike[str], *, encoding: str = "utf-8") -> Iterator[IO[str]]:
-    """Open a report destination for writing text; ``"-"`` is standard output.
+    """Open a file toolproof writes for the user (a report, an export, a run log, a schema).
 
-    A file is written to a temporary sibling and renamed into place when the block ends
-    without an error, so readers never see half a report. Parent directories are created.
+    ``"-"`` is standard output. A regular file (or a new one) is written to a temporary
+    sibling and renamed into place when the block ends without an error, so readers never
+    see half a file; it keeps the mode of the file it replaces (a new one gets ``0666``
+    less the umask), and a symbolic link is followed, never replaced. Anything else (a
+    character device such as ``/dev/null``, a FIFO, a socket) is written in place, never
+    replaced by a regular file. Parent folders are created.
+
+    Raises:
+        UserError: ``path`` is a folder, a read-only file, or cannot be written; also when
+            writing fails inside the block (a full disk, a file-size limit). The message
+            names the path and the reason.
     """
     if str(path) == "-":
         yield sys.stdout
         sys.stdout.flush()
         return
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    target, mode = check_output(path)
+    if mode == -1:
+        try:
+            handle = open(  # noqa: SIM115
+                target, "w", encoding=encoding, errors="backslashreplace", newline="\n"
+            )
+        except OSError as exc:
+            raise _unwritable(path, exc) from None
+        try:
+            with handle:
+                yield handle
+        except OSError as exc:
+            raise _unwritable(path, exc) from None
+        return
+    temp = target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp"
     try:
-        with os.fdopen(fd, "w", encoding=encoding, newline="\n") as handle:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if mode is None else mode)
+    except OSError as exc:
+        raise _unwritable(path, exc) from None
+    try:
+        with os.fdopen(
+            fd, "w", encoding=encoding, errors="backslashreplace", newline="\n"
+        ) as handle:
             yield handle
+        if mode is not None:
+            os.chmod(temp, mode)  # (the umask may have taken bits the old file had)
         os.replace(temp, target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(temp)
+        if isinstance(exc, OSError):
+            raise _unwritable(path, exc) from None
         raise
+
+
+def utf8(text: str) -> bytes:
+    r"""``text`` as UTF-8, a lone surrogate written as its JSON escape (``\ud800``).
+
+    Text in reports comes from datasets, models and tools; a lone surrogate cannot be
+    UTF-8, and inside a JSON string its escape reads back as the same text.
+    """
+    return text.encode("utf-8", "backslashreplace")
+
+
+def _unwritable(path: str | os.PathLike[str], exc: OSError) -> UserError:
+    return UserError(f"cannot write {path}: {exc.strerror or exc}")
 
 
 # -- JUnit XML --------------------------------------------------------------------------------
@@ -205,16 +286,20 @@ def junit_xml(suites: Sequence[JUnitSuite]) -> str:
         for key, value in counts.items():
             totals[key] += value
         total_time += suite.time_s
-        attrs = {"name": suite.name, **{k: str(v) for k, v in counts.items()}}
+        attrs = {"name": _xml_text(suite.name), **{k: str(v) for k, v in counts.items()}}
         attrs["time"] = f"{suite.time_s:.3f}"
         if suite.timestamp:
-            attrs["timestamp"] = suite.timestamp
+            attrs["timestamp"] = _xml_text(suite.timestamp)
         element = ET.SubElement(root, "testsuite", attrs)
         for case in suite.cases:
             item = ET.SubElement(
                 element,
                 "testcase",
-                {"name": case.name, "classname": case.classname, "time": f"{case.time_s:.3f}"},
+                {
+                    "name": _xml_text(case.name),
+                    "classname": _xml_text(case.classname),
+                    "time": f"{case.time_s:.3f}",
+                },
             )
             for tag, text in (
                 ("failure", case.failure),
@@ -268,10 +353,12 @@ _MD_SPECIAL = str.maketrans(
         "`": "\\`",
         "*": "\\*",
         "_": "\\_",
-        "<": "&lt;",
-        ">": "&gt;",
+        "~": "\\~",
         "[": "\\[",
         "]": "\\]",
+        "&": "&amp;",
+        "<": "&lt;",
+        ">": "&gt;",
     }
 )
 
@@ -279,8 +366,9 @@ _MD_SPECIAL = str.maketrans(
 def md_escape(text: str, *, limit: int | None = None) -> str:
     """Escape text for a Markdown table cell or a line of prose.
 
-    Newlines become spaces (a cell is one line), Markdown and HTML specials are escaped, and
-    the text is cut to ``limit`` characters with an ellipsis when it is longer.
+    Newlines become spaces (a cell is one line), Markdown and HTML specials are escaped
+    (the text renders as written: no formatting, link, entity or HTML of its own), and the
+    text is cut to ``limit`` characters with an ellipsis when it is longer.
     """
     flat = " ".join(str(text).split())
     if limit is not None and len(flat) > limit:
@@ -289,10 +377,18 @@ def md_escape(text: str, *, limit: int | None = None) -> str:
 
 
 def md_code(text: str) -> str:
-    """Inline code that survives backticks inside ``text``."""
+    """Inline code, safe in a table cell: the text shows as written.
+
+    A fence longer than any run of backticks in the text is used. A text with ``|`` is
+    escaped as plain text instead: renderers disagree on a backslash before a pipe inside
+    code in a table, and a pipe there would end the cell.
+    """
     flat = " ".join(str(text).split())
-    fence = "``" if "`" in flat else "`"
-    return f"{fence} {flat} {fence}" if fence == "``" else f"`{flat}`"
+    if not flat or "|" in flat:
+        return md_escape(flat)
+    longest = max((len(run) for run in re.findall(r"`+", flat)), default=0)
+    fence = "`" * (longest + 1)
+    return f"{fence} {flat} {fence}" if longest else f"{fence}{flat}{fence}"
 
 
 def md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -308,8 +404,15 @@ def md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def md_details(summary: str, body: str) -> str:
-    """A collapsible ``<details>`` block (GitHub renders the Markdown inside it)."""
-    return f"<details><summary>{summary}</summary>\n\n{body}\n\n</details>"
+    """A collapsible ``<details>`` block (GitHub renders the Markdown inside it).
+
+    ``summary`` is plain text (HTML-escaped here: it sits inside raw HTML); ``body`` is
+    Markdown, used as given.
+    """
+    import html
+
+    title = html.escape(" ".join(str(summary).split()), quote=False)
+    return f"<details><summary>{title}</summary>\n\n{body}\n\n</details>"
 
 
 def md_truncate(text: str, limit: int = GITHUB_COMMENT_LIMIT) -> str:

@@ -24,11 +24,14 @@ run starts (``status: "running"``) and again when it ends::
     {format, version, id, kind, status, started, finished, duration_s, argv, cwd,
      toolproof, suites, store, model, exit_code, interrupted, counts}
 
-``status`` is ``running`` (the process is still going, or was killed before it could finish:
-then there is no ``report.json``), ``finished``, ``interrupted`` (Ctrl-C, or stopped at the
-first failure by ``-x``) or ``crashed``. ``counts`` is ``{cases, passed, failed, errors,
-skipped, not_run, trials, trials_passed}`` for ``run`` and ``{samples, pass, warn, fail,
-error}`` for ``replay``.
+``status`` is ``running`` (the process is still going), ``died`` (its process is gone
+without finishing: killed by SIGKILL, or a lost pipe; then there is no ``report.json``),
+``finished``, ``interrupted`` (Ctrl-C, or stopped at the first failure by ``-x``) or
+``crashed``. A running command holds a lock on the folder's ``lock`` file (removed when it
+finishes), which the system releases however the process ends: readers tell ``running``
+from ``died`` by it.
+``counts`` is ``{cases, passed, failed, errors, skipped, not_run, trials, trials_passed}``
+for ``run`` and ``{samples, pass, warn, fail, error}`` for ``replay``.
 
 A run is named by its folder name, a unique prefix of it, ``latest`` (the newest run),
 ``latest~N`` (the N-th before it), or a path to its folder (see :func:`resolve_run`).
@@ -36,6 +39,7 @@ A run is named by its folder name, a unique prefix of it, ``latest`` (the newest
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -74,6 +78,7 @@ DEFAULT_LOG_DIR = ".toolproof/runs"
 LOG_DIR_ENV = "TOOLPROOF_LOG_DIR"
 META_FILE = "meta.json"
 REPORT_FILE = "report.json"
+LOCK_FILE = "lock"
 META_FORMAT = "toolproof-run-meta"
 #: Version of ``meta.json``. Bumped when a field is removed or changes meaning.
 META_VERSION = 1
@@ -108,7 +113,8 @@ class RunInfo:
         id: The folder name (``20261201T092224Z-run-3fa9c1``).
         path: The run's folder.
         kind: ``"run"`` or ``"replay"``.
-        status: ``"running"``, ``"finished"``, ``"interrupted"`` or ``"crashed"``.
+        status: ``"running"``, ``"died"`` (its process is gone: see the module's notes),
+            ``"finished"``, ``"interrupted"`` or ``"crashed"``.
         started: ISO-8601 UTC start time, with microseconds (runs sort by it).
         finished: ISO-8601 UTC end time, or ``None`` while running (or when killed).
         duration_s: Wall time, when finished.
@@ -148,7 +154,12 @@ class RunInfo:
         return self.report_path.is_file()
 
     def to_dict(self) -> dict[str, Any]:
-        """``meta.json``'s content."""
+        """``meta.json``'s content (credentials in URLs masked: see ``mask_urls``)."""
+        from toolproof._text import mask_urls
+
+        def shown(text: str | None) -> str | None:
+            return None if text is None else mask_urls(text)
+
         return {
             "format": META_FORMAT,
             "version": META_VERSION,
@@ -158,12 +169,12 @@ class RunInfo:
             "started": self.started,
             "finished": self.finished,
             "duration_s": self.duration_s,
-            "argv": list(self.argv),
+            "argv": [mask_urls(arg) for arg in self.argv],
             "cwd": os.getcwd(),
             "toolproof": _version(),
-            "suites": list(self.suites),
-            "store": self.store,
-            "model": self.model,
+            "suites": [mask_urls(suite) for suite in self.suites],
+            "store": shown(self.store),
+            "model": shown(self.model),
             "exit_code": self.exit_code,
             "interrupted": self.interrupted,
             "counts": dict(self.counts),
@@ -196,11 +207,14 @@ class RunInfo:
         counts = data.get("counts")
         duration = data.get("duration_s")
         exit_code = data.get("exit_code")
+        status = text("status") or "running"
+        if status == "running" and _gone(path / LOCK_FILE):
+            status = "died"
         return cls(
             id=path.name,
             path=path,
             kind=text("kind") or ("replay" if "-replay-" in path.name else "run"),
-            status=text("status") or "running",
+            status=status,
             started=text("started") or "",
             finished=text("finished"),
             duration_s=float(duration)
@@ -250,6 +264,40 @@ def _version() -> str:
     return __version__
 
 
+def _hold(path: Path) -> Any:
+    """Take the lock of a running command's folder (``None`` where locks are not had)."""
+    try:
+        import fcntl
+    except ImportError:  # (Windows)
+        return None
+    handle = open(path, "a+b")  # noqa: SIM115 - held until the run ends
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        return None
+    return handle
+
+
+def _gone(path: Path) -> bool:
+    """Whether the command that held ``path``'s lock has ended (its lock is free)."""
+    try:
+        import fcntl
+    except ImportError:  # (Windows: a run that did not finish stays running)
+        return False
+    try:
+        handle = open(path, "rb")  # noqa: SIM115
+    except OSError:  # no lock file: written before locks, or by another platform
+        return False
+    with handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return False  # held: the command is running
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        return True
+
+
 def _write_json(path: Path, data: dict[str, Any]) -> None:
     from toolproof._reporting import open_output
 
@@ -267,6 +315,7 @@ class RunLog:
     def __init__(self, info: RunInfo, started: datetime) -> None:
         self.info = info
         self._started = started
+        self._lock = _hold(info.path / LOCK_FILE)
 
     @classmethod
     def start(
@@ -320,6 +369,20 @@ class RunLog:
         """Where ``report.json`` goes."""
         return self.info.report_path
 
+    def discard(self) -> None:
+        """Remove the run's folder (nothing ran: a configuration error)."""
+        import shutil
+
+        self._release()
+        shutil.rmtree(self.info.path, ignore_errors=True)
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+            with contextlib.suppress(OSError):
+                (self.info.path / LOCK_FILE).unlink()
+
     def write_meta(self) -> None:
         """Write ``meta.json`` atomically."""
         _write_json(self.info.path / META_FILE, self.info.to_dict())
@@ -331,8 +394,12 @@ class RunLog:
         exit_code: int | None,
         counts: dict[str, int] | None = None,
         interrupted: bool = False,
-    ) -> None:
-        """Record how the run ended in ``meta.json``."""
+    ) -> bool:
+        """Record how the run ended in ``meta.json``; returns whether it was written.
+
+        A ``meta.json`` that cannot be written (a full disk) is said on stderr: the run's
+        verdict still reaches its exit code.
+        """
         ended = _now()
         self.info.status = status
         self.info.finished = _iso(ended)
@@ -341,7 +408,14 @@ class RunLog:
         self.info.interrupted = interrupted
         if counts is not None:
             self.info.counts = dict(counts)
-        self.write_meta()
+        try:
+            self.write_meta()
+        except UserError as exc:
+            print(f"toolproof: error: run log not finished: {exc}", file=sys.stderr)
+            return False
+        finally:
+            self._release()  # (after meta.json says how the run ended)
+        return True
 
 
 # -- reading ------------------------------------------------------------------------------------

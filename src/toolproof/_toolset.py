@@ -26,7 +26,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from toolproof._messages import ToolCall, ToolDefinition, ToolResult
 from toolproof._tools import ArgumentsInvalid, Tool
@@ -452,16 +452,18 @@ class Toolset:
             return _error(call, "ToolError", _text(exc), started, mocked)
         except (AgentRunError, MissingFixture):
             raise
-        except _Exited as exc:  # SystemExit, KeyboardInterrupt, GeneratorExit
+        except _Exited as exc:  # SystemExit, KeyboardInterrupt, GeneratorExit, their own
             raise _crashed(t, exc.error) from exc.error
-        except _EXITS as exc:  # the same, from a synchronous call made here
-            raise _crashed(t, exc) from exc
         except Exception as exc:
             if limit is not None and _is_timeout(exc):
                 message = f"Tool '{t.name}' timed out after {limit:g} s."
                 return _error(call, "Timeout", message, started, mocked)
             if t.errors and isinstance(exc, t.errors):
                 return _error(call, type(exc).__name__, _exception_text(exc), started, mocked)
+            raise _crashed(t, exc) from exc
+        except BaseException as exc:  # the same, from a synchronous call made here
+            if not escapes(exc):
+                raise
             raise _crashed(t, exc) from exc
         try:
             jsonable, content = _render(value)
@@ -586,9 +588,11 @@ def _is_timeout(exc: BaseException) -> bool:
 
 
 class _Exited(Exception):
-    """Carries a ``SystemExit``, ``KeyboardInterrupt`` or ``GeneratorExit`` out of a tool.
+    """Carries a ``BaseException`` of the user's code out of a tool, a trial or a check.
 
-    Raised as they are, they would stop the event loop (or the process) instead of the run.
+    ``SystemExit``, ``KeyboardInterrupt``, ``GeneratorExit`` or the user's own, raised as
+    they are, would stop the event loop (or the process) instead of the run, and decide the
+    exit code.
     """
 
     def __init__(self, error: BaseException) -> None:
@@ -596,20 +600,32 @@ class _Exited(Exception):
         self.error = error
 
 
-_EXITS = (SystemExit, KeyboardInterrupt, GeneratorExit)
+_T = TypeVar("_T")
 
 
-async def _contained(awaitable: Awaitable[Any]) -> Any:
+def escapes(exc: BaseException) -> bool:
+    """Whether ``exc`` would leave the event loop: neither an error nor a cancellation."""
+    import asyncio
+
+    return not isinstance(exc, (Exception, asyncio.CancelledError))
+
+
+async def _contained(awaitable: Awaitable[_T]) -> _T:
+    """``await awaitable``, with what :func:`escapes` raised as :class:`_Exited`."""
     try:
         return await awaitable
-    except _EXITS as exc:
+    except BaseException as exc:
+        if not escapes(exc):
+            raise
         raise _Exited(exc) from exc
 
 
 def _call_contained(function: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
     try:
         return function(**kwargs)
-    except _EXITS as exc:
+    except BaseException as exc:
+        if not escapes(exc):
+            raise
         raise _Exited(exc) from exc
 
 

@@ -70,7 +70,8 @@ def stable_hash(value: Any) -> str:
         value = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     import hashlib  # on use: its OpenSSL binding costs milliseconds at import
 
-    return hashlib.sha256(value.encode()).hexdigest()[:16]
+    # (a lone surrogate, which UTF-8 cannot hold, is hashed as its escape)
+    return hashlib.sha256(value.encode("utf-8", "backslashreplace")).hexdigest()[:16]
 
 
 @dataclass(slots=True)

@@ -156,7 +156,10 @@ NOT_LOADED_BY_A_SCRIPTED_RUN = (
     "toolproof._runlog",
     "toolproof.models.openai",
     "toolproof.evals._cache",
-    "toolproof.replay",
+    # (the redactor of the reports loads; the store, recorder and replay engine do not)
+    "toolproof.replay._store",
+    "toolproof.replay._recorder",
+    "toolproof.replay._replay",
     "toolproof.server",
     "toolproof.view",
     "toolproof.evals._dataset",

@@ -216,13 +216,13 @@ def test_ctrl_c_or_sigterm_mid_run_leaves_a_readable_log_of_what_finished(
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX-only")
-def test_a_killed_run_is_listed_as_running_without_a_report(tmp_path: Path) -> None:
+def test_a_killed_run_is_listed_as_died_without_a_report(tmp_path: Path) -> None:
     process = _start_slow(tmp_path)
     process.kill()
     process.communicate(timeout=30)
     listed = toolproof("runs", "list", "--json", cwd=tmp_path)
     [row] = json.loads(listed.stdout)
-    assert row["status"] == "running" and row["exit_code"] is None
+    assert row["status"] == "died" and row["exit_code"] is None
     compared = toolproof("runs", "compare", "latest", "latest", cwd=tmp_path)
     assert compared.returncode == 2
     assert compared.stderr.strip().endswith("has no report.json (still running, or killed)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
@@ -30,6 +31,9 @@ from toolproof._matching._values import (
     approx_matcher,
 )
 from toolproof.errors import ConfigError
+
+#: The largest bound a matcher takes: comparisons and messages need it as a float.
+_LARGEST = int(sys.float_info.max)
 
 # --------------------------------------------------------------------------------------
 # Compiling specs
@@ -193,6 +197,9 @@ class _Compiler:
             return None
         if isinstance(value, bool) or not isinstance(value, _NUMBER_TYPES):
             self.problem(where, f"must be a number, got {_show(value)}")
+            return None
+        if isinstance(value, int) and abs(value) > _LARGEST:
+            self.problem(where, "must be a number a float can hold (at most about 1.8e308)")
             return None
         return value
 

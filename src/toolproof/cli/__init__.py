@@ -24,6 +24,7 @@ traceback of the user's own code (toolproof's and asyncio's frames hidden).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -104,6 +105,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (also used as the console script)."""
     if argv is None:
         _stop_on_sigterm()
+    for stream in (sys.stdout, sys.stderr):
+        # Text from datasets, models and tools may hold lone surrogates, which no encoding
+        # can write: they print as their escape (\udc80) instead of ending the command.
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(OSError, ValueError):
+                reconfigure(errors="backslashreplace")
     try:
         try:
             code = _main(argv)
@@ -190,8 +198,14 @@ def _dispatch(arguments: list[str]) -> int:
         return 130
     except BrokenPipeError:
         raise  # main() ends quietly
-    except Exception as exc:
+    except BaseException as exc:  # an error, or the user's code raised SystemExit (or its own)
         from toolproof._tracebacks import user_location
+
+        if isinstance(exc, OSError) and _bad_path(exc):  # a path no file system takes
+            name = str(exc.filename)
+            shown = name if len(name) <= 80 else name[:40] + "…" + name[-39:]
+            _report_error(f"toolproof: error: {shown}: {exc.strerror}", exc)
+            return 2
 
         where = user_location(exc)
         if where is None:  # nothing of the user's code: a bug in toolproof
@@ -204,9 +218,17 @@ def _dispatch(arguments: list[str]) -> int:
                 file=sys.stderr,
             )
             return 4
+        # (toolproof decides the exit code: a SystemExit of the user's is reported as such)
         _report_error(f"toolproof: error: {type(exc).__name__}: {_one_line(exc)} ({where})", exc)
         return 2
     return code
+
+
+def _bad_path(exc: OSError) -> bool:
+    """Whether ``exc`` says a path is of a shape no file system takes (too long, a loop)."""
+    import errno
+
+    return exc.filename is not None and exc.errno in (errno.ENAMETOOLONG, errno.ELOOP)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -226,9 +248,10 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _report_error(line: str, exc: BaseException) -> None:
+    from toolproof._text import mask_urls
     from toolproof._tracebacks import format_user_traceback, traceback_enabled
 
-    print(line, file=sys.stderr)
+    print(mask_urls(line), file=sys.stderr)
     if traceback_enabled():
         print(format_user_traceback(exc), file=sys.stderr)
 

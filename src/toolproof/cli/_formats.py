@@ -12,8 +12,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from toolproof.errors import UserError
-
 __all__ = ["add_format_commands", "suite_schema_text"]
 
 
@@ -70,11 +68,9 @@ def run_suite_schema(args: argparse.Namespace) -> int:
     if args.output == "-":
         sys.stdout.write(text)
         return 0
-    path = Path(args.output)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"cannot write {path}: {exc.strerror}") from None
-    print(f"wrote the suite schema to {path}")
+    from toolproof._reporting import open_output
+
+    with open_output(args.output) as out:
+        out.write(text)
+    print(f"wrote the suite schema to {args.output}")
     return 0

@@ -111,6 +111,9 @@ def register(subparsers: Any) -> None:
     from toolproof.cli._run import add_log_arguments
 
     add_log_arguments(parser)
+    from toolproof.cli._run import add_redaction_arguments
+
+    add_redaction_arguments(parser)
     parser.set_defaults(handler=_replay)
 
 
@@ -128,12 +131,13 @@ def _rate(text: str) -> float:
 
 def _replay(args: argparse.Namespace) -> int:
     from toolproof._reporting import parse_report_specs
-    from toolproof.cli._run import check_report_paths
+    from toolproof.cli._run import check_report_paths, redactor_from_args
     from toolproof.errors import UserError
     from toolproof.replay import Aging, ReplayRules, TraceStore, replay
 
     specs = parse_report_specs(args.report)
     check_report_paths(specs)
+    redactor = redactor_from_args(args)
     try:
         rules = ReplayRules.from_file(args.rules) if args.rules else ReplayRules()
     except UnicodeDecodeError as exc:
@@ -204,28 +208,67 @@ def _replay(args: argparse.Namespace) -> int:
                 run_mocks=args.run_mocks,
                 concurrency=args.concurrency,
                 real_tools=args.real_tool,
-                keep_traces=log is not None or args.verbose,
+                # (the run log, -v and every report format show the new runs)
+                keep_traces=log is not None or args.verbose or bool(specs),
                 executor=args.executor,
             )
         except BaseException as exc:
             finish_log(log, exc)
             raise
+    _redact_samples(report, redactor)
     to_stdout = any(spec.to_stdout for spec in specs)
     console = sys.stderr if to_stdout else sys.stdout
     if args.verbose:
         _print_transcripts(report, console)
     print(report.render_text(), file=console)
+    # A report that cannot be written (a full disk) is said; the others are still written
+    # and the verdict still reaches the exit code.
     for spec in specs:
-        report.write(spec)
-        if not spec.to_stdout:
+        if _write(report, spec) and not spec.to_stdout:
             print(f"wrote {spec.format} report to {spec.path}", file=console)
     if log is not None:
-        report.write(ReportSpec("json", str(log.report_path)), traces=True)
+        _write(report, ReportSpec("json", str(log.report_path)), traces=True)
         counts = {"samples": len(report.samples), **report.counts}
         log.info.model = report.new_model or args.model
-        log.finish(status="finished", exit_code=report.exit_code, counts=counts)
-        print(f"run log: {log.info.path}", file=console)
+        if log.finish(status="finished", exit_code=report.exit_code, counts=counts):
+            print(f"run log: {log.info.path}", file=console)
     return report.exit_code
+
+
+def _redact_samples(report: Any, redactor: Any) -> None:
+    """Redact what the reports and the run log hold: new runs, answers and findings.
+
+    The recorded runs were redacted when they were recorded.
+    """
+    if not redactor.enabled:
+        return
+    for sample in report.samples:
+        texts = [sample.input, sample.recorded_output, sample.new_output, *sample.notes]
+        findings = [[f.message, f.recorded, f.new] for f in sample.findings]
+        traces = [sample.new_trace.to_dict()] if sample.new_trace is not None else []
+        *clean, extra = redactor.redact_many(
+            [*traces, {"metadata": {"texts": texts, "findings": findings}}]
+        )
+        if clean:
+            sample.new_trace = type(sample.new_trace).from_dict(clean[0])
+        texts = extra["metadata"]["texts"]
+        sample.input, sample.recorded_output, sample.new_output = texts[:3]
+        sample.notes = list(texts[3:])
+        for finding, (message, recorded, new) in zip(
+            sample.findings, extra["metadata"]["findings"], strict=True
+        ):
+            finding.message, finding.recorded, finding.new = message, recorded, new
+
+
+def _write(report: Any, spec: Any, *, traces: bool = False) -> bool:
+    from toolproof.errors import UserError
+
+    try:
+        report.write(spec, traces=traces)
+    except UserError as exc:
+        print(f"toolproof: error: {spec.format} report not written: {exc}", file=sys.stderr)
+        return False
+    return True
 
 
 def _print_transcripts(report: Any, stream: Any) -> None:

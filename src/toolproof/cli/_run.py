@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
-import os
 import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -161,7 +160,33 @@ def register(subparsers: Any) -> None:
         "(all of them when there is none)",
     )
     add_log_arguments(parser)
+    add_redaction_arguments(parser)
     parser.set_defaults(handler=run_command)
+
+
+def add_redaction_arguments(parser: Any) -> None:
+    """``--redact FILE`` and ``--no-redact`` (shared with ``toolproof replay``)."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--redact",
+        metavar="FILE",
+        help="redaction rules (YAML) for what the reports and the run log hold (default: "
+        "mask credentials, e-mail addresses, phone and card numbers)",
+    )
+    group.add_argument(
+        "--no-redact",
+        action="store_true",
+        help="write the reports and the run log as the run saw them",
+    )
+
+
+def redactor_from_args(args: argparse.Namespace) -> Any:
+    """The redactor the reports and run log of a command are written with."""
+    from toolproof.replay._redact import Redactor
+
+    if args.no_redact:
+        return Redactor.none()
+    return Redactor.from_file(args.redact) if args.redact else Redactor()
 
 
 def add_log_arguments(parser: Any) -> None:
@@ -179,14 +204,12 @@ def finish_log(log: RunLog | None, exc: BaseException) -> None:
 
     A configuration error found before anything ran leaves no run log at all.
     """
-    import shutil
-
     from toolproof.errors import UserError
 
     if log is None:
         return
     if isinstance(exc, UserError) and not log.report_path.exists():
-        shutil.rmtree(log.info.path, ignore_errors=True)
+        log.discard()
         return
     if isinstance(exc, KeyboardInterrupt):
         log.finish(status="interrupted", exit_code=130, interrupted=True)
@@ -201,27 +224,19 @@ def check_report_paths(specs: Any) -> None:
     """Fail before anything runs when a report cannot be written where it should go.
 
     Raises:
-        UserError: A report's folder cannot be created, or its path is a folder.
+        UserError: A report's path is a folder or a read-only file, or its folder cannot be
+            created or written.
     """
-    from pathlib import Path
-
+    from toolproof._reporting import check_output
     from toolproof.errors import UserError
 
     for spec in specs:
         if spec.to_stdout:
             continue
-        path = Path(spec.path)
-        where = f"--report {spec.format}:{spec.path}"
-        if path.is_dir():
-            raise UserError(f"{where}: {path} is a folder; give a file name")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UserError(
-                f"{where}: cannot create the folder {path.parent}: {exc.strerror or exc}"
-            ) from None
-        if not os.access(path.parent, os.W_OK):
-            raise UserError(f"{where}: the folder {path.parent} is not writable")
+            check_output(spec.path)
+        except UserError as exc:
+            raise UserError(f"--report {spec.format}:{spec.path}: {exc}") from None
 
 
 def _positive_int(text: str) -> int:
@@ -303,6 +318,7 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
         )
         return 0
     check_report_paths(specs)
+    redactor = redactor_from_args(args)
     model = load_model_spec(args.model, keywords=("scripted",)) if args.model else None
     judge_model = (
         load_model_spec(args.judge_model, option="--judge-model") if args.judge_model else None
@@ -342,11 +358,14 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
                 progress=progress,
                 keep_failed_traces=args.verbose,
                 exitfirst=args.exitfirst,
+                redactor=redactor,
             )
         )
     except BaseException as exc:
         finish_log(log, exc)
         raise
+    from rich.markup import escape
+
     from toolproof.evals._report import print_summary, print_transcripts
 
     if console is None:
@@ -355,9 +374,12 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
         print_transcripts(report, console)
     summary = print_summary(report, console)
     _print_tracebacks(report, console)
+    failed = "\n".join(report.unwritten)
     for spec in specs:
-        if not spec.to_stdout:
-            console.print(f"[dim]wrote {spec.format} report to {spec.path}[/]")
+        if not spec.to_stdout and f"cannot write {spec.path}:" not in failed:
+            console.print(f"[dim]wrote {escape(spec.format)} report to {escape(spec.path)}[/]")
+    for problem in report.unwritten:
+        print(f"toolproof: error: {problem}", file=sys.stderr)
     ran = sum(len(c.trials) for c in report.cases)
     planned = sum(
         args.trials or c.case.config.trials for c in report.cases if c.verdict != "skipped"
@@ -376,7 +398,7 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
             models = sorted({c.model for c in report.cases if c.model})
             log.info.model = ", ".join(models) or None
         status = "interrupted" if report.interrupted else "stopped" if stopped else "finished"
-        log.finish(
+        log_written = log.finish(
             status=status,
             exit_code=report.exit_code,
             interrupted=report.interrupted or stopped,
@@ -394,7 +416,8 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
                 )
             },
         )
-        console.print(f"[dim]run log: {log.info.path}[/]", highlight=False)
+        if log_written:
+            console.print(f"[dim]run log: {escape(str(log.info.path))}[/]", highlight=False)
     return report.exit_code
 
 

@@ -119,13 +119,11 @@ def run_snapshot(args: argparse.Namespace) -> int:
     if args.output == "-":
         sys.stdout.write(text)
         return 0
-    path = Path(args.output)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"cannot write {path}: {exc.strerror}") from None
-    print(f"wrote {len(tools)} tool schema{'s' if len(tools) != 1 else ''} to {path}")
+    from toolproof._reporting import open_output
+
+    with open_output(args.output) as out:
+        out.write(text)
+    print(f"wrote {len(tools)} tool schema{'s' if len(tools) != 1 else ''} to {args.output}")
     return 0
 
 

@@ -302,7 +302,9 @@ def _import(args: argparse.Namespace) -> int:
             )
             return
         for trace in traces_from_otlp_json(file):
-            trace.tags = [*trace.tags, *(t for t in args.tag if t not in trace.tags)]
+            # (the tag import_otlp_json adds, then the user's)
+            added = ["otel", *args.tag]
+            trace.tags = [*trace.tags, *dict.fromkeys(t for t in added if t not in trace.tags)]
             if args.model and not trace.model:
                 trace.model = args.model
             yield trace

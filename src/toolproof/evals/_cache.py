@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -49,6 +50,10 @@ class ResponseCache:
         if not ignore.exists():
             ignore.write_text("# created by toolproof: caches and run data\n*\n")
         self.path = self.directory / "cache.sqlite"
+        if not self.path.exists():
+            # It holds model responses as they came (not redacted: a cached run must be the
+            # run it replays): readable by its owner only, and SQLite's side files alike.
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
         self._db = sqlite3.connect(self.path, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")

@@ -51,6 +51,7 @@ class _Options:
     retry_backoff: float = 1.0
     retry_backoff_max: float = 30.0
     executor: Executor | None = None  # None: this process
+    redactor: Any = None  # redacts what the reports and run log hold (None: nothing)
 
 
 def _as_suites(suites: Sequence[Suite] | Sequence[str | Path] | str | Path) -> list[Suite]:
@@ -197,7 +198,11 @@ def _dry_build(plans: Sequence[_Plan]) -> None:
             raise  # names the factory and the fix already
         except UserError as exc:
             raise UserError(f"{plan.case.id}: {exc}") from exc
-        except Exception as exc:
+        except BaseException as exc:  # SystemExit of the factory's too: a failed factory
+            import asyncio
+
+            if isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError)):
+                raise
             where = user_location(exc)
             raise UserError(
                 f"{plan.case.id}: agent factory {config.agent.source} failed with model "

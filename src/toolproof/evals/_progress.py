@@ -81,8 +81,10 @@ class PlainProgress:
         """Nothing to close."""
 
     def _write(self, line: str) -> None:
+        from toolproof._reporting import printable
+
         stream = self.stream or sys.stderr
-        stream.write(line + "\n")
+        stream.write(printable(line) + "\n")  # (a case name must not drive the terminal)
         stream.flush()
 
 
@@ -152,10 +154,12 @@ class RichProgress:
         if result.verdict in ("fail", "error"):
             from rich.markup import escape
 
+            from toolproof._reporting import printable
+
             style = "red" if result.verdict == "fail" else "yellow"
             self.progress.console.print(
-                f"[{style}]{_MARKS[result.verdict]}[/] {escape(result.case.id)}: "
-                f"{escape(result.reason)}",
+                f"[{style}]{_MARKS[result.verdict]}[/] {escape(printable(result.case.id))}: "
+                f"{escape(printable(result.reason))}",
                 markup=True,
                 highlight=False,
                 soft_wrap=True,

@@ -57,6 +57,7 @@ from toolproof._reporting import (
     printable,
     transcript_rich,
     transcript_text,
+    utf8,
     write_junit,
 )
 from toolproof.evals._results import CaseResult, EvalReport, TrialResult
@@ -94,27 +95,37 @@ def write_reports(
     specs: Sequence[ReportSpec],
     spool: IO[bytes] | None,
     blocks: Mapping[int, tuple[int, int]] | None = None,
-) -> None:
+) -> list[str]:
     """Write each requested report (the summary figures are computed once for all).
+
+    A report that cannot be written (a full disk, a file-size limit, a folder gone) does
+    not keep the others from being written: its error is returned, one line each.
 
     ``blocks``: the cases' entries of the JSON report already written to ``spool`` while
     the trials ran (see :func:`write_json_report`).
     """
+    from toolproof.errors import UserError
+
     summary: dict[str, Any] | None = None
+    problems: list[str] = []
     for spec in specs:
         if spec.format in ("json", "markdown") and summary is None:
             summary = report.summary()
-        if spec.format == "json":
-            write_json_report(spec.path, report, spool, summary=summary, blocks=blocks)
-        elif spec.format == "junit":
-            write_junit(spec.path, junit_suites(report, spool))
-        elif spec.format == "markdown":
-            with open_output(spec.path) as out:
-                out.write(markdown_report(report, spool=spool, summary=summary))
-        elif spec.format == "html":
-            from toolproof.view import write_eval_html
+        try:
+            if spec.format == "json":
+                write_json_report(spec.path, report, spool, summary=summary, blocks=blocks)
+            elif spec.format == "junit":
+                write_junit(spec.path, junit_suites(report, spool))
+            elif spec.format == "markdown":
+                with open_output(spec.path) as out:
+                    out.write(markdown_report(report, spool=spool, summary=summary))
+            elif spec.format == "html":
+                from toolproof.view import write_eval_html
 
-            write_eval_html(spec.path, report, spool)
+                write_eval_html(spec.path, report, spool)
+        except (UserError, OSError) as exc:
+            problems.append(f"{spec.format} report not written: {exc}")
+    return problems
 
 
 #: Failing trials per case whose transcript JUnit and Markdown show.
@@ -261,7 +272,7 @@ def _copy_cases(
             spool.seek(block[0])
             out.write(spool.read(block[1]))
             continue
-        out.write(encode(result.head())[:-1].encode() + b', "trials": [')
+        out.write(utf8(encode(result.head())[:-1]) + b', "trials": [')
         for index, trial in enumerate(result.trials):
             out.write(b",\n   " if index else b"\n   ")
             if trial.spool is not None:
@@ -270,7 +281,7 @@ def _copy_cases(
             else:
                 data = trial.head()
                 data["traces"] = [t.to_dict() for t in trial.traces or []]
-                out.write(json.dumps(data, ensure_ascii=False).encode())
+                out.write(utf8(json.dumps(data, ensure_ascii=False)))
         out.write(b"]}")
 
 
@@ -510,14 +521,14 @@ def markdown_report(
             body = "\n".join(_trial_lines(result))
             if body:
                 lines += [
-                    md_details(f"{md_escape(result.case.id)}: trials", md_pre(body)),
+                    md_details(f"{result.case.id}: trials", md_pre(body)),
                     "",
                 ]
             if number < MARKDOWN_TRANSCRIPT_CASES:
                 transcripts = _transcripts(result, spool, MARKDOWN_TRANSCRIPT_LIMIT)
                 if transcripts:
                     lines += [
-                        md_details(f"{md_escape(result.case.id)}: transcript", md_pre(transcripts)),
+                        md_details(f"{result.case.id}: transcript", md_pre(transcripts)),
                         "",
                     ]
     if flaky:

@@ -224,6 +224,8 @@ class EvalReport:
         model_calls: Model requests sent in the whole run.
         cached_calls: Model responses taken from the response cache.
         judge_calls: Judge requests sent (cached verdicts excluded).
+        unwritten: The reports that could not be written (a full disk, a file-size limit),
+            one message each; the others were written and the verdict stands.
     """
 
     cases: list[CaseResult]
@@ -233,6 +235,7 @@ class EvalReport:
     model_calls: int = 0
     cached_calls: int = 0
     judge_calls: int = 0
+    unwritten: list[str] = field(default_factory=list)
 
     def count(self, verdict: Verdict, *, blocking: bool | None = None) -> int:
         """Cases with ``verdict`` (only blocking or advisory ones when ``blocking`` is set)."""

@@ -21,7 +21,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from toolproof._reporting import ReportSpec, parse_report_specs
+from toolproof._reporting import ReportSpec, check_output, parse_report_specs, utf8
+from toolproof._toolset import _contained, _Exited
 from toolproof.errors import (
     AgentRunError,
     MockBypassed,
@@ -89,6 +90,8 @@ class _Runner:
         self.cached_calls = 0
         self.judge_calls = 0
         self.stopped = False
+        #: Set when the user's code raised KeyboardInterrupt: the run stops as on Ctrl-C.
+        self.interrupted = False
         self.workers: list[asyncio.Task[None]] = []
         # The JSON report is assembled while the trials run: each finished trial's line
         # waits here (by plan) until its case is decided, then the case's whole entry of
@@ -96,6 +99,7 @@ class _Runner:
         # so writing the report at the end only copies them.
         self.lines: dict[int, list[bytes | None]] = {}
         self.blocks: dict[int, tuple[int, int]] = {}
+        self.spool_error: str | None = None
         self.waiting: _Waiting | None = None
 
     # -- the run --------------------------------------------------------------------------------
@@ -132,7 +136,7 @@ class _Runner:
             for task in workers:
                 task.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
-            return not self.stopped
+            return self.interrupted or not self.stopped
         except BaseException:
             for task in workers:
                 task.cancel()
@@ -155,6 +159,7 @@ class _Runner:
                 async for number, (trial, judge_calls) in results:
                     plan = units[number][0]
                     self.judge_calls += judge_calls
+                    _redact_trial(trial, self.options.redactor)
                     if self.spool is not None:
                         self.hold(plan, trial)
                     if not self.options.keep_traces:
@@ -171,7 +176,7 @@ class _Runner:
         self.progress.trial_done(plan.case, trial)
         plan.remaining -= 1
         if plan.remaining == 0:
-            plan.result = _case_result(plan, interrupted=False)
+            plan.result = _case_result(plan, interrupted=False, redactor=self.options.redactor)
             if self.spool is not None:
                 self.write_block(plan, plan.result)
             self.progress.case_done(plan.result)
@@ -207,12 +212,11 @@ class _Runner:
             started = time.perf_counter()
             checking = _Checking()
             try:
+                attempt = _contained(self.attempt(plan, index, checking))
                 if config.timeout is None:
-                    trial, infra = await self.attempt(plan, index, checking)
+                    trial, infra = await attempt
                 else:
-                    trial, infra = await asyncio.wait_for(
-                        self.attempt(plan, index, checking), config.timeout
-                    )
+                    trial, infra = await asyncio.wait_for(attempt, config.timeout)
             except asyncio.TimeoutError:
                 assert config.timeout is not None
                 if checking.check is not None:  # a check of yours was running: it fails
@@ -229,12 +233,19 @@ class _Runner:
                     message = f"the trial took longer than its timeout ({config.timeout:g} s)"
                     trial = TrialResult(index, "error", error=message, error_type="TrialTimeout")
                     infra = _Infra("TrialTimeout", message, retryable=False)
+            except _Exited as escaped:
+                if isinstance(escaped.error, KeyboardInterrupt):
+                    self.interrupted = True  # as Ctrl-C: the reports hold what finished
+                    self.stop()
+                    raise asyncio.CancelledError from None
+                trial, infra = _escaped_trial(index, escaped.error), None
             trial.attempts = attempts
             if not trial.duration_ms:
                 trial.duration_ms = (time.perf_counter() - started) * 1000
             if infra is not None and infra.retryable and attempts <= config.retries:
                 await asyncio.sleep(self.backoff(attempts, infra.retry_after))
                 continue
+            _redact_trial(trial, self.options.redactor)
             if self.spool is not None:
                 self.hold(plan, trial)
             keep = self.options.keep_traces or (
@@ -416,19 +427,23 @@ class _Runner:
         model = _LimitedModel(plan.judge_slot)
         outcomes = await asyncio.gather(
             *(
-                judge(
-                    model,
-                    criterion,
-                    record,
-                    case.metadata,
-                    cache=self.cache,
-                    inconclusive=config.judge_inconclusive,
-                    agent=config.judge_sees_agent,
+                _contained(
+                    judge(
+                        model,
+                        criterion,
+                        record,
+                        case.metadata,
+                        cache=self.cache,
+                        inconclusive=config.judge_inconclusive,
+                        agent=config.judge_sees_agent,
+                    )
                 )
                 for criterion in case.judge
             ),
             *(  # judged checks of `expect:` (faithfulness), graded by the same judge
-                check.grade(model, record, case.metadata, self.cache, config.judge_inconclusive)
+                _contained(
+                    check.grade(model, record, case.metadata, self.cache, config.judge_inconclusive)
+                )
                 for check in _graded(case)
                 if check.grade is not None
             ),
@@ -443,7 +458,7 @@ class _Runner:
         global _SPOOL_ENCODER
         if _SPOOL_ENCODER is None:
             _SPOOL_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-        head = _SPOOL_ENCODER.encode(trial.head()).encode()
+        head = utf8(_SPOOL_ENCODER.encode(trial.head()))
         traces = b",".join(_adapter().dump_json(trace) for trace in trial.traces or [])
         line: bytes = head[:-1] + b',"traces":[' + traces + b"]}"
         return line
@@ -458,8 +473,7 @@ class _Runner:
     def write_block(self, plan: _Plan, result: CaseResult) -> None:
         """Write the case's entry of the JSON report (its trials inside) to the spool.
 
-        Each trial's ``spool`` then points at its line inside the entry. A case whose head
-        cannot be encoded is left to the end, where the report writer meets it as before.
+        Each trial's ``spool`` then points at its line inside the entry.
         """
         assert self.spool is not None
         lines = self.lines.pop(id(plan), None)
@@ -468,12 +482,7 @@ class _Runner:
         global _CASE_ENCODER
         if _CASE_ENCODER is None:
             _CASE_ENCODER = json.JSONEncoder(ensure_ascii=False)
-        try:
-            head = _CASE_ENCODER.encode(result.head())[:-1].encode() + b', "trials": ['
-        except UnicodeEncodeError:
-            self.lines[id(plan)] = lines
-            self.write_lines(plan)
-            return
+        head = utf8(_CASE_ENCODER.encode(result.head())[:-1]) + b', "trials": ['
         offset = self.spool.tell()
         parts = [head]
         position = offset + len(head)
@@ -486,16 +495,39 @@ class _Runner:
             position += len(separator) + len(line)
         parts.append(b"]}")
         block = b"".join(parts)
-        self.spool.write(block)
-        self.blocks[id(result)] = (offset, len(block))
+        if self.spooled(block):
+            self.blocks[id(result)] = (offset, len(block))
 
     def write_lines(self, plan: _Plan) -> None:
         """Write the held lines of a case that was not decided (the run stopped early)."""
         assert self.spool is not None
         for trial, line in zip(plan.results, self.lines.pop(id(plan), ()), strict=False):
-            if trial is not None and line is not None:
+            if trial is not None and line is not None and self.spool is not None:
                 trial.spool = (self.spool.tell(), len(line))
-                self.spool.write(line + b"\n")
+                if not self.spooled(line + b"\n"):
+                    return
+
+    def spooled(self, data: bytes) -> bool:
+        """Write to the spool; whether it could.
+
+        When the spool cannot grow (a full disk, a file-size limit), the run goes on and
+        the reports are written without the traces of the trials.
+        """
+        assert self.spool is not None
+        try:
+            self.spool.write(data)
+        except OSError as exc:
+            self.spool_error = f"traces left out of the reports: {exc.strerror or exc}"
+            for plan in self.plans:
+                for trial in plan.results:
+                    if trial is not None:
+                        trial.spool = None
+            self.blocks.clear()
+            with contextlib.suppress(OSError):  # (what it still holds cannot be written)
+                self.spool.close()
+            self.spool = None
+            return False
+        return True
 
     def write_pending(self) -> None:
         """Write every line still held, so each finished trial is in the spool."""
@@ -545,6 +577,25 @@ def _lost_trial(unit: tuple[_Plan, int], error: BaseException) -> tuple[TrialRes
     return TrialResult(unit[1], "error", error=message, error_type="WorkerLost"), 0
 
 
+def _escaped_trial(index: int, error: BaseException) -> TrialResult:
+    """The failed trial of user code that raised ``SystemExit`` or another BaseException.
+
+    The user's code never decides the exit code: the case fails, like any bug of the user's.
+    """
+    from toolproof._tracebacks import user_location
+
+    where = user_location(error)
+    message = (
+        f"your code raised {type(error).__name__}({', '.join(map(repr, error.args))})"
+        + (f" ({where})" if where else "")
+        + "; it fails the trial (toolproof decides the exit code)"
+    )
+    trial = TrialResult(index, "fail", [CheckResult("your_code", "fail", message)], message)
+    trial.error_type = type(error).__name__
+    trial.traceback = _user_traceback(error)
+    return trial
+
+
 def _user_traceback(exc: BaseException) -> str | None:
     """The traceback of the user's frames (for ``--traceback`` and pytest), if any."""
     from toolproof._tracebacks import format_user_traceback, user_location
@@ -592,8 +643,48 @@ def _completion(
     return [CheckResult("completed", "pass", "every turn ended with a final answer")]
 
 
-def _case_result(plan: _Plan, *, interrupted: bool) -> CaseResult:
-    case = plan.case
+def _report_redactor(redactor: Any) -> Any:
+    from toolproof.replay._redact import Redactor
+
+    return Redactor() if redactor is None else redactor
+
+
+def _redact_trial(trial: TrialResult, redactor: Any) -> None:
+    """Redact what a trial's reports hold: its traces, error, traceback and check reasons.
+
+    One walk over all of them, so a value found under a sensitive field of a trace (a
+    ``user_id`` argument) is also removed from a check's reason that quotes it.
+    """
+    if redactor is None or not redactor.enabled:
+        return
+    from toolproof._trace import Trace
+
+    traces = [trace.to_dict() for trace in trial.traces or ()]
+    texts = [trial.error, trial.traceback, *(check.reason for check in trial.checks)]
+    *clean, extra = redactor.redact_many([*traces, {"metadata": {"texts": texts}}])
+    if trial.traces:
+        trial.traces = [Trace.from_dict(data) for data in clean]
+    error, traceback, *reasons = extra["metadata"]["texts"]
+    trial.error, trial.traceback = error, traceback
+    for check, reason in zip(trial.checks, reasons, strict=True):
+        check.reason = reason
+
+
+def _redacted_case(case: Case, redactor: Any) -> Case:
+    """The case as its reports show it: name, description and tags redacted."""
+    if redactor is None or not redactor.enabled:
+        return case
+    texts = [case.name, case.description, *case.tags]
+    name, description, *tags = redactor.redact_value(texts)
+    if [name, description, *tags] == texts:
+        return case
+    import dataclasses
+
+    return dataclasses.replace(case, name=name, description=description, tags=tags)
+
+
+def _case_result(plan: _Plan, *, interrupted: bool, redactor: Any = None) -> CaseResult:
+    case = _redacted_case(plan.case, redactor)
     trials = [t for t in plan.results if t is not None]
     passes = sum(1 for t in trials if t.status == "pass")
     failures = sum(1 for t in trials if t.status == "fail")
@@ -659,6 +750,7 @@ async def evaluate_async(
     keep_failed_traces: bool = False,
     exitfirst: bool = False,
     executor: str | Executor | None = None,
+    redactor: Any = None,
 ) -> EvalReport:
     """Run eval suites and return the report (the engine of ``toolproof run``).
 
@@ -691,6 +783,10 @@ async def evaluate_async(
         executor: Where trials run: ``"local"`` (this process, the default), ``"ray"`` (a
             local Ray cluster) or ``"ray:ADDRESS"``, or an executor object. On Ray the
             response cache is not used and rate limits apply per worker.
+        redactor: When the run writes reports, what they hold is redacted first (each
+            trial's traces, errors and check reasons; case names, descriptions and tags),
+            and so is the report returned: a ``toolproof.replay.Redactor``, by default
+            toolproof's default rules; ``Redactor.none()`` keeps everything.
 
     Returns:
         The report; ``report.exit_code`` is what ``toolproof run`` exits with.
@@ -699,7 +795,8 @@ async def evaluate_async(
         ConfigError: A suite is invalid (nothing was run).
         MissingAPIKey: A case's model or judge model needs a key that is not set (nothing
             was run).
-        UserError: Bad options, found before anything runs: no model for a case, a filter
+        UserError: Bad options, found before anything runs: a report path that cannot be
+            written (a folder, a read-only file), no model for a case, a filter
             matching nothing, an unknown model provider, real model requests switched off,
             or an agent factory that fails when built with the case's model and tools.
         asyncio.CancelledError: The run was cancelled (Ctrl-C); the reports were written
@@ -717,6 +814,9 @@ async def evaluate_async(
         *(r for r in reports if isinstance(r, ReportSpec)),
         *parse_report_specs([r for r in reports if isinstance(r, str)]),
     ]
+    for spec in specs:  # a report that cannot be written is found before anything runs
+        if not spec.to_stdout:
+            check_output(spec.path)
     loaded = _as_suites(suites)
     selected = select_cases(loaded, cases=cases, tags=tags)
     started_at = _now()
@@ -738,11 +838,13 @@ async def evaluate_async(
         response_cache = ResponseCache(Path(cache_dir))
     # Trials (with their traces) stream to this file for the reports (the JSON report holds
     # every trace; JUnit and Markdown show the transcripts of failing trials).
-    spool = (
-        tempfile.TemporaryFile(prefix="toolproof-trials-")  # noqa: SIM115 - closed below
-        if specs
-        else None
-    )
+    spool: IO[bytes] | None = None
+    spool_error = None
+    if specs:
+        try:
+            spool = tempfile.TemporaryFile(prefix="toolproof-trials-")  # noqa: SIM115 - closed below
+        except OSError as exc:  # (a full disk: the reports go without the traces)
+            spool_error = f"traces left out of the reports: {exc.strerror or exc}"
     runner = _Runner(
         plans,
         _Options(
@@ -752,11 +854,13 @@ async def evaluate_async(
             exitfirst=exitfirst,
             retry_backoff=retry_backoff,
             executor=None if isinstance(runs_on, LocalExecutor) else runs_on,
+            redactor=_report_redactor(redactor) if specs else None,
         ),
         cache=response_cache,
         progress=progress or NullProgress(),
         spool=spool,
     )
+    runner.spool_error = spool_error
     cancelled = False
     crash: Exception | None = None
     try:
@@ -771,7 +875,7 @@ async def evaluate_async(
         runner.write_pending()
         for plan in plans:
             if plan.result is None:
-                plan.result = _case_result(plan, interrupted=True)
+                plan.result = _case_result(plan, interrupted=True, redactor=runner.options.redactor)
         report = EvalReport(
             [p.result for p in plans if p.result is not None],
             started_at=started_at,
@@ -784,7 +888,9 @@ async def evaluate_async(
         if specs:
             from toolproof.evals._report import write_reports
 
-            write_reports(report, specs, spool, runner.blocks)
+            report.unwritten = write_reports(report, specs, runner.spool, runner.blocks)
+            if runner.spool_error is not None:
+                report.unwritten.insert(0, runner.spool_error)
         if crash is not None:
             raise crash
     finally:
@@ -796,6 +902,8 @@ async def evaluate_async(
             if slot.owned:
                 with contextlib.suppress(Exception):  # closing is best effort
                     await slot.model.aclose()
+    if runner.interrupted and not partial_on_cancel:
+        raise KeyboardInterrupt  # (the user's code raised it; the reports are written)
     if cancelled and not partial_on_cancel:
         raise asyncio.CancelledError
     return report

@@ -138,6 +138,20 @@ def export_trace(
     if trace.tags:
         root_attributes["toolproof.tags"] = list(trace.tags)
     if capture_content:
+        if trace.tools:
+            root_attributes["gen_ai.tool.definitions"] = _dumps(
+                [
+                    {
+                        "type": "function",
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters,
+                    }
+                    for t in trace.tools
+                ]
+            )
+        if trace.metadata:
+            root_attributes["toolproof.metadata"] = _dumps(trace.metadata)
         root_attributes["gen_ai.input.messages"] = _dumps(
             [_parts(m) for m in [*trace.history, Message.user(trace.input)]]
         )
@@ -649,7 +663,9 @@ def _trace(trace_id: str, spans: list[tuple[dict[str, Any], dict[str, Any]]]) ->
         steps=steps,
         usage=usage,
         duration_ms=max(finish - begin, 0) / 1e6,
-        metadata={"otel": {"trace_id": trace_id}},
+        metadata={**_metadata(root_attrs), "otel": {"trace_id": trace_id}},
+        tools=_tools(root_attrs),
+        tags=[str(t) for t in root_attrs.get("toolproof.tags") or () if isinstance(t, str)],
     )
     if error_span is not None:
         trace.stop_reason = "error"
@@ -728,6 +744,26 @@ def _attach_tool_spans(
             step.tool_results.append(result)
         order = {c.id: i for i, c in enumerate(step.response.tool_calls)}
         step.tool_results.sort(key=lambda r: order.get(r.call_id, 0))
+
+
+def _metadata(attributes: dict[str, Any]) -> dict[str, Any]:
+    """The trace's metadata as exported (``toolproof.metadata``, with content)."""
+    value = _json_attr(attributes.get("toolproof.metadata"))
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _tools(attributes: dict[str, Any]) -> list[Any]:
+    """The tools offered, from ``gen_ai.tool.definitions`` (exported with content)."""
+    from toolproof.errors import UserError
+    from toolproof.replay._import import load_tool_infos
+
+    value = _json_attr(attributes.get("gen_ai.tool.definitions"))
+    if not isinstance(value, list):
+        return []
+    try:
+        return load_tool_infos(value)
+    except UserError:  # (definitions of another shape: the trace keeps none)
+        return []
 
 
 def import_otlp_json(

@@ -33,7 +33,7 @@ from toolproof._messages import (
     ModelSettings,
     ToolDefinition,
 )
-from toolproof._text import clip
+from toolproof._text import clip, mask_urls
 from toolproof._version import __version__
 from toolproof.errors import (
     MissingAPIKey,
@@ -136,7 +136,8 @@ class OpenAIChatModel(Model):
         if not base.startswith(("http://", "https://")):
             where = f" (from {base_url_env})" if base_url_env else ""
             raise UserError(
-                f"base URL {base_url!r}{where} must start with http:// or https://, "
+                f"base URL {mask_urls(repr(base_url))}{where} must start with "
+                "http:// or https://, "
                 "for example https://api.openai.com/v1"
             )
         if max_tokens_field not in ("max_tokens", "max_completion_tokens"):
@@ -160,6 +161,8 @@ class OpenAIChatModel(Model):
         self.model = model
         self.base_url = base
         self.url = base + "/chat/completions"
+        #: ``url`` as messages show it (a password or secret parameter in it masked).
+        self.shown_url = mask_urls(self.url)
         self.api_key_env = api_key_env
         self.base_url_env = base_url_env
         self.stream = stream
@@ -445,8 +448,8 @@ class OpenAIChatModel(Model):
                 await _drain(response)
         elif stream.finish_reason is None:
             raise ModelConnectionError(
-                f"{self.name}: the response stream from {self.url} ended before the answer was "
-                "complete (no finish_reason and no [DONE])"
+                f"{self.name}: the response stream from {self.shown_url} ended before the "
+                "answer was complete (no finish_reason and no [DONE])"
             )
         return stream.result(self, messages)
 
@@ -462,7 +465,7 @@ class OpenAIChatModel(Model):
             return json.loads(raw)
         except (ValueError, RecursionError):
             raise UnexpectedModelOutput(
-                f"{self.name}: the response from {self.url} is not valid JSON: "
+                f"{self.name}: the response from {self.shown_url} is not valid JSON: "
                 f"{clip(raw.decode('utf-8', 'replace'), 200, flatten=False)!r}",
                 body=raw.decode("utf-8", "replace"),
             ) from None
@@ -476,7 +479,7 @@ class OpenAIChatModel(Model):
             data = self._decode_slowly(raw)
         if not isinstance(data, dict):
             raise UnexpectedModelOutput(
-                f"{self.name}: the response from {self.url} is not a JSON object: "
+                f"{self.name}: the response from {self.shown_url} is not a JSON object: "
                 f"{clip(raw.decode('utf-8', 'replace'), 200, flatten=False)!r}",
                 body=raw.decode("utf-8", "replace"),
             )
@@ -485,7 +488,7 @@ class OpenAIChatModel(Model):
             detail = _error_text(data.get("error")) if data.get("error") else None
             why = f"it reports an error: {detail}" if detail else "it has no choices"
             raise UnexpectedModelOutput(
-                f"{self.name}: cannot use the response from {self.url}: {why}",
+                f"{self.name}: cannot use the response from {self.shown_url}: {why}",
                 body=raw.decode("utf-8", "replace"),
             )
         choice = choices[0]
@@ -558,7 +561,7 @@ class OpenAIChatModel(Model):
         facts = f" ({facts})" if facts else ""
         status_text = f"HTTP {status}{f' {reason}' if reason else ''}"
         message = (
-            f"{self.name}: {status_text} from {self.url}{quoted}{extra}{facts}. "
+            f"{self.name}: {status_text} from {self.shown_url}{quoted}{extra}{facts}. "
             f"{self._advice(status, provider_message or '', code)}"
         )
         return ModelHTTPError(
@@ -583,7 +586,7 @@ class OpenAIChatModel(Model):
             return f"Check that {key} may use model {self.model!r} (permissions, region, billing)"
         if status == 404:
             return (
-                f"Check the model name {self.model!r} and the base URL {self.base_url} "
+                f"Check the model name {self.model!r} and the base URL {mask_urls(self.base_url)} "
                 "(requests go to <base URL>/chat/completions)"
             )
         if status == 429:
@@ -617,13 +620,14 @@ class OpenAIChatModel(Model):
     def _stalled_error(self, exc: Any) -> ModelConnectionError:
         if exc.kind == "progress":
             text = (
-                f"no answer from {self.url} for {exc.seconds:g} s: the server sent nothing, or "
+                f"no answer from {self.shown_url} for {exc.seconds:g} s: the server sent "
+                "nothing, or "
                 "only keep-alives (progress timeout); raise it with "
                 "timeout=Timeout(progress=...) for slow models"
             )
         else:
             text = (
-                f"the request to {self.url} took longer than the total timeout "
+                f"the request to {self.shown_url} took longer than the total timeout "
                 f"({exc.seconds:g} s), keep-alives included; raise it with "
                 "timeout=Timeout(total=...)"
             )
@@ -637,31 +641,36 @@ class OpenAIChatModel(Model):
         where = f" (from {self.base_url_env})" if self.base_url_env else ""
         if isinstance(exc, aiohttp.ConnectionTimeoutError):
             text = (
-                f"could not connect to {self.url} within {self.timeout.connect:g} s; check the "
+                f"could not connect to {self.shown_url} within {self.timeout.connect:g} s; "
+                "check the "
                 f"base URL{where} and the network"
             )
         elif isinstance(exc, aiohttp.SocketTimeoutError):
             text = (
-                f"no response from {self.url} within the read timeout "
+                f"no response from {self.shown_url} within the read timeout "
                 f"({self.timeout.read:g} s); raise it with timeout=Timeout(read=...)"
             )
         elif isinstance(exc, asyncio.TimeoutError):
             text = (
-                f"the request to {self.url} took longer than the total timeout "
+                f"the request to {self.shown_url} took longer than the total timeout "
                 f"({self.timeout.total} s)"
             )
         elif isinstance(exc, aiohttp.ClientConnectorError):
             reason = exc.os_error.strerror or str(exc.os_error) or type(exc.os_error).__name__
             text = (
-                f"could not connect to {self.url}: {reason}. Check the base URL{where} and that "
+                f"could not connect to {self.shown_url}: {reason}. Check the base "
+                f"URL{where} and that "
                 "the server is running"
             )
         elif isinstance(exc, aiohttp.ServerDisconnectedError):
-            text = f"{self.url} closed the connection before answering"
+            text = f"{self.shown_url} closed the connection before answering"
         elif isinstance(exc, aiohttp.ClientPayloadError):
-            text = f"the response from {self.url} was cut off: {exc}"
+            text = f"the response from {self.shown_url} was cut off: {mask_urls(str(exc))}"
         else:
-            text = f"the request to {self.url} failed: {type(exc).__name__}: {exc}"
+            text = (
+                f"the request to {self.shown_url} failed: {type(exc).__name__}: "
+                f"{mask_urls(str(exc))}"
+            )
         return ModelConnectionError(f"{self.name}: {text}")
 
 

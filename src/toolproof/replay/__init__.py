@@ -15,14 +15,54 @@ Example:
     ```
 """
 
-from toolproof.replay._grading import Finding, SampleResult
-from toolproof.replay._recorder import Recorder
-from toolproof.replay._redact import FieldRule, PatternRule, Redactor
-from toolproof.replay._replay import ReplayModel, areplay, mock_from_trace, replay
-from toolproof.replay._report import ReplayReport
-from toolproof.replay._rules import Aging, ReplayRules
-from toolproof.replay._schema_check import SchemaRejections, count_schema_rejections
-from toolproof.replay._store import TraceFilter, TraceStore
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from toolproof.replay._grading import Finding, SampleResult
+    from toolproof.replay._recorder import Recorder
+    from toolproof.replay._redact import FieldRule, PatternRule, Redactor
+    from toolproof.replay._replay import ReplayModel, areplay, mock_from_trace, replay
+    from toolproof.replay._report import ReplayReport
+    from toolproof.replay._rules import Aging, ReplayRules
+    from toolproof.replay._schema_check import SchemaRejections, count_schema_rejections
+    from toolproof.replay._store import TraceFilter, TraceStore
+
+# Each name is bound from its module on first use: a command that only redacts (the
+# reports of ``toolproof run``) does not load the store, SQLite or the replay engine.
+_HOMES = {
+    "Finding": "_grading",
+    "SampleResult": "_grading",
+    "Recorder": "_recorder",
+    "FieldRule": "_redact",
+    "PatternRule": "_redact",
+    "Redactor": "_redact",
+    "ReplayModel": "_replay",
+    "areplay": "_replay",
+    "mock_from_trace": "_replay",
+    "replay": "_replay",
+    "ReplayReport": "_report",
+    "Aging": "_rules",
+    "ReplayRules": "_rules",
+    "SchemaRejections": "_schema_check",
+    "count_schema_rejections": "_schema_check",
+    "TraceFilter": "_store",
+    "TraceStore": "_store",
+}
+
+
+def __getattr__(name: str) -> object:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = [
     "Aging",

@@ -60,11 +60,12 @@ def load_tool_infos(source: str | Path | Sequence[Mapping[str, Any]]) -> list[To
     if isinstance(source, (str, Path)):
         path = Path(source)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise UserError(f"cannot read tool schemas {path}: {exc.strerror}") from exc
-        except ValueError as exc:
-            raise UserError(f"{path}: invalid JSON ({exc})") from exc
+        except UnicodeDecodeError as exc:
+            raise UserError(f"{path} is not UTF-8 text ({exc.reason})") from exc
+        data = _loads(text, str(path))
         where = str(path)
     else:
         data, where = source, "tools"
@@ -82,7 +83,13 @@ def load_tool_infos(source: str | Path | Sequence[Mapping[str, Any]]) -> list[To
             )
         name = spec["name"]
         description = str(spec.get("description") or "")
-        parameters = dict(spec.get("parameters") or {"type": "object", "properties": {}})
+        parameters = spec.get("parameters") or {"type": "object", "properties": {}}
+        if not isinstance(parameters, Mapping):
+            raise UserError(
+                f"{where}[{index}].parameters: expected a JSON Schema object, got "
+                f"{type(parameters).__name__}"
+            )
+        parameters = dict(parameters)
         schema_hash = stable_hash(
             {"name": name, "description": description, "parameters": parameters}
         )
@@ -227,15 +234,19 @@ def _message(data: Any, where: str) -> Message:
     elif content is not None and not isinstance(content, str):
         content = json.dumps(content, ensure_ascii=False)
     calls = []
-    for index, raw in enumerate(data.get("tool_calls") or ()):
+    listed = data.get("tool_calls") or ()
+    if not isinstance(listed, (list, tuple)):
+        raise UserError(f"{where}.tool_calls: expected a list, got {type(listed).__name__}")
+    for index, raw in enumerate(listed):
         function = raw.get("function") if isinstance(raw, Mapping) else None
         if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
             raise UserError(
                 f"{where}.tool_calls[{index}]: expected {{'function': {{'name': ...}}}}"
             )
         arguments = function.get("arguments")
-        if isinstance(arguments, Mapping):
-            arguments = json.dumps(arguments, ensure_ascii=False)
+        if arguments is not None and not isinstance(arguments, str):
+            # (an object as JSON text; anything else is kept as the malformed call it is)
+            arguments = json.dumps(arguments, ensure_ascii=False, default=str)
         calls.append(
             ToolCall.from_json_arguments(function["name"], arguments, str(raw.get("id") or ""))
         )
@@ -314,10 +325,7 @@ def _records(text: str, path: Path) -> Iterator[tuple[int, Any]]:
     if not stripped:
         return
     if stripped.startswith("["):
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise UserError(f"{path}: invalid JSON ({exc})") from None
+        data = _loads(text, str(path))
         if data and all(isinstance(m, Mapping) and "role" in m for m in data):
             yield 0, data  # one conversation given as a bare message list
             return
@@ -329,15 +337,19 @@ def _records(text: str, path: Path) -> Iterator[tuple[int, Any]]:
         for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
-            try:
-                yield number, json.loads(line)
-            except ValueError as exc:
-                raise UserError(f"{path}:{number}: invalid JSON ({exc})") from None
+            yield number, _loads(line, f"{path}:{number}")
         return
+    yield 0, _loads(text, str(path))
+
+
+def _loads(text: str, where: str) -> Any:
+    """JSON text; anything Python's parser refuses (nesting too deep included) is one error."""
     try:
-        yield 0, json.loads(text)
+        return json.loads(text)
     except ValueError as exc:
-        raise UserError(f"{path}: invalid JSON ({exc})") from None
+        raise UserError(f"{where}: invalid JSON ({exc})") from None
+    except RecursionError:
+        raise UserError(f"{where}: invalid JSON (nested too deeply)") from None
 
 
 def _kind(record: Any) -> Literal["toolproof", "openai"]:

@@ -18,14 +18,12 @@ cannot be decoded. What differs is small and lives here or in the dialect:
 from __future__ import annotations
 
 import contextlib
-import re
 import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from toolproof.errors import UserError
 from toolproof.replay._store import _TRACE_COLUMNS as _COLUMNS
@@ -123,15 +121,9 @@ def _texts(params: Sequence[Any]) -> list[Any]:
 
 def mask_url(url: str) -> str:
     """The URL with its password replaced by ``***`` (for messages and reports)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return re.sub(r"//([^:/@]*):[^@/]*@", r"//\1:***@", url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)
-    user = netloc[0].split(":", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+    from toolproof._text import mask_urls
+
+    return mask_urls(url)
 
 
 def _psycopg() -> Any:

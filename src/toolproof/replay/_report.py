@@ -329,7 +329,7 @@ class ReplayReport:
                     parts += [
                         "",
                         md_details(
-                            f"{md_escape(sample.trace_id[:12])}: transcript of the new run",
+                            f"{sample.trace_id[:12]}: transcript of the new run",
                             md_pre(clip(transcript, 4000, flatten=False)),
                         ),
                     ]

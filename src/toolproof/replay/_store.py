@@ -34,6 +34,7 @@ id, and record it in ``TraceStore.skipped``; ``get`` of that id raises a
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import operator
 import os
@@ -441,7 +442,7 @@ class TraceStore:
 
         One statement per table, in one transaction (``toolproof traces prune`` uses this).
         """
-        where, params = filter.where(dialect=self._dialect)
+        where, params = self._where(filter)
         chosen = f"SELECT t.id FROM traces t WHERE {where}"
         with self._transaction():
             self._exec(f"DELETE FROM trace_tags WHERE trace_id IN ({chosen})", params)
@@ -456,7 +457,7 @@ class TraceStore:
 
     def count(self, filter: TraceFilter | None = None) -> int:
         """How many stored traces match ``filter`` (its ``limit`` is ignored)."""
-        where, params = (filter or TraceFilter()).where(dialect=self._dialect)
+        where, params = self._where(filter or TraceFilter())
         with self._lock:
             row = self._exec(f"SELECT COUNT(*) FROM traces t WHERE {where}", params).fetchone()
         return int(row[0])
@@ -481,6 +482,35 @@ class TraceStore:
         found, payload, version = self._payload(trace_id)
         _decode(payload, version, found)
         return _text(payload)
+
+    def _where(self, filter: TraceFilter) -> tuple[str, list[Any]]:
+        """``filter``'s SQL, its ids resolved: a unique prefix stands for its id.
+
+        Raises:
+            UserError: A prefix starts several ids (the message lists some of them).
+        """
+        if filter.ids:
+            filter = dataclasses.replace(filter, ids=[self._full_id(i) for i in filter.ids])
+        return filter.where(dialect=self._dialect)
+
+    def _full_id(self, text: str) -> str:
+        """The id ``text`` names: itself, or the one id it is a prefix of (else itself)."""
+        prefix, param = self._dialect.prefix("id", text)
+        with self._lock:
+            rows = self._exec(
+                "SELECT id FROM traces WHERE id = ? UNION ALL SELECT id FROM traces "
+                f"WHERE {prefix} AND id != ? LIMIT 6",
+                (text, param, text),
+            ).fetchall()
+        found = [str(row[0]) for row in rows]
+        if text in found or not found:
+            return text
+        if len(found) > 1:
+            shown = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
+            raise UserError(
+                f"trace id prefix {text!r} is ambiguous: it starts {shown}; give more of it"
+            )
+        return found[0]
 
     def _payload(self, trace_id: str) -> tuple[str, Any, int]:
         prefix, param = self._dialect.prefix("id", trace_id)
@@ -523,7 +553,7 @@ class TraceStore:
                 (``prune`` uses this to delete them).
         """
         filter = filter or TraceFilter()
-        where, params = filter.where(dialect=self._dialect)
+        where, params = self._where(filter)
         order = "DESC" if newest_first else "ASC"
         limit = f" LIMIT {int(filter.limit)}" if filter.limit else ""
         extra = ", payload, format_version, tool_set" if check else ""
@@ -627,7 +657,7 @@ class TraceStore:
     ) -> Iterator[tuple[str, float, Any, int, str | None]]:
         """``(id, ts, payload, format_version, tool_set)``: payloads as stored."""
         filter = filter or TraceFilter()
-        where, params = filter.where(dialect=self._dialect)
+        where, params = self._where(filter)
         order = "DESC" if newest_first else "ASC"
         limit = f" LIMIT {int(filter.limit)}" if filter.limit else ""
         yield from self._stream(

@@ -105,9 +105,11 @@ def assert_schema_snapshot(
     current_text = dump_snapshot(current)
     path = Path(path)
     if update:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if not path.exists() or path.read_text(encoding="utf-8") != current_text:
-            path.write_text(current_text, encoding="utf-8")
+        from toolproof._reporting import open_output
+
+        if not path.is_file() or path.read_text(encoding="utf-8") != current_text:
+            with open_output(path) as out:
+                out.write(current_text)
         return
     accept = (
         "If the change is intended, run pytest with --toolproof-update-snapshots (or "

@@ -31,6 +31,11 @@ def _args_text(args: Any) -> str:
     return json.dumps(args, ensure_ascii=False, sort_keys=True, default=str)
 
 
+def _shown(value: Any) -> str:
+    """A whole value as text: a text as written, not as the JSON string that holds it."""
+    return value if isinstance(value, str) else _args_text(value)
+
+
 def calls_diff(
     recorded: list[dict[str, Any]], new: list[dict[str, Any]]
 ) -> list[tuple[str, Any, Any]]:
@@ -52,7 +57,7 @@ def calls_diff(
 
 def _args_html(args: Any, other: Any, side: str) -> str:
     if not isinstance(args, dict):
-        return f"<code>{e(_args_text(args))}</code>"
+        return f"<code>{e(_shown(args))}</code>"
     other = other if isinstance(other, dict) else {}
     items = []
     for key, value in args.items():
@@ -94,7 +99,7 @@ def word_diff(a: str, b: str) -> tuple[str, str]:
     return " ".join(left), " ".join(right)
 
 
-def _side_by_side(result: dict[str, Any]) -> str:
+def _side_by_side(result: dict[str, Any], mode: Any) -> str:
     recorded, new = result.get("recorded_trace"), result.get("new_trace")
     parts = []
     if recorded or new:
@@ -106,18 +111,21 @@ def _side_by_side(result: dict[str, Any]) -> str:
             "added": "added",
             "recorded": "recorded",
         }
+        tools_mode = mode == "tools"
         pairs = (
-            calls_diff(_calls(recorded), _calls(new))
-            if new
-            else [("recorded", call, None) for call in _calls(recorded)]
+            [("recorded", call, None) for call in _calls(recorded)]
+            if tools_mode
+            else calls_diff(_calls(recorded), _calls(new))
         )
         for kind, a, b in pairs:
             rows.append(
                 f'<tr class="d-{kind}"><th scope="row">{e(labels[kind])}</th>'
                 f"{_call_cell(a, b, 'del')}{_call_cell(b, a, 'ins')}</tr>"
             )
-        if not new:
+        if tools_mode:
             caption = "recorded calls (tools mode replays these calls; there is no new model run)"
+        elif not new:
+            caption = "tool calls: recorded run (the new run was not kept)"
         else:
             caption = "tool calls: recorded run and new run"
         parts.append(
@@ -148,8 +156,8 @@ def _findings(result: dict[str, Any]) -> str:
             f"<tr><td>{_badge(str(f.get('grade')))}</td><td><code>{e(f.get('check'))}</code>"
             f"{(' · ' + e(f.get('tool'))) if f.get('tool') else ''}</td>"
             f"<td>{e(f.get('message'))}</td>"
-            f"<td><code>{e('—' if rec is None else _args_text(rec))}</code></td>"
-            f"<td><code>{e('—' if new is None else _args_text(new))}</code></td></tr>"
+            f"<td><code>{e('—' if rec is None else _shown(rec))}</code></td>"
+            f"<td><code>{e('—' if new is None else _shown(new))}</code></td></tr>"
         )
     if not rows:
         return '<p class="muted">no findings</p>'
@@ -230,7 +238,7 @@ def render_replay(data: dict[str, Any], *, nav: str = "") -> str:
         enumerate(samples), key=lambda item: order.get(str(item[1].get("grade")), 4)
     ):
         grade = str(result.get("grade"))
-        diff = _side_by_side(result) if grade in ("warn", "fail") else ""
+        diff = _side_by_side(result, data.get("mode")) if grade in ("warn", "fail") else ""
         notes = "".join(f"<li>{e(x)}</li>" for x in result.get("notes") or [])
         search = f"{result.get('trace_id', '')} {result.get('input', '')}".lower()
         first = (result.get("findings") or [{}])[0].get("message", "")
