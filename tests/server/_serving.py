@@ -14,10 +14,10 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 @contextmanager
-def serving(*args: str, cwd: Path, stop: int = signal.SIGINT) -> Iterator[str]:
-    """``toolproof serve ARGS --port 0``; yields its ``/v1`` base URL, stops it with ``stop``.
+def serve_process(*args: str, cwd: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """``toolproof serve ARGS --port 0`` running; yields its ``/v1`` base URL and the process.
 
-    A stop that does not end the process cleanly (exit status 0) fails the test.
+    The process (and anything it started) is killed on the way out unless it has stopped.
     """
     env = dict(os.environ, PYTHONPATH=str(SRC), PYTHONUNBUFFERED="1")
     process = subprocess.Popen(
@@ -27,19 +27,33 @@ def serving(*args: str, cwd: Path, stop: int = signal.SIGINT) -> Iterator[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,
     )
     try:
-        assert process.stdout is not None
+        assert process.stdout is not None and process.stderr is not None
         line = process.stdout.readline()
         if not line:
-            raise AssertionError(f"toolproof serve did not start: {process.stderr.read()}")  # type: ignore[union-attr]
-        yield line.rsplit(" ", 1)[-1].strip()
+            raise AssertionError(f"toolproof serve did not start: {process.stderr.read()}")
+        yield line.rsplit(" ", 1)[-1].strip(), process
     finally:
-        process.send_signal(stop)
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+
+
+@contextmanager
+def serving(*args: str, cwd: Path, stop: int = signal.SIGINT) -> Iterator[str]:
+    """``toolproof serve ARGS --port 0``; yields its ``/v1`` base URL, stops it with ``stop``.
+
+    A stop that does not end the process cleanly (exit status 0) fails the test.
+    """
+    with serve_process(*args, cwd=cwd) as (url, process):
         try:
-            _, err = process.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.communicate()
-            raise AssertionError("toolproof serve did not stop within 30 s") from None
-        assert process.returncode == 0, f"toolproof serve exited {process.returncode}: {err}"
+            yield url
+        finally:
+            process.send_signal(stop)
+            try:
+                _, err = process.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                raise AssertionError("toolproof serve did not stop within 30 s") from None
+            assert process.returncode == 0, f"toolproof serve exited {process.returncode}: {err}"

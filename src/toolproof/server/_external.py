@@ -216,7 +216,7 @@ def _merge(traces: list[Trace], input: str, model: Any) -> Trace:
     if len(traces) == 1:
         return first
     steps = [s for t in traces for s in t.steps]
-    for index, step in enumerate(steps):
+    for index, step in enumerate(steps, 1):
         step.index = index
     first.steps = steps
     first.usage = sum((t.usage for t in traces[1:]), first.usage)
