@@ -515,10 +515,12 @@ def _model_error(exc: BaseException, chat: ChatRequest) -> web.Response:
     if isinstance(exc, ModelHTTPError):
         status = exc.status if isinstance(exc.status, int) and exc.status >= 400 else 502
         return _error(status, str(exc), "upstream_error")
-    from toolproof.errors import ScriptExhausted
+    from toolproof.errors import ScriptExhausted, UserError
 
     if isinstance(exc, ScriptExhausted):
         return _error(400, str(exc), "toolproof_script_exhausted")
+    if isinstance(exc, UserError):  # a script that does not fit the request (a test's bug)
+        return _error(400, str(exc), "toolproof_script_error")
     return _error(
         502,
         f"the model failed: {type(exc).__name__}: {exc}",

@@ -26,6 +26,8 @@ NOT_USED = "the base URL was not used: does your client read OPENAI_BASE_URL?"
 #: The most an agent may answer: what a ``command`` agent prints on stdout, or the body of
 #: an ``http`` agent's answer. More fails the case naming this limit.
 MAX_OUTPUT = 1024 * 1024
+#: Errors of a scripted model that mean the script does not fit the agent's requests.
+_SCRIPT_ERRORS = ("ScriptExhausted", "UserError")
 #: How much of a program's stderr is kept (its end) to say why it failed.
 _STDERR_TAIL = 64 * 1024
 #: Seconds a program's output pipes may stay open after it exited (a child holding them).
@@ -169,6 +171,9 @@ class ExternalAgent(Agent):
         if self.name:
             trace.metadata.setdefault("agent", self.name)
         trace.tags = list(tags)
+        scripted = [t.error for t in traces if t.error and t.error.type in _SCRIPT_ERRORS]
+        if scripted:  # whatever the program made of it, the script did not fit the agent
+            problem = f"the script does not fit the agent: {scripted[0].message}"
         if problem is None and not traces:
             problem = NOT_USED
         if problem is None and not output:
