@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolproof import Agent, Toolset, tool
+from toolproof import Agent, ToolError, Toolset, tool
+from toolproof.testing import StatefulMock
 
 
 @tool
@@ -14,7 +15,10 @@ def get_price(item: str) -> str:
     Args:
         item: The item.
     """
-    return {"apple": "2", "pear": "3"}.get(item, "unknown item")
+    prices = {"apple": "2", "pear": "3"}
+    if item not in prices:
+        raise ToolError(f"no price for {item}")
+    return prices[item]
 
 
 @tool
@@ -31,3 +35,14 @@ def multiply(a: float, b: float) -> str:
 def build_agent(model: Any, tools: Toolset | None = None) -> Agent:
     """The factory a suite names (``agent: shop_agent:build_agent``)."""
     return Agent(model, [get_price, multiply] if tools is None else tools)
+
+
+class Basket(StatefulMock):
+    """A stateful mock of get_price that remembers what was asked."""
+
+    initial_state = {"asked": []}
+
+    @StatefulMock.handles("get_price")
+    def price(self, item: str) -> str:
+        self.state["asked"].append(item)
+        raise ToolError(f"no price for {item}")

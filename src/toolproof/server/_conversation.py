@@ -20,7 +20,25 @@ from typing import Any
 from toolproof._messages import Message, ModelResponse, ToolDefinition, ToolResult, Usage
 from toolproof._trace import ErrorInfo, RequestSummary, Step, ToolInfo, Trace, stable_hash
 
-__all__ = ["Conversation", "message_key", "transcript_digests"]
+__all__ = ["Conversation", "message_key", "results_unseen", "transcript_digests"]
+
+#: The metadata a wire trace carries: its tool results are the text the agent sent back.
+UNSEEN = {"tool_results": "unseen"}
+
+
+def results_unseen(traces: Sequence[Trace]) -> str | None:
+    """Why the tool results of ``traces`` cannot be checked (``None``: they can).
+
+    A trace read off the wire holds each tool result as the text the agent sent back to
+    the model: whether the tool failed, was mocked, or what it returned is the agent's own
+    business, not on the wire. Checks that need it say so instead of passing.
+    """
+    if any(t.metadata.get("tool_results") == "unseen" and t.tool_calls for t in traces):
+        return (
+            "the agent runs its own tools, and the wire shows only the text it sent back for "
+            "each result (not whether a tool failed or was mocked)"
+        )
+    return None
 
 
 _arguments = json.JSONEncoder(sort_keys=True, default=str).encode
@@ -219,7 +237,7 @@ class Conversation:
             steps=steps,
             usage=usage,
             duration_ms=(time.perf_counter() - self.started) * 1000,
-            metadata={"source": "wire"},
+            metadata={"source": "wire", **UNSEEN},
         )
         last = self.exchanges[-1] if self.exchanges else None
         if last is not None and last.error is not None:

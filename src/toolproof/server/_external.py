@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from toolproof._agent import Agent, Budget, RunResult
 from toolproof._messages import Message, ModelSettings
 from toolproof.errors import AgentRunError, UserError
+from toolproof.server._conversation import UNSEEN
 
 if TYPE_CHECKING:
     from toolproof._trace import Trace
@@ -168,6 +169,7 @@ class ExternalAgent(Agent):
         traces = channel.traces()
         trace = _merge(traces, input, model)
         trace.metadata.update(dict(metadata or {}))
+        trace.metadata.update(UNSEEN)  # (whatever the case's metadata says)
         if self.name:
             trace.metadata.setdefault("agent", self.name)
         trace.tags = list(tags)
