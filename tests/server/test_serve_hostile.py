@@ -104,6 +104,7 @@ _FOREIGN_NAMES = st.one_of(
 )
 
 
+@pytest.mark.timeout(120)
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -128,6 +129,7 @@ _ORIGINS = st.one_of(
 )
 
 
+@pytest.mark.timeout(120)
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -143,6 +145,7 @@ async def test_a_request_from_a_page_of_another_site_never_reaches_the_model(
     assert served.model_requests == 0 and served.recorded == []
 
 
+@pytest.mark.timeout(120)
 async def test_the_same_machine_under_any_of_its_names_is_answered(served: Served) -> None:
     body = json.dumps(BODY).encode()
     for host in (
@@ -162,6 +165,7 @@ async def test_the_same_machine_under_any_of_its_names_is_answered(served: Serve
     assert served.model_requests == 4
 
 
+@pytest.mark.timeout(120)
 async def test_a_server_on_all_addresses_still_refuses_other_sites() -> None:
     server = ToolproofServer(lambda: ScriptedModel(["hello"]), host="0.0.0.0")
     await server.start()
@@ -316,6 +320,7 @@ _BAD_FAULTS = st.one_of(
 )
 
 
+@pytest.mark.timeout(120)
 @settings(
     max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -340,12 +345,14 @@ async def test_a_bad_fault_value_is_a_400_naming_it(
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
+@pytest.mark.timeout(120)
 @pytest.mark.parametrize("fault", ["timeout:inf", "timeout:nan", "429:1e9", "nonsense", "502:3"])
 def test_a_channel_refuses_bad_faults_before_any_request(fault: str) -> None:
     with pytest.raises(UserError, match=re.escape("open_channel(faults=...)")):
         ToolproofServer().open_channel(lambda: ScriptedModel([]), faults=[fault])
 
 
+@pytest.mark.timeout(120)
 async def test_good_fault_values_still_work(served: Served) -> None:
     async with aiohttp.ClientSession() as session:
         async with session.post(served.chat, json=BODY, params={"fault": "429:2.5"}) as reply:
@@ -357,6 +364,7 @@ async def test_good_fault_values_still_work(served: Served) -> None:
 # -- body size --------------------------------------------------------------------------------
 
 
+@pytest.mark.timeout(120)
 async def test_a_body_over_the_limit_is_413_naming_the_limit(served: Served) -> None:
     big = json.dumps(
         {"model": "m", "messages": [{"role": "user", "content": "x" * MAX_REQUEST_BYTES}]}
