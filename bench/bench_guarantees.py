@@ -1,7 +1,7 @@
 """Reliability figures: what was tried against each guarantee, and what got through.
 
 Each ``bench/_guarantee_<area>.py`` module tries to break one promise (mocking, redaction,
-bounded work, durability) and returns rows ``(guarantee, what was tried, result)``. This
+bounded work, durability, the servers toolproof starts) and returns rows ``(guarantee, what was tried, result)``. This
 script runs them all and prints one table, the one ``docs/guarantees.md`` quotes.
 
 Run: ``python bench/bench_guarantees.py`` from the repository root (about a minute), or
@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-AREAS = ("mocking", "redaction", "bounds", "durability")
+AREAS = ("mocking", "redaction", "bounds", "durability", "servers")
 
 
 def main(argv: list[str]) -> int:
