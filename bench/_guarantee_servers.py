@@ -270,7 +270,7 @@ def measure() -> list[tuple[str, str, str]]:
             "`serve` answers only programs on this machine, with bounded work",
             f"{HOSTILE_REQUESTS} generated hostile requests ({shown}: forged Host, another "
             "site's Origin, fault values out of range, 9 MiB bodies)",
-            f"0 reached the model (counted: {reached}); answers {codes}",
+            f"{reached} reached the model; answers {codes}",
         ),
         (
             "a command agent leaves nothing running and sees no secret",
