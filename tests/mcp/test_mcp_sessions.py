@@ -149,3 +149,24 @@ def test_the_command_writes_each_session_when_it_ends(tmp_path: Path) -> None:
     assert [(a.is_error, b.is_error) for a, b in answers] == [(True, False), (True, False)]
     traces = [Trace.from_json(line) for line in trace_file.read_text().splitlines()]
     assert sorted(len(t.tool_calls) for t in traces) == [2, 2]
+
+
+@pytest.mark.timeout(120)
+def test_the_command_warns_when_it_listens_beyond_this_machine() -> None:
+    process = subprocess.Popen(
+        serve_argv("--http", "--host", "0.0.0.0", "--port", "0"),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**child_env(), "PATH": "/usr/bin:/bin"},
+        start_new_session=True,
+    )
+    try:
+        assert process.stderr is not None
+        first = process.stderr.readline()
+        assert "warning: serving on 0.0.0.0, not a loopback address" in first
+        assert "on http://0.0.0.0:" in process.stderr.readline()
+    finally:
+        process.kill()
+        process.communicate()

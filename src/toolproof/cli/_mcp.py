@@ -312,6 +312,14 @@ def run_serve(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port must be between 0 and 65535, got {args.port}")
     toolset, label, real, faults = build_toolset(args)
+    from toolproof.server._local import is_loopback
+
+    if args.http and not is_loopback(args.host):
+        print(
+            f"toolproof mcp: warning: serving on {args.host}, not a loopback address: anyone "
+            "who can reach this machine can call these tools",
+            file=sys.stderr,
+        )
     if args.trace_file:
         path = Path(args.trace_file)
         try:
