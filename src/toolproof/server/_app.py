@@ -441,7 +441,7 @@ class ToolproofServer:
                 response = await conv.model.request(chat.messages, chat.tools, chat.settings)
             except Exception as exc:
                 conv.add(chat.messages, digests, chat.tools, None, started, exc)
-                return _model_error(exc, chat)
+                return _model_error(exc, conv.model)
             if not isinstance(response, ModelResponse):  # a model's bug
                 error = TypeError(f"the model returned {type(response).__name__}")
                 conv.add(chat.messages, digests, chat.tools, None, started, error)
@@ -501,7 +501,7 @@ async def _fault(request: web.Request, name: str, seconds: float | None) -> web.
     return web.Response(status=500)
 
 
-def _model_error(exc: BaseException, chat: ChatRequest) -> web.Response:
+def _model_error(exc: BaseException, model: Any) -> web.Response:
     from toolproof.errors import ModelHTTPError, NoRecording
 
     if isinstance(exc, NoRecording):
@@ -516,11 +516,12 @@ def _model_error(exc: BaseException, chat: ChatRequest) -> web.Response:
         status = exc.status if isinstance(exc.status, int) and exc.status >= 400 else 502
         return _error(status, str(exc), "upstream_error")
     from toolproof.errors import ScriptExhausted, UserError
+    from toolproof.models.fake import ScriptedModel
 
     if isinstance(exc, ScriptExhausted):
         return _error(400, str(exc), "toolproof_script_exhausted")
-    if isinstance(exc, UserError):  # a script that does not fit the request (a test's bug)
-        return _error(400, str(exc), "toolproof_script_error")
+    if isinstance(exc, UserError) and isinstance(model, ScriptedModel):
+        return _error(400, str(exc), "toolproof_script_error")  # the script does not fit
     return _error(
         502,
         f"the model failed: {type(exc).__name__}: {exc}",

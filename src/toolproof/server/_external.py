@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from toolproof._agent import Agent, Budget, RunResult
 from toolproof._messages import Message, ModelSettings
 from toolproof.errors import AgentRunError, UserError
+from toolproof.models.fake import ScriptedModel
 from toolproof.server._conversation import UNSEEN
 
 if TYPE_CHECKING:
@@ -174,7 +175,7 @@ class ExternalAgent(Agent):
             trace.metadata.setdefault("agent", self.name)
         trace.tags = list(tags)
         scripted = [t.error for t in traces if t.error and t.error.type in _SCRIPT_ERRORS]
-        if scripted:  # whatever the program made of it, the script did not fit the agent
+        if scripted and isinstance(model, ScriptedModel):  # whatever the program made of it
             problem = f"the script does not fit the agent: {scripted[0].message}"
         if problem is None and not traces:
             problem = NOT_USED
