@@ -31,8 +31,11 @@ def serve_argv(*options: str) -> list[str]:
 
 
 @contextmanager
-def http_server(toolset: Any, sessions: Any = None) -> Iterator[str]:
-    """Serve ``toolset`` over streamable HTTP on a free port in a thread; yields the URL."""
+def http_server(toolset: Any, sessions: Any = None, **options: Any) -> Iterator[str]:
+    """Serve ``toolset`` over streamable HTTP on a free port in a thread; yields the URL.
+
+    ``options`` go to ``serve_mcp`` (``faults``, ``real_tools``...).
+    """
     from toolproof.integrations.mcp import serve_mcp
 
     ready = threading.Event()
@@ -46,7 +49,9 @@ def http_server(toolset: Any, sessions: Any = None) -> Iterator[str]:
         state["loop"] = asyncio.get_running_loop()
         state["task"] = asyncio.current_task()
         try:
-            await serve_mcp(toolset, transport="http", port=0, sessions=sessions, on_ready=on_ready)
+            await serve_mcp(
+                toolset, transport="http", port=0, sessions=sessions, on_ready=on_ready, **options
+            )
         except asyncio.CancelledError:
             pass
         except BaseException as exc:  # pragma: no cover - reported by the assertion below

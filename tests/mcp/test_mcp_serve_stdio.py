@@ -248,7 +248,7 @@ async def test_a_module_with_one_toolset_serves_it_with_its_mocks() -> None:
     from toolproof.cli._mcp import build_toolset
 
     args = build_parser().parse_args(["mcp", "serve", str(HERE / "mcp_demo_toolset.py")])
-    toolset, _ = build_toolset(args)
+    toolset, _, _, _ = build_toolset(args)
     assert toolset.mode == "mock"
     result = await toolset.execute(ToolCall("cancel_order", {"order_id": "A1"}, id="1"))
     assert result.value == "toolset mock" and result.mocked

@@ -16,10 +16,10 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 @contextmanager
-def serving(*args: str, cwd: Path, stop: int = signal.SIGINT) -> Iterator[str]:
-    """``toolproof serve ARGS --port 0``; yields its ``/v1`` base URL, stops it with ``stop``.
+def serve_process(*args: str, cwd: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """``toolproof serve ARGS --port 0`` running; yields its ``/v1`` base URL and the process.
 
-    A stop that does not end the process cleanly (exit status 0) fails the test.
+    The process group is stopped on the way out, however the block ends.
     """
     env = dict(os.environ, PYTHONPATH=str(SRC), PYTHONUNBUFFERED="1")
     with running(
@@ -29,13 +29,23 @@ def serving(*args: str, cwd: Path, stop: int = signal.SIGINT) -> Iterator[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-    ) as process:  # whatever happens below, the process group is stopped at the end
+    ) as process:
+        assert process.stdout is not None and process.stderr is not None
+        line = process.stdout.readline()
+        if not line:
+            raise AssertionError(f"toolproof serve did not start: {process.stderr.read()}")
+        yield line.rsplit(" ", 1)[-1].strip(), process
+
+
+@contextmanager
+def serving(*args: str, cwd: Path, stop: int = signal.SIGINT) -> Iterator[str]:
+    """``toolproof serve ARGS --port 0``; yields its ``/v1`` base URL, stops it with ``stop``.
+
+    A stop that does not end the process cleanly (exit status 0) fails the test.
+    """
+    with serve_process(*args, cwd=cwd) as (url, process):
         try:
-            assert process.stdout is not None
-            line = process.stdout.readline()
-            if not line:
-                raise AssertionError(f"toolproof serve did not start: {process.stderr.read()}")  # type: ignore[union-attr]
-            yield line.rsplit(" ", 1)[-1].strip()
+            yield url
         finally:
             process.send_signal(stop)
             try:

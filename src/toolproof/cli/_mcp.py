@@ -83,7 +83,8 @@ def register(subparsers: Any) -> None:
         action="append",
         default=[],
         metavar="TOOL",
-        help="in mock mode, run this tool's real code anyway (repeatable)",
+        help="in mock mode, run this tool's real code anyway (repeatable; the only way: "
+        "the module's own 'real' overrides do not count in mock mode)",
     )
     serve.add_argument(
         "--http", action="store_true", help="streamable HTTP at http://HOST:PORT/mcp (not stdio)"
@@ -111,8 +112,13 @@ def register(subparsers: Any) -> None:
     serve.set_defaults(handler=run_serve)
 
 
-def build_toolset(args: argparse.Namespace) -> tuple[Toolset, str]:
-    """The toolset ``mcp serve`` serves, from its options (everything checked before serving)."""
+def build_toolset(args: argparse.Namespace) -> tuple[Toolset, str, list[str], list[Fault]]:
+    """What ``mcp serve`` serves, from its options (everything checked before serving).
+
+    Returns:
+        The toolset, its label, the tools named to run for real in mock mode (``--real``:
+        the toolset's own ``"real"`` overrides do not count there), and the faults.
+    """
     from toolproof._loading import load_target, tools_in
     from toolproof._toolset import ToolMode, Toolset
 
@@ -146,14 +152,11 @@ def build_toolset(args: argparse.Namespace) -> tuple[Toolset, str]:
         mocks.append(ToolMock.from_file(args.fixtures, assert_all_used=False))
     for spec in args.mocks:
         mocks.append(_load_mocks(spec, base))
-    toolset = base.with_mode(mode, overrides=dict.fromkeys(args.real, "real"))
+    toolset = base.with_mode(mode)
     for provider in mocks:
         toolset = toolset.with_mode(mode, mocks=provider)
-    if args.faults:
-        from toolproof.testing import with_faults
-
-        toolset = with_faults(toolset, *load_faults(args.faults, toolset))
-    return toolset, label
+    faults = load_faults(args.faults, toolset) if args.faults else []
+    return toolset, label, list(args.real), faults
 
 
 def _load_mocks(spec: str, toolset: Toolset) -> Any:
@@ -308,7 +311,15 @@ def run_serve(args: argparse.Namespace) -> int:
         raise UserError(f"--tool-timeout must be 0 or more seconds, got {args.tool_timeout}")
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port must be between 0 and 65535, got {args.port}")
-    toolset, label = build_toolset(args)
+    toolset, label, real, faults = build_toolset(args)
+    from toolproof.server._local import is_loopback
+
+    if args.http and not is_loopback(args.host):
+        print(
+            f"toolproof mcp: warning: serving on {args.host}, not a loopback address: anyone "
+            "who can reach this machine can call these tools",
+            file=sys.stderr,
+        )
     if args.trace_file:
         path = Path(args.trace_file)
         try:
@@ -344,6 +355,8 @@ def run_serve(args: argparse.Namespace) -> int:
                 name=args.name,
                 tool_timeout=args.tool_timeout or None,
                 on_ready=ready,
+                faults=faults,
+                real_tools=real,
             )
         )
         # Ctrl-C and SIGTERM stop the server cleanly: open sessions' traces are written.

@@ -16,7 +16,8 @@ EPILOG = """examples:
   toolproof serve --mode replay --store traces.db
 then point your agent at it:  OPENAI_BASE_URL=http://127.0.0.1:8700/v1 python my_agent.py
 faults for one request: header X-Toolproof-Fault (or ?fault=) 429[:SECONDS], 500, 502, 503,
-timeout[:SECONDS], malformed, drop
+timeout[:SECONDS], malformed, drop (SECONDS: 0 to 600)
+identical conversations side by side: name each with the header X-Toolproof-Conversation
 """
 
 
@@ -48,13 +49,18 @@ def register(subparsers: Any) -> None:
         help="record: where traces are written; replay: where they are read "
         "(default: $TOOLPROOF_STORE or .toolproof/traces.db)",
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address (default 127.0.0.1; any other address lets others on the network use "
+        "the server, and in record mode your model key, so it warns)",
+    )
     parser.add_argument("--port", type=int, default=8700, help="port (default 8700; 0: any)")
     parser.set_defaults(handler=run_serve)
 
 
 def backend(args: argparse.Namespace) -> tuple[Any, Any]:
-    """The model factory and the finished-trace callback of the chosen mode."""
+    """The model factory and the recorder (record mode; else ``None``) of the chosen mode."""
     from toolproof.cli._chat import _scripted_model, load_model
     from toolproof.cli._traces import store_path
     from toolproof.errors import UserError
@@ -66,15 +72,14 @@ def backend(args: argparse.Namespace) -> tuple[Any, Any]:
 
         checked = _scripted_model(args.script)  # read once; each conversation starts it afresh
         assert isinstance(checked, ScriptedModel)
-        return (lambda: ScriptedModel(list(checked.script), name=checked.name)), None
+        return (lambda: _Script(ScriptedModel(list(checked.script), name=checked.name))), None
     if args.mode == "record":
         if not args.model:
             raise UserError("--mode record needs --model (the real model to proxy to)")
         from toolproof.replay import Recorder
 
         model = load_model(args.model)
-        recorder = Recorder(store_path(args))
-        return (lambda: model), recorder.record
+        return (lambda: model), Recorder(store_path(args))
     from pathlib import Path
 
     from toolproof.server._replay import recorded_model_from_store
@@ -86,13 +91,42 @@ def backend(args: argparse.Namespace) -> tuple[Any, Any]:
     return (lambda: replayed), None
 
 
+class _Script:
+    """One conversation's script on a long-running server: it forgets each request's messages.
+
+    (A ``ScriptedModel`` keeps every request it receives, for tests to read; a server
+    answering many conversations keeps only their number.)
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    async def request(self, messages: Any, tools: Any, settings: Any) -> Any:
+        from toolproof.models.fake import ModelRequest
+
+        try:
+            return await self.inner.request(messages, tools, settings)
+        finally:
+            self.inner.requests[-1] = ModelRequest([], [], settings)
+
+
 def run_serve(args: argparse.Namespace) -> int:
     """Serve until interrupted."""
     import asyncio
 
     from toolproof.server._app import ToolproofServer
+    from toolproof.server._local import is_loopback
 
-    new_model, on_finished = backend(args)
+    new_model, recorder = backend(args)
+    if not is_loopback(args.host):
+        print(
+            f"toolproof serve: warning: serving on {args.host}, not a loopback address: anyone "
+            "who can reach this machine can use this server"
+            + (" and your model key" if recorder is not None else ""),
+            file=sys.stderr,
+        )
+    on_finished = recorder.record if recorder is not None else None
     server = ToolproofServer(new_model, on_finished=on_finished, host=args.host, port=args.port)
 
     async def serve() -> None:
@@ -104,7 +138,7 @@ def run_serve(args: argparse.Namespace) -> int:
             raise UserError(f"cannot listen on {args.host}:{args.port}: {exc}") from None
         print(f"toolproof serve ({args.mode}): {server.url}/v1", flush=True)
         # Ctrl-C and SIGTERM (how containers and service managers stop a server) both stop
-        # it cleanly: open requests end, and a recording server's traces are written.
+        # it at once: open requests are answered 503, a recording server's traces written.
         stopped = asyncio.Event()
         loop = asyncio.get_running_loop()
         for number in (signal.SIGINT, signal.SIGTERM):
@@ -115,7 +149,11 @@ def run_serve(args: argparse.Namespace) -> int:
         finally:
             await server.aclose()
 
-    with contextlib.suppress(KeyboardInterrupt):  # (where the loop takes no signal handlers)
-        asyncio.run(serve())
+    try:
+        with contextlib.suppress(KeyboardInterrupt):  # (where the loop takes no signal handlers)
+            asyncio.run(serve())
+    finally:
+        if recorder is not None:
+            recorder.close()
     print("stopped", file=sys.stderr)
     return 0

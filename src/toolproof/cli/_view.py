@@ -53,17 +53,6 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=_view)
 
 
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    import ipaddress
-
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def _view(args: argparse.Namespace) -> int:
     from toolproof._runlog import log_dir
     from toolproof.errors import ConfigError
@@ -82,8 +71,10 @@ def _view(args: argparse.Namespace) -> int:
         )
     if args.port is not None and not 0 <= args.port <= 65535:
         raise ConfigError(f"--port {args.port}: give a port between 0 and 65535")
+    from toolproof.server._local import is_loopback
+
     host = args.host or "127.0.0.1"
-    loopback = _loopback(host)
+    loopback = is_loopback(host)
     if not loopback:
         print(
             f"toolproof view: warning: serving on {host}, not a loopback address: anyone who can "
@@ -130,8 +121,10 @@ async def _serve(runs: Any, store: str, host: str, port: int | None, loopback: b
         bound = runner.addresses[0]
         actual = int(bound[1])
         shown = f"[{host}]" if ":" in host else host
-        for name in {shown, "127.0.0.1", "localhost", "[::1]"} if loopback else set():
-            allowed.add(f"{name}:{actual}")
+        if loopback:
+            from toolproof.server._local import local_hosts
+
+            allowed.update(local_hosts(host, actual))
         url = f"http://{shown}:{actual}/"
         where = runs.single or runs.root
         print(f"toolproof view: serving {where} and the trace store {store}", flush=True)

@@ -271,7 +271,10 @@ class _Runner:
         if plan.scripted:
             from toolproof.models.fake import ScriptedModel
 
-            model = ScriptedModel(case.script or [], name=SCRIPTED)
+            # An agent whose tools are known only from its requests has its scripted calls
+            # checked there; the suite checked the others' when it loaded.
+            external = config.agent.external
+            model = ScriptedModel(case.script or [], name=SCRIPTED, check_calls=external)
         else:
             assert plan.slot is not None
             model = _TrialModel(plan.slot, index, counters, self.cache, self.waiting)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from toolproof._messages import ToolCall
+from toolproof._messages import Message, ToolCall
 from toolproof._yaml import DocPath
 from toolproof._yaml import describe_type as _type
 
@@ -59,7 +59,15 @@ def _script_item(
             return None
         if any(c is None for c in calls):
             return None
-        return [c for c in calls if c is not None]
+        if any(isinstance(c, Message) for c in calls):  # an unchecked call: sent as written
+            parts = [
+                p
+                for c in calls
+                if c is not None
+                for p in (c.tool_calls if isinstance(c, Message) else [c])
+            ]
+            return Message("assistant", None, parts)
+        return [c for c in calls if isinstance(c, ToolCall)]
     if isinstance(item, Mapping) and "raise" in item:
         return _script_error(builder, item, path)
     if isinstance(item, Mapping) and "call" in item:
@@ -74,7 +82,7 @@ def _script_item(
 
 def _script_call(
     builder: _Builder, item: Any, path: DocPath, tools: Mapping[str, Tool[..., Any]] | None
-) -> ToolCall | None:
+) -> ToolCall | Message | None:
     if not isinstance(item, Mapping) or set(item) != {"call"}:
         builder.add(path, "expected {call: {name: ..., arguments: {...}}}")
         return None
@@ -96,7 +104,8 @@ def _script_call(
         builder.add((*path, "call", "unchecked"), f"expected true or false, got {unchecked!r}")
         return None
     if isinstance(arguments, str):  # raw JSON text, possibly malformed on purpose
-        return ToolCall.from_json_arguments(body["name"], arguments, call_id)
+        made = ToolCall.from_json_arguments(body["name"], arguments, call_id)
+        return Message("assistant", None, [made]) if unchecked else made
     if not isinstance(arguments, Mapping):
         builder.add(
             (*path, "call", "arguments"),
@@ -109,7 +118,9 @@ def _script_call(
         and not _script_call_fits(builder, body["name"], dict(arguments), tools, path)
     ):
         return None
-    return ToolCall(body["name"], dict(arguments), call_id)
+    made = ToolCall(body["name"], dict(arguments), call_id)
+    # Written as a whole message, a call is sent as written (never checked at request time).
+    return Message("assistant", None, [made]) if unchecked else made
 
 
 def _script_call_fits(

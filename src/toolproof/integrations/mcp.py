@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import logging
 import shlex
 import sys
@@ -29,7 +30,7 @@ from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import mcp_types as types
 from mcp import Client, StdioServerParameters
@@ -37,7 +38,7 @@ from mcp.server.lowlevel import Server
 
 from toolproof._messages import Message, ToolCall, ToolDefinition, ToolResult
 from toolproof._tools import ArgumentsInvalid, Tool
-from toolproof._toolset import Toolset
+from toolproof._toolset import Toolset, mock_context
 from toolproof._trace import RequestSummary, Step, Trace, stable_hash
 from toolproof._version import __version__
 from toolproof.errors import (
@@ -48,6 +49,9 @@ from toolproof.errors import (
     UnmockedToolCall,
     UserError,
 )
+
+if TYPE_CHECKING:
+    from toolproof.testing import Fault
 
 __all__ = ["McpSessions", "load_mcp_tools", "mcp_server", "mcp_tools", "serve_mcp"]
 
@@ -60,6 +64,13 @@ DEFAULT_TOOL_TIMEOUT = 60.0
 
 #: How long :func:`mcp_tools` waits for a server to start and list its tools, by default.
 DEFAULT_CONNECT_TIMEOUT = 10.0
+
+#: Seconds without a call after which an HTTP session is over (its trace is written).
+DEFAULT_SESSION_IDLE = 600.0
+
+#: How a mocked MCP server's user names a tool to run for real.
+_REAL_HOW = "--real {0} (Python: serve_mcp(..., real_tools=['{0}']))"
+_WHERE = "the MCP server (mock mode)"
 
 
 # -- toolproof tools served over MCP ---------------------------------------------------------
@@ -74,18 +85,21 @@ class _Session:
     key: str
     started_at: str = field(default_factory=_now)
     started: float = field(default_factory=time.perf_counter)
+    last: float = field(default_factory=time.monotonic)
     steps: list[Step] = field(default_factory=list)
+    tools: Toolset | None = None
+    """The session's own toolset (its own fault counters), when faults are served."""
 
 
 class McpSessions:
     """The tool calls an MCP server answered, one :class:`~toolproof.Trace` per client session.
 
     A session is an MCP session: the whole connection over stdio, an ``Mcp-Session-Id`` over
-    streamable HTTP (sessionless HTTP requests share one trace for the server's lifetime).
-    A session's trace is finished when the client ends the session (or the server stops)
-    and handed to each sink: a :class:`~toolproof.replay.Recorder` (which redacts before
-    writing), a JSONL file (redacted with the default :class:`~toolproof.replay.Redactor`),
-    or a callable.
+    streamable HTTP (the server issues one to every client). A session's trace is finished
+    when the client ends the session, when it has made no call for ``idle`` seconds, or
+    when the server stops, and is handed to each sink: a
+    :class:`~toolproof.replay.Recorder` (which redacts before writing), a JSONL file
+    (redacted with the default :class:`~toolproof.replay.Redactor`), or a callable.
 
     Args:
         toolset: The tools served (their schemas go into each trace).
@@ -93,9 +107,12 @@ class McpSessions:
         trace_file: Appends each finished trace to this JSONL file, one trace a line.
         on_trace: Called with each finished trace.
         label: What the server serves, for the traces' metadata.
+        idle: Seconds without a call after which an HTTP session's trace is finished
+            (``None``: only when it ends); a later call of that session starts a new trace.
+        keep: How many finished traces :attr:`traces` keeps (the most recent).
 
     Attributes:
-        traces: The finished traces, in the order they finished.
+        traces: The most recent finished traces, in the order they finished.
     """
 
     def __init__(
@@ -106,23 +123,40 @@ class McpSessions:
         trace_file: str | Path | None = None,
         on_trace: Callable[[Trace], None] | None = None,
         label: str = "",
+        idle: float | None = DEFAULT_SESSION_IDLE,
+        keep: int = 1000,
     ) -> None:
         self.toolset = toolset
         self.recorder = recorder
         self.trace_file = Path(trace_file) if trace_file is not None else None
         self.on_trace = on_trace
         self.label = label
+        self.idle = idle
+        self.keep = keep
         self.traces: list[Trace] = []
         self._open: dict[str, _Session] = {}
         self._lock = threading.Lock()
         self._redactor: Any = None
 
+    def _session(self, key: str) -> _Session:
+        session = self._open.get(key)
+        if session is None:
+            session = self._open[key] = _Session(key)
+        session.last = time.monotonic()
+        return session
+
+    def tools_of(self, key: str, make: Callable[[], Toolset]) -> Toolset:
+        """The toolset answering the session ``key``, made by ``make`` at its first call."""
+        with self._lock:
+            session = self._session(key)
+            if session.tools is None:
+                session.tools = make()
+            return session.tools
+
     def add(self, key: str, call: ToolCall, result: ToolResult) -> None:
         """Add one answered call to the session ``key``."""
         with self._lock:
-            session = self._open.get(key)
-            if session is None:
-                session = self._open[key] = _Session(key)
+            session = self._session(key)
             session.steps.append(
                 Step(
                     index=len(session.steps) + 1,
@@ -137,9 +171,19 @@ class McpSessions:
         """Finish the session ``key``; its trace goes to the sinks (``None``: no calls)."""
         with self._lock:
             session = self._open.pop(key, None)
-        if session is None:
+        if session is None or not session.steps:
             return None
         return self._finish(session)
+
+    def end_idle(self) -> None:
+        """Finish every session without a call for ``idle`` seconds."""
+        if self.idle is None:
+            return
+        since = time.monotonic() - self.idle
+        with self._lock:
+            keys = [key for key, session in self._open.items() if session.last <= since]
+        for key in keys:
+            self.end(key)
 
     def end_all(self) -> None:
         """Finish every open session (the server is stopping)."""
@@ -164,6 +208,7 @@ class McpSessions:
             tags=["mcp"],
         )
         self.traces.append(trace)
+        del self.traces[: max(0, len(self.traces) - self.keep)]
         sinks: list[tuple[str, Callable[[Trace], Any]]] = []
         if self.recorder is not None:
             sinks.append(("the recorder", self.recorder.record))
@@ -228,6 +273,8 @@ def mcp_server(
     sessions: McpSessions | None = None,
     name: str = "toolproof",
     tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
+    faults: Sequence[Fault] = (),
+    real_tools: Iterable[str] = (),
 ) -> Server[Any]:
     """A low-level MCP ``Server`` whose tools are ``tools``, each call run by the toolset.
 
@@ -238,30 +285,56 @@ def mcp_server(
     call no fixture answers, a tool that crashed) come back as error results
     (``isError: true``): the server keeps serving.
 
+    A toolset in mock mode is served as a mocked run, the same one eval suites with
+    ``tools: mock`` and replay use: a tool with side effects runs its real code only when
+    named in ``real_tools`` (the toolset's own ``"real"`` overrides do not count), and a
+    real call through any other toolset is refused.
+
     Args:
         tools: A toolset (its mode, mocks and faults apply) or tools (run for real).
         sessions: Collects each session's calls as a trace.
         name: The server name announced to clients.
         tool_timeout: Seconds a call may take when its tool sets no ``timeout`` (then the
             client receives a "timed out" error result); ``None``: no limit.
+        faults: Faults to inject, counted per client session (``on_call=1`` fails each
+            session's first call).
+        real_tools: In mock mode, the side-effecting tools that run their real code.
 
     Returns:
         The server; run it with :func:`serve_mcp`, or connect to it in-process with
         ``mcp.Client(server)``.
+
+    Raises:
+        UserError: ``real_tools`` or a fault names a tool that is not served.
     """
     toolset = _as_toolset(tools)
     listed = [_mcp_tool(t) for t in toolset]
+    real = tuple(real_tools)
+    with mock_context(toolset, where=_WHERE, how=_REAL_HOW, real=real):
+        pass  # the names are checked now, not at the first call
+    faulted = list(faults)
+    if faulted:
+        from toolproof.testing import with_faults
+
+        with_faults(toolset, *faulted)  # checked now too
+    registry = sessions if sessions is not None else McpSessions(toolset, keep=0)
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=listed)
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        from toolproof.testing import with_faults
+
         call = ToolCall(
             params.name, dict(params.arguments or {}), id=f"mcp_{uuid.uuid4().hex[:12]}"
         )
-        result = await _execute(toolset, call, tool_timeout)
+        key = _session_key(ctx)
+        served = toolset
+        if faulted:  # each session counts its own calls
+            served = registry.tools_of(key, lambda: with_faults(toolset, *faulted))
+        result = await _execute(served, call, tool_timeout, real)
         if sessions is not None:
-            sessions.add(_session_key(ctx), call, result)
+            sessions.add(key, call, result)
         if not result.ok:
             return _error_result(result.content)
         # Structured content is an object: other values are wrapped as the MCP SDK does.
@@ -280,11 +353,16 @@ def mcp_server(
     )
 
 
-async def _execute(toolset: Toolset, call: ToolCall, timeout: float | None) -> ToolResult:
-    """Run one call; refusals, missing fixtures and crashes become error results."""
+async def _execute(
+    toolset: Toolset, call: ToolCall, timeout: float | None, real: tuple[str, ...]
+) -> ToolResult:
+    """Run one call (a mocked run in mock mode); refusals and crashes become error results."""
     started = time.perf_counter()
     try:
-        return await toolset.execute(call, timeout=timeout)
+        if toolset.mode != "mock":
+            return await toolset.execute(call, timeout=timeout)
+        with mock_context(toolset, where=_WHERE, how=_REAL_HOW, real=real) as handed:
+            return await handed.execute(call, timeout=timeout)
     except (UnmockedToolCall, MockBypassed) as exc:
         error_type, text = type(exc).__name__, f"Tool '{call.name}' was not run: {exc}"
     except MissingFixture as exc:
@@ -297,7 +375,10 @@ async def _execute(toolset: Toolset, call: ToolCall, timeout: float | None) -> T
     except Exception as exc:  # a server must keep serving whatever one call does
         error_type = "ToolCrashed"
         text = f"tool '{call.name}' failed: {type(exc).__name__}: {exc}"
-    mocked = call.name in toolset and toolset.mode_of(call.name) == "mock"
+    if toolset.mode == "mock":
+        mocked = call.name not in real
+    else:
+        mocked = call.name in toolset and toolset.mode_of(call.name) == "mock"
     return ToolResult(
         call_id=call.id,
         name=call.name,
@@ -319,8 +400,15 @@ async def serve_mcp(
     name: str = "toolproof",
     tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
     on_ready: Callable[[str], None] | None = None,
+    faults: Sequence[Fault] = (),
+    real_tools: Iterable[str] = (),
 ) -> None:
     """Serve ``tools`` over MCP until the client disconnects (stdio) or the task is cancelled.
+
+    Over HTTP every client gets a session (an ``Mcp-Session-Id``, from the session
+    handshake, which clients fall back to when offered), its own trace and its own fault
+    counts. A session's trace is written when the client ends the session (``DELETE``),
+    after ``sessions.idle`` seconds without a call, or when the server stops.
 
     Args:
         tools: A toolset (its mode, mocks and faults apply) or tools (run for real).
@@ -333,11 +421,24 @@ async def serve_mcp(
         name: The server name announced to clients.
         tool_timeout: Seconds a call may take when its tool sets no ``timeout``.
         on_ready: Called with the URL (or ``"stdio"``) once the server accepts clients.
+        faults: Faults to inject, counted per session (see :func:`mcp_server`).
+        real_tools: In mock mode, the side-effecting tools that run their real code.
 
     Raises:
-        UserError: Unknown transport, or the HTTP port cannot be bound.
+        UserError: Unknown transport, the HTTP port cannot be bound, or ``real_tools`` or
+            a fault names a tool that is not served.
     """
-    server = mcp_server(tools, sessions=sessions, name=name, tool_timeout=tool_timeout)
+    toolset = _as_toolset(tools)
+    if sessions is None:
+        sessions = McpSessions(toolset, keep=0)
+    server = mcp_server(
+        toolset,
+        sessions=sessions,
+        name=name,
+        tool_timeout=tool_timeout,
+        faults=faults,
+        real_tools=real_tools,
+    )
     try:
         if transport == "stdio":
             from mcp.server.stdio import stdio_server
@@ -351,32 +452,58 @@ async def serve_mcp(
         else:
             raise UserError(f"transport must be 'stdio' or 'http', got {transport!r}")
     finally:
-        if sessions is not None:
-            sessions.end_all()
+        sessions.end_all()
+
+
+#: The answer to a request of the sessionless protocol era: clients fall back to the
+#: session handshake, so each one gets an ``Mcp-Session-Id`` (and a trace of its own).
+_SESSIONS_ONLY = json.dumps(
+    {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {
+            "code": -32600,
+            "message": "toolproof mcp serve keeps a trace per client session: connect with "
+            "the session handshake (initialize), which issues an Mcp-Session-Id",
+        },
+    }
+).encode()
 
 
 async def _serve_http(
     server: Server[Any],
     host: str,
     port: int,
-    sessions: McpSessions | None,
+    sessions: McpSessions,
     on_ready: Callable[[str], None] | None,
 ) -> None:
     import socket
 
     import uvicorn
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-    app = server.streamable_http_app(host=host)
+    app = server.streamable_http_app(host=host, session_idle_timeout=sessions.idle)
 
-    async def ended_sessions(scope: Any, receive: Any, send: Any) -> None:
-        # A client ends its session with DELETE: that session's trace is complete.
-        if scope.get("type") == "http" and scope.get("method") == "DELETE" and sessions:
-            key = dict(scope.get("headers") or []).get(b"mcp-session-id")
+    async def per_session(scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
             await app(scope, receive, send)
-            if key:
-                sessions.end(key.decode("latin-1"))
+            return
+        headers = dict(scope.get("headers") or [])
+        version = headers.get(b"mcp-protocol-version", b"").decode("latin-1")
+        if version and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 400,
+                    "headers": [(b"content-type", b"application/json")],
+                }
+            )
+            await send({"type": "http.response.body", "body": _SESSIONS_ONLY})
             return
         await app(scope, receive, send)
+        key = headers.get(b"mcp-session-id")
+        if scope.get("method") == "DELETE" and key:  # the client ended its session
+            sessions.end(key.decode("latin-1"))
 
     try:
         sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
@@ -393,7 +520,7 @@ async def _serve_http(
             # killing the process before the open sessions' traces are written.
             yield
 
-    config = uvicorn.Config(ended_sessions, log_level="warning", lifespan="on")
+    config = uvicorn.Config(per_session, log_level="warning", lifespan="on")
     uv = _Server(config)
     url = f"http://{'[' + host + ']' if ':' in host else host}:{bound}/mcp"
 
@@ -403,7 +530,15 @@ async def _serve_http(
         if on_ready is not None:
             on_ready(url)
 
-    watcher = asyncio.ensure_future(announce())
+    async def reap() -> None:  # sessions a client left without ending them
+        assert sessions.idle is not None
+        while True:
+            await asyncio.sleep(min(sessions.idle / 4, 30.0))
+            sessions.end_idle()
+
+    watchers = [asyncio.ensure_future(announce())]
+    if sessions.idle is not None:
+        watchers.append(asyncio.ensure_future(reap()))
     serving = asyncio.ensure_future(uv.serve(sockets=[sock]))
     try:
         await asyncio.shield(serving)
@@ -413,7 +548,8 @@ async def _serve_http(
         await asyncio.gather(serving, return_exceptions=True)
         raise
     finally:
-        watcher.cancel()
+        for watcher in watchers:
+            watcher.cancel()
         sock.close()
 
 

@@ -23,7 +23,15 @@ from toolproof._tokens import MESSAGE_OVERHEAD, estimate_message_tokens
 from toolproof.errors import ScriptExhausted, UserError
 from toolproof.models._base import Model
 
-__all__ = ["FunctionModel", "ModelRequest", "RequestInfo", "ScriptItem", "ScriptedModel", "call"]
+__all__ = [
+    "FunctionModel",
+    "ModelRequest",
+    "RequestInfo",
+    "ScriptItem",
+    "ScriptedModel",
+    "call",
+    "script_misfit",
+]
 
 
 def call(name: str, /, **arguments: Any) -> ToolCall:
@@ -46,6 +54,38 @@ ScriptItem = (
     | BaseException
     | type[BaseException]
 )
+
+
+def script_misfit(call: ToolCall, tools: Sequence[ToolDefinition]) -> str | None:
+    """Why a scripted call does not fit the tools offered to the model (``None``: it fits).
+
+    The one rule for scripts, whatever runs the agent: a scripted call names a tool offered
+    in the request it answers, with arguments that tool's JSON Schema accepts. (A call
+    that is wrong on purpose is written as a whole message, or ``unchecked: true`` in a
+    suite, and sent as written.)
+    """
+    offered = {t.name: t for t in tools}
+    found = offered.get(call.name)
+    if found is None:
+        names = ", ".join(offered) or "none"
+        return f"calls tool {call.name!r}, which is not bound to the model; offered tools: {names}"
+    if call.arguments_error is not None:
+        return None  # malformed arguments on purpose: the agent must cope with them
+    import jsonschema
+
+    try:
+        validator = jsonschema.validators.validator_for(found.parameters)(found.parameters)
+        problems = [
+            f"{'.'.join(str(p) for p in e.absolute_path) or '(arguments)'}: {e.message}"
+            for e in validator.iter_errors(call.arguments)
+        ]
+    except (jsonschema.SchemaError, TypeError, ValueError):
+        return None  # a schema that cannot be checked here: the agent's own checks apply
+    if problems:
+        return f"calls {call.signature()} with arguments the tool's schema rejects: " + "; ".join(
+            problems[:5]
+        )
+    return None
 
 
 @dataclass(slots=True)
@@ -185,6 +225,9 @@ class ScriptedModel(_Recording):
         script: The responses in order (see ``ScriptItem``): text, ``call(...)``, a list of
             calls for parallel calls, a ``Message``, a ``ModelResponse``, or an exception.
         name: The name recorded in traces.
+        check_calls: Refuse (``UserError``) a ``call(...)`` item that does not fit the
+            tools offered in the request it answers (see :func:`script_misfit`); a
+            ``Message`` or ``ModelResponse`` item is sent as written.
 
     Attributes:
         requests: Every request received, in order.
@@ -195,9 +238,12 @@ class ScriptedModel(_Recording):
         ```
     """
 
-    def __init__(self, script: Iterable[ScriptItem], *, name: str = "scripted") -> None:
+    def __init__(
+        self, script: Iterable[ScriptItem], *, name: str = "scripted", check_calls: bool = False
+    ) -> None:
         super().__init__(name)
         self.script: list[ScriptItem] = list(script)
+        self.check_calls = check_calls
         self.position = 0
         for index, item in enumerate(self.script, 1):
             _to_message(item, f"script item {index}", check_only=True)
@@ -225,6 +271,14 @@ class ScriptedModel(_Recording):
             )
         item = self.script[self.position]
         self.position += 1
+        if self.check_calls:
+            calls: Sequence[Any] = [item] if isinstance(item, ToolCall) else []
+            if isinstance(item, (list, tuple)):
+                calls = item
+            for scripted in calls:
+                problem = script_misfit(scripted, tools)
+                if problem is not None:
+                    raise UserError(f"script item {self.position} {problem}")
         return self._respond(item, messages, self.position)
 
 

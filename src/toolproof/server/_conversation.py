@@ -1,10 +1,18 @@
-"""Conversations read off the wire, and the Trace each one becomes."""
+"""Conversations read off the wire, and the Trace each one becomes.
+
+A conversation keeps what its trace needs (the first request's system prompt, history and
+input, each answer, and the tool results sent back for it) and a digest of its transcript,
+never every request's full list of messages: a conversation of n requests costs memory in
+proportion to its last request, not to the sum of all of them.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -12,54 +20,108 @@ from typing import Any
 from toolproof._messages import Message, ModelResponse, ToolDefinition, ToolResult, Usage
 from toolproof._trace import ErrorInfo, RequestSummary, Step, ToolInfo, Trace, stable_hash
 
-__all__ = ["Conversation", "message_key"]
+__all__ = ["Conversation", "message_key", "results_unseen", "transcript_digests"]
+
+#: The metadata a wire trace carries: its tool results are the text the agent sent back.
+UNSEEN = {"tool_results": "unseen"}
+
+
+def results_unseen(traces: Sequence[Trace]) -> str | None:
+    """Why the tool results of ``traces`` cannot be checked (``None``: they can).
+
+    A trace read off the wire holds each tool result as the text the agent sent back to
+    the model: whether the tool failed, was mocked, or what it returned is the agent's own
+    business, not on the wire. Checks that need it say so instead of passing.
+    """
+    if any(t.metadata.get("tool_results") == "unseen" and t.tool_calls for t in traces):
+        return (
+            "the agent runs its own tools, and the wire shows only the text it sent back for "
+            "each result (not whether a tool failed or was mocked)"
+        )
+    return None
+
+
+_arguments = json.JSONEncoder(sort_keys=True, default=str).encode
 
 
 def message_key(message: Message, *, ids: bool = True) -> tuple[Any, ...]:
     """What identifies a message when matching a request to a conversation."""
     calls = tuple(
-        (c.name, json.dumps(c.arguments, sort_keys=True, default=str), c.id if ids else "")
-        for c in message.tool_calls
+        (c.name, _arguments(c.arguments), c.id if ids else "") for c in message.tool_calls
     )
     call_id = message.tool_call_id if ids else None
     return (message.role, message.content or "", calls, call_id or "")
+
+
+def _chain(previous: bytes, message: Message) -> bytes:
+    """The digest of the transcript ``previous`` followed by ``message``."""
+    key = repr(message_key(message)).encode("utf-8", "surrogatepass")  # unambiguous, quick
+    return hashlib.sha256(previous + key).digest()
+
+
+def transcript_digests(messages: Sequence[Message]) -> list[bytes]:
+    """``digests[i]`` identifies the transcript ``messages[: i + 1]`` (contents and ids)."""
+    digests: list[bytes] = []
+    digest = b""
+    for message in messages:
+        digest = _chain(digest, message)
+        digests.append(digest)
+    return digests
 
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
+def _chars(message: Message) -> int:
+    """The characters of text ``message`` holds (what a conversation counts as kept)."""
+    calls = sum(
+        len(c.name) + len(c.raw_arguments or c.arguments_json()) + 16 for c in message.tool_calls
+    )
+    return len(message.content or "") + calls + 64
+
+
 @dataclass(slots=True)
 class _Exchange:
-    messages: list[Message]
+    count: int
+    """How many messages the request had."""
     response: ModelResponse | None
     offset_ms: float
     latency_ms: float
     error: BaseException | None = None
+    results: list[ToolResult] = field(default_factory=list)
+    """The results of this answer's tool calls, as the next request sent them back."""
 
 
-@dataclass
+@dataclass(eq=False)
 class Conversation:
     """One user turn as the client sent it: its requests and the answers it was given.
 
     Attributes:
-        id: The conversation's id (the trace id).
         model: The model answering this conversation.
+        tag: The client's name for it (header ``X-Toolproof-Conversation``), if any.
+        id: The conversation's id (the trace id).
         exchanges: Each request with its answer, in order.
+        digest: The digest of its transcript up to and including the last answer: a
+            request continues this conversation when its messages start with exactly that.
+        busy: Whether a request of this conversation is being answered.
+        chars: The characters of text it keeps (for the channel's memory budget).
     """
 
     model: Any
+    tag: str | None = None
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
     exchanges: list[_Exchange] = field(default_factory=list)
     tools: list[ToolDefinition] = field(default_factory=list)
+    system: str | None = None
+    history: list[Message] = field(default_factory=list)
+    input: str = ""
     started: float = field(default_factory=time.perf_counter)
     started_at: str = field(default_factory=_now)
     ended_at: str = ""
-
-    expected: list[tuple[Any, ...]] = field(default_factory=list)
-    """The keys a continuation of this conversation starts with."""
-    tail: tuple[int, tuple[Any, ...]] | None = None
-    """Where the channel indexes this conversation (the position and key of its last answer)."""
+    digest: bytes | None = None
+    busy: bool = False
+    chars: int = 0
 
     @property
     def finished(self) -> bool:
@@ -77,19 +139,24 @@ class Conversation:
 
     def add(
         self,
-        messages: list[Message],
-        tools: list[ToolDefinition],
+        messages: Sequence[Message],
+        digests: Sequence[bytes],
+        tools: Sequence[ToolDefinition],
         response: ModelResponse | None,
         started: float,
         error: BaseException | None = None,
     ) -> None:
-        """Record one request and its answer."""
+        """Record one request (its messages and their :func:`transcript_digests`) and answer."""
         if tools:
             self.tools = list(tools)
+        if not self.exchanges:
+            self._first(messages)
+        else:
+            self._results(messages)
         now = time.perf_counter()
         self.exchanges.append(
             _Exchange(
-                list(messages),
+                len(messages),
                 response,
                 (started - self.started) * 1000,
                 (now - started) * 1000,
@@ -97,58 +164,61 @@ class Conversation:
             )
         )
         self.ended_at = _now()
-        self.expected = [message_key(m) for m in messages]
+        self.digest = None
         if response is not None:
-            self.expected.append(message_key(response.message))
+            self.chars += _chars(response.message)
+            self.digest = _chain(digests[-1] if digests else b"", response.message)
+
+    def _first(self, messages: Sequence[Message]) -> None:
+        self.system = next((m.content for m in messages if m.role == "system"), None)
+        users = [i for i, m in enumerate(messages) if m.role == "user"]
+        start = users[-1] if users else len(messages)
+        self.input = (messages[start].content or "") if users else ""
+        self.history = [m for m in messages[:start] if m.role != "system"]
+        self.chars += len(self.system or "") + len(self.input)
+        self.chars += sum(_chars(m) for m in self.history)
+
+    def _results(self, messages: Sequence[Message]) -> None:
+        last = self.exchanges[-1]
+        if last.response is None:
+            return
+        calls = {c.id: c.name for c in last.response.message.tool_calls}
+        for m in messages[last.count + 1 :]:
+            if m.role == "tool" and m.tool_call_id in calls:
+                call_id = m.tool_call_id or ""
+                last.results.append(ToolResult(call_id, calls[call_id], "ok", m.content or ""))
+                self.chars += _chars(m)
 
     def trace(self, *, output: str | None = None) -> Trace:
         """The conversation as a Trace, as toolproof's own agent would have recorded it."""
-        first = self.exchanges[0].messages if self.exchanges else []
-        system = next((m.content for m in first if m.role == "system"), None)
-        users = [i for i, m in enumerate(first) if m.role == "user"]
-        start = users[-1] if users else len(first)
-        user_input = first[start].content or "" if users else ""
-        history = [m for m in first[:start] if m.role != "system"]
         steps: list[Step] = []
         usage = Usage()
-        for index, exchange in enumerate(self.exchanges):
-            if exchange.response is None:
-                continue
+        for exchange in self.exchanges:
             response = exchange.response
-            results: list[ToolResult] = []
-            calls = {c.id: c.name for c in response.message.tool_calls}
-            if index + 1 < len(self.exchanges):
-                for m in self.exchanges[index + 1].messages[len(exchange.messages) + 1 :]:
-                    if m.role == "tool" and m.tool_call_id in calls:
-                        results.append(
-                            ToolResult(
-                                m.tool_call_id or "",
-                                calls[m.tool_call_id or ""],
-                                "ok",
-                                m.content or "",
-                            )
-                        )
+            if response is None:
+                continue
             usage = usage + response.usage
             steps.append(
                 Step(
-                    index=len(steps),
-                    request=RequestSummary(message_count=len(exchange.messages)),
+                    index=len(steps) + 1,
+                    request=RequestSummary(message_count=exchange.count),
                     response=response.message,
                     offset_ms=exchange.offset_ms,
                     latency_ms=exchange.latency_ms,
                     usage=response.usage,
                     finish_reason=response.finish_reason,
                     model_name=response.model_name,
-                    tool_results=results,
+                    tool_results=list(exchange.results),
                     parse_errors=list(response.parse_errors),
                 )
             )
+        system = self.system
         trace = Trace(
             id=self.id,
-            input=user_input,
+            input=self.input,
             started_at=self.started_at,
             ended_at=self.ended_at or _now(),
-            history=history,
+            history=list(self.history),
             system_prompt=system,
             system_prompt_hash=stable_hash(system) if system is not None else None,
             model=getattr(self.model, "name", "") or "",
@@ -167,7 +237,7 @@ class Conversation:
             steps=steps,
             usage=usage,
             duration_ms=(time.perf_counter() - self.started) * 1000,
-            metadata={"source": "wire"},
+            metadata={"source": "wire", **UNSEEN},
         )
         last = self.exchanges[-1] if self.exchanges else None
         if last is not None and last.error is not None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shlex
+import signal
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 from toolproof._agent import Agent, Budget, RunResult
 from toolproof._messages import Message, ModelSettings
 from toolproof.errors import AgentRunError, UserError
+from toolproof.models.fake import ScriptedModel
+from toolproof.server._conversation import UNSEEN
 
 if TYPE_CHECKING:
     from toolproof._trace import Trace
@@ -20,6 +24,53 @@ if TYPE_CHECKING:
 __all__ = ["ExternalAgent"]
 
 NOT_USED = "the base URL was not used: does your client read OPENAI_BASE_URL?"
+
+#: The most an agent may answer: what a ``command`` agent prints on stdout, or the body of
+#: an ``http`` agent's answer. More fails the case naming this limit.
+MAX_OUTPUT = 1024 * 1024
+#: Errors of a scripted model that mean the script does not fit the agent's requests.
+_SCRIPT_ERRORS = ("ScriptExhausted", "UserError")
+#: How much of a program's stderr is kept (its end) to say why it failed.
+_STDERR_TAIL = 64 * 1024
+#: Seconds a program's output pipes may stay open after it exited (a child holding them).
+_GRACE = 2.0
+
+#: What a ``command`` agent inherits from toolproof's environment: what programs need to
+#: start and find their files, never credentials. Everything else it gets is named: the
+#: server's address and key, and the suite's ``env:``.
+INHERITED = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TERM",
+    "TZ",
+    "LANG",
+    "LANGUAGE",
+    "TMPDIR",
+    "TEMP",
+    "TMP",
+    "PYTHONPATH",
+    "VIRTUAL_ENV",
+    "NODE_PATH",
+    # Windows
+    "SYSTEMROOT",
+    "SYSTEMDRIVE",
+    "WINDIR",
+    "COMSPEC",
+    "PATHEXT",
+    "USERPROFILE",
+    "USERNAME",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "APPDATA",
+    "LOCALAPPDATA",
+    "PROGRAMDATA",
+    "PROGRAMFILES",
+    "PROCESSOR_ARCHITECTURE",
+    "NUMBER_OF_PROCESSORS",
+)
 
 
 class ExternalAgent(Agent):
@@ -32,9 +83,13 @@ class ExternalAgent(Agent):
     The contract of a ``command`` agent: it gets the user input on stdin (or as the
     ``{input}`` argument when its command has one), reads ``OPENAI_BASE_URL`` and
     ``OPENAI_API_KEY`` (also ``TOOLPROOF_BASE_URL``) from its environment, prints the final
-    answer on stdout and exits 0. An ``http`` agent gets ``POST {"input": ..., "base_url":
-    ..., "api_key": ...}`` (also the headers ``X-Toolproof-Base-Url`` and
-    ``X-Toolproof-Api-Key``) and answers JSON with an ``output`` field, or plain text.
+    answer on stdout (at most ``MAX_OUTPUT`` bytes) and exits 0. Its environment holds only
+    the variables in ``INHERITED`` (and ``LC_*``), the server's, and ``env``: no credential
+    of toolproof's environment reaches it. When the run ends (answered, failed or timed
+    out), every process it started in its process group is killed. An ``http`` agent gets
+    ``POST {"input": ..., "base_url": ..., "api_key": ...}`` (also the headers
+    ``X-Toolproof-Base-Url`` and ``X-Toolproof-Api-Key``) and answers JSON with an
+    ``output`` field, or plain text (at most ``MAX_OUTPUT`` bytes).
 
     Args:
         model: The model answering the agent's requests.
@@ -66,6 +121,11 @@ class ExternalAgent(Agent):
         self.http = http
         self.timeout = timeout
         self.env = dict(env or {})
+        for name, value in self.env.items():
+            if "\x00" in name or "\x00" in value or "=" in name or not name:
+                raise UserError(
+                    f"ExternalAgent(env=...): {name!r} cannot be an environment variable"
+                )
         self.cwd = Path(cwd) if cwd is not None else None
 
     async def run(
@@ -110,9 +170,13 @@ class ExternalAgent(Agent):
         traces = channel.traces()
         trace = _merge(traces, input, model)
         trace.metadata.update(dict(metadata or {}))
+        trace.metadata.update(UNSEEN)  # (whatever the case's metadata says)
         if self.name:
             trace.metadata.setdefault("agent", self.name)
         trace.tags = list(tags)
+        scripted = [t.error for t in traces if t.error and t.error.type in _SCRIPT_ERRORS]
+        if scripted and isinstance(model, ScriptedModel):  # whatever the program made of it
+            problem = f"the script does not fit the agent: {scripted[0].message}"
         if problem is None and not traces:
             problem = NOT_USED
         if problem is None and not output:
@@ -129,7 +193,11 @@ class ExternalAgent(Agent):
         return RunResult(output, trace.stop_reason, trace, conversation)
 
     def _environment(self, base_url: str, key: str) -> dict[str, str]:
-        env = dict(os.environ)
+        env = {
+            name: value
+            for name, value in os.environ.items()
+            if name.upper() in INHERITED or name.upper().startswith("LC_")
+        }
         env.update(self.env)
         env.update(
             {
@@ -146,35 +214,35 @@ class ExternalAgent(Agent):
     async def _spawn(
         self, input: str, base_url: str, key: str, limit: float | None
     ) -> tuple[str | None, str | None]:
-        argv = [part.replace("{input}", input) for part in self.command]
-        stdin = None if any("{input}" in part for part in self.command) else input.encode()
+        as_argument = any("{input}" in part for part in self.command)
+        if as_argument and "\x00" in input:
+            return None, (
+                "the input holds a NUL character, which a command-line argument cannot carry: "
+                "read the input from stdin (drop {input} from the command)"
+            )
         try:
-            process = await asyncio.create_subprocess_exec(
+            data = b"" if as_argument else input.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return None, f"the input is not valid text at character {exc.start}: {exc.reason}"
+        argv = [part.replace("{input}", input) for part in self.command]
+        loop = asyncio.get_running_loop()
+        try:
+            transport, program = await loop.subprocess_exec(
+                _Program,
                 *argv,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
                 env=self._environment(base_url, key),
                 cwd=self.cwd,
+                start_new_session=os.name == "posix",  # its own group: killed whole at the end
             )
-        except OSError as exc:
+        except (OSError, ValueError, UnicodeEncodeError) as exc:
             return None, f"could not start {argv[0]!r}: {exc}"
         try:
-            out, err = await asyncio.wait_for(process.communicate(stdin or b""), limit)
+            return await asyncio.wait_for(program.talk(transport, data, argv[0]), limit)
         except asyncio.TimeoutError:
-            process.kill()
-            await process.wait()
             return None, f"{argv[0]} did not finish within {limit:g} s"
-        except asyncio.CancelledError:
-            process.kill()
-            raise
-        if process.returncode != 0:
-            tail = err.decode(errors="replace").strip()[-400:].replace("\n", " | ")
-            return (
-                None,
-                f"{argv[0]} exited with status {process.returncode}: {tail or '(no stderr)'}",
-            )
-        return out.decode(errors="replace").strip(), None
+        finally:
+            program.kill(transport)  # and whatever it left running
+            transport.close()
 
     async def _post(
         self, input: str, base_url: str, key: str, limit: float | None
@@ -189,7 +257,12 @@ class ExternalAgent(Agent):
                 aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=limit)) as session,
                 session.post(self.http, json=body, headers=headers) as response,
             ):
-                text = await response.text()
+                raw = b""
+                async for chunk in response.content.iter_chunked(65536):
+                    raw += chunk
+                    if len(raw) > MAX_OUTPUT:
+                        return None, f"{self.http} answered more than {_limit_text()}"
+                text = raw.decode(response.charset or "utf-8", errors="replace")
                 if response.status >= 400:
                     return None, f"{self.http} answered HTTP {response.status}: {text[-300:]}"
                 if response.content_type == "application/json":
@@ -206,6 +279,75 @@ class ExternalAgent(Agent):
             return None, f"could not reach {self.http}: {type(exc).__name__}: {exc}"
 
 
+def _limit_text() -> str:
+    return f"{MAX_OUTPUT // 1024} KiB (the limit of an agent's answer)"
+
+
+class _Program(asyncio.SubprocessProtocol):
+    """A command agent's process: its output kept (bounded), its exit and its pipes watched.
+
+    The exit is seen when the program exits, even while a child it left keeps its output
+    pipes open (``asyncio``'s own ``Process.wait`` waits for the pipes too).
+    """
+
+    def __init__(self) -> None:
+        loop = asyncio.get_running_loop()
+        self.out = bytearray()
+        self.err = bytearray()
+        self.exited: asyncio.Future[None] = loop.create_future()
+        self.closed: asyncio.Future[None] = loop.create_future()
+        self.overflow: asyncio.Future[None] = loop.create_future()
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        if fd == 1:
+            room = MAX_OUTPUT + 1 - len(self.out)
+            self.out += data[: max(0, room)]
+            if len(self.out) > MAX_OUTPUT and not self.overflow.done():
+                self.overflow.set_result(None)
+        else:
+            self.err += data
+            del self.err[: max(0, len(self.err) - _STDERR_TAIL)]
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+    async def talk(
+        self, transport: asyncio.SubprocessTransport, data: bytes, name: str
+    ) -> tuple[str | None, str | None]:
+        """Feed the input, read the answer until the program exits (or prints too much)."""
+        stdin = transport.get_pipe_transport(0)
+        if stdin is not None:
+            with contextlib.suppress(OSError):  # (a program that never reads its input)
+                stdin.write(data)  # type: ignore[attr-defined]
+                stdin.close()
+        await asyncio.wait((self.exited, self.overflow), return_when=asyncio.FIRST_COMPLETED)
+        if self.overflow.done():
+            return None, f"{name} printed more than {_limit_text()} on stdout"
+        self.kill(transport)  # its children may hold the pipes open: they end with it
+        await asyncio.wait((self.closed,), timeout=_GRACE)
+        if len(self.out) > MAX_OUTPUT:
+            return None, f"{name} printed more than {_limit_text()} on stdout"
+        code = transport.get_returncode()
+        if code != 0:
+            tail = self.err.decode(errors="replace").strip()[-400:].replace("\n", " | ")
+            return None, f"{name} exited with status {code}: {tail or '(no stderr)'}"
+        return self.out.decode(errors="replace").strip(), None
+
+    def kill(self, transport: asyncio.SubprocessTransport) -> None:
+        """Kill the program and every process of its group (where there are groups)."""
+        if os.name == "posix":
+            with contextlib.suppress(OSError):
+                os.killpg(transport.get_pid(), signal.SIGKILL)
+        if transport.get_returncode() is None:
+            with contextlib.suppress(OSError):
+                transport.kill()
+
+
 def _merge(traces: list[Trace], input: str, model: Any) -> Trace:
     """One trace of the run: its conversations' steps in order."""
     from toolproof._trace import Trace
@@ -216,7 +358,7 @@ def _merge(traces: list[Trace], input: str, model: Any) -> Trace:
     if len(traces) == 1:
         return first
     steps = [s for t in traces for s in t.steps]
-    for index, step in enumerate(steps):
+    for index, step in enumerate(steps, 1):
         step.index = index
     first.steps = steps
     first.usage = sum((t.usage for t in traces[1:]), first.usage)

@@ -392,9 +392,12 @@ def make_app(
     Args:
         runs: Where the runs are.
         store_path: The trace store (it may not exist yet).
-        allowed_hosts: ``Host`` header values accepted (``None``: any).
+        allowed_hosts: ``Host`` header values accepted (``None``: any); requests from web
+            pages of other sites are refused either way.
     """
     from aiohttp import web
+
+    from toolproof.server._local import refusal
 
     def respond(status: int, text: str) -> web.Response:
         return web.Response(status=status, text=text, content_type="text/html", charset="utf-8")
@@ -403,8 +406,9 @@ def make_app(
     async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
         if request.method not in ("GET", "HEAD"):
             return web.Response(status=405, text="the viewer only reads")
-        if allowed_hosts is not None and request.host not in allowed_hosts:
-            return web.Response(status=421, text="unexpected Host header")
+        refused = refusal(request.host, request.headers.get("Origin"), allowed_hosts)
+        if refused is not None:
+            return web.Response(status=refused[0], text=refused[1])
         response: web.StreamResponse = await handler(request)
         response.headers.update(_HEADERS)
         return response

@@ -64,6 +64,11 @@ def _no_tool_errors(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) ->
         return None
 
     def evaluate(record: SessionRecord) -> tuple[CheckStatus, str]:
+        from toolproof.server._conversation import results_unseen
+
+        unseen = results_unseen(record.traces)
+        if unseen is not None:  # never a pass it could not see
+            return "inconclusive", f"not checked: {unseen}"
         bad = []
         for call, result in record.calls_and_results():
             if result is None or result.ok:

@@ -41,6 +41,11 @@ def _state(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | 
         return None
 
     def evaluate(record: SessionRecord) -> tuple[CheckStatus, str]:
+        from toolproof.server._conversation import results_unseen
+
+        unseen = results_unseen(record.traces)
+        if unseen is not None:  # the suite's mocks never answered the agent's tools
+            return "inconclusive", f"not checked: {unseen}"
         state = record.state()
         if state is None:
             return "fail", (

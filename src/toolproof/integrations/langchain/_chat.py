@@ -151,29 +151,14 @@ class ToolproofChatModel(BaseChatModel):
         return response, _ai_message(response.message, response)
 
     def _check(self, message: Message, tools: list[ToolDefinition], number: int) -> None:
-        import jsonschema
+        from toolproof.models.fake import script_misfit
 
-        by_name = {t.name: t for t in tools}
         where = f"{getattr(self.backend, 'name', 'model')} response {number}"
         for c in message.tool_calls:
-            if c.name not in by_name:
-                bound = ", ".join(by_name) or "none (call bind_tools(...) first)"
-                raise UserError(
-                    f"{where} calls tool {c.name!r}, which is not bound to the model; "
-                    f"bound tools: {bound}"
-                )
-            if c.arguments_error is not None:
-                continue  # malformed arguments on purpose: the agent must cope with them
-            validator = jsonschema.Draft202012Validator(by_name[c.name].parameters)
-            problems = [
-                f"{'.'.join(str(p) for p in e.absolute_path) or '(arguments)'}: {e.message}"
-                for e in validator.iter_errors(c.arguments)
-            ]
-            if problems:
-                raise UserError(
-                    f"{where} calls {c.signature()} with arguments the tool's schema rejects: "
-                    + "; ".join(problems)
-                )
+            problem = script_misfit(c, tools)
+            if problem is not None:
+                hint = "" if tools else " (call bind_tools(...) first)"
+                raise UserError(f"{where} {problem}{hint}")
 
     async def _agenerate(
         self,
