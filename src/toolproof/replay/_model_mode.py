@@ -13,6 +13,7 @@ from toolproof._messages import (
     ModelSettings,
     ToolDefinition,
     ToolResult,
+    error_message,
 )
 from toolproof._tools import Tool
 from toolproof._toolset import Toolset, mock_context
@@ -152,7 +153,7 @@ def _add(
     if result.ok:
         mock.add(name, arguments, returns=result.value, times=times)
     else:
-        mock.add(name, arguments, raises=ToolError(result.content), times=times)
+        mock.add(name, arguments, raises=ToolError(error_message(result)), times=times)
 
 
 _REAL_TOOL_HOW = "--real-tool {0} (Python: replay(..., real_tools=['{0}']))"
