@@ -245,10 +245,12 @@ def test_repeated_identical_calls_are_detected() -> None:
     assert result.messages[-1].role == "tool"
 
 
-def test_repeat_detection_can_be_disabled_and_counts_only_consecutive_calls() -> None:
+def test_repeat_detection_can_be_disabled_and_counts_repeats_in_a_row() -> None:
     script = [call("multiply_numbers", a=2, b=2), call("multiply_numbers", a=2, b=3)] * 2 + ["ok"]
-    agent, _ = make(script, max_repeated_calls=2)
+    agent, _ = make(script, max_repeated_calls=3)  # A B A B: a cycle repeated twice, not 3x
     assert agent.run_sync("x").stop_reason == "final"
+    agent, _ = make(script, max_repeated_calls=2)
+    assert agent.run_sync("x").stop_reason == "repeated_call"
     agent, _ = make([call("multiply_numbers", a=2, b=2)] * 4 + ["ok"], max_repeated_calls=None)
     assert agent.run_sync("x").stop_reason == "final"
 
