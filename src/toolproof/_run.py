@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any, Protocol
@@ -252,9 +252,9 @@ class _Run:
         self.cost: float | None = 0.0 if self.price is not None else None
         self.index = 0  # model calls started
         self.calls: list[ToolCall] = []  # every call the model asked for, in order
-        self.keys: list[str | None] = []  # their arguments as JSON, made when compared
+        self.keys: dict[int, str] = {}  # their arguments as JSON, made when compared
         # Side-effecting calls that succeeded (None: running), by name and arguments.
-        self.effects: dict[str, ToolResult | None] = {}
+        self.effects: dict[str, ToolResult | None] | None = None
         self.clock = _Clock(budget.max_seconds)
         self.started = 0.0
         self.result: RunResult | None = None
@@ -309,8 +309,9 @@ class _Run:
         """
         calls = self.calls
         calls.append(call)
-        self.keys.append(None)
         n = len(calls)
+        if n < limit:
+            return
         for period in range(1, MAX_REPEAT_PERIOD + 1):
             if period * limit > n:
                 return
@@ -332,9 +333,9 @@ class _Run:
         calls, keys = self.calls, self.keys
         if calls[i].name != calls[j].name:  # arguments are compared only then
             return False
-        if keys[i] is None:
+        if i not in keys:
             keys[i] = _args_key(calls[i])
-        if keys[j] is None:
+        if j not in keys:
             keys[j] = _args_key(calls[j])
         return keys[i] == keys[j]
 
@@ -501,7 +502,7 @@ class _Run:
                 raise outcome
         return step.tool_results
 
-    async def _execute(self, call: ToolCall) -> ToolResult:
+    def _execute(self, call: ToolCall) -> Awaitable[ToolResult]:
         """Run one call, unless it repeats a side-effecting call that succeeded in this run.
 
         The repeat gets an ``AlreadyRan`` error result holding the earlier result. A call
@@ -513,12 +514,14 @@ class _Run:
             t is None
             or not (t.side_effects or t.requires_approval)
             or call.arguments_error is not None
-        ):
-            return await self.toolset.execute(
-                call, timeout=agent.tool_timeout, approver=agent.approver
-            )
-        key = f"{call.name}\n{_args_key(call)}"
+        ):  # the toolset's coroutine itself: no frame of ours around it
+            return self.toolset.execute(call, timeout=agent.tool_timeout, approver=agent.approver)
+        return self._once(call, f"{call.name}\n{_args_key(call)}")
+
+    async def _once(self, call: ToolCall, key: str) -> ToolResult:
         effects = self.effects
+        if effects is None:
+            effects = self.effects = {}
         if key in effects:
             earlier = effects[key]
             said = (
@@ -531,6 +534,7 @@ class _Run:
                 call.id, call.name, "error", error_text("AlreadyRan", text), None, "AlreadyRan"
             )
         effects[key] = None
+        agent = self.agent
         result = await self.toolset.execute(
             call, timeout=agent.tool_timeout, approver=agent.approver
         )
