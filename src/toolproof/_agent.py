@@ -62,7 +62,8 @@ class Agent:
         approver: Decides about calls to tools marked ``requires_approval=True``.
         memory: Trims history to a token budget; without it the whole conversation is sent.
         max_repeated_calls: Stop with ``"repeated_call"`` when the same call (name and
-            arguments) is made this many times in a row; ``None`` disables the check.
+            arguments), or the same cycle of up to four calls (``A, B, A, B``), is made this
+            many times in a row; ``None`` disables the check.
         prices: Prices per model name, merged over ``toolproof.models.DEFAULT_PRICES``.
         on_event: Subscribers to the run's events (progress display, logging...).
         recorder: Receives every finished trace (``toolproof.replay.Recorder``).

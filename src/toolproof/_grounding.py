@@ -28,19 +28,31 @@ So "We have 3 units" fails when the tool said ``{"units": 7}``, and "I found 3 f
 when the tool returned an array of three flights or the answer lists the three of them. What
 stays ungrounded is what the answer works out itself: a total, a difference, a date "the next
 day": a number no tool returned is reported even when the arithmetic is right.
+
+Digits of every script count as the digits they are: ``７天`` (full-width), ``٧`` (Arabic-Indic)
+and ``७`` (Devanagari) state 7, ``٣٬٤٥٦٫٥`` states 3456.5 (:func:`plain_digits`, used by the
+answer, the evidence and replay's comparison of answers alike).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from toolproof._trace import Trace
 
-__all__ = ["GroundingResult", "check_grounding", "extract_claims", "trace_evidence"]
+__all__ = [
+    "GroundingResult",
+    "check_grounding",
+    "extract_claims",
+    "plain_digits",
+    "stated_facts",
+    "trace_evidence",
+]
 
 # A word that may be an id: letters and digits, optionally joined by - _ . / (E1001,
 # ORD-123, mia_li_3668); it is an id when it mixes letters and digits. (Matching the words
@@ -91,6 +103,43 @@ class _Claim:
     token: str  # as written
     value: Any  # the id lower-cased, the number as a float, the time as (hour, minute)
     small: bool = False  # an integer 0-10 written without a decimal point
+    start: int = 0  # where it is written
+
+
+#: Signs and separators written with other characters than ASCII's.
+_SEPARATORS = {0x066B: ord("."), 0x066C: ord(","), 0x2212: ord("-"), 0xFE63: ord("-")}
+
+
+class _PlainTable(dict[int, int]):
+    """``str.translate`` table of :func:`plain_digits`, filled as characters are met."""
+
+    def __missing__(self, code: int) -> int:
+        value = unicodedata.decimal(chr(code), None)
+        if value is not None:  # a decimal digit of any script
+            plain = 48 + value
+        elif 0xFF01 <= code <= 0xFF5E:  # full-width forms of ASCII characters
+            plain = code - 0xFEE0
+        else:
+            plain = _SEPARATORS.get(code, code)
+        if len(self) < 4096:  # hostile text with many distinct characters stays bounded
+            self[code] = plain
+        return plain
+
+
+_PLAIN = _PlainTable()
+
+
+def plain_digits(text: str) -> str:
+    """``text`` with every decimal digit written as an ASCII digit, character for character.
+
+    Digits of every script (full-width ``７``, Arabic-Indic ``٧``, Devanagari ``७``...), the
+    full-width forms of ASCII characters, the Arabic decimal and thousands separators and
+    the minus sign become their ASCII counterparts. Each character maps to one character,
+    so positions in the result are positions in ``text``.
+    """
+    if text.isascii():
+        return text
+    return text.translate(_PLAIN)
 
 
 def _ids(text: str) -> Iterator[tuple[str, tuple[int, int]]]:
@@ -181,27 +230,38 @@ def _list_items(text: str) -> tuple[list[tuple[int, int]], set[int]]:
     return markers, lengths
 
 
-def _claims(text: str, *, check_small_numbers: bool) -> list[_Claim]:
-    """The claims of ``text``: ids, times, then numbers (list markers are not claims)."""
-    times = [_Claim("time", m.group(0).strip(), clock) for m, clock in _times(text)]
-    spans = [m.span() for m, _ in _times(text)]
+def _claims(written: str, *, check_small_numbers: bool) -> list[_Claim]:
+    """The claims of ``written``: ids, times, then numbers (list markers are not claims).
+
+    They are read from its :func:`plain_digits` form; each keeps its token as written.
+    """
+    text = plain_digits(written)
+    found = list(_times(text))
+    times = [
+        _Claim("time", written[m.start() : m.end()].strip(), clock, False, m.start())
+        for m, clock in found
+    ]
+    spans = [m.span() for m, _ in found]
     ids: list[_Claim] = []
     numbers: list[_Claim] = []
     for token, span in _ids(_mask(text, spans)):
+        shown, start = written[span[0] : span[1]], span[0]
         numeric = _NUMERIC_ID.fullmatch(token)
         if numeric is not None:  # 10th, 24-hour
             value = float(numeric.group(1))
-            numbers.append(_Claim("number", token, value, _is_small(numeric.group(1), value)))
+            small = _is_small(numeric.group(1), value)
+            numbers.append(_Claim("number", shown, value, small, start))
         else:
-            ids.append(_Claim("id", token, token.lower()))
+            ids.append(_Claim("id", shown, token.lower(), False, start))
         spans.append(span)
     markers, _ = _list_items(text)
     for m in _NUMBER.finditer(_mask(text, [*spans, *markers])):
         token = m.group(0)
         number = _number_value(token)
         if number is not None:
-            numbers.append(_Claim("number", token, number, _is_small(token, number)))
-    numbers.sort(key=lambda claim: text.find(claim.token))
+            shown = written[m.start() : m.end()]
+            numbers.append(_Claim("number", shown, number, _is_small(token, number), m.start()))
+    numbers.sort(key=lambda claim: claim.start)
     claims = [*ids, *times, *numbers]
     if not check_small_numbers:
         claims = [c for c in claims if not c.small]
@@ -220,6 +280,19 @@ def extract_claims(text: str, *, check_small_numbers: bool = False) -> tuple[lis
     """
     claims = _claims(text, check_small_numbers=check_small_numbers)
     return [c.token for c in claims if c.kind == "id"], [c.token for c in claims if c.kind != "id"]
+
+
+def stated_facts(text: str, *, check_small_numbers: bool = True) -> dict[tuple[str, Any], str]:
+    """What ``text`` states, by value: ids, numbers and times, as first written, in order.
+
+    ``"E001 has 5 days"`` and ``"e001: ５ days"`` state the same facts: the keys,
+    ``("id", "e001")`` and ``("number", 5.0)``, are equal.
+    """
+    facts: dict[tuple[str, Any], str] = {}
+    claims = _claims(text, check_small_numbers=check_small_numbers)
+    for claim in sorted(claims, key=lambda claim: claim.start):  # in the order written
+        facts.setdefault((claim.kind, claim.value), claim.token)
+    return facts
 
 
 def _array_lengths(value: Any, into: set[int], depth: int = 0) -> None:
@@ -258,6 +331,7 @@ class _Evidence:
 
     @classmethod
     def of(cls, texts: list[str]) -> _Evidence:
+        texts = [plain_digits(text) for text in texts]
         text = "\n".join(texts)
         ids = {token.lower() for token in _tokens(text)}
         numbers: set[float] = set()
@@ -310,7 +384,7 @@ def check_grounding(
     texts = list(evidence)
     facts = _Evidence.of(texts)
     claims = _claims(answer, check_small_numbers=check_small_numbers)
-    _, answer_lists = _list_items(answer)
+    _, answer_lists = _list_items(plain_digits(answer))
     ungrounded = [c.token for c in claims if not facts.supports(c, answer_lists)]
     return GroundingResult(ungrounded=ungrounded, checked=[c.token for c in claims])
 

@@ -1,9 +1,15 @@
 """Working memory: fit the conversation into a token budget by whole turn groups.
 
 A *turn group* is a user message, an assistant message without tool calls, or an assistant
-message with tool calls together with the tool results that answer it. Groups are dropped
-oldest first and never split: an orphaned ``tool`` message (or a ``tool_calls`` message
-without its results) makes real APIs answer 400.
+message with tool calls together with the tool results that answer it. Groups of earlier
+turns are dropped oldest first and never split: an orphaned ``tool`` message (or a
+``tool_calls`` message without its results) makes real APIs answer 400.
+
+The current turn (the user input being answered and every message after it) is never
+dropped: a model that no longer sees its own calls of this turn calls them again. When it
+does not fit on its own, its tool results are shortened, each to no less than
+``MIN_RESULT_CHARS`` characters and with a note saying so; when even that does not fit,
+the request is not sent and the run stops with ``budget``.
 
 Token counts: the offline estimator below, calibrated by the provider's reported usage when
 there is one (``input_tokens`` of the last request / estimate of that request).
@@ -21,6 +27,9 @@ from toolproof.errors import UserError
 from toolproof.models._base import Model
 
 __all__ = ["Memory", "MemoryState", "estimate_message_tokens", "estimate_tokens", "turn_groups"]
+
+#: A tool result of the current turn is never shortened below this many characters.
+MIN_RESULT_CHARS = 200
 
 SUMMARY_PROMPT = (
     "Summarize the conversation below for an assistant that will continue it. Keep every "
@@ -58,6 +67,7 @@ class Prepared:
     trimmed: int
     summarized: bool
     estimated_tokens: int
+    overflow: str | None = None  # why the current turn cannot fit (nothing is to be sent)
 
 
 @dataclass
@@ -106,7 +116,8 @@ class Memory:
             conversation: Everything after the system prompt.
             counts: Estimated tokens of each conversation message.
             state: Calibration and summary carried between requests.
-            protect: Index of the current user input, which is never dropped.
+            protect: Index of the current user input: it and everything after it (the
+                current turn) are never dropped.
         """
         scale = state.calibration
         system_tokens = self.count(system) if system is not None else 0
@@ -114,26 +125,87 @@ class Memory:
         if total * scale <= self.max_tokens:
             return self._assemble(system, conversation, 0, state, False, total)
 
-        groups = turn_groups(conversation)
+        groups = turn_groups(conversation[:protect])  # the earlier turns
         sizes = [sum(counts[i] for i in group) for group in groups]
         budget = self.max_tokens / scale - system_tokens
-        keep = [True] * len(groups)
-        used = sum(sizes)
-        # Drop oldest first, never the group holding the current input, never the last group.
-        for gi, group in enumerate(groups):
-            if used <= budget:
-                break
-            if gi == len(groups) - 1 or protect in group:
-                continue
-            keep[gi] = False
-            used -= sizes[gi]
-        dropped = [i for gi, group in enumerate(groups) if not keep[gi] for i in group]
-        kept = [conversation[i] for gi, group in enumerate(groups) if keep[gi] for i in group]
+        used = total - system_tokens
+        cut = 0  # groups[:cut] are dropped, oldest first
+        while cut < len(groups) and used > budget:
+            used -= sizes[cut]
+            cut += 1
+        dropped = [i for group in groups[:cut] for i in group]
+        kept = conversation[len(dropped) :]
+        if used > budget:  # the current turn alone is over: shorten its tool results
+            turn, turn_counts = conversation[protect:], counts[protect:]
+            current = self._shorten(turn, turn_counts, budget)
+            if current is None:
+                need = system_tokens + self._cut(turn, turn_counts, MIN_RESULT_CHARS)[1]
+                return Prepared([], len(dropped), False, total, self._overflow(need * scale))
+            kept = current
+            used = sum(self.count(m) for m in kept)
         summarized = False
         if dropped and self.summarizer is not None:
             await self._summarize(conversation, dropped, state)
             summarized = state.summary is not None
         return self._assemble(system, kept, len(dropped), state, summarized, system_tokens + used)
+
+    def _shorten(
+        self, turn: Sequence[Message], counts: Sequence[int], budget: float
+    ) -> list[Message] | None:
+        """``turn`` with its longest tool results cut to one length so that it fits ``budget``.
+
+        The length is the largest that fits, and never under ``MIN_RESULT_CHARS``; ``None``
+        when the turn does not fit even then.
+        """
+        longest = max((len(m.content or "") for m in turn if m.role == "tool"), default=0)
+        if longest <= MIN_RESULT_CHARS:
+            return None
+        low, high = MIN_RESULT_CHARS, longest  # the answer is in [low, high)
+        best: list[Message] | None = None
+        while low < high:  # binary search on the kept length: O(log n) estimates
+            middle = (low + high) // 2
+            shortened, tokens = self._cut(turn, counts, middle)
+            if tokens <= budget:
+                best, low = shortened, middle + 1
+            else:
+                high = middle
+        return best
+
+    def _cut(
+        self, turn: Sequence[Message], counts: Sequence[int], keep: int
+    ) -> tuple[list[Message], int]:
+        """``turn`` with every tool result longer than ``keep`` characters cut to ``keep``."""
+        out: list[Message] = []
+        tokens = 0
+        for message, count in zip(turn, counts, strict=True):
+            content = message.content or ""
+            if message.role == "tool" and len(content) > keep:
+                note = (
+                    f"\n[toolproof shortened this result to fit Memory(max_tokens="
+                    f"{self.max_tokens}): {len(content) - keep} of its {len(content)} "
+                    "characters are left out]"
+                )
+                message = Message(
+                    "tool",
+                    content[:keep] + note,
+                    [],
+                    message.tool_call_id,
+                    message.name,
+                    None,
+                    message.status,
+                )
+                count = self.count(message)
+            out.append(message)
+            tokens += count
+        return out, tokens
+
+    def _overflow(self, need: float) -> str:
+        return (
+            f"the current turn does not fit in Memory(max_tokens={self.max_tokens}): with "
+            f"earlier turns left out and its tool results shortened to {MIN_RESULT_CHARS} "
+            f"characters, the request still needs about {round(need)} tokens; raise "
+            "Memory(max_tokens=...)"
+        )
 
     def _assemble(
         self,

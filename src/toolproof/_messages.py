@@ -361,7 +361,8 @@ class ToolResult:
         call_id: The id of the call this answers.
         name: The tool name.
         status: ``"ok"`` or ``"error"``.
-        content: The text sent back to the model.
+        content: The text sent back to the model; for errors ``Error (<kind>): <message>``
+            (see :func:`error_text`).
         value: The tool's return value in JSON form (``None`` for errors).
         error_type: For errors, what kind: ``"ToolError"``, ``"ValidationError"``,
             ``"UnknownTool"``, ``"InvalidArguments"``, ``"Rejected"``, ``"Timeout"``, or the
@@ -395,6 +396,21 @@ class ToolResult:
     def ok(self) -> bool:
         """Whether the tool succeeded."""
         return self.status == "ok"
+
+
+def error_text(kind: str, message: str) -> str:
+    """The text a model reads for a failed tool call: ``Error (KeyError): E999``.
+
+    Every error result toolproof makes carries this text as its ``content``, so each model
+    adapter (native tool messages, the text protocol, LangChain, the Agents SDK, MCP) tells
+    the model that the call failed and how.
+    """
+    return f"Error ({kind}): {message}"
+
+
+def error_message(result: ToolResult) -> str:
+    """The message of a failed ``result`` without the marker :func:`error_text` adds."""
+    return result.content.removeprefix(error_text(result.error_type or "", ""))
 
 
 @dataclass(slots=True)

@@ -12,13 +12,21 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any, Protocol
 
 from toolproof._memory import Memory, MemoryState, estimate_message_tokens
-from toolproof._messages import Message, ModelSettings, ToolCall, ToolResult, Usage, sum_usage
+from toolproof._messages import (
+    Message,
+    ModelSettings,
+    ToolCall,
+    ToolResult,
+    Usage,
+    error_text,
+    sum_usage,
+)
 from toolproof._pricing import find_price
 from toolproof._run_clock import _Clock, _Stop
 from toolproof._trace import ErrorInfo, RequestSummary, Step, StopReason, Trace
@@ -54,6 +62,9 @@ CORRECTION_PREFIX = "Your last message contained a tool call that could not be p
 
 #: The wall-clock limit of a run unless its ``Budget`` says otherwise, in seconds.
 DEFAULT_MAX_SECONDS = 600.0
+
+#: The longest cycle of calls (``A B A B`` has 2) that ``max_repeated_calls`` detects.
+MAX_REPEAT_PERIOD = 4
 
 _INFO = 20  # logging.INFO, without importing logging to read it
 
@@ -228,9 +239,10 @@ class _Run:
         self.spent = 0  # input plus output tokens so far (the run's usage is summed at its end)
         self.cost: float | None = 0.0 if self.price is not None else None
         self.index = 0  # model calls started
-        self.last_call: ToolCall | None = None
-        self.last_key: str | None = None
-        self.streak = 0
+        self.calls: list[ToolCall] = []  # every call the model asked for, in order
+        self.keys: dict[int, str] = {}  # their arguments as JSON, made when compared
+        # Side-effecting calls that succeeded (None: running), by name and arguments.
+        self.effects: dict[str, ToolResult | None] | None = None
         self.clock = _Clock(budget.max_seconds)
         self.started = 0.0
         self.result: RunResult | None = None
@@ -278,28 +290,47 @@ class _Run:
                 self._repeated(call, agent.max_repeated_calls)
 
     def _repeated(self, call: ToolCall, limit: int) -> None:
-        key = None
-        last = self.last_call
-        if last is not None and last.name == call.name:  # arguments are compared only then
-            key = _args_key(call)
-            if self.last_key is None:
-                self.last_key = _args_key(last)
-            self.streak = self.streak + 1 if key == self.last_key else 1
+        """Stop when the last calls are one call, or a cycle of calls, ``limit`` times over.
+
+        ``A A A`` is a repeat of period 1, ``A B A B A B`` of period 2; cycles of up to
+        ``MAX_REPEAT_PERIOD`` calls are found (``period * (limit - 1)`` comparisons each).
+        """
+        calls = self.calls
+        calls.append(call)
+        n = len(calls)
+        if n < limit:
+            return
+        for period in range(1, MAX_REPEAT_PERIOD + 1):
+            if period * limit > n:
+                return
+            if all(
+                self._same(i, i - period) for i in range(n - 1, n - 1 - period * (limit - 1), -1)
+            ):
+                break
         else:
-            self.streak = 1
-        self.last_call, self.last_key = call, key
-        if self.streak >= limit:
-            raise _Stop(
-                "repeated_call",
-                detail=f"{call.signature()} was requested {self.streak} times in a row "
-                f"(max_repeated_calls={limit})",
-            )
+            return
+        if period == 1:
+            detail = f"{call.signature()} was requested {limit} times in a row"
+        else:
+            cycle = ", ".join(c.signature() for c in calls[n - period :])
+            detail = f"the calls {cycle} were requested {limit} times in a row, in this order"
+        raise _Stop("repeated_call", detail=f"{detail} (max_repeated_calls={limit})")
+
+    def _same(self, i: int, j: int) -> bool:
+        """Whether calls ``i`` and ``j`` have the same name and arguments."""
+        calls, keys = self.calls, self.keys
+        if calls[i].name != calls[j].name:  # arguments are compared only then
+            return False
+        if i not in keys:
+            keys[i] = _args_key(calls[i])
+        if j not in keys:
+            keys[j] = _args_key(calls[j])
+        return keys[i] == keys[j]
 
     # -- the model ------------------------------------------------------------------------------
 
     async def ask(self) -> Step:
         """Send the conversation to the model; record its answer as the next step."""
-        self.index += 1
         within, memory = self.clock.within, self.memory
         if memory is not None:
             prepared = await within(
@@ -312,6 +343,8 @@ class _Run:
                 ),
                 " while preparing memory",
             )
+            if prepared.overflow is not None:
+                raise _Stop("budget", detail=prepared.overflow)
             messages = prepared.messages
             summary = RequestSummary(
                 message_count=len(messages),
@@ -324,6 +357,7 @@ class _Run:
             messages = [system, *self.conversation] if system else list(self.conversation)
             summary = RequestSummary(message_count=len(messages), estimated_tokens=self.tokens)
         model = self.model
+        self.index += 1
         step_started = time.perf_counter()
         try:
             response = await within(model.request(messages, self.definitions, self.settings))
@@ -412,8 +446,7 @@ class _Run:
         self.answered = len(self.conversation)
 
     async def _tools(self, calls: list[ToolCall], step: Step) -> list[ToolResult]:
-        toolset, emit, observed = self.toolset, self.emit, self.observed
-        timeout, approver = self.agent.tool_timeout, self.agent.approver
+        toolset, emit, observed, execute = self.toolset, self.emit, self.observed, self._execute
         # What ran, in call order, kept if the time limit cuts the rest off.
         finished: list[ToolResult | None] = [None] * len(calls)
         self._finished = finished
@@ -422,7 +455,7 @@ class _Run:
             call = calls[0]
             if observed:
                 emit(ToolStarted(step.index, call))
-            result = await toolset.execute(call, timeout=timeout, approver=approver)
+            result = await execute(call)
             finished[0] = result
             if observed:
                 emit(ToolFinished(step.index, call, result))
@@ -431,14 +464,14 @@ class _Run:
         async def one(call: ToolCall, index: int) -> ToolResult:
             if observed:
                 emit(ToolStarted(step.index, call))
-            result = await toolset.execute(call, timeout=timeout, approver=approver)
+            result = await execute(call)
             finished[index] = result
             if observed:
                 emit(ToolFinished(step.index, call, result))
             return result
 
         outcomes: list[ToolResult | BaseException]
-        if timeout is None and all(toolset.runs_inline(c) for c in calls):
+        if self.agent.tool_timeout is None and all(toolset.runs_inline(c) for c in calls):
             # Synchronous tools never suspend: tasks would run them one by one anyway, so
             # run them in order directly, with the same semantics as gather() below.
             outcomes = []
@@ -458,6 +491,48 @@ class _Run:
             if isinstance(outcome, BaseException):
                 raise outcome
         return step.tool_results
+
+    def _execute(self, call: ToolCall) -> Awaitable[ToolResult]:
+        """Run one call, unless it repeats a side-effecting call that succeeded in this run.
+
+        The repeat gets an ``AlreadyRan`` error result holding the earlier result. A call
+        that failed (an error result) may be retried.
+        """
+        agent = self.agent
+        t = self.toolset.tools.get(call.name)
+        if (
+            t is None
+            or not (t.side_effects or t.requires_approval)
+            or call.arguments_error is not None
+        ):  # the toolset's coroutine itself: no frame of ours around it
+            return self.toolset.execute(call, timeout=agent.tool_timeout, approver=agent.approver)
+        return self._once(call, f"{call.name}\n{_args_key(call)}")
+
+    async def _once(self, call: ToolCall, key: str) -> ToolResult:
+        effects = self.effects
+        if effects is None:
+            effects = self.effects = {}
+        if key in effects:
+            earlier = effects[key]
+            said = (
+                "the same call is running in this step."
+                if earlier is None
+                else f"this call already succeeded in this run. Its result: {earlier.content}"
+            )
+            text = f"{call.signature()} was not run again: the tool has side effects and {said}"
+            return ToolResult(
+                call.id, call.name, "error", error_text("AlreadyRan", text), None, "AlreadyRan"
+            )
+        effects[key] = None
+        agent = self.agent
+        result = await self.toolset.execute(
+            call, timeout=agent.tool_timeout, approver=agent.approver
+        )
+        if result.ok:
+            effects[key] = result
+        else:
+            del effects[key]
+        return result
 
     # -- the end --------------------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
-from toolproof._messages import ToolCall, ToolDefinition, ToolResult
+from toolproof._messages import ToolCall, ToolDefinition, ToolResult, error_text
 from toolproof._tools import ArgumentsInvalid, Tool
 from toolproof._trace import ToolInfo
 from toolproof.errors import (
@@ -744,7 +744,7 @@ def _error(
         call_id=call.id,
         name=call.name,
         status="error",
-        content=message,
+        content=error_text(error_type, message),
         error_type=error_type,
         duration_ms=(time.perf_counter() - started) * 1000,
         mocked=mocked,

@@ -128,7 +128,7 @@ def format_event(event: Event) -> str | None:
         return f"[step {step.index}] model: {what} ({step.latency_ms:.1f} ms, {tokens})"
     if isinstance(event, ToolFinished):
         result = event.result
-        arrow = "->" if result.ok else "-> error:"
+        arrow = "->"  # an error's text starts "Error (<kind>): "
         content = result.content if len(result.content) <= 200 else result.content[:199] + "…"
         return (
             f"[step {event.step}] {event.call.signature()} {arrow} {content} "

@@ -120,11 +120,12 @@ def test_declared_business_error_goes_back_to_the_model_and_the_run_continues() 
     assert (error.status, error.error_type, error.content) == (
         "error",
         "KeyError",
-        "employee not found",
+        "Error (KeyError): employee not found",
     )
     tool_message = model.requests[1].messages[-1]
     assert tool_message.status == "error" and tool_message.tool_call_id == "call_1"
-    assert tool_message.name == "get_leave_balance" and tool_message.content == "employee not found"
+    assert tool_message.name == "get_leave_balance"
+    assert tool_message.content == "Error (KeyError): employee not found"
 
 
 def test_tool_error_and_value_error_are_results() -> None:
@@ -143,8 +144,8 @@ def test_tool_error_and_value_error_are_results() -> None:
     )
     result = agent.run_sync("x")
     assert [(r.error_type, r.content) for r in result.trace.tool_results] == [
-        ("ToolError", "no entry for Z; try one of A, B"),
-        ("ValueError", "employee_id must not be empty"),
+        ("ToolError", "Error (ToolError): no entry for Z; try one of A, B"),
+        ("ValueError", "Error (ValueError): employee_id must not be empty"),
     ]
 
 
@@ -186,9 +187,9 @@ def test_unknown_tool_lists_available_tools() -> None:
     result = agent.run_sync("1+2")
     r = result.trace.tool_results[0]
     assert (r.status, r.error_type) == ("error", "UnknownTool")
-    assert (
-        r.content
-        == "Unknown tool 'add_numbers'. Available tools: multiply_numbers, get_leave_balance."
+    assert r.content == (
+        "Error (UnknownTool): Unknown tool 'add_numbers'. Available tools: multiply_numbers, "
+        "get_leave_balance."
     )
 
 
@@ -200,8 +201,8 @@ def test_malformed_json_arguments_never_crash() -> None:
     first, second = result.trace.tool_results
     assert first.error_type == "InvalidArguments" and "not valid JSON" in first.content
     assert second.content == (
-        "Could not read the arguments for tool 'multiply_numbers': arguments must be a JSON "
-        "object, got list. Send the arguments as one JSON object."
+        "Error (InvalidArguments): Could not read the arguments for tool 'multiply_numbers': "
+        "arguments must be a JSON object, got list. Send the arguments as one JSON object."
     )
     assert result.trace.tool_calls[0].arguments_json() == '{"a": 12, "b": '  # kept verbatim
 
@@ -244,10 +245,12 @@ def test_repeated_identical_calls_are_detected() -> None:
     assert result.messages[-1].role == "tool"
 
 
-def test_repeat_detection_can_be_disabled_and_counts_only_consecutive_calls() -> None:
+def test_repeat_detection_can_be_disabled_and_counts_repeats_in_a_row() -> None:
     script = [call("multiply_numbers", a=2, b=2), call("multiply_numbers", a=2, b=3)] * 2 + ["ok"]
-    agent, _ = make(script, max_repeated_calls=2)
+    agent, _ = make(script, max_repeated_calls=3)  # A B A B: a cycle repeated twice, not 3x
     assert agent.run_sync("x").stop_reason == "final"
+    agent, _ = make(script, max_repeated_calls=2)
+    assert agent.run_sync("x").stop_reason == "repeated_call"
     agent, _ = make([call("multiply_numbers", a=2, b=2)] * 4 + ["ok"], max_repeated_calls=None)
     assert agent.run_sync("x").stop_reason == "final"
 
@@ -352,7 +355,7 @@ def test_approval_approve_reject_edit_and_missing_approver() -> None:
     statuses = [(r.status, r.content) for r in result.trace.tool_results]
     assert statuses == [
         ("ok", "sent"),
-        ("error", "Tool 'send_message' was not run: not during the freeze."),
+        ("error", "Error (Rejected): Tool 'send_message' was not run: not during the freeze."),
         ("ok", "sent"),
         ("ok", "sent"),
     ]
@@ -385,7 +388,7 @@ async def test_async_approver() -> None:
     result = await agent.run("x")
     assert (
         result.trace.tool_results[0].content
-        == "Tool 'delete' was not run: the user rejected this call."
+        == "Error (Rejected): Tool 'delete' was not run: the user rejected this call."
     )
 
 
@@ -479,8 +482,8 @@ def test_tool_timeout_is_reported_to_the_model() -> None:
     )
     result = agent.run_sync("x")
     assert [(r.error_type, r.content) for r in result.trace.tool_results] == [
-        ("Timeout", "Tool 'hang' timed out after 0.02 s."),
-        ("Timeout", "Tool 'sync_hang' timed out after 0.02 s."),
+        ("Timeout", "Error (Timeout): Tool 'hang' timed out after 0.02 s."),
+        ("Timeout", "Error (Timeout): Tool 'sync_hang' timed out after 0.02 s."),
     ]
     assert result.stop_reason == "final"
 

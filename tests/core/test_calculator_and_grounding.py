@@ -59,7 +59,7 @@ def test_calculator_is_a_tool_whose_errors_reach_the_model() -> None:
     assert (result.status, result.error_type, result.content) == (
         "error",
         "ToolError",
-        "the result is too large",
+        "Error (ToolError): the result is too large",
     )
     assert calculator.parameters["required"] == ["expression"]
 

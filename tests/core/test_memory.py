@@ -6,8 +6,6 @@ import asyncio
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from toolproof import Agent, Memory, Message, ToolCall, ToolResult, Usage, UserError, tool
 from toolproof._memory import MemoryState, estimate_message_tokens, estimate_tokens, turn_groups
@@ -70,34 +68,6 @@ def test_trimming_drops_oldest_whole_groups_and_keeps_system_and_current_input()
     assert prepared.trimmed > 0
     _check_no_orphans(prepared.messages[1:])
     assert prepared.estimated_tokens <= 100
-
-
-@settings(max_examples=150, deadline=None)
-@given(
-    turns=st.lists(st.integers(1, 30), min_size=1, max_size=6),
-    budget=st.integers(10, 800),
-    data=st.data(),
-)
-def test_trimming_never_orphans_tool_messages(
-    turns: list[int], budget: int, data: st.DataObject
-) -> None:
-    conversation: list[Message] = []
-    for i, size in enumerate(turns):
-        turn = _tool_turn(i)
-        if size % 3 == 0:
-            turn = turn[:1] + turn[-1:]  # some turns have no tools
-        conversation.extend(turn)
-    protect = data.draw(
-        st.sampled_from([i for i, m in enumerate(conversation) if m.role == "user"])
-    )
-    memory = Memory(max_tokens=budget)
-    prepared = _prepare(memory, conversation, protect)
-    kept = prepared.messages[1:]
-    _check_no_orphans(kept)
-    assert conversation[protect] in kept  # the current input is never dropped
-    assert kept[-1] is conversation[-1]  # nor the newest group
-    assert kept == [m for m in conversation if m in kept]  # order preserved
-    assert len(kept) + prepared.trimmed == len(conversation)
 
 
 def test_summarizer_replaces_dropped_turns() -> None:

@@ -138,7 +138,7 @@ def test_a_tool_error_with_a_surrogate_or_a_broken_message_reaches_the_model() -
         [flaky],
     )
     results = agent.run_sync("go").trace.tool_results
-    assert results[0].content == "bad \\ud800 input"
+    assert results[0].content == "Error (ToolError): bad \\ud800 input"
     assert results[1].error_type == "Broken" and "cannot be shown" in results[1].content
 
 

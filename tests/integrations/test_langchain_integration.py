@@ -110,7 +110,7 @@ async def test_converted_tools_validate_and_report_errors_to_the_model() -> None
     assert (failed.status, failed.error_type, failed.content) == (
         "error",
         "ToolError",
-        "cannot handle 3",
+        "Error (ToolError): cannot handle 3",
     )
 
 
@@ -367,7 +367,9 @@ def test_hostile_arguments_never_crash_a_converted_tool(arguments: dict[str, Any
     )
     assert isinstance(message, ToolMessage)
     if message.status == "error":
-        assert message.content.startswith("Invalid arguments for tool 'lookup_order'")
+        assert message.content.startswith(
+            "Error (ValidationError): Invalid arguments for tool 'lookup_order'"
+        )
     else:
         assert set(arguments) == {"order_id"} and isinstance(arguments["order_id"], str)
 

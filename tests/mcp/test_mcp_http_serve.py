@@ -80,7 +80,7 @@ async def test_http_session_trace_ends_with_the_session(
     assert [r.status for r in results][:2] == ["ok", "ok"]
     assert results[0].value == 7
     assert results[2].error_type == "Timeout"  # the injected timeout fired on call 3
-    assert results[2].content == "Tool 'add' timed out after 60 s."
+    assert results[2].content == "Error (Timeout): Tool 'add' timed out after 60 s."
     assert results[3].error_type == "MissingFixture"  # the strict mock answers every tool
 
 
@@ -109,7 +109,7 @@ async def test_in_process_server_survives_hostile_calls() -> None:
         nested = await client.call_tool("add", {"a": {"deep": [1, 2, {"x": None}]}})
         assert nested.is_error and "Invalid arguments" in _text(nested)
         huge = await client.call_tool("get_order", {"order_id": "x" * 100_000})
-        assert huge.is_error and _text(huge).startswith("xxxx")  # the declared KeyError
+        assert huge.is_error and _text(huge).startswith("Error (KeyError): xxxx")  # declared
         # After all that, the server still answers.
         ok = await client.call_tool("add", {"a": 2, "b": 3})
         assert ok.structured_content == {"result": 5}

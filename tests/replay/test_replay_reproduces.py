@@ -70,6 +70,9 @@ def test_model_mode_replays_every_recording_against_itself(
         tools=[schema_tool(i) for i in infos],
         system_prompt=traces[0].system_prompt,  # the same policy the recording ran with
         max_steps=100,
+        # τ-bench's agent had no repeat limit: one recording retries a booking five times
+        # between identical `think` calls (a cycle toolproof's default would stop at three).
+        max_repeated_calls=None,
     )
     report = replay(traces, mode="model", agent=agent, model="recorded", rules=RULES)
     assert len(report.samples) == 1341

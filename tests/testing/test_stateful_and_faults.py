@@ -204,10 +204,12 @@ def test_raises_a_declared_error_on_the_nth_call_only_and_the_run_continues():
     failed = result.trace.tool_results[1]
     assert (failed.error_type, failed.content) == (
         "KeyError",
-        "injected failure in tool 'get_order'",
+        "Error (KeyError): injected failure in tool 'get_order'",
     )
     assert result.stop_reason == "final"
-    assert "get_order: error: injected failure in tool 'get_order'" in result.output
+    assert (
+        "get_order: error: Error (KeyError): injected failure in tool 'get_order'" in result.output
+    )
     assert orders.count("get_order") == 2  # the faulted call never reached the mock
 
 
@@ -230,7 +232,7 @@ def test_fault_filters_by_arguments_and_counts_matching_calls_only():
     assert [(r.status, r.content) for r in result.trace.tool_results] == [
         ("ok", '{"city": "上海", "weather": "mocked rain"}'),
         ("ok", '{"city": "北京", "weather": "mocked rain"}'),
-        ("error", "radar offline"),
+        ("error", "Error (ToolError): radar offline"),
     ]
 
 
@@ -260,7 +262,7 @@ def test_timeout_with_a_time_limit_becomes_a_timeout_result_without_waiting():
     assert (res.status, res.error_type, res.content) == (
         "error",
         "Timeout",
-        "Tool 'get_weather' timed out after 3600 s.",
+        "Error (Timeout): Tool 'get_weather' timed out after 3600 s.",
     )
     assert "timed out" in result.output
 
@@ -280,7 +282,10 @@ def test_hanging_timeout_is_cut_off_by_the_tool_limit():
     toolset = with_faults(Toolset([slow_lookup]), Fault.timeout("slow_lookup", seconds=3600))
     agent = Agent(reporting_model([call("slow_lookup", key="k")]), toolset)
     result = agent.run_sync("q")
-    assert result.trace.tool_results[0].content == "Tool 'slow_lookup' timed out after 0.05 s."
+    assert (
+        result.trace.tool_results[0].content
+        == "Error (Timeout): Tool 'slow_lookup' timed out after 0.05 s."
+    )
 
 
 def test_timeout_without_any_limit_stops_the_run_and_says_how_to_fix_it():
@@ -303,7 +308,10 @@ def test_faults_apply_over_fixture_mocks_and_real_tools():
     result = Agent(
         reporting_model([call("get_order", order_id="A1")] * 2), toolset, max_repeated_calls=None
     ).run_sync("q")
-    assert [r.content for r in result.trace.tool_results] == ["db down", '{"status": "paid"}']
+    assert [r.content for r in result.trace.tool_results] == [
+        "Error (KeyError): db down",
+        '{"status": "paid"}',
+    ]
     assert mock.count("get_order") == 1
     # Real mode: calls the fault does not select run the real function.
     real = with_faults(Toolset(TOOLS), Fault.raises("get_weather", on_call=2))

@@ -158,7 +158,7 @@ def test_times_makes_call_sequences_and_fails_the_nth_call():
     assert (second.status, second.error_type, second.content) == (
         "error",
         "KeyError",
-        "HR system down",
+        "Error (KeyError): HR system down",
     )
     assert result.output == "The second lookup failed: HR system down."
     assert mock.count("get_leave_balance", employee_id="E001") == 2
@@ -430,10 +430,13 @@ def test_from_file_yaml(tmp_path):
     assert (missing.status, missing.error_type, missing.content) == (
         "error",
         "KeyError",
-        "employee not found",
+        "Error (KeyError): employee not found",
     )
     assert search.value == ["policy.md"]
-    assert (weather.error_type, weather.content) == ("ToolError", "weather service unavailable")
+    assert (weather.error_type, weather.content) == (
+        "ToolError",
+        "Error (ToolError): weather service unavailable",
+    )
     mock.verify()
 
 
@@ -492,7 +495,7 @@ def test_from_dict_named_declared_error_resolves_against_the_tool():
         toolset=Toolset([find_employee, lookup], mode="mock", mocks=[mock]),
     )
     assert result.trace.tool_results[0].error_type == "EmployeeMissing"
-    assert result.trace.tool_results[0].content == "no such employee"
+    assert result.trace.tool_results[0].content == "Error (EmployeeMissing): no such employee"
     agent = Agent(
         ScriptedModel([call("lookup", key="k"), "x"]),
         Toolset([find_employee, lookup], mode="mock", mocks=[mock]),
@@ -572,7 +575,7 @@ def test_tool_error_fixture_goes_back_to_the_model():
     assert (res.status, res.error_type, res.content, res.mocked) == (
         "error",
         "ToolError",
-        "no data",
+        "Error (ToolError): no data",
         True,
     )
     assert result.output == "No weather data, sorry."

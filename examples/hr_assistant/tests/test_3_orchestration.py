@@ -125,7 +125,7 @@ def test_hr_system_outage_degrades_gracefully(scripted_model, run_agent):
         faults=[Fault.raises("get_leave_balance", KeyError("HR system unavailable"), on_call=1)],
     )
     first, second = result.trace.tool_results
-    assert (first.status, first.content) == ("error", "HR system unavailable")
+    assert (first.status, first.content) == ("error", "Error (KeyError): HR system unavailable")
     assert (second.status, second.value) == ("ok", 5)
     assert result.stop_reason == "final"
     assert "failed" in (result.output or "")

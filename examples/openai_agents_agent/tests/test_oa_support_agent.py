@@ -91,7 +91,7 @@ def test_an_unknown_order_is_reported_to_the_model(processor: TraceProcessor) ->
     _run(build_agent(model), "Where is Z-9?")
     (result,) = processor.traces[-1].tool_results
     assert (result.status, result.error_type) == ("error", "KeyError")
-    assert model.requests[1].last.content == "Z-9"
+    assert model.requests[1].last.content == "Error (KeyError): Z-9"
 
 
 def test_a_side_effecting_tool_without_mock_is_refused(processor: TraceProcessor) -> None:

@@ -7,8 +7,9 @@
   that are not compared strictly, another order).
 - **fail**: a tool is missing or unexpected, an argument is out of bounds or rejected by
   the schema, a required argument is missing, the answer is not supported by the tool
-  results (numbers or ids that appear nowhere), the run did not finish, or the judge found
-  the answers not equivalent.
+  results (numbers or ids that appear nowhere), the answer states none of the facts the
+  recorded answer stated, the run did not finish, or the judge found the answers not
+  equivalent.
 
 Every warn and fail is a :class:`Finding` that says why, with the recorded and the new
 values side by side.
@@ -22,8 +23,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from toolproof._grounding import check_grounding, extract_claims, trace_evidence
+from toolproof._grounding import check_grounding, stated_facts, trace_evidence
 from toolproof._matching import json_equal
+from toolproof._messages import error_text
 from toolproof._trace import Trace
 from toolproof.replay._rules import ReplayRules, ToolRule
 
@@ -288,7 +290,8 @@ def _one_call(
             Finding(
                 "fail",
                 "schema",
-                f"today's schema rejects the call: {result.content}",
+                "today's schema rejects the call: "
+                + result.content.removeprefix(error_text(result.error_type or "", "")),
                 tool=name,
                 recorded=_show_call(old_call, mask) if old_call is not None else None,
                 new=_show_call(call, mask) if compare else None,
@@ -415,15 +418,20 @@ def grade_answer(recorded: Trace, new: Trace, rules: ReplayRules) -> list[Findin
             )
             return findings
     if _normalize(answer) != _normalize(recorded.output):
-        old_ids, old_numbers = extract_claims(recorded.output)
-        new_ids, new_numbers = extract_claims(answer)
-        old_claims = {c.lower() for c in old_ids} | {_num(n) for n in old_numbers}
-        new_claims = {c.lower() for c in new_ids} | {_num(n) for n in new_numbers}
-        if old_claims == new_claims:
+        small = rules.check_small_numbers
+        old_facts = stated_facts(recorded.output, check_small_numbers=small)
+        new_facts = stated_facts(answer, check_small_numbers=small)
+        dropped = [token for key, token in old_facts.items() if key not in new_facts]
+        added = [token for key, token in new_facts.items() if key not in old_facts]
+        grade: Grade = "warn"
+        if not dropped and not added:
             message = "the answer is worded differently; it states the same facts"
+        elif old_facts and len(dropped) == len(old_facts):  # a non-answer, or other facts
+            grade = "fail"
+            message = "the answer states none of the recorded facts (" + ", ".join(dropped) + ")"
+            if added:
+                message += "; it states " + ", ".join(added) + " instead"
         else:
-            dropped = sorted(old_claims - new_claims)
-            added = sorted(new_claims - old_claims)
             parts = []
             if dropped:
                 parts.append("no longer states " + ", ".join(dropped))
@@ -433,7 +441,7 @@ def grade_answer(recorded: Trace, new: Trace, rules: ReplayRules) -> list[Findin
                 parts
             )
         findings.append(
-            Finding("warn", "answer_changed", message, recorded=recorded.output, new=answer)
+            Finding(grade, "answer_changed", message, recorded=recorded.output, new=answer)
         )
     return findings
 
@@ -490,13 +498,6 @@ _PUNCT = re.compile(r"[^\w\s]")
 
 def _normalize(text: str) -> str:
     return _SPACE.sub(" ", _PUNCT.sub(" ", text.casefold())).strip()
-
-
-def _num(token: str) -> str:
-    try:
-        return f"{float(token.replace(',', '')):g}"
-    except ValueError:  # pragma: no cover - extract_claims only returns numbers here
-        return token
 
 
 def _counts(names: Iterable[str]) -> dict[str, int]:

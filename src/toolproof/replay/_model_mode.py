@@ -13,6 +13,7 @@ from toolproof._messages import (
     ModelSettings,
     ToolDefinition,
     ToolResult,
+    error_message,
 )
 from toolproof._tools import Tool
 from toolproof._toolset import Toolset, mock_context
@@ -152,7 +153,7 @@ def _add(
     if result.ok:
         mock.add(name, arguments, returns=result.value, times=times)
     else:
-        mock.add(name, arguments, raises=ToolError(result.content), times=times)
+        mock.add(name, arguments, raises=ToolError(error_message(result)), times=times)
 
 
 _REAL_TOOL_HOW = "--real-tool {0} (Python: replay(..., real_tools=['{0}']))"
@@ -233,11 +234,19 @@ async def _model_sample(
     if cut and new.stop_reason == "max_steps":
         new.stop_reason, new.stop_detail = trace.stop_reason, trace.stop_detail
     findings = grade_answer(trace, new, rules)
-    if not any(f.check in ("no_fixture", "run_error") for f in findings):
-        findings = (
-            grade_calls(list(trace.calls_and_results()), list(new.calls_and_results()), rules)
-            + findings
+    # A run that stopped early is not compared call by call (the calls it never made would
+    # all be "missing"), but the calls it made still answer to the per-call rules: a
+    # bounded argument out of its bounds is why there was no recorded response to give.
+    finished = not any(f.check in ("no_fixture", "run_error") for f in findings)
+    findings = (
+        grade_calls(
+            list(trace.calls_and_results()),
+            list(new.calls_and_results()),
+            rules,
+            compare_calls=finished,
         )
+        + findings
+    )
     if (
         judge is not None
         and error is None

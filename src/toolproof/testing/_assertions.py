@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolproof._matching._objects import compare, format_call
+from toolproof._messages import error_message
 from toolproof._text import clip
 from toolproof._trace import Trace
 from toolproof.errors import UserError
@@ -62,7 +63,7 @@ def format_tool_calls(trace: Trace | RunResult | AgentRunError) -> str:
         elif result.ok:
             outcome = f"ok: {_clip(result.content)}"
         else:
-            outcome = f"error {result.error_type}: {_clip(result.content)}"
+            outcome = f"error {result.error_type}: {_clip(error_message(result))}"
         lines.append(f"  {number}. {call.signature()} -> {outcome}")
     if t.stop_reason != "final":
         lines.append(f"The run stopped: {t.stop_reason} ({t.stop_detail or 'no detail'}).")
@@ -221,7 +222,7 @@ def assert_no_tool_errors(trace: Trace | RunResult | AgentRunError, /) -> None:
     if not failed:
         return
     listed = "\n".join(
-        f"  - {c.signature()}: {r.error_type}: {_clip(r.content)}" for c, r in failed
+        f"  - {c.signature()}: {r.error_type}: {_clip(error_message(r))}" for c, r in failed
     )
     raise AssertionError(
         f"{len(failed)} tool call{'s' if len(failed) != 1 else ''} returned an error:\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from toolproof._messages import error_message
 from toolproof.evals._builtins._schemas import _TEXTS
 from toolproof.evals._checks import (
     STOP_REASONS,
@@ -75,7 +76,8 @@ def _no_tool_errors(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) ->
                 continue
             if result.name in allow or (result.error_type or "") in allow:
                 continue
-            bad.append(f"{call.signature()} -> {result.error_type}: {_clip(result.content, 120)}")
+            message = _clip(error_message(result), 120)
+            bad.append(f"{call.signature()} -> {result.error_type}: {message}")
         if bad:
             suffix = f" (allowed: {', '.join(allow)})" if allow else ""
             return "fail", "tool errors: " + "; ".join(bad) + suffix

@@ -47,9 +47,13 @@ class LangChainAgent(Agent):
         build: ``build(chat_model, tools)`` returns the LangChain agent.
         model: A toolproof model or model string.
         tools: Tools or a toolset.
-        system_prompt: Sent first in the messages of a runnable agent.
-        tool_errors: See :func:`to_langchain` (``"raise"`` for agents that catch tool
-            exceptions themselves).
+        system_prompt: Sent first in the messages of a runnable agent. The trace records
+            the system messages the model received, whoever set them (this argument, or
+            ``create_agent(..., system_prompt=...)`` in ``build``).
+        tool_errors: What an exception a tool raises becomes; see :func:`to_langchain`.
+            ``"raise"`` (default) lets the LangChain agent handle it as it would without
+            toolproof (``create_agent`` ends the run with it); ``"message"`` turns it into an
+            error message the model reads.
         name: Recorded in trace metadata.
         recorder: Receives every finished trace.
 
@@ -70,7 +74,7 @@ class LangChainAgent(Agent):
         tools: Sequence[Tool[..., Any] | Callable[..., Any]] | Toolset = (),
         *,
         system_prompt: str | None = None,
-        tool_errors: ErrorStyle = "message",
+        tool_errors: ErrorStyle = "raise",
         name: str | None = None,
         recorder: Any = None,
     ) -> None:
@@ -121,8 +125,6 @@ class LangChainAgent(Agent):
             _home_loop.reset(token)
         trace = captured.trace
         run.describe(trace, history)
-        trace.system_prompt = self.system_prompt
-        trace.system_prompt_hash = self.system_prompt_hash
         trace.settings = self.settings.merged(settings).to_dict()
         failure = run.failure
         error = failure if isinstance(failure, AgentRunError) else None

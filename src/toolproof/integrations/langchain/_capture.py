@@ -377,7 +377,7 @@ class TraceCapture(BaseCallbackHandler):
 
     def _build(self) -> Trace:
         first = self._first or []
-        system = next((m.text for m in first if m.role == "system"), None)
+        system = "\n\n".join(m.text for m in first if m.role == "system") or None
         rest = [m for m in first if m.role != "system"]
         user_index = max((i for i, m in enumerate(rest) if m.role == "user"), default=None)
         if self._input is not None:

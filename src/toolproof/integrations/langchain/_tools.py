@@ -9,7 +9,7 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from toolproof._messages import ToolCall, ToolDefinition, ToolResult
+from toolproof._messages import ToolCall, ToolDefinition, ToolResult, error_message
 from toolproof._tools import Tool
 from toolproof._toolset import Toolset
 from toolproof._trace import stable_hash as _hash
@@ -147,7 +147,7 @@ ErrorStyle = Literal["message", "raise"]
 def to_langchain(
     tools: Toolset | Tool[..., Any] | Sequence[Tool[..., Any]],
     *,
-    errors: ErrorStyle = "message",
+    errors: ErrorStyle = "raise",
 ) -> list[StructuredTool]:
     """Make toolproof tools LangChain ``StructuredTool`` objects that run through a Toolset.
 
@@ -158,10 +158,14 @@ def to_langchain(
 
     Args:
         tools: A toolset, a tool, or tools (wrapped in a real-mode toolset).
-        errors: What a tool error (a declared exception, ``ToolError``, invalid arguments)
-            becomes: ``"message"`` (default) an error ``ToolMessage`` the model reads, as
-            toolproof's own loop does; ``"raise"`` the declared exception itself (rebuilt with
-            the same class and message), for agents that catch tool exceptions themselves.
+        errors: What an exception the tool raises (a declared one, or ``ToolError``)
+            becomes. ``"raise"`` (default): the exception itself (rebuilt with the same
+            class and message), so the LangChain agent handles it as it handles any tool's
+            exception; ``create_agent`` lets it end the run, as it would without toolproof.
+            ``"message"``: an error ``ToolMessage`` the model reads, as toolproof's own
+            loop does. Either way, what toolproof refuses before the tool runs (invalid
+            arguments, a rejected approval) and a tool timeout become error
+            ``ToolMessage``s, as LangChain reports invalid arguments to the model.
 
     Returns:
         One ``StructuredTool`` per tool, in the toolset's order.
@@ -189,10 +193,10 @@ def _structured(toolset: Toolset, t: Tool[..., Any], errors: ErrorStyle) -> Stru
         if result.ok:
             return result.content, result
         if errors == "raise":
-            declared = [e for e in t.errors if e.__name__ == result.error_type]
-            if declared:
-                raise declared[0](result.content)
-        raise ToolException(result.content)
+            raised = [e for e in (*t.errors, ToolError) if e.__name__ == result.error_type]
+            if raised:
+                raise raised[0](error_message(result))
+        raise _Reported(result.content)
 
     def dispatch_sync(callbacks: Any = None, **kwargs: Any) -> tuple[str, ToolResult]:
         result: tuple[str, ToolResult] = _run_sync(
@@ -207,8 +211,23 @@ def _structured(toolset: Toolset, t: Tool[..., Any], errors: ErrorStyle) -> Stru
         func=dispatch_sync,
         coroutine=dispatch,
         response_format="content_and_artifact",
-        handle_tool_error=True,
+        handle_tool_error=True if errors == "message" else _reported_only,
     )
+
+
+class _Reported(ToolException):
+    """An error result toolproof reports to the model as an error ``ToolMessage``."""
+
+
+def _reported_only(error: ToolException) -> str:
+    """The ``handle_tool_error`` of ``errors="raise"``: only toolproof's reports are messages.
+
+    A ``ToolException`` the tool raised itself is raised on, as LangChain does with a tool
+    that does not handle its errors.
+    """
+    if isinstance(error, _Reported):
+        return str(error)
+    raise error
 
 
 def _handlers_of(callbacks: Any) -> list[TraceCapture]:
