@@ -1,9 +1,9 @@
 """Reliability figures: what was tried against each guarantee, and what got through.
 
 Each ``bench/_guarantee_<area>.py`` module tries to break one promise (mocking, redaction,
-bounded work, durability, the files and servers toolproof writes and starts) and returns rows ``(guarantee, what
-was tried, result)``. This script runs them all and prints one table, the one
-``docs/guarantees.md`` quotes.
+bounded work, durability, the files toolproof writes, the servers it starts) and returns
+rows ``(guarantee, what was tried, result)``. This script runs them all and prints one
+table, the one ``docs/guarantees.md`` quotes.
 
 Run: ``python bench/bench_guarantees.py`` from the repository root (about a minute), or
 ``python bench/bench_guarantees.py redaction`` for one area.
