@@ -18,8 +18,10 @@ from judge_corpus import TRUTHS, Answer, corpus
 
 from toolproof import Message, Trace
 from toolproof._messages import ModelResponse, ModelSettings, ToolCall, ToolDefinition
+from toolproof._verdict import _prose, parse_verdict
+from toolproof._verdict import read_response as _read_response
 from toolproof.evals import SessionRecord
-from toolproof.evals._judge import _prose, _read_response, judge, parse_verdict
+from toolproof.evals._judge import judge
 from toolproof.models import Model
 
 ANSWERS = corpus()
@@ -155,7 +157,7 @@ LONG = [
 def test_reading_a_long_answer_is_bounded_work(
     monkeypatch: pytest.MonkeyPatch, text: str, verdict: str
 ) -> None:
-    import toolproof.evals._judge as module
+    import toolproof._verdict as module
 
     scanned: list[int] = []
     real = module._hedges

@@ -228,7 +228,8 @@ def test_a_judge_turns_a_reworded_answer_into_a_fail_when_not_equivalent() -> No
     def judge_says(verdict: bool) -> FunctionModel:
         def respond(messages: list[Message], info: RequestInfo) -> str:
             seen.append(messages[-1].content or "")
-            return json.dumps({"equivalent": verdict, "reason": "the new answer adds a status"})
+            said = "PASS" if verdict else "FAIL"
+            return json.dumps({"verdict": said, "reason": "the new answer adds a status"})
 
         return FunctionModel(respond, name="judge")
 
@@ -359,3 +360,33 @@ def test_bad_concurrency(concurrency: int) -> None:
         replay(
             [recorded()], mode="model", agent=factory(TOOLS), model=model(), concurrency=concurrency
         )
+
+
+def test_the_judge_lets_an_answer_through_only_on_a_plain_pass() -> None:
+    """Judges answering in prose: a negated, hedged or unclear verdict never counts as a pass.
+
+    Every answer of the judge-answer corpus whose true meaning is not PASS (a stride of it:
+    each template family, casing and position appears) goes through a real replay.
+    """
+    from evals.judge_corpus import corpus
+
+    answers = [a for a in corpus() if a.truth != "PASS"][::40]
+    assert len(answers) > 150
+
+    def reworded(data: dict[str, Any]) -> str:
+        return f"{data['name']} has {data['seats']} seats; user {data['user_id']} is suspended."
+
+    let_through = []
+    for answer in answers:
+        judge = FunctionModel(lambda messages, info, text=answer.text: text, name="judge")
+        report = replay(
+            [recorded()],
+            mode="model",
+            agent=factory(TOOLS),
+            model=model(reply=reworded),
+            judge=judge,
+        )
+        checks = [(f.grade, f.check) for f in report.samples[0].findings]
+        if not {("fail", "judge"), ("warn", "judge")} & set(checks):
+            let_through.append((answer.text, checks))
+    assert let_through == []

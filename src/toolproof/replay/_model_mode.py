@@ -18,6 +18,7 @@ from toolproof._messages import (
 from toolproof._tools import Tool
 from toolproof._toolset import Toolset, mock_context
 from toolproof._trace import Trace
+from toolproof._verdict import ask_verdict
 from toolproof.errors import (
     AgentRunError,
     MissingFixture,
@@ -287,56 +288,36 @@ def _ended_after_tool_call(trace: Trace) -> bool:
 
 
 _JUDGE_PROMPT = (
-    "You compare two answers an assistant gave to the same user message. Answer with one JSON "
-    'object: {"equivalent": true|false, "reason": "<one sentence>"}. They are equivalent '
-    "when a user would learn the same facts and be asked to do the same things from both; "
-    "wording, order and politeness do not matter."
+    "You compare two answers an assistant gave to the same user message. The criterion: a "
+    "user would learn the same facts and be asked to do the same things from both; wording, "
+    "order and politeness do not matter. Give your verdict by calling the record_verdict "
+    "tool: PASS when the new answer meets the criterion, FAIL when it does not, INCONCLUSIVE "
+    "when you cannot tell. If you cannot call tools, answer with one JSON object and nothing "
+    'else: {"verdict": "PASS" | "FAIL" | "INCONCLUSIVE", "reason": "<one sentence>"}'
 )
 
 
 async def _judge(judge: Model, recorded: Trace, new: Trace) -> list[Finding]:
+    """The judge's verdict on two answers; only a plain PASS lets the new one through."""
     question = (
         f"User message:\n{recorded.input}\n\nRecorded answer:\n{recorded.output}\n\n"
         f"New answer:\n{new.output}"
     )
     try:
-        response = await judge.request(
-            [Message.system(_JUDGE_PROMPT), Message.user(question)], [], ModelSettings()
-        )
+        reading = await ask_verdict(judge, [Message.system(_JUDGE_PROMPT), Message.user(question)])
     except Exception as exc:
         return [Finding("warn", "judge", f"the judge failed ({type(exc).__name__}: {exc})")]
-    text = response.message.content or ""
-    verdict = _parse_verdict(text)
-    if verdict is None:
-        return [
-            Finding("warn", "judge", "the judge gave no verdict", recorded=None, new=text[:300])
-        ]
-    equivalent, reason = verdict
-    if equivalent:
+    if reading.verdict == "PASS":
         return []
+    if reading.verdict == "INCONCLUSIVE":
+        why = f"it could not tell: {reading.reason}" if reading.read else reading.reason
+        return [Finding("warn", "judge", f"the judge gave no verdict ({why})", new=new.output)]
     return [
         Finding(
             "fail",
             "judge",
-            f"the judge found the answers not equivalent: {reason}".rstrip(": "),
+            f"the judge found the answers not equivalent: {reading.reason}".rstrip(": "),
             recorded=recorded.output,
             new=new.output,
         )
     ]
-
-
-def _parse_verdict(text: str) -> tuple[bool, str] | None:
-    start, end = text.find("{"), text.rfind("}")
-    if start != -1 and end > start:
-        try:
-            data = json.loads(text[start : end + 1])
-        except ValueError:
-            data = None
-        if isinstance(data, dict) and isinstance(data.get("equivalent"), bool):
-            return data["equivalent"], str(data.get("reason") or "")
-    lowered = text.strip().lower()
-    if lowered.startswith(("not equivalent", "not_equivalent", "no")):
-        return False, text.strip()
-    if lowered.startswith(("equivalent", "yes")):
-        return True, text.strip()
-    return None
