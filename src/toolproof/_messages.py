@@ -143,39 +143,8 @@ def _clean_text(text: str) -> str:
 
 
 def _convert(value: Any, depth: int, strict: bool) -> Any:
-    if isinstance(value, str):
-        text = str.__str__(value)
-        if _plain(text, depth):
-            if strict and type(value) is not str:
-                raise _Unfit(f"{type(value).__name__} is not a plain string")
-            return text
-        if strict:
-            raise _Unfit("the string has lone surrogates, which UTF-8 cannot hold")
-        return _clean_text(text)
-    if value is None or isinstance(value, bool):
-        if strict and value is not None and type(value) is not bool:  # pragma: no cover
-            raise _Unfit(f"{type(value).__name__} is not a plain boolean")
-        return value if value is None else bool(value)
-    if isinstance(value, int):
-        number = int(value)
-        if number.bit_length() <= _MAX_INT_BITS:
-            if strict and type(value) is not int:
-                raise _Unfit(f"{type(value).__name__} is not a plain integer")
-            return number
-        if strict:
-            raise _Unfit("an integer of more than 4,000 digits; store it as a string")
-        import decimal
-
-        return str(decimal.Decimal(number))  # int -> str refuses more than 4,300 digits
-    if isinstance(value, float):
-        real = float(value)
-        if math.isfinite(real):
-            if strict and type(value) is not float:
-                raise _Unfit(f"{type(value).__name__} is not a plain float")
-            return real
-        if strict:
-            raise _Unfit(f"{real!r} is not a JSON number; store it as a string")
-        return _NON_FINITE[repr(real)]
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return _convert_scalar(value, strict)
     if depth >= MAX_JSON_DEPTH:
         raise _Unfit(f"nested more than {MAX_JSON_DEPTH} levels deep")
     if isinstance(value, dict):
@@ -212,6 +181,42 @@ def _convert(value: Any, depth: int, strict: bool) -> Any:
     if type(converted) is type(value):  # pragma: no cover - a converter that changes nothing
         raise _Unfit(f"{type(value).__name__} is not JSON data")
     return _convert(converted, depth, strict)
+
+
+def _convert_scalar(value: str | bool | int | float | None, strict: bool) -> Any:
+    """A string, ``None``, boolean or number as plain JSON data (see :func:`_convert`)."""
+    if isinstance(value, str):
+        text = str.__str__(value)
+        if _plain(text, 0):
+            if strict and type(value) is not str:
+                raise _Unfit(f"{type(value).__name__} is not a plain string")
+            return text
+        if strict:
+            raise _Unfit("the string has lone surrogates, which UTF-8 cannot hold")
+        return _clean_text(text)
+    if value is None or isinstance(value, bool):
+        if strict and value is not None and type(value) is not bool:  # pragma: no cover
+            raise _Unfit(f"{type(value).__name__} is not a plain boolean")
+        return value if value is None else bool(value)
+    if isinstance(value, int):
+        number = int(value)
+        if number.bit_length() <= _MAX_INT_BITS:
+            if strict and type(value) is not int:
+                raise _Unfit(f"{type(value).__name__} is not a plain integer")
+            return number
+        if strict:
+            raise _Unfit("an integer of more than 4,000 digits; store it as a string")
+        import decimal
+
+        return str(decimal.Decimal(number))  # int -> str refuses more than 4,300 digits
+    real = float(value)
+    if math.isfinite(real):
+        if strict and type(value) is not float:
+            raise _Unfit(f"{type(value).__name__} is not a plain float")
+        return real
+    if strict:
+        raise _Unfit(f"{real!r} is not a JSON number; store it as a string")
+    return _NON_FINITE[repr(real)]
 
 
 def _key(key: Any, strict: bool) -> str:

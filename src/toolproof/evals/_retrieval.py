@@ -657,23 +657,7 @@ def _faithfulness(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> C
             return result(status, f"INCONCLUSIVE {label}: {claims}"), called
         if cache is not None and cached is None:
             cache.put(key, answer.encode("utf-8"), kind="judge")
-        counts = {v: sum(1 for _, verdict in claims if verdict == v) for v in _VERDICTS}
-        total = len(claims)
-        rate = (counts["contradicted"] + counts["not_found"]) / total if total else None
-        metrics = {"tool": tool, "claims": total, **counts, "hallucination_rate": rate}
-        if rate is None:
-            reason = f"PASS {label}: the answer makes no factual claim"
-            return result("pass", reason, metrics), called
-        shown = "; ".join(
-            f"{v.replace('_', ' ')}: {clip(c, 80)!r}" for c, v in claims if v != "supported"
-        )
-        summary = (
-            f"{counts['supported']}/{total} claims supported, {counts['contradicted']} "
-            f"contradicted, {counts['not_found']} not found (hallucination rate {rate:.2f})"
-        )
-        if rate > limit + 1e-12:
-            return result("fail", f"FAIL {label}: {summary} > {limit:g}: {shown}", metrics), called
-        return result("pass", f"PASS {label}: {summary}", metrics), called
+        return result(*_claims_verdict(claims, tool, label, limit)), called
 
     def evaluate(record: SessionRecord) -> tuple[CheckStatus, str]:
         return "skip", (
@@ -687,6 +671,28 @@ def _faithfulness(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> C
         evaluate,
         grade=grade,
     )
+
+
+def _claims_verdict(
+    claims: list[tuple[str, str]], tool: str, label: str, limit: float
+) -> tuple[CheckStatus, str, dict[str, Any]]:
+    """Status, reason and metrics of the judge's graded claims against the allowed rate."""
+    counts = {v: sum(1 for _, verdict in claims if verdict == v) for v in _VERDICTS}
+    total = len(claims)
+    rate = (counts["contradicted"] + counts["not_found"]) / total if total else None
+    metrics = {"tool": tool, "claims": total, **counts, "hallucination_rate": rate}
+    if rate is None:
+        return "pass", f"PASS {label}: the answer makes no factual claim", metrics
+    shown = "; ".join(
+        f"{v.replace('_', ' ')}: {clip(c, 80)!r}" for c, v in claims if v != "supported"
+    )
+    summary = (
+        f"{counts['supported']}/{total} claims supported, {counts['contradicted']} "
+        f"contradicted, {counts['not_found']} not found (hallucination rate {rate:.2f})"
+    )
+    if rate > limit + 1e-12:
+        return "fail", f"FAIL {label}: {summary} > {limit:g}: {shown}", metrics
+    return "pass", f"PASS {label}: {summary}", metrics
 
 
 def _cache_key(model: str, messages: Sequence[Any]) -> str:

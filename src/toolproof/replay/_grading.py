@@ -281,25 +281,34 @@ def _one_call(
     compare: bool,
 ) -> list[Finding]:
     call, result = after
-    name = call.name
-    findings: list[Finding] = []
     old_call, old_result = before if before is not None else (None, None)
     old_rejected = old_result is not None and old_result.error_type in REJECTED
     if result is not None and result.error_type in REJECTED and not old_rejected:
-        findings.append(
+        return [
             Finding(
                 "fail",
                 "schema",
                 "today's schema rejects the call: "
                 + result.content.removeprefix(error_text(result.error_type or "", "")),
-                tool=name,
+                tool=call.name,
                 recorded=_show_call(old_call, mask) if old_call is not None else None,
                 new=_show_call(call, mask) if compare else None,
             )
-        )
-        return findings
+        ]
     if call.arguments_error is not None:
-        return findings
+        return []
+    findings = _rule_findings(call, old_call, rule, mask)
+    if compare and old_call is not None and old_call.arguments_error is None:
+        findings.extend(_changed_arguments(call, old_call, rule, mask))
+    return findings
+
+
+def _rule_findings(
+    call: CallLike, old_call: CallLike | None, rule: ToolRule, mask: Sequence[str]
+) -> list[Finding]:
+    """What the rule's required arguments and bounds find wrong with the new call."""
+    name = call.name
+    findings: list[Finding] = []
     arguments = call.arguments
     for required in rule.required_args:
         if required not in arguments:
@@ -328,8 +337,16 @@ def _one_call(
                     new=_mask_value(arg, arguments[arg], mask),
                 )
             )
-    if not compare or old_call is None or old_call.arguments_error is not None:
-        return findings
+    return findings
+
+
+def _changed_arguments(
+    call: CallLike, old_call: CallLike, rule: ToolRule, mask: Sequence[str]
+) -> list[Finding]:
+    """How the new call's arguments differ from the recorded call's."""
+    name = call.name
+    arguments = call.arguments
+    findings: list[Finding] = []
     old_args = old_call.arguments
     ignored = set(rule.ignore)
     for arg, value in arguments.items():

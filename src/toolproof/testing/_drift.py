@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from toolproof._fixture_files import NamedError
 from toolproof._matching._objects import format_call
-from toolproof._mocks import Fixture, ToolMock, _NamedError
+from toolproof._mocks import Fixture, ToolMock
 from toolproof._schema import build_function_schema
 from toolproof._tools import ArgumentsInvalid, Tool
 from toolproof.errors import ToolError, UserError
@@ -290,7 +291,7 @@ def _check_fixture(
             )
         else:
             inputs.setdefault(t.name, []).append((format_call(t.name, arguments), kwargs))
-    if isinstance(fixture.raises, _NamedError):
+    if isinstance(fixture.raises, NamedError):
         if not any(e.__name__ == fixture.raises.name for e in t.errors):
             declared = ", ".join(e.__name__ for e in t.errors) or "none"
             report.drifts.append(
