@@ -40,7 +40,7 @@ MAX_JSON_DEPTH = 64
 
 #: Integers longer than this many bits are kept as decimal strings: Python refuses to read
 #: integers of more than 4,300 digits from JSON (about 14,280 bits).
-_MAX_INT_BITS = 14_000
+MAX_INT_BITS = 14_000
 
 _NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 
@@ -91,7 +91,7 @@ def _plain(value: Any, depth: int) -> bool:
     if kind is str:
         return value.isascii() or _encodable(value)
     if kind is int:
-        return bool(value.bit_length() <= _MAX_INT_BITS)
+        return bool(value.bit_length() <= MAX_INT_BITS)
     if value is None or kind is bool:
         return True
     if kind is float:
@@ -107,7 +107,7 @@ def _plain(value: Any, depth: int) -> bool:
                 if not item.isascii() and not _encodable(item):
                     return False
             elif leaf is int or leaf is bool or item is None:
-                if leaf is int and item.bit_length() > _MAX_INT_BITS:
+                if leaf is int and item.bit_length() > MAX_INT_BITS:
                     return False
             elif not _plain(item, depth + 1):
                 return False
@@ -119,7 +119,7 @@ def _plain(value: Any, depth: int) -> bool:
                 if not item.isascii() and not _encodable(item):
                     return False
             elif leaf is int or leaf is bool or item is None:
-                if leaf is int and item.bit_length() > _MAX_INT_BITS:
+                if leaf is int and item.bit_length() > MAX_INT_BITS:
                     return False
             elif not _plain(item, depth + 1):
                 return False
@@ -200,7 +200,7 @@ def _convert_scalar(value: str | bool | int | float | None, strict: bool) -> Any
         return value if value is None else bool(value)
     if isinstance(value, int):
         number = int(value)
-        if number.bit_length() <= _MAX_INT_BITS:
+        if number.bit_length() <= MAX_INT_BITS:
             if strict and type(value) is not int:
                 raise _Unfit(f"{type(value).__name__} is not a plain integer")
             return number
@@ -247,11 +247,11 @@ def _as_opt_str(value: Any) -> str | None:
     return _as_str(value)
 
 
-_MAX_COUNT = 2**63
+MAX_COUNT = 2**63
 
 
 def _count(value: Any, name: str) -> int:
-    if type(value) is int and 0 <= value < _MAX_COUNT:
+    if type(value) is int and 0 <= value < MAX_COUNT:
         return value
     if isinstance(value, bool) or not isinstance(value, int):
         raise TraceFormatError(f"token count {name} must be an integer, got {value!r}"[:200])
@@ -527,7 +527,7 @@ class Usage:
             and type(c) is int
             and type(d) is int
             and type(e) is int
-            and 0 <= (a | b | c | d | e) < _MAX_COUNT  # one check for all five
+            and 0 <= (a | b | c | d | e) < MAX_COUNT  # one check for all five
         ):
             self.input_tokens = _count(self.input_tokens, "input_tokens")
             self.output_tokens = _count(self.output_tokens, "output_tokens")

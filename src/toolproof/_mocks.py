@@ -404,7 +404,7 @@ class ToolMock:
         shape = _ToolShape(list(signature.parameters))
         for name, param in signature.parameters.items():
             if param.default is not inspect.Parameter.empty:
-                shape.defaults[name] = _jsonable(param.default)
+                shape.defaults[name] = jsonable_value(param.default)
         keys = self.key_args.get(tool.name, ())
         unknown = [k for k in keys if k not in shape.params]
         if unknown:
@@ -417,7 +417,7 @@ class ToolMock:
         return shape
 
     def _answer(self, tool: Tool[..., Any], shape: _ToolShape, kwargs: dict[str, Any]) -> Any:
-        actual = {k: _jsonable(v) for k, v in kwargs.items()}
+        actual = {k: jsonable_value(v) for k, v in kwargs.items()}
         with self._lock:
             chosen = None
             for position in self._candidates(tool.name, shape, actual):
@@ -654,13 +654,13 @@ def _respond(fixture: Fixture, tool: Tool[..., Any], kwargs: dict[str, Any]) -> 
     return copy.deepcopy(fixture.returns)
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable_value(value: Any) -> Any:
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable_value(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [jsonable_value(v) for v in value]
     from pydantic_core import to_jsonable_python
 
     return to_jsonable_python(value, fallback=str)

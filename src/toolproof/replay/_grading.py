@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -230,10 +231,9 @@ def _selection(
     old_names = [call.name for call, _ in recorded]
     new_names = [call.name for call, _ in new]
     findings: list[Finding] = []
-    old_counts = _counts(old_names)
-    new_counts = _counts(new_names)
+    old_counts, new_counts = Counter(old_names), Counter(new_names)
     for name in dict.fromkeys(old_names + new_names):
-        before, after = old_counts.get(name, 0), new_counts.get(name, 0)
+        before, after = old_counts[name], new_counts[name]
         if after < before:
             missing = [c for c, _ in recorded if c.name == name][after:]
             findings.append(
@@ -334,7 +334,7 @@ def _rule_findings(
                     f"{name}: argument '{arg}' is out of bounds ({matcher.describe()}): {reason}",
                     tool=name,
                     recorded=_shown_arg(old_call, arg, mask),
-                    new=_mask_value(arg, arguments[arg], mask),
+                    new=mask_value(arg, arguments[arg], mask),
                 )
             )
     return findings
@@ -375,8 +375,8 @@ def _changed_arguments(
                     f"{name}: argument '{arg}' changed"
                     + (" (compared strictly)" if strict else ""),
                     tool=name,
-                    recorded=_mask_value(arg, old_args[arg], mask),
-                    new=_mask_value(arg, value, mask),
+                    recorded=mask_value(arg, old_args[arg], mask),
+                    new=mask_value(arg, value, mask),
                 )
             )
     for arg in old_args:
@@ -387,7 +387,7 @@ def _changed_arguments(
                     "argument_dropped",
                     f"{name}: argument '{arg}' is no longer passed",
                     tool=name,
-                    recorded=_mask_value(arg, old_args[arg], mask),
+                    recorded=mask_value(arg, old_args[arg], mask),
                     new=None,
                 )
             )
@@ -517,24 +517,17 @@ def _normalize(text: str) -> str:
     return _SPACE.sub(" ", _PUNCT.sub(" ", text.casefold())).strip()
 
 
-def _counts(names: Iterable[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for name in names:
-        out[name] = out.get(name, 0) + 1
-    return out
-
-
 def _s(count: int) -> str:
     return "" if count == 1 else "s"
 
 
-def _mask_value(name: str, value: Any, mask: Sequence[str]) -> Any:
+def mask_value(name: str, value: Any, mask: Sequence[str]) -> Any:
     if name.lower() in {m.lower() for m in mask}:
         return "***"
     if isinstance(value, Mapping):
-        return {k: _mask_value(str(k), v, mask) for k, v in value.items()}
+        return {k: mask_value(str(k), v, mask) for k, v in value.items()}
     if isinstance(value, list):
-        return [_mask_value("", v, mask) for v in value]
+        return [mask_value("", v, mask) for v in value]
     return value
 
 
@@ -543,11 +536,11 @@ def _show_call(call: CallLike | None, mask: Sequence[str]) -> str | None:
         return None
     if call.arguments_error is not None:
         return f"{call.name}(<{call.raw_arguments!r}>)"
-    masked = _mask_value("", call.arguments, mask)
+    masked = mask_value("", call.arguments, mask)
     return f"{call.name}({json.dumps(masked, ensure_ascii=False, sort_keys=True, default=str)})"
 
 
 def _shown_arg(call: CallLike | None, arg: str, mask: Sequence[str]) -> Any:
     if call is None or arg not in call.arguments:
         return None
-    return _mask_value(arg, call.arguments[arg], mask)
+    return mask_value(arg, call.arguments[arg], mask)

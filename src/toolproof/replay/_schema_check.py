@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolproof.errors import UserError
-from toolproof.replay._grading import _mask_value
+from toolproof.replay._grading import mask_value
 from toolproof.replay._rules import _DEFAULT_MASK
 from toolproof.replay._store import TraceFilter, TraceStore
 
@@ -46,9 +46,9 @@ def load_schema_file(path: str | Path) -> list[ToolInfo]:
     except ValueError as exc:
         raise UserError(f"{path}: invalid JSON ({exc})") from None
     if isinstance(data, Mapping) and "format" in data:
-        from toolproof._snapshots import _check_snapshot
+        from toolproof._snapshots import check_snapshot
 
-        snapshot = _check_snapshot(data, str(path))
+        snapshot = check_snapshot(data, str(path))
         infos = []
         for name, entry in snapshot["tools"].items():
             description = str(entry.get("description") or "")
@@ -156,7 +156,7 @@ def count_schema_rejections(
                     entry.rejected += 1
                     if len(entry.examples) < examples:
                         shown = json.dumps(
-                            _mask_value("", call.arguments, mask),
+                            mask_value("", call.arguments, mask),
                             ensure_ascii=False,
                             sort_keys=True,
                         )
