@@ -272,10 +272,7 @@ class Toolset:
         inherited = self.overrides
         if mode == "mock" and self.mode != "mock":
             inherited = {name: value for name, value in inherited.items() if value != "real"}
-        copy = Toolset(self.tools.values(), mode=mode, overrides={**inherited, **(overrides or {})})
-        copy._mock_map = dict(self._mock_map)
-        copy._providers = list(self._providers)
-        copy._add_mocks(mocks)
+        copy = self._copy(mode, {**inherited, **(overrides or {})}, mocks)
         copy.real_tools = self.real_tools
         copy._lineage = self._lineage
         return copy
@@ -298,15 +295,21 @@ class Toolset:
             if not isinstance(name, str) or name not in self.tools:
                 raise UserError(f"{where}: real tool {unknown_tool(name, self.tools)}")
         kept = {name: value for name, value in self.overrides.items() if value == "mock"}
-        copy = Toolset(
-            self.tools.values(),
-            mode="mock",
-            overrides={**kept, **given, **dict.fromkeys(names, "real")},
-        )
+        copy = self._copy("mock", {**kept, **given, **dict.fromkeys(names, "real")}, mocks)
+        copy.real_tools = tuple(dict.fromkeys(names))
+        return copy
+
+    def _copy(
+        self,
+        mode: ToolMode,
+        overrides: Mapping[str, ToolMode],
+        mocks: Mapping[str, Callable[..., Any]] | MockProvider | Iterable[MockProvider] | None,
+    ) -> Toolset:
+        """A new toolset of the same tools and mocks, in ``mode``, with ``mocks`` added."""
+        copy = Toolset(self.tools.values(), mode=mode, overrides=overrides)
         copy._mock_map = dict(self._mock_map)
         copy._providers = list(self._providers)
         copy._add_mocks(mocks)
-        copy.real_tools = tuple(dict.fromkeys(names))
         return copy
 
     def mode_of(self, name: str) -> ToolMode:

@@ -311,7 +311,9 @@ def run_serve(args: argparse.Namespace) -> int:
     import contextlib
     import signal
 
-    McpSessions, serve_mcp = _mcp_sdk()
+    _require_mcp_sdk()
+    from toolproof.integrations.mcp import McpSessions, serve_mcp
+
     if args.tool_timeout < 0:
         raise UserError(f"--tool-timeout must be 0 or more seconds, got {args.tool_timeout}")
     if not 0 <= args.port <= 65535:
@@ -376,17 +378,16 @@ def run_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _mcp_sdk() -> Any:
-    """``McpSessions`` and ``serve_mcp``, or a clear error when the MCP SDK is missing."""
+def _require_mcp_sdk() -> None:
+    """Fail with a clear error when the MCP SDK is missing."""
     try:
-        from toolproof.integrations.mcp import McpSessions, serve_mcp
+        import toolproof.integrations.mcp  # noqa: F401
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.split(".")[0] in ("mcp", "mcp_types"):
             raise UserError(
                 'toolproof mcp needs the MCP SDK: pip install "toolproof[mcp]"'
             ) from None
         raise
-    return McpSessions, serve_mcp
 
 
 def _check_writable(path: Path) -> None:
