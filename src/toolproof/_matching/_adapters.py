@@ -136,9 +136,9 @@ class _Msg:
     calls: list[SeenCall] | None  # None: no tool calls
 
 
-def _read_messages(messages: Iterable[Any], side: str, start: int = 0) -> list[_Msg]:
+def _read_messages(messages: Iterable[Any], side: str) -> list[_Msg]:
     out: list[_Msg] = []
-    index = start
+    index = 0
     for position, message in enumerate(messages):
         if isinstance(message, Mapping):
             role, raw_calls = message.get("role"), message.get("tool_calls")
