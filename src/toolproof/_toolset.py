@@ -417,9 +417,15 @@ class Toolset:
             function, mocked = self.implementation(t)
         else:  # what implementation() answers for a tool without side effects in real mode
             function, mocked = t.function, False
+        is_async = self._is_async(t.name, function)
         limit = t.timeout if t.timeout is not None else timeout
         try:
-            value = await self._call(t, function, kwargs, limit)
+            if is_async or t.thread or limit is not None:
+                value = await _invoke(function, kwargs, limit, thread=t.thread, is_async=is_async)
+            else:  # a plain synchronous call, as _invoke makes it, without its coroutine
+                value = function(**kwargs)
+                if type(value) not in _PLAIN and inspect.isawaitable(value):
+                    value = await _contained(value)  # e.g. a mock object returning a coroutine
         except ToolError as exc:
             return _error(call, "ToolError", _text(exc), started, mocked)
         except (AgentRunError, MissingFixture):
@@ -439,23 +445,17 @@ class Toolset:
             raise _crashed(t, exc) from exc
         return _ok(t, call, value, started, mocked)
 
-    async def _call(
-        self,
-        t: Tool[..., Any],
-        function: Callable[..., Any],
-        kwargs: dict[str, Any],
-        limit: float | None,
-    ) -> Any:
-        """Run ``function`` for ``t`` the cheapest way its kind, thread and limit allow."""
-        kind = self._kinds.get(t.name)
+    def _is_async(self, name: str, function: Callable[..., Any]) -> bool:
+        """Whether ``function`` (answering tool ``name``) is a coroutine function, remembered.
+
+        The tool's code runs in ``execute``'s own frame: a ``StopIteration`` it raises must
+        reach the error contract as itself, not as the ``RuntimeError`` a coroutine of its
+        own would turn it into.
+        """
+        kind = self._kinds.get(name)
         if kind is None or kind[0] is not function:
-            kind = self._kinds[t.name] = (function, inspect.iscoroutinefunction(function))
-        if kind[1] or t.thread or limit is not None:
-            return await _invoke(function, kwargs, limit, thread=t.thread, is_async=kind[1])
-        value = function(**kwargs)  # a plain synchronous call, as _invoke makes it
-        if type(value) not in _PLAIN and inspect.isawaitable(value):
-            value = await _contained(value)  # e.g. a mock object returning a coroutine
-        return value
+            kind = self._kinds[name] = (function, inspect.iscoroutinefunction(function))
+        return kind[1]
 
 
 async def _arguments(
