@@ -593,9 +593,10 @@ def _faithfulness(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> C
                 ctx.problems.add(where, f"expected 0 to 1, got {bound!r}")
                 return None
             limit = float(bound)
-        calls = _calls_option(ctx, value, "faithfulness")
-        if calls is None:
+        chosen = _calls_option(ctx, value, "faithfulness")
+        if chosen is None:
             return None
+        calls = chosen
     tool = _tool_option(ctx, value, "faithfulness")
     if tool is None:
         return None
