@@ -227,6 +227,7 @@ def render_tool_call(call: ToolCall) -> str:
         name = json.dumps(call.name, ensure_ascii=False)
         return f'<tool_call>{{"name": {name}, "arguments": {call.raw_arguments}}}</tool_call>'
     body = json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False)
+    body = body.replace("<", "\\u003c")  # only inside strings: no text of the call reads as a tag
     return f"{_OPEN}{body}</tool_call>"
 
 
