@@ -66,16 +66,14 @@ class Executor(Protocol):
         ...
 
 
-async def _run_all(
-    work: Work[C, T, R], items: Iterable[T], offset: int = 0
-) -> AsyncGenerator[tuple[int, R], None]:
+async def _run_all(work: Work[C, T, R], items: Iterable[T]) -> AsyncGenerator[tuple[int, R], None]:
     semaphore = asyncio.Semaphore(max(1, work.concurrency))
 
     async def one(index: int, item: T) -> tuple[int, R]:
         async with semaphore:
             return index, await work.run(work.context, item)
 
-    tasks = [asyncio.ensure_future(one(offset + n, item)) for n, item in enumerate(items)]
+    tasks = [asyncio.ensure_future(one(n, item)) for n, item in enumerate(items)]
     try:
         for done in asyncio.as_completed(tasks):
             yield await done

@@ -40,7 +40,7 @@ MAX_JSON_DEPTH = 64
 
 #: Integers longer than this many bits are kept as decimal strings: Python refuses to read
 #: integers of more than 4,300 digits from JSON (about 14,280 bits).
-_MAX_INT_BITS = 14_000
+MAX_INT_BITS = 14_000
 
 _NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 
@@ -91,7 +91,7 @@ def _plain(value: Any, depth: int) -> bool:
     if kind is str:
         return value.isascii() or _encodable(value)
     if kind is int:
-        return bool(value.bit_length() <= _MAX_INT_BITS)
+        return bool(value.bit_length() <= MAX_INT_BITS)
     if value is None or kind is bool:
         return True
     if kind is float:
@@ -107,7 +107,7 @@ def _plain(value: Any, depth: int) -> bool:
                 if not item.isascii() and not _encodable(item):
                     return False
             elif leaf is int or leaf is bool or item is None:
-                if leaf is int and item.bit_length() > _MAX_INT_BITS:
+                if leaf is int and item.bit_length() > MAX_INT_BITS:
                     return False
             elif not _plain(item, depth + 1):
                 return False
@@ -119,7 +119,7 @@ def _plain(value: Any, depth: int) -> bool:
                 if not item.isascii() and not _encodable(item):
                     return False
             elif leaf is int or leaf is bool or item is None:
-                if leaf is int and item.bit_length() > _MAX_INT_BITS:
+                if leaf is int and item.bit_length() > MAX_INT_BITS:
                     return False
             elif not _plain(item, depth + 1):
                 return False
@@ -143,39 +143,8 @@ def _clean_text(text: str) -> str:
 
 
 def _convert(value: Any, depth: int, strict: bool) -> Any:
-    if isinstance(value, str):
-        text = str.__str__(value)
-        if _plain(text, depth):
-            if strict and type(value) is not str:
-                raise _Unfit(f"{type(value).__name__} is not a plain string")
-            return text
-        if strict:
-            raise _Unfit("the string has lone surrogates, which UTF-8 cannot hold")
-        return _clean_text(text)
-    if value is None or isinstance(value, bool):
-        if strict and value is not None and type(value) is not bool:  # pragma: no cover
-            raise _Unfit(f"{type(value).__name__} is not a plain boolean")
-        return value if value is None else bool(value)
-    if isinstance(value, int):
-        number = int(value)
-        if number.bit_length() <= _MAX_INT_BITS:
-            if strict and type(value) is not int:
-                raise _Unfit(f"{type(value).__name__} is not a plain integer")
-            return number
-        if strict:
-            raise _Unfit("an integer of more than 4,000 digits; store it as a string")
-        import decimal
-
-        return str(decimal.Decimal(number))  # int -> str refuses more than 4,300 digits
-    if isinstance(value, float):
-        real = float(value)
-        if math.isfinite(real):
-            if strict and type(value) is not float:
-                raise _Unfit(f"{type(value).__name__} is not a plain float")
-            return real
-        if strict:
-            raise _Unfit(f"{real!r} is not a JSON number; store it as a string")
-        return _NON_FINITE[repr(real)]
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return _convert_scalar(value, strict)
     if depth >= MAX_JSON_DEPTH:
         raise _Unfit(f"nested more than {MAX_JSON_DEPTH} levels deep")
     if isinstance(value, dict):
@@ -214,6 +183,42 @@ def _convert(value: Any, depth: int, strict: bool) -> Any:
     return _convert(converted, depth, strict)
 
 
+def _convert_scalar(value: str | bool | int | float | None, strict: bool) -> Any:
+    """A string, ``None``, boolean or number as plain JSON data (see :func:`_convert`)."""
+    if isinstance(value, str):
+        text = str.__str__(value)
+        if _plain(text, 0):
+            if strict and type(value) is not str:
+                raise _Unfit(f"{type(value).__name__} is not a plain string")
+            return text
+        if strict:
+            raise _Unfit("the string has lone surrogates, which UTF-8 cannot hold")
+        return _clean_text(text)
+    if value is None or isinstance(value, bool):
+        if strict and value is not None and type(value) is not bool:  # pragma: no cover
+            raise _Unfit(f"{type(value).__name__} is not a plain boolean")
+        return value if value is None else bool(value)
+    if isinstance(value, int):
+        number = int(value)
+        if number.bit_length() <= MAX_INT_BITS:
+            if strict and type(value) is not int:
+                raise _Unfit(f"{type(value).__name__} is not a plain integer")
+            return number
+        if strict:
+            raise _Unfit("an integer of more than 4,000 digits; store it as a string")
+        import decimal
+
+        return str(decimal.Decimal(number))  # int -> str refuses more than 4,300 digits
+    real = float(value)
+    if math.isfinite(real):
+        if strict and type(value) is not float:
+            raise _Unfit(f"{type(value).__name__} is not a plain float")
+        return real
+    if strict:
+        raise _Unfit(f"{real!r} is not a JSON number; store it as a string")
+    return _NON_FINITE[repr(real)]
+
+
 def _key(key: Any, strict: bool) -> str:
     if type(key) is str and (key.isascii() or _encodable(key)):
         return key
@@ -242,11 +247,11 @@ def _as_opt_str(value: Any) -> str | None:
     return _as_str(value)
 
 
-_MAX_COUNT = 2**63
+MAX_COUNT = 2**63
 
 
 def _count(value: Any, name: str) -> int:
-    if type(value) is int and 0 <= value < _MAX_COUNT:
+    if type(value) is int and 0 <= value < MAX_COUNT:
         return value
     if isinstance(value, bool) or not isinstance(value, int):
         raise TraceFormatError(f"token count {name} must be an integer, got {value!r}"[:200])
@@ -522,7 +527,7 @@ class Usage:
             and type(c) is int
             and type(d) is int
             and type(e) is int
-            and 0 <= (a | b | c | d | e) < _MAX_COUNT  # one check for all five
+            and 0 <= (a | b | c | d | e) < MAX_COUNT  # one check for all five
         ):
             self.input_tokens = _count(self.input_tokens, "input_tokens")
             self.output_tokens = _count(self.output_tokens, "output_tokens")

@@ -27,10 +27,6 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_MASK", "Fixture", "RecordedCall", "ToolMock"]
 
-#: An error a fixture file names by the tool's declared error (the MCP server and drift
-#: checks read it too).
-_NamedError = NamedError
-
 #: Argument names whose values are never shown in messages (matched case-insensitively,
 #: at any depth).
 DEFAULT_MASK: tuple[str, ...] = ("api_key", "password", "token", "user_id")
@@ -64,7 +60,7 @@ class Fixture:
     tool: str
     arguments: dict[str, Any] | None = None
     returns: Any = None
-    raises: BaseException | type[BaseException] | _NamedError | None = None
+    raises: BaseException | type[BaseException] | NamedError | None = None
     times: int | None = None
     source: str = ""
     uses: int = 0
@@ -408,7 +404,7 @@ class ToolMock:
         shape = _ToolShape(list(signature.parameters))
         for name, param in signature.parameters.items():
             if param.default is not inspect.Parameter.empty:
-                shape.defaults[name] = _jsonable(param.default)
+                shape.defaults[name] = jsonable_value(param.default)
         keys = self.key_args.get(tool.name, ())
         unknown = [k for k in keys if k not in shape.params]
         if unknown:
@@ -421,7 +417,7 @@ class ToolMock:
         return shape
 
     def _answer(self, tool: Tool[..., Any], shape: _ToolShape, kwargs: dict[str, Any]) -> Any:
-        actual = {k: _jsonable(v) for k, v in kwargs.items()}
+        actual = {k: jsonable_value(v) for k, v in kwargs.items()}
         with self._lock:
             chosen = None
             for position in self._candidates(tool.name, shape, actual):
@@ -650,7 +646,7 @@ def _failures(result: list[tuple[str, str | None]]) -> list[str]:
 def _respond(fixture: Fixture, tool: Tool[..., Any], kwargs: dict[str, Any]) -> Any:
     if fixture.raises is not None:
         error = fixture.raises
-        if isinstance(error, _NamedError):
+        if isinstance(error, NamedError):
             raise error.resolve(tool, fixture.source)
         raise error
     if callable(fixture.returns):
@@ -658,25 +654,16 @@ def _respond(fixture: Fixture, tool: Tool[..., Any], kwargs: dict[str, Any]) -> 
     return copy.deepcopy(fixture.returns)
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable_value(value: Any) -> Any:
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable_value(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [jsonable_value(v) for v in value]
     from pydantic_core import to_jsonable_python
 
     return to_jsonable_python(value, fallback=str)
-
-
-def _parse_error(spec: Any, where: str, problems: list[str]) -> Any:
-    """What a fixture's ``raises`` names (``None``: its problems go to ``problems``)."""
-    from toolproof._fixture_files import parse_error
-
-    error, found = parse_error(spec)
-    problems.extend(f"{where}: {message}" for message in found)
-    return error
 
 
 def _fixture_lines(node: Any) -> dict[int, int]:

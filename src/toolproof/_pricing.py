@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from toolproof._messages import Usage
 
-__all__ = ["DEFAULT_PRICES", "Price", "cost_of", "find_price"]
+__all__ = ["DEFAULT_PRICES", "Price", "find_price"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +66,3 @@ def find_price(prices: Mapping[str, Price], *names: str | None) -> Price | None:
         if bare in prices:
             return prices[bare]
     return None
-
-
-def cost_of(usage: Usage, price: Price | None) -> float | None:
-    """The cost of ``usage``, or ``None`` when the price is unknown."""
-    return None if price is None else price.cost(usage)

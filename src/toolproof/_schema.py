@@ -48,7 +48,7 @@ def build_function_schema(
     Raises:
         UserError: The function cannot become a tool; the message lists every problem.
     """
-    from pydantic import ConfigDict, Field, create_model
+    from pydantic import ConfigDict, create_model
     from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
 
     qualname = getattr(func, "__qualname__", repr(func))
@@ -71,36 +71,7 @@ def build_function_schema(
             "or pass @tool(description=...)"
         )
 
-    fields: dict[str, Any] = {}
-    field_to_param: dict[str, str] = {}
-    for index, (param_name, param) in enumerate(signature.parameters.items()):
-        if param.kind is inspect.Parameter.VAR_POSITIONAL:
-            problems.append(
-                f"*{param_name}: variable positional arguments cannot be described to a model"
-            )
-            continue
-        if param.kind is inspect.Parameter.VAR_KEYWORD:
-            problems.append(
-                f"**{param_name}: variable keyword arguments cannot be described to a model"
-            )
-            continue
-        if param.kind is inspect.Parameter.POSITIONAL_ONLY:
-            problems.append(f"{param_name}: positional-only parameters cannot be passed by name")
-            continue
-        if param.annotation is inspect.Parameter.empty:
-            problems.append(f"{param_name}: missing type hint")
-            continue
-        if param_name not in hints:
-            continue  # unresolvable: already reported
-        field_info = Field(
-            default=... if param.default is inspect.Parameter.empty else param.default,
-            alias=param_name,
-            description=doc.params.get(param_name),
-        )
-        field_name = f"p{index}"
-        fields[field_name] = (hints[param_name], field_info)
-        field_to_param[field_name] = param_name
-
+    fields, field_to_param = _fields(signature, hints, doc, problems)
     for documented in doc.params:
         if documented not in signature.parameters:
             problems.append(f"docstring documents '{documented}', which is not a parameter")
@@ -135,6 +106,45 @@ def build_function_schema(
         return_annotation=return_annotation,
         has_return_annotation=return_annotation is not inspect.Parameter.empty,
     )
+
+
+def _fields(
+    signature: inspect.Signature, hints: dict[str, Any], doc: _Doc, problems: list[str]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The argument model's fields and their parameter names; problems go to ``problems``."""
+    from pydantic import Field
+
+    fields: dict[str, Any] = {}
+    field_to_param: dict[str, str] = {}
+    for index, (param_name, param) in enumerate(signature.parameters.items()):
+        problem = _parameter_problem(param_name, param)
+        if problem is not None:
+            problems.append(problem)
+            continue
+        if param_name not in hints:
+            continue  # unresolvable: already reported
+        field_info = Field(
+            default=... if param.default is inspect.Parameter.empty else param.default,
+            alias=param_name,
+            description=doc.params.get(param_name),
+        )
+        field_name = f"p{index}"
+        fields[field_name] = (hints[param_name], field_info)
+        field_to_param[field_name] = param_name
+    return fields, field_to_param
+
+
+def _parameter_problem(param_name: str, param: inspect.Parameter) -> str | None:
+    """Why a parameter cannot be described to a model, or ``None``."""
+    if param.kind is inspect.Parameter.VAR_POSITIONAL:
+        return f"*{param_name}: variable positional arguments cannot be described to a model"
+    if param.kind is inspect.Parameter.VAR_KEYWORD:
+        return f"**{param_name}: variable keyword arguments cannot be described to a model"
+    if param.kind is inspect.Parameter.POSITIONAL_ONLY:
+        return f"{param_name}: positional-only parameters cannot be passed by name"
+    if param.annotation is inspect.Parameter.empty:
+        return f"{param_name}: missing type hint"
+    return None
 
 
 def _resolve_hints(

@@ -83,10 +83,10 @@ def load_snapshot(path: str | Path) -> dict[str, Any]:
         raise UserError(
             f"{path} is not a toolproof schema snapshot: invalid JSON ({exc})"
         ) from None
-    return _check_snapshot(data, str(path))
+    return check_snapshot(data, str(path))
 
 
-def _check_snapshot(data: Any, label: str) -> dict[str, Any]:
+def check_snapshot(data: Any, label: str) -> dict[str, Any]:
     hint = "write one with `toolproof schema snapshot MODULE -o FILE`"
     if not isinstance(data, dict) or data.get("format") != SNAPSHOT_FORMAT:
         raise UserError(

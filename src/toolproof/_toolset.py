@@ -272,10 +272,7 @@ class Toolset:
         inherited = self.overrides
         if mode == "mock" and self.mode != "mock":
             inherited = {name: value for name, value in inherited.items() if value != "real"}
-        copy = Toolset(self.tools.values(), mode=mode, overrides={**inherited, **(overrides or {})})
-        copy._mock_map = dict(self._mock_map)
-        copy._providers = list(self._providers)
-        copy._add_mocks(mocks)
+        copy = self._copy(mode, {**inherited, **(overrides or {})}, mocks)
         copy.real_tools = self.real_tools
         copy._lineage = self._lineage
         return copy
@@ -298,15 +295,21 @@ class Toolset:
             if not isinstance(name, str) or name not in self.tools:
                 raise UserError(f"{where}: real tool {unknown_tool(name, self.tools)}")
         kept = {name: value for name, value in self.overrides.items() if value == "mock"}
-        copy = Toolset(
-            self.tools.values(),
-            mode="mock",
-            overrides={**kept, **given, **dict.fromkeys(names, "real")},
-        )
+        copy = self._copy("mock", {**kept, **given, **dict.fromkeys(names, "real")}, mocks)
+        copy.real_tools = tuple(dict.fromkeys(names))
+        return copy
+
+    def _copy(
+        self,
+        mode: ToolMode,
+        overrides: Mapping[str, ToolMode],
+        mocks: Mapping[str, Callable[..., Any]] | MockProvider | Iterable[MockProvider] | None,
+    ) -> Toolset:
+        """A new toolset of the same tools and mocks, in ``mode``, with ``mocks`` added."""
+        copy = Toolset(self.tools.values(), mode=mode, overrides=overrides)
         copy._mock_map = dict(self._mock_map)
         copy._providers = list(self._providers)
         copy._add_mocks(mocks)
-        copy.real_tools = tuple(dict.fromkeys(names))
         return copy
 
     def mode_of(self, name: str) -> ToolMode:
@@ -407,43 +410,18 @@ class Toolset:
                 f"Unknown tool '{call.name}'. Available tools: {available}.",
                 started,
             )
-        if call.arguments_error is not None:
-            return _error(
-                call,
-                "InvalidArguments",
-                f"Could not read the arguments for tool '{call.name}': {call.arguments_error}. "
-                "Send the arguments as one JSON object.",
-                started,
-            )
-        try:
-            kwargs = t.validate(call.arguments)
-        except ArgumentsInvalid as exc:
-            return _error(call, "ValidationError", str(exc), started)
-
-        if t.requires_approval:
-            decision = await _ask(approver, t, call, kwargs)
-            if decision.action == "reject":
-                reason = decision.reason or "the call was rejected"
-                return _error(call, "Rejected", f"Tool '{t.name}' was not run: {reason}.", started)
-            if decision.action == "edit":
-                try:
-                    kwargs = t.validate(decision.arguments or {})
-                except ArgumentsInvalid as exc:
-                    raise UserError(
-                        f"the approver edited the call into invalid arguments: {exc}"
-                    ) from None
-
+        kwargs = await _arguments(t, call, approver, started)
+        if isinstance(kwargs, ToolResult):
+            return kwargs
         if t.side_effects or self.mode != "real" or self.overrides:
             function, mocked = self.implementation(t)
         else:  # what implementation() answers for a tool without side effects in real mode
             function, mocked = t.function, False
-        kind = self._kinds.get(t.name)
-        if kind is None or kind[0] is not function:
-            kind = self._kinds[t.name] = (function, inspect.iscoroutinefunction(function))
+        is_async = self._is_async(t.name, function)
         limit = t.timeout if t.timeout is not None else timeout
         try:
-            if kind[1] or t.thread or limit is not None:
-                value = await _invoke(function, kwargs, limit, thread=t.thread, is_async=kind[1])
+            if is_async or t.thread or limit is not None:
+                value = await _invoke(function, kwargs, limit, thread=t.thread, is_async=is_async)
             else:  # a plain synchronous call, as _invoke makes it, without its coroutine
                 value = function(**kwargs)
                 if type(value) not in _PLAIN and inspect.isawaitable(value):
@@ -465,26 +443,76 @@ class Toolset:
             if not escapes(exc):
                 raise
             raise _crashed(t, exc) from exc
+        return _ok(t, call, value, started, mocked)
+
+    def _is_async(self, name: str, function: Callable[..., Any]) -> bool:
+        """Whether ``function`` (answering tool ``name``) is a coroutine function, remembered.
+
+        The tool's code runs in ``execute``'s own frame: a ``StopIteration`` it raises must
+        reach the error contract as itself, not as the ``RuntimeError`` a coroutine of its
+        own would turn it into.
+        """
+        kind = self._kinds.get(name)
+        if kind is None or kind[0] is not function:
+            kind = self._kinds[name] = (function, inspect.iscoroutinefunction(function))
+        return kind[1]
+
+
+async def _arguments(
+    t: Tool[..., Any], call: ToolCall, approver: Approver | None, started: float
+) -> dict[str, Any] | ToolResult:
+    """The call's validated (and approved) arguments, or the error result the model sees."""
+    if call.arguments_error is not None:
+        return _error(
+            call,
+            "InvalidArguments",
+            f"Could not read the arguments for tool '{call.name}': {call.arguments_error}. "
+            "Send the arguments as one JSON object.",
+            started,
+        )
+    try:
+        kwargs = t.validate(call.arguments)
+    except ArgumentsInvalid as exc:
+        return _error(call, "ValidationError", str(exc), started)
+    if not t.requires_approval:
+        return kwargs
+    decision = await _ask(approver, t, call, kwargs)
+    if decision.action == "reject":
+        reason = decision.reason or "the call was rejected"
+        return _error(call, "Rejected", f"Tool '{t.name}' was not run: {reason}.", started)
+    if decision.action == "edit":
         try:
-            jsonable, content = _render(value)
-            duration = (time.perf_counter() - started) * 1000
-            return ToolResult(
-                call_id=call.id,
-                name=call.name,
-                status="ok",
-                content=content,
-                value=jsonable,
-                duration_ms=duration,
-                mocked=mocked,
-            )
-        except Exception as exc:  # a value a trace cannot hold is a bug in the tool
-            raise ToolCrashed(
-                f"tool '{t.name}' returned a value that cannot be turned into JSON "
-                f"({type(exc).__name__}: {_text(exc, 200)}); a bug in the tool: return "
-                "JSON-friendly data (strings, numbers, lists, dicts, pydantic models, "
-                "dataclasses)",
-                tool_name=t.name,
-            ) from exc
+            return t.validate(decision.arguments or {})
+        except ArgumentsInvalid as exc:
+            raise UserError(f"the approver edited the call into invalid arguments: {exc}") from None
+    return kwargs
+
+
+def _ok(t: Tool[..., Any], call: ToolCall, value: Any, started: float, mocked: bool) -> ToolResult:
+    """The successful result of a call that returned ``value``.
+
+    Raises:
+        ToolCrashed: The value cannot become JSON (a bug in the tool).
+    """
+    try:
+        jsonable, content = _render(value)
+        return ToolResult(
+            call_id=call.id,
+            name=call.name,
+            status="ok",
+            content=content,
+            value=jsonable,
+            duration_ms=(time.perf_counter() - started) * 1000,
+            mocked=mocked,
+        )
+    except Exception as exc:  # a value a trace cannot hold is a bug in the tool
+        raise ToolCrashed(
+            f"tool '{t.name}' returned a value that cannot be turned into JSON "
+            f"({type(exc).__name__}: {_text(exc, 200)}); a bug in the tool: return "
+            "JSON-friendly data (strings, numbers, lists, dicts, pydantic models, "
+            "dataclasses)",
+            tool_name=t.name,
+        ) from exc
 
 
 @contextmanager

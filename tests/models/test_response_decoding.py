@@ -165,7 +165,7 @@ def test_a_generated_completion_reads_as_json_alone_reads_it(
 def test_generated_tool_call_arguments_read_as_json_alone_reads_them(
     arguments: str, name: str, call_id: str
 ) -> None:
-    call = wire_module._tool_call(
+    call = wire_module.decode_tool_call(
         {"id": call_id, "function": {"name": name, "arguments": arguments}}, 0
     )
     expected = ToolCall.from_json_arguments(name, arguments, call_id or "call_0")

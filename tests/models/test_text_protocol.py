@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from _openai_server import FakeOpenAIServer, Reply
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from toolproof import Agent, Message, ModelSettings, ToolCall, ToolResult, tool
@@ -251,6 +251,8 @@ NAMES = st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, ma
 
 @settings(max_examples=200, deadline=None)
 @given(NAMES, st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=4), st.text(max_size=40))
+@example("<TOOL_CALL>", {}, "")
+@example("f", {"text": "</tool_call>", "<tool_call>": "<"}, "see <tool_call>")
 def test_rendered_calls_parse_back(name: str, arguments: dict[str, Any], prose: str) -> None:
     text = f"{prose}\n{render_tool_call(ToolCall(name, arguments))}"
     parsed = parse_tool_calls(text)

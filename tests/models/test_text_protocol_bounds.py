@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from _work import growth
 from toolproof import Agent, ToolCall, tool
+from toolproof._text import clip
 from toolproof.models import TextProtocolModel, textproto
 from toolproof.models.textproto import (
     ParsedToolCalls,
@@ -85,7 +86,7 @@ def old_parse(text: str) -> ParsedToolCalls:
             # inside a block only the fence stripping changed; it is compared on its own below
             found = parse_tool_call_block(match.group("body"))
         except ToolCallParseError as exc:
-            errors.append(f"block {number} ({textproto._excerpt(match.group(0))}): {exc}")
+            errors.append(f"block {number} ({clip(match.group(0), 80)!r}): {exc}")
             kept.append(match.group(0))
             continue
         calls.extend(found)

@@ -12,7 +12,7 @@ from replay_helpers import run_trace, user_trace
 
 from toolproof import UserError
 from toolproof.replay import TraceFilter, TraceStore
-from toolproof.replay._store import _MIGRATIONS, SCHEMA_VERSION
+from toolproof.replay._store import MIGRATIONS, SCHEMA_VERSION
 from toolproof.testing import call
 
 
@@ -153,7 +153,7 @@ def test_upgrade_from_version_1_backfills_the_tool_index(db_path: Path) -> None:
     )
     conn = sqlite3.connect(db_path, isolation_level=None)
     conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-    _MIGRATIONS[0](conn)
+    MIGRATIONS[0](conn)
     conn.execute("INSERT INTO schema_version VALUES (1)")
     conn.execute(
         "INSERT INTO traces (id, ts, started_at, model, status, payload) VALUES (?, ?, ?, ?, ?, ?)",

@@ -251,7 +251,7 @@ def test_the_cli_on_a_postgresql_url(pg_url: str, tmp_path: Path) -> None:
 def test_a_version_1_layout_is_migrated_and_backfilled_on_both_engines(store_url: str) -> None:
     from replay_helpers import run_trace
 
-    from toolproof.replay._store import _MIGRATIONS, SCHEMA_VERSION
+    from toolproof.replay._store import MIGRATIONS, SCHEMA_VERSION
     from toolproof.testing import call
 
     trace = run_trace([call("query_users", user_id=7), call("query_users", user_id=8), "Done."])
@@ -259,7 +259,7 @@ def test_a_version_1_layout_is_migrated_and_backfilled_on_both_engines(store_url
         store._exec("DROP TABLE traces")
         store._exec("DROP TABLE trace_tags")
         store._exec("DROP TABLE trace_tools")
-        _MIGRATIONS[0](store)
+        MIGRATIONS[0](store)
         store._exec("UPDATE schema_version SET version = 1")
         store._exec(
             "INSERT INTO traces (id, ts, started_at, model, status, payload) "

@@ -27,9 +27,9 @@ from toolproof import Message, ToolCall, Trace
 from toolproof._trace import ToolInfo
 from toolproof.errors import TraceFormatError
 from toolproof.replay import Recorder, Redactor, TraceFilter, TraceStore, replay
-from toolproof.replay._migrations import _MIGRATIONS, SCHEMA_VERSION
+from toolproof.replay._migrations import MIGRATIONS, SCHEMA_VERSION
 from toolproof.replay._redact_trace import redact_trace_object
-from toolproof.replay._store_rows import _row_from_trace
+from toolproof.replay._store_rows import row_from_trace
 from toolproof.replay._tool_sets import digest_of, encode_parts, join
 from toolproof.testing import call
 
@@ -90,11 +90,11 @@ def _old_layout(path: Path, rows: list[Trace]) -> None:
     """A store of the version-2 layout, rows as the earlier code wrote them (whole JSON)."""
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-    _MIGRATIONS[0](conn)
-    _MIGRATIONS[1](conn)
+    MIGRATIONS[0](conn)
+    MIGRATIONS[1](conn)
     conn.execute("INSERT INTO schema_version VALUES (2)")
     for trace in rows:
-        row = _row_from_trace(trace)
+        row = row_from_trace(trace)
         conn.execute(
             "INSERT INTO traces (id, ts, started_at, model, status, payload, format_version, "
             "input, tool_calls, duration_ms, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

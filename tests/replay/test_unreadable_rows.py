@@ -122,12 +122,12 @@ def test_payloads_that_would_not_read_back_are_refused_before_writing(db_path: P
 
 
 def test_a_store_migrated_from_version_1_keeps_bad_rows_and_skips_them(db_path: Path) -> None:
-    from toolproof.replay._store import _MIGRATIONS
+    from toolproof.replay._store import MIGRATIONS
 
     conn = sqlite3.connect(db_path, isolation_level=None)
     conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
     conn.execute("INSERT INTO schema_version VALUES (1)")
-    _MIGRATIONS[0](conn)
+    MIGRATIONS[0](conn)
     good = user_trace(1)
     conn.execute("INSERT INTO traces (id, ts, payload) VALUES (?, 1, ?)", (good.id, good.to_json()))
     conn.execute("INSERT INTO traces (id, ts, payload) VALUES ('bad', 2, 'garbage{')")

@@ -12,27 +12,27 @@ from typing import Any
 from toolproof._matching._calls import (
     ArgumentsMatcher,
     CallSpec,
-    _as_call,
-    _Call,
-    _cap,
-    _order_reasons,
-    _Pairing,
+    Pairing,
+    SeenCall,
+    as_call,
+    cap_reasons,
     compile_order,
+    order_reasons,
 )
-from toolproof._matching._specs import _bad_mode
+from toolproof._matching._specs import bad_mode
 from toolproof._matching._values import (
     ARGS_MODES,
     BFCL_IGNORED_CHARACTERS,
     ORDER_MODES,
     ArgsMode,
+    BaseMatcher,
+    Equals,
     Explanation,
     OrderMode,
-    _article,
-    _Base,
-    _diff,
-    _Equals,
-    _json_equal,
-    _show,
+    article,
+    diff_values,
+    json_equal,
+    show_value,
 )
 from toolproof.errors import ConfigError
 
@@ -81,17 +81,19 @@ class _KeyPaths:
             if want is _ABSENT and got is _ABSENT:
                 continue
             if want is _ABSENT:
-                reasons.append(f"argument '{path}': expected it absent, got {_show(got)}")
+                reasons.append(f"argument '{path}': expected it absent, got {show_value(got)}")
             elif got is _ABSENT:
-                reasons.append(f"missing argument '{path}' (expected {_show(want)})")
-            elif not _json_equal(want, got):
-                where, message = _diff(want, got)
+                reasons.append(f"missing argument '{path}' (expected {show_value(want)})")
+            elif not json_equal(want, got):
+                where, message = diff_values(want, got)
                 reasons.append(f"argument '{path}{where}': {message}")
         return reasons
 
     def describe(self) -> str:
         return (
-            ", ".join(f"{path}={_show(_walk(self.expected, parts))}" for path, parts in self.paths)
+            ", ".join(
+                f"{path}={show_value(_walk(self.expected, parts))}" for path, parts in self.paths
+            )
             + ", ..."
         )
 
@@ -120,22 +122,23 @@ class _CustomArgs:
             return []
         if outcome is False:
             name = getattr(self.function, "__name__", "the custom comparison")
-            return [f"{name} rejected arguments {_show(actual)} (expected {_show(self.expected)})"]
+            expected = show_value(self.expected)
+            return [f"{name} rejected arguments {show_value(actual)} (expected {expected})"]
         return [str(outcome)]
 
     def describe(self) -> str:
-        return _show(self.expected)[1:-1] if self.expected else ""
+        return show_value(self.expected)[1:-1] if self.expected else ""
 
 
 @dataclass(slots=True)
 class _Msg:
     role: str
-    calls: list[_Call] | None  # None: no tool calls
+    calls: list[SeenCall] | None  # None: no tool calls
 
 
-def _read_messages(messages: Iterable[Any], side: str, start: int = 0) -> list[_Msg]:
+def _read_messages(messages: Iterable[Any], side: str) -> list[_Msg]:
     out: list[_Msg] = []
-    index = start
+    index = 0
     for position, message in enumerate(messages):
         if isinstance(message, Mapping):
             role, raw_calls = message.get("role"), message.get("tool_calls")
@@ -146,12 +149,12 @@ def _read_messages(messages: Iterable[Any], side: str, start: int = 0) -> list[_
                 f"{side}_messages[{position}] has no role: OpenAI-format messages need "
                 '"role" (user, assistant, tool, system)'
             )
-        calls: list[_Call] | None = None
+        calls: list[SeenCall] | None = None
         if raw_calls:
             calls = []
             for number, raw in enumerate(raw_calls):
                 try:
-                    call = _as_call(raw, index)
+                    call = as_call(raw, index)
                 except TypeError as exc:
                     raise ConfigError(
                         f"{side}_messages[{position}].tool_calls[{number}]: {exc}"
@@ -168,16 +171,16 @@ def _read_messages(messages: Iterable[Any], side: str, start: int = 0) -> list[_
 
 
 def _trajectory_spec(
-    call: _Call, args: str, overrides: Mapping[str, ArgsOverride | None] | None
+    call: SeenCall, args: str, overrides: Mapping[str, ArgsOverride | None] | None
 ) -> CallSpec:
     override = overrides.get(call.name) if overrides else None
-    literal = {key: _Equals(value) for key, value in call.arguments.items()}
+    literal = {key: Equals(value) for key, value in call.arguments.items()}
     if not override:
         return CallSpec(call.name, ArgumentsMatcher(literal, args))
     if isinstance(override, str):
         if override not in ARGS_MODES:
             raise ConfigError(
-                f"invalid args_by_tool[{call.name!r}]: {_bad_mode(override, ARGS_MODES)} "
+                f"invalid args_by_tool[{call.name!r}]: {bad_mode(override, ARGS_MODES)} "
                 "(or give a list of key paths, or a function)"
             )
         return CallSpec(call.name, ArgumentsMatcher(literal, override))
@@ -192,7 +195,7 @@ def _describe_message(message: _Msg) -> str:
         return f"an {message.role} message calling {calls}"
     if message.role == "assistant":
         return "an assistant message without tool calls"
-    return _article(f"{message.role} message")
+    return article(f"{message.role} message")
 
 
 def _strict_messages(
@@ -221,7 +224,7 @@ def _strict_messages(
                 f"got {_describe_message(got)}"
             )
         elif want.calls and got.calls:
-            pairing = _Pairing([specs[c.index] for c in want.calls], got.calls)
+            pairing = Pairing([specs[c.index] for c in want.calls], got.calls)
             if len(want.calls) != len(got.calls):
                 reasons.append(
                     f"message #{number}: expected {len(want.calls)} tool calls "
@@ -274,9 +277,9 @@ def match_trajectory(
         ConfigError: A mode is invalid, or the expected trajectory cannot be read.
     """
     if order not in ORDER_MODES:
-        raise ConfigError(f"invalid order: {_bad_mode(order, ORDER_MODES)}")
+        raise ConfigError(f"invalid order: {bad_mode(order, ORDER_MODES)}")
     if args not in ARGS_MODES:
-        raise ConfigError(f"invalid args: {_bad_mode(args, ARGS_MODES)}")
+        raise ConfigError(f"invalid args: {bad_mode(args, ARGS_MODES)}")
     expected = _read_messages(expected_messages, "expected")
     actual = _read_messages(actual_messages, "actual")
     specs = {
@@ -285,10 +288,10 @@ def match_trajectory(
         for call in message.calls or ()
     }
     if order == "strict":
-        return Verdict.from_reasons(_cap(_strict_messages(expected, actual, specs)))
+        return Verdict.from_reasons(cap_reasons(_strict_messages(expected, actual, specs)))
     flat_specs = [specs[index] for index in sorted(specs)]
     flat_calls = [call for message in actual for call in message.calls or ()]
-    return Verdict.from_reasons(_cap(_order_reasons(flat_specs, flat_calls, order)))
+    return Verdict.from_reasons(cap_reasons(order_reasons(flat_specs, flat_calls, order)))
 
 
 # ---- BFCL possible answers -----------------------------------------------------------
@@ -421,7 +424,7 @@ def _bfcl_parameter(
     return {"optional": spec} if omittable else spec
 
 
-class _NoValue(_Base):
+class _NoValue(BaseMatcher):
     """A parameter of the possible answer that no call can get right (BFCL rejects it)."""
 
     __slots__ = ("problem",)
@@ -582,8 +585,8 @@ def match_bfcl(
         functions, possible_answer, underscore_names=underscore_names, impossible=impossible
     )
     matcher = compile_order(expected, "unordered", args="exact", where="possible_answer")
-    actual = [_as_call(item, index) for index, item in enumerate(calls)]
-    reasons = _order_reasons(matcher.calls, actual, "unordered")
+    actual = [as_call(item, index) for index, item in enumerate(calls)]
+    reasons = order_reasons(matcher.calls, actual, "unordered")
     if reasons and not underscore_names:
         dotted = {c["name"].replace(".", "_"): c["name"] for c in expected if "." in c["name"]}
         for call in actual:
@@ -593,4 +596,4 @@ def match_bfcl(
                     "pass underscore_names=True for models whose API cannot send dots"
                 )
                 break
-    return Verdict.from_reasons(_cap([*impossible, *reasons]))
+    return Verdict.from_reasons(cap_reasons([*impossible, *reasons]))

@@ -11,19 +11,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from toolproof._matching._specs import _bad_mode, _Compiler, _join
+from toolproof._matching._specs import Compiler, bad_mode, join_path
 from toolproof._matching._values import (
-    _MAX_REASONS,
     ARGS_MODES,
+    MAX_REASONS,
     ORDER_MODES,
     ArgsMode,
     OrderMode,
-    _describe,
-    _explain,
-    _got,
-    _is_optional,
-    _key_path,
-    _show,
+    describe_matcher,
+    explain_matcher,
+    got_text,
+    is_optional,
+    key_path,
+    show_value,
 )
 from toolproof.errors import ConfigError
 
@@ -49,16 +49,16 @@ class ArgumentsMatcher:
         if actual is None:
             actual = {}
         if not isinstance(actual, Mapping):
-            return [f"expected arguments as an object, {_got(actual)}"]
+            return [f"expected arguments as an object, {got_text(actual)}"]
         reasons: list[str] = []
         fields = self.fields
         for key, matcher in fields.items():
             if key not in actual:
-                if mode == "superset" or _is_optional(matcher):
+                if mode == "superset" or is_optional(matcher):
                     continue
-                reasons.append(f"missing argument '{key}' (expected {_describe(matcher)})")
+                reasons.append(f"missing argument '{key}' (expected {describe_matcher(matcher)})")
                 continue
-            explanation = _explain(matcher, actual[key])
+            explanation = explain_matcher(matcher, actual[key])
             if explanation is not None:
                 reasons.append(f"argument '{key}{explanation[0]}': {explanation[1]}")
         if mode != "subset":
@@ -69,8 +69,9 @@ class ArgumentsMatcher:
                         if fields
                         else "allows no arguments"
                     )
+                    shown = show_value(value)
                     reasons.append(
-                        f"unexpected argument '{key}' = {_show(value)} (mode '{mode}' {allowed})"
+                        f"unexpected argument '{key}' = {shown} (mode '{mode}' {allowed})"
                     )
         return reasons
 
@@ -78,7 +79,7 @@ class ArgumentsMatcher:
         """``a=12, b=type(integer)`` (with ``, ...`` when extra arguments are allowed)."""
         if self.mode == "ignore":
             return "..."
-        parts = [f"{key}={_describe(m)}" for key, m in self.fields.items()]
+        parts = [f"{key}={describe_matcher(m)}" for key, m in self.fields.items()]
         if self.mode == "subset":
             parts.append("...")
         return ", ".join(parts)
@@ -88,20 +89,20 @@ class ArgumentsMatcher:
 
 
 def _compile_arguments(
-    compiler: _Compiler, expected: Any, mode: Any, where: str
+    compiler: Compiler, expected: Any, mode: Any, where: str
 ) -> ArgumentsMatcher:
     if mode not in ARGS_MODES:
-        compiler.problem(where, _bad_mode(mode, ARGS_MODES))
+        compiler.problem(where, bad_mode(mode, ARGS_MODES))
         mode = "subset"
     if expected is None:
         expected = {}
     if not isinstance(expected, Mapping):
         compiler.problem(
-            where, f"expected arguments must be an object of name: spec, got {_show(expected)}"
+            where, f"expected arguments must be an object of name: spec, got {show_value(expected)}"
         )
         expected = {}
     fields = {
-        key: compiler.value(spec, _join(where, _key_path(key))) for key, spec in expected.items()
+        key: compiler.value(spec, join_path(where, key_path(key))) for key, spec in expected.items()
     }
     return ArgumentsMatcher(fields, mode)
 
@@ -126,7 +127,7 @@ def compile_arguments(
     Raises:
         ConfigError: A spec or the mode is invalid.
     """
-    compiler = _Compiler()
+    compiler = Compiler()
     matcher = _compile_arguments(compiler, expected, mode, where)
     compiler.raise_if_problems()
     return matcher
@@ -203,8 +204,8 @@ class CallSpec:
         Args:
             call: The actual call, in any form :func:`match_order` accepts.
         """
-        if not isinstance(call, _Call):
-            call = _as_call(call, 0)
+        if not isinstance(call, SeenCall):
+            call = as_call(call, 0)
         if call.name != self.name:
             return [f"expected tool {self.name}, got {call.name}"]
         if self.arguments is None:
@@ -215,7 +216,7 @@ class CallSpec:
 
 
 @dataclass(slots=True)
-class _Call:
+class SeenCall:
     name: str
     arguments: Mapping[str, Any]
     error: str | None
@@ -224,7 +225,7 @@ class _Call:
     def signature(self) -> str:
         if self.error is not None:
             return f"{self.name}(<unreadable arguments>)"
-        args = ", ".join(f"{k}={_show(v, 40)}" for k, v in self.arguments.items())
+        args = ", ".join(f"{k}={show_value(v, 40)}" for k, v in self.arguments.items())
         text = f"{self.name}({args})"
         return text if len(text) <= 120 else text[:119] + "…"
 
@@ -245,12 +246,12 @@ def _parse_arguments(raw: Any) -> tuple[Mapping[str, Any], str | None]:
         except ValueError as exc:
             return {}, f"not valid JSON: {exc}"
         if not isinstance(parsed, dict):
-            return {}, f"not a JSON object: {_show(parsed)}"
+            return {}, f"not a JSON object: {show_value(parsed)}"
         return parsed, None
-    return {}, f"arguments must be an object or JSON text, got {_show(raw)}"
+    return {}, f"arguments must be an object or JSON text, got {show_value(raw)}"
 
 
-def _as_call(item: Any, index: int) -> _Call:
+def as_call(item: Any, index: int) -> SeenCall:
     """Read one actual call in any of the accepted forms.
 
     A ``ToolCall``, an OpenAI tool call, ``{name, arguments}``, BFCL's ``{name: {args}}`` or a
@@ -267,22 +268,22 @@ def _as_call(item: Any, index: int) -> _Call:
             ((name, raw),) = item.items()
         else:
             raise TypeError(
-                f"cannot read a tool call from {_show(item)}: expected a ToolCall, "
+                f"cannot read a tool call from {show_value(item)}: expected a ToolCall, "
                 '{"name": ..., "arguments": {...}}, an OpenAI tool call or {name: {args}}'
             )
         arguments, error = _parse_arguments(raw)
-        return _Call(str(name), arguments, error, index)
+        return SeenCall(str(name), arguments, error, index)
     if isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[0], str):
         arguments, error = _parse_arguments(item[1])
-        return _Call(item[0], arguments, error, index)
+        return SeenCall(item[0], arguments, error, index)
     name = getattr(item, "name", None)
     if isinstance(name, str) and hasattr(item, "arguments"):
         error = getattr(item, "arguments_error", None)
-        return _Call(name, item.arguments, error, index)
+        return SeenCall(name, item.arguments, error, index)
     raise TypeError(f"cannot read a tool call from {item!r}")
 
 
-def _compile_call(compiler: _Compiler, item: Any, args: str, where: str) -> CallSpec:
+def _compile_call(compiler: Compiler, item: Any, args: str, where: str) -> CallSpec:
     if isinstance(item, CallSpec):
         return item
     if isinstance(item, str):
@@ -298,17 +299,19 @@ def _compile_call(compiler: _Compiler, item: Any, args: str, where: str) -> Call
                 "arguments and mode",
             )
         if not isinstance(name, str) or not name:
-            compiler.problem(where, f"an expected call needs a tool name, got {_show(name)}")
+            compiler.problem(where, f"an expected call needs a tool name, got {show_value(name)}")
             return CallSpec(str(name))
         if "arguments" not in item and "mode" not in item:
             return CallSpec(name)
         mode = item.get("mode", args)
         return CallSpec(
             name,
-            _compile_arguments(compiler, item.get("arguments"), mode, _join(where, ".arguments")),
+            _compile_arguments(
+                compiler, item.get("arguments"), mode, join_path(where, ".arguments")
+            ),
         )
     compiler.problem(
-        where, f"an expected call is a tool name or {{name, arguments}}, got {_show(item)}"
+        where, f"an expected call is a tool name or {{name, arguments}}, got {show_value(item)}"
     )
     return CallSpec("?")
 
@@ -333,9 +336,9 @@ def compile_calls(
     Raises:
         ConfigError: An expected call or one of its specs is invalid.
     """
-    compiler = _Compiler()
+    compiler = Compiler()
     if args not in ARGS_MODES:
-        compiler.problem(where, _bad_mode(args, ARGS_MODES))
+        compiler.problem(where, bad_mode(args, ARGS_MODES))
         args = "subset"
     calls = [
         _compile_call(compiler, item, args, f"{where}[{i}]") for i, item in enumerate(expected)
@@ -344,14 +347,14 @@ def compile_calls(
     return calls
 
 
-class _Pairing:
+class Pairing:
     """Which expected calls match which actual calls, and a maximum one-to-one pairing.
 
     Positions are indices into ``specs`` and ``calls``; reasons show each call's own
     ``index`` (its number in the whole trajectory).
     """
 
-    def __init__(self, specs: Sequence[CallSpec], calls: Sequence[_Call]) -> None:
+    def __init__(self, specs: Sequence[CallSpec], calls: Sequence[SeenCall]) -> None:
         self.specs = specs
         self.calls = calls
         by_name: dict[str, list[int]] = {}
@@ -487,19 +490,19 @@ def _calls(count: int) -> str:
     return f"{count} call" if count == 1 else f"{count} calls"
 
 
-def _cap(reasons: list[str]) -> list[str]:
-    if len(reasons) <= _MAX_REASONS:
+def cap_reasons(reasons: list[str]) -> list[str]:
+    if len(reasons) <= MAX_REASONS:
         return reasons
-    extra = len(reasons) - _MAX_REASONS + 1
-    return [*reasons[: _MAX_REASONS - 1], f"… and {extra} more differences"]
+    extra = len(reasons) - MAX_REASONS + 1
+    return [*reasons[: MAX_REASONS - 1], f"… and {extra} more differences"]
 
 
-def _order_reasons(specs: Sequence[CallSpec], calls: Sequence[_Call], mode: str) -> list[str]:
+def order_reasons(specs: Sequence[CallSpec], calls: Sequence[SeenCall], mode: str) -> list[str]:
     if mode == "strict":
         return _strict_reasons(specs, calls)
     if mode == "in_order":
         return _in_order_reasons(specs, calls)
-    pairing = _Pairing(specs, calls)
+    pairing = Pairing(specs, calls)
     reasons: list[str] = []
     if mode == "unordered" and len(specs) != len(calls):
         any_order = " (in any order)" if len(specs) > 1 else ""
@@ -513,10 +516,10 @@ def _order_reasons(specs: Sequence[CallSpec], calls: Sequence[_Call], mode: str)
     return reasons
 
 
-def _in_order_reasons(specs: Sequence[CallSpec], calls: Sequence[_Call]) -> list[str]:
+def _in_order_reasons(specs: Sequence[CallSpec], calls: Sequence[SeenCall]) -> list[str]:
     reasons: list[str] = []
     position = 0
-    last: _Call | None = None
+    last: SeenCall | None = None
     for spec in specs:
         found = next((c for c in calls[position:] if not spec.check(c)), None)
         if found is not None:
@@ -547,7 +550,7 @@ def _in_order_reasons(specs: Sequence[CallSpec], calls: Sequence[_Call]) -> list
     return reasons
 
 
-def _strict_reasons(specs: Sequence[CallSpec], calls: Sequence[_Call]) -> list[str]:
+def _strict_reasons(specs: Sequence[CallSpec], calls: Sequence[SeenCall]) -> list[str]:
     if len(specs) == len(calls):
         reasons = []
         for spec, call in zip(specs, calls, strict=True):
@@ -590,7 +593,7 @@ def _strict_reasons(specs: Sequence[CallSpec], calls: Sequence[_Call]) -> list[s
     return reasons
 
 
-def _order_summary(specs: Sequence[CallSpec], calls: Sequence[_Call]) -> str:
+def _order_summary(specs: Sequence[CallSpec], calls: Sequence[SeenCall]) -> str:
     return (
         f"expected {_calls(len(specs))} in this order: "
         f"{', '.join(s.name for s in specs) or 'none'}; got {_calls(len(calls))}: "
@@ -611,8 +614,8 @@ class OrderMatcher:
         self.mode = mode
 
     def __call__(self, actual: Iterable[Any]) -> list[str]:
-        calls = [_as_call(item, index) for index, item in enumerate(actual)]
-        return _cap(_order_reasons(self.calls, calls, self.mode))
+        calls = [as_call(item, index) for index, item in enumerate(actual)]
+        return cap_reasons(order_reasons(self.calls, calls, self.mode))
 
     def describe(self) -> str:
         """``in_order: search(query="x", ...), answer``."""
@@ -657,7 +660,7 @@ def compile_order(
         ConfigError: The mode, an expected call or one of its specs is invalid.
     """
     if mode not in ORDER_MODES:
-        problem = _bad_mode(mode, ORDER_MODES)
+        problem = bad_mode(mode, ORDER_MODES)
         message = f"{where}: {problem}" if where else problem
         raise ConfigError(f"invalid order: {message}", [message])
     return OrderMatcher(compile_calls(expected, args=args, where=where), mode)

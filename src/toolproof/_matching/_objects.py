@@ -17,14 +17,14 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from toolproof._matching._values import _Any, approx_matcher
+from toolproof._matching._values import AnyMatcher, approx_matcher
 
 __all__ = ["ANY", "approx", "compare", "describe_value", "format_call", "mask_arguments"]
 
 MASKED = "***"
 
 
-class _AnyValue(_Any):
+class _AnyValue(AnyMatcher):
     """Matches every value (including ``None``); shown as ``ANY``."""
 
     __slots__ = ()

@@ -8,27 +8,27 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from toolproof._matching._values import (
-    _MODIFIERS,
-    _NUMBER_TYPES,
-    _OPERATORS,
-    _TYPE_NAMES,
     ARGS_MODES,
+    MODIFIERS,
+    NUMBER_TYPES,
+    OPERATORS,
+    TYPE_NAMES,
+    AllOf,
+    AnyMatcher,
+    BaseMatcher,
+    Equals,
+    Fields,
+    Items,
     Matcher,
-    _AllOf,
-    _Any,
-    _Base,
-    _Equals,
-    _Fields,
-    _Items,
-    _key_path,
-    _OneOf,
-    _Optional,
-    _Range,
-    _Regex,
-    _show,
-    _Text,
-    _Type,
+    OneOf,
+    OptionalMatcher,
+    Range,
+    Regex,
+    TextMatcher,
+    TypeMatcher,
     approx_matcher,
+    key_path,
+    show_value,
 )
 from toolproof.errors import ConfigError
 
@@ -40,13 +40,13 @@ _LARGEST = int(sys.float_info.max)
 # --------------------------------------------------------------------------------------
 
 
-def _join(where: str, part: str) -> str:
+def join_path(where: str, part: str) -> str:
     if not where:
         return part.lstrip(".")
     return where + part
 
 
-class _Compiler:
+class Compiler:
     """Compiles specs, collecting every problem so one ``ConfigError`` can list them all."""
 
     def __init__(self) -> None:
@@ -66,41 +66,41 @@ class _Compiler:
         raise ConfigError(message, list(self.problems))
 
     def value(self, spec: Any, where: str) -> Any:
-        if isinstance(spec, _Base) or (callable(spec) and hasattr(spec, "describe")):
+        if isinstance(spec, BaseMatcher) or (callable(spec) and hasattr(spec, "describe")):
             return spec  # an already compiled matcher (or any Matcher-protocol object)
         if isinstance(spec, Mapping):
-            if any(isinstance(key, str) and key in _OPERATORS for key in spec):
+            if any(isinstance(key, str) and key in OPERATORS for key in spec):
                 return self.operators(spec, where)
-            return _Fields(
-                {key: self.value(v, _join(where, _key_path(key))) for key, v in spec.items()},
+            return Fields(
+                {key: self.value(v, join_path(where, key_path(key))) for key, v in spec.items()},
                 "exact",
             )
         if isinstance(spec, (list, tuple)):
-            return _Items([self.value(v, f"{where}[{i}]") for i, v in enumerate(spec)])
-        return _Equals(spec)
+            return Items([self.value(v, f"{where}[{i}]") for i, v in enumerate(spec)])
+        return Equals(spec)
 
     def operators(self, spec: Mapping[str, Any], where: str) -> Any:
         keys = list(spec)
-        operators = [k for k in keys if k in _OPERATORS]
-        unknown = [k for k in keys if k not in _OPERATORS and k not in _MODIFIERS]
+        operators = [k for k in keys if k in OPERATORS]
+        unknown = [k for k in keys if k not in OPERATORS and k not in MODIFIERS]
         if unknown:
             import difflib
 
-            near = [m for m, owner in _MODIFIERS.items() if owner in spec]
+            near = [m for m, owner in MODIFIERS.items() if owner in spec]
             close = difflib.get_close_matches(str(unknown[0]), near, n=1, cutoff=0.4)
-            close = close or difflib.get_close_matches(str(unknown[0]), sorted(_OPERATORS), n=1)
+            close = close or difflib.get_close_matches(str(unknown[0]), sorted(OPERATORS), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             self.problem(
                 where,
                 f"unknown key{'s' if len(unknown) > 1 else ''} "
                 f"{', '.join(repr(k) for k in unknown)}{hint} next to {', '.join(operators)}; "
-                f"matcher keys are {', '.join(sorted(_OPERATORS))} (with tol/rel for approx, "
+                f"matcher keys are {', '.join(sorted(OPERATORS))} (with tol/rel for approx, "
                 "ignore for text, mode for fields). To match a literal object with these keys, "
                 "write {equals: {...}}",
             )
-            return _Any()
+            return AnyMatcher()
         for key in keys:
-            owner = _MODIFIERS.get(key)
+            owner = MODIFIERS.get(key)
             if owner is not None and owner not in spec:
                 self.problem(where, f"'{key}' is only allowed next to '{owner}'")
         if "optional" in spec:
@@ -110,7 +110,7 @@ class _Compiler:
                     "'optional' wraps another spec and takes no other keys: write "
                     "{optional: {type: string}}, not {optional: true, type: string}",
                 )
-            return _Optional(self.value(spec["optional"], _join(where, ".optional")))
+            return OptionalMatcher(self.value(spec["optional"], join_path(where, ".optional")))
         if "any" in spec:
             if spec["any"] is not True:
                 self.problem(
@@ -118,24 +118,25 @@ class _Compiler:
                 )
             if len(keys) > 1:
                 self.problem(where, "'any: true' matches every value; remove the other keys")
-            return _Any()
+            return AnyMatcher()
 
         parts: list[Any] = []
         if "type" in spec:
-            parts.append(self.type_(spec["type"], _join(where, ".type")))
+            parts.append(self.type_(spec["type"], join_path(where, ".type")))
         if "equals" in spec:
-            parts.append(_Equals(spec["equals"]))
+            parts.append(Equals(spec["equals"]))
         if "one_of" in spec:
             options = spec["one_of"]
             if not isinstance(options, (list, tuple)) or not options:
                 self.problem(
-                    _join(where, ".one_of"), f"must be a non-empty list, got {_show(options)}"
+                    join_path(where, ".one_of"),
+                    f"must be a non-empty list, got {show_value(options)}",
                 )
             else:
                 parts.append(
-                    _OneOf(
+                    OneOf(
                         [
-                            self.value(o, f"{_join(where, '.one_of')}[{i}]")
+                            self.value(o, f"{join_path(where, '.one_of')}[{i}]")
                             for i, o in enumerate(options)
                         ]
                     )
@@ -143,7 +144,7 @@ class _Compiler:
         if "text" in spec:
             parts.append(self.text(spec, where))
         if "regex" in spec:
-            parts.append(self.regex(spec["regex"], _join(where, ".regex")))
+            parts.append(self.regex(spec["regex"], join_path(where, ".regex")))
         if "approx" in spec:
             parts.append(self.approx(spec, where))
         if "range" in spec or "min" in spec or "max" in spec:
@@ -151,52 +152,51 @@ class _Compiler:
         if "fields" in spec:
             parts.append(self.fields(spec, where))
         if not parts:  # every operator key had a problem
-            return _Any()
-        return parts[0] if len(parts) == 1 else _AllOf(parts)
+            return AnyMatcher()
+        return parts[0] if len(parts) == 1 else AllOf(parts)
 
     def type_(self, spec: Any, where: str) -> Any:
         names = [spec] if isinstance(spec, str) else spec
         if not isinstance(names, (list, tuple)) or not names:
-            self.problem(where, f"must be a type name or a list of them, got {_show(spec)}")
-            return _Any()
-        bad = [n for n in names if n not in _TYPE_NAMES]
+            self.problem(where, f"must be a type name or a list of them, got {show_value(spec)}")
+            return AnyMatcher()
+        bad = [n for n in names if n not in TYPE_NAMES]
         if bad:
             self.problem(
                 where,
-                f"unknown type {', '.join(repr(b) for b in bad)}; "
-                f"allowed: {', '.join(_TYPE_NAMES)}",
+                f"unknown type {', '.join(repr(b) for b in bad)}; allowed: {', '.join(TYPE_NAMES)}",
             )
-            return _Any()
-        return _Type(names)
+            return AnyMatcher()
+        return TypeMatcher(names)
 
     def text(self, spec: Mapping[str, Any], where: str) -> Any:
         text, ignore = spec["text"], spec.get("ignore")
         if not isinstance(text, str):
-            self.problem(_join(where, ".text"), f"must be a string, got {_show(text)}")
-            return _Any()
+            self.problem(join_path(where, ".text"), f"must be a string, got {show_value(text)}")
+            return AnyMatcher()
         if ignore is not None and not isinstance(ignore, str):
             self.problem(
-                _join(where, ".ignore"),
-                f"must be a string of the characters to ignore, got {_show(ignore)}",
+                join_path(where, ".ignore"),
+                f"must be a string of the characters to ignore, got {show_value(ignore)}",
             )
-            return _Any()
-        return _Text(text, ignore)
+            return AnyMatcher()
+        return TextMatcher(text, ignore)
 
     def regex(self, pattern: Any, where: str) -> Any:
         if not isinstance(pattern, str):
-            self.problem(where, f"must be a string, got {_show(pattern)}")
-            return _Any()
+            self.problem(where, f"must be a string, got {show_value(pattern)}")
+            return AnyMatcher()
         try:
-            return _Regex(re.compile(pattern))
+            return Regex(re.compile(pattern))
         except re.error as exc:
             self.problem(where, f"invalid regular expression {pattern!r}: {exc}")
-            return _Any()
+            return AnyMatcher()
 
     def _number(self, value: Any, where: str, *, allow_none: bool = False) -> float | None:
         if value is None and allow_none:
             return None
-        if isinstance(value, bool) or not isinstance(value, _NUMBER_TYPES):
-            self.problem(where, f"must be a number, got {_show(value)}")
+        if isinstance(value, bool) or not isinstance(value, NUMBER_TYPES):
+            self.problem(where, f"must be a number, got {show_value(value)}")
             return None
         if isinstance(value, int) and abs(value) > _LARGEST:
             self.problem(where, "must be a number a float can hold (at most about 1.8e308)")
@@ -204,14 +204,14 @@ class _Compiler:
         return value
 
     def approx(self, spec: Mapping[str, Any], where: str) -> Any:
-        value = self._number(spec["approx"], _join(where, ".approx"))
-        tol = self._number(spec.get("tol", 0), _join(where, ".tol"))
-        rel = self._number(spec.get("rel", 0), _join(where, ".rel"))
+        value = self._number(spec["approx"], join_path(where, ".approx"))
+        tol = self._number(spec.get("tol", 0), join_path(where, ".tol"))
+        rel = self._number(spec.get("rel", 0), join_path(where, ".rel"))
         if (tol is not None and tol < 0) or (rel is not None and rel < 0):
             self.problem(where, "tol and rel must not be negative")
-            return _Any()
+            return AnyMatcher()
         if value is None or tol is None or rel is None:
-            return _Any()
+            return AnyMatcher()
         return approx_matcher(
             value, tol=tol if "tol" in spec else None, rel=rel if "rel" in spec else None
         )
@@ -221,45 +221,47 @@ class _Compiler:
         if "range" in spec:
             if "min" in spec or "max" in spec:
                 self.problem(where, "write either range: [low, high] or min/max, not both")
-                return _Any()
+                return AnyMatcher()
             bounds = spec["range"]
             if not isinstance(bounds, (list, tuple)) or len(bounds) != 2:
                 self.problem(
-                    _join(where, ".range"),
-                    f"must be [low, high] (null for an open end), got {_show(bounds)}",
+                    join_path(where, ".range"),
+                    f"must be [low, high] (null for an open end), got {show_value(bounds)}",
                 )
-                return _Any()
-            low = self._number(bounds[0], _join(where, ".range[0]"), allow_none=True)
-            high = self._number(bounds[1], _join(where, ".range[1]"), allow_none=True)
+                return AnyMatcher()
+            low = self._number(bounds[0], join_path(where, ".range[0]"), allow_none=True)
+            high = self._number(bounds[1], join_path(where, ".range[1]"), allow_none=True)
             from_min_max = False
         else:
-            low = self._number(spec.get("min"), _join(where, ".min"), allow_none=True)
-            high = self._number(spec.get("max"), _join(where, ".max"), allow_none=True)
+            low = self._number(spec.get("min"), join_path(where, ".min"), allow_none=True)
+            high = self._number(spec.get("max"), join_path(where, ".max"), allow_none=True)
             from_min_max = True
         if low is None and high is None:
             if len(self.problems) == problems_before:
                 self.problem(where, "a range needs at least one bound")
-            return _Any()
+            return AnyMatcher()
         if low is not None and high is not None and low > high:
             self.problem(where, f"the low bound {low:g} is greater than the high bound {high:g}")
-            return _Any()
-        return _Range(low, high, from_min_max=from_min_max)
+            return AnyMatcher()
+        return Range(low, high, from_min_max=from_min_max)
 
     def fields(self, spec: Mapping[str, Any], where: str) -> Any:
         fields, mode = spec["fields"], spec.get("mode", "exact")
         if mode not in ARGS_MODES:
-            self.problem(_join(where, ".mode"), _bad_mode(mode, ARGS_MODES))
+            self.problem(join_path(where, ".mode"), bad_mode(mode, ARGS_MODES))
             mode = "exact"
         if not isinstance(fields, Mapping):
-            self.problem(_join(where, ".fields"), f"must be an object, got {_show(fields)}")
-            return _Any()
-        base = _join(where, ".fields")
-        return _Fields(
-            {key: self.value(v, _join(base, _key_path(key))) for key, v in fields.items()}, mode
+            self.problem(
+                join_path(where, ".fields"), f"must be an object, got {show_value(fields)}"
+            )
+            return AnyMatcher()
+        base = join_path(where, ".fields")
+        return Fields(
+            {key: self.value(v, join_path(base, key_path(key))) for key, v in fields.items()}, mode
         )
 
 
-def _bad_mode(mode: Any, valid: Sequence[str]) -> str:
+def bad_mode(mode: Any, valid: Sequence[str]) -> str:
     return f"unknown mode {mode!r}; valid modes: {', '.join(valid)}"
 
 
@@ -296,7 +298,7 @@ def compile_value_matcher(spec: Any, *, where: str = "") -> Matcher:
         ConfigError: The spec is invalid; the message names ``where`` and lists every
             problem.
     """
-    compiler = _Compiler()
+    compiler = Compiler()
     matcher = compiler.value(spec, where)
     compiler.raise_if_problems()
     return cast(Matcher, matcher)

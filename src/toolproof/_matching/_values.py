@@ -27,12 +27,12 @@ ORDER_MODES: tuple[str, ...] = ("strict", "in_order", "unordered", "subset", "su
 #: Characters BFCL's checker removes before comparing strings (besides lower-casing).
 BFCL_IGNORED_CHARACTERS = " ,./-_*^"
 
-_TYPE_NAMES = ("string", "integer", "number", "boolean", "array", "object", "null")
-_OPERATORS = frozenset(
+TYPE_NAMES = ("string", "integer", "number", "boolean", "array", "object", "null")
+OPERATORS = frozenset(
     ("equals", "one_of", "approx", "range", "min", "max", "regex", "type", "any", "text")
 ) | {"optional", "fields"}
-_MODIFIERS = {"tol": "approx", "rel": "approx", "ignore": "text", "mode": "fields"}
-_MAX_REASONS = 20
+MODIFIERS = {"tol": "approx", "rel": "approx", "ignore": "text", "mode": "fields"}
+MAX_REASONS = 20
 
 
 # --------------------------------------------------------------------------------------
@@ -40,7 +40,7 @@ _MAX_REASONS = 20
 # --------------------------------------------------------------------------------------
 
 
-def _show(value: Any, limit: int = 80) -> str:
+def show_value(value: Any, limit: int = 80) -> str:
     """A short JSON-like rendering of a value for reasons (strings in double quotes)."""
     try:
         text = json.dumps(value, ensure_ascii=False, default=repr)
@@ -55,26 +55,26 @@ def _kind(value: Any) -> str:
     return "number" if kind == "integer" else kind
 
 
-def _article(noun: str) -> str:
+def article(noun: str) -> str:
     return f"an {noun}" if noun[:1] in "aeio" else f"a {noun}"
 
 
-def _got(actual: Any, expected_kind: str | Iterable[str] | None = None) -> str:
+def got_text(actual: Any, expected_kind: str | Iterable[str] | None = None) -> str:
     """``got 5`` or, when the kinds differ, ``got "5" (a string)``."""
-    shown = _show(actual)
+    shown = show_value(actual)
     kind = _kind(actual)
     if isinstance(expected_kind, str):
         expected_kind = (expected_kind,)
     if (expected_kind is not None and kind in expected_kind) or actual is None:
         return f"got {shown}"
-    return f"got {shown} ({_article(json_type(actual))})"
+    return f"got {shown} ({article(json_type(actual))})"
 
 
-def _key_path(key: Any) -> str:
+def key_path(key: Any) -> str:
     text = str(key)
     if text.isidentifier():
         return f".{text}"
-    return f"[{_show(key)}]"
+    return f"[{show_value(key)}]"
 
 
 def _format_path(path: str) -> str:
@@ -85,61 +85,57 @@ def _format_path(path: str) -> str:
 # JSON equality: 1 == 1.0, but true is not 1 and "1" is not 1
 # --------------------------------------------------------------------------------------
 
-_NUMBER_TYPES = (int, float)
+NUMBER_TYPES = (int, float)
 
 
-def _json_equal(expected: Any, actual: Any) -> bool:
+def json_equal(expected: Any, actual: Any) -> bool:
+    """JSON equality of two values: ``1 == 1.0``, but ``True`` is not ``1`` (at any depth)."""
     te = type(expected)
     if te is type(actual):
         if te is dict:
             return expected.keys() == actual.keys() and all(
-                _json_equal(v, actual[k]) for k, v in expected.items()
+                json_equal(v, actual[k]) for k, v in expected.items()
             )
         if te is list or te is tuple:
-            return len(expected) == len(actual) and all(map(_json_equal, expected, actual))
+            return len(expected) == len(actual) and all(map(json_equal, expected, actual))
         return bool(expected == actual)
     if isinstance(expected, bool) or isinstance(actual, bool):
         return False
-    if isinstance(expected, _NUMBER_TYPES) and isinstance(actual, _NUMBER_TYPES):
+    if isinstance(expected, NUMBER_TYPES) and isinstance(actual, NUMBER_TYPES):
         return expected == actual
     if isinstance(expected, (list, tuple)) and isinstance(actual, (list, tuple)):
-        return len(expected) == len(actual) and all(map(_json_equal, expected, actual))
+        return len(expected) == len(actual) and all(map(json_equal, expected, actual))
     if isinstance(expected, Mapping) and isinstance(actual, Mapping):
         return expected.keys() == actual.keys() and all(
-            _json_equal(v, actual[k]) for k, v in expected.items()
+            json_equal(v, actual[k]) for k, v in expected.items()
         )
     if isinstance(expected, str) and isinstance(actual, str):
         return str(expected) == str(actual)
     return False
 
 
-def json_equal(expected: Any, actual: Any) -> bool:
-    """JSON equality of two values: ``1 == 1.0``, but ``True`` is not ``1`` (at any depth)."""
-    return _json_equal(expected, actual)
-
-
-def _diff(expected: Any, actual: Any, path: str = "") -> tuple[str, str]:
+def diff_values(expected: Any, actual: Any, path: str = "") -> tuple[str, str]:
     """Where and how ``actual`` first differs from ``expected`` (call only when they differ)."""
     if isinstance(expected, Mapping) and isinstance(actual, Mapping):
         for key, value in expected.items():
             if key not in actual:
-                return path + _key_path(key), f"missing (expected {_show(value)})"
+                return path + key_path(key), f"missing (expected {show_value(value)})"
         for key, value in actual.items():
             if key not in expected:
-                return path + _key_path(key), f"unexpected key (value {_show(value)})"
+                return path + key_path(key), f"unexpected key (value {show_value(value)})"
         for key, value in expected.items():
-            if not _json_equal(value, actual[key]):
-                return _diff(value, actual[key], path + _key_path(key))
+            if not json_equal(value, actual[key]):
+                return diff_values(value, actual[key], path + key_path(key))
     elif isinstance(expected, (list, tuple)) and isinstance(actual, (list, tuple)):
         if len(expected) != len(actual):
             return path, (
-                f"expected {len(expected)} items {_show(expected)}, "
-                f"got {len(actual)} items {_show(actual)}"
+                f"expected {len(expected)} items {show_value(expected)}, "
+                f"got {len(actual)} items {show_value(actual)}"
             )
         for index, (want, got) in enumerate(zip(expected, actual, strict=True)):
-            if not _json_equal(want, got):
-                return _diff(want, got, f"{path}[{index}]")
-    return path, f"expected {_show(expected)}, {_got(actual, _kind(expected))}"
+            if not json_equal(want, got):
+                return diff_values(want, got, f"{path}[{index}]")
+    return path, f"expected {show_value(expected)}, {got_text(actual, _kind(expected))}"
 
 
 # --------------------------------------------------------------------------------------
@@ -164,7 +160,7 @@ class Matcher(Protocol):
     def describe(self) -> str: ...
 
 
-class _Base:
+class BaseMatcher:
     """Base of the built-in matchers: ``explain`` also says where a nested mismatch is."""
 
     __slots__ = ()
@@ -187,45 +183,45 @@ class _Base:
         return f"<matcher {self.describe()}>"
 
 
-def _explain(matcher: Any, actual: Any) -> Explanation | None:
+def explain_matcher(matcher: Any, actual: Any) -> Explanation | None:
     """Apply a built-in matcher or any ``Matcher``-protocol object (bool results allowed)."""
-    if isinstance(matcher, _Base):
+    if isinstance(matcher, BaseMatcher):
         return matcher.explain(actual)
     outcome = matcher(actual)
     if outcome is None or outcome is True:
         return None
     if outcome is False:
-        return "", f"{_describe(matcher)} rejected {_show(actual)}"
+        return "", f"{describe_matcher(matcher)} rejected {show_value(actual)}"
     return "", str(outcome)
 
 
-def _describe(matcher: Any) -> str:
+def describe_matcher(matcher: Any) -> str:
     describe = getattr(matcher, "describe", None)
     if callable(describe):
         return str(describe())
     return getattr(matcher, "__name__", type(matcher).__name__)
 
 
-def _is_optional(matcher: Any) -> bool:
+def is_optional(matcher: Any) -> bool:
     return bool(getattr(matcher, "optional", False))
 
 
-class _Equals(_Base):
+class Equals(BaseMatcher):
     __slots__ = ("value",)
 
     def __init__(self, value: Any) -> None:
         self.value = value
 
     def explain(self, actual: Any) -> Explanation | None:
-        if _json_equal(self.value, actual):
+        if json_equal(self.value, actual):
             return None
-        return _diff(self.value, actual)
+        return diff_values(self.value, actual)
 
     def describe(self) -> str:
-        return _show(self.value)
+        return show_value(self.value)
 
 
-class _OneOf(_Base):
+class OneOf(BaseMatcher):
     __slots__ = ("options",)
 
     def __init__(self, options: Sequence[Any]) -> None:
@@ -234,45 +230,45 @@ class _OneOf(_Base):
     def explain(self, actual: Any) -> Explanation | None:
         first: Explanation | None = None
         for option in self.options:
-            explanation = _explain(option, actual)
+            explanation = explain_matcher(option, actual)
             if explanation is None:
                 return None
             if first is None:
                 first = explanation
         if len(self.options) == 1 and first is not None:
             return first
-        texts = [o for o in self.options if isinstance(o, _Text)]
+        texts = [o for o in self.options if isinstance(o, TextMatcher)]
         if len(texts) == len(self.options) and len({t.ignore for t in texts}) == 1:
-            listing = ", ".join(_show(t.text) for t in texts[:8])
+            listing = ", ".join(show_value(t.text) for t in texts[:8])
             if len(texts) > 8:
                 listing += f", … ({len(texts) - 8} more)"
-            return "", f"expected one of {listing} {texts[0].how()}, {_got(actual, 'string')}"
-        return "", f"expected one of {self._listing()}, {_got(actual, self._kinds())}"
+            return "", f"expected one of {listing} {texts[0].how()}, {got_text(actual, 'string')}"
+        return "", f"expected one of {self._listing()}, {got_text(actual, self._kinds())}"
 
     def _kinds(self) -> set[str] | None:
         kinds = set()
         for option in self.options:
-            if isinstance(option, _Equals):
+            if isinstance(option, Equals):
                 kinds.add(_kind(option.value))
-            elif isinstance(option, _Text):
+            elif isinstance(option, TextMatcher):
                 kinds.add("string")
             else:
                 return None
         return kinds
 
     def _listing(self) -> str:
-        shown = [_describe(option) for option in self.options[:8]]
+        shown = [describe_matcher(option) for option in self.options[:8]]
         if len(self.options) > 8:
             shown.append(f"… ({len(self.options) - 8} more)")
         return ", ".join(shown)
 
     def describe(self) -> str:
         if len(self.options) == 1:
-            return _describe(self.options[0])
+            return describe_matcher(self.options[0])
         return f"one_of({self._listing()})"
 
 
-class _Approx(_Base):
+class _Approx(BaseMatcher):
     __slots__ = ("rel", "tol", "value")
 
     def __init__(self, value: float, tol: float, rel: float) -> None:
@@ -281,12 +277,12 @@ class _Approx(_Base):
         self.rel = rel
 
     def explain(self, actual: Any) -> Explanation | None:
-        if isinstance(actual, bool) or not isinstance(actual, _NUMBER_TYPES):
-            return "", f"expected a number {self.describe()}, {_got(actual, 'number')}"
+        if isinstance(actual, bool) or not isinstance(actual, NUMBER_TYPES):
+            return "", f"expected a number {self.describe()}, {got_text(actual, 'number')}"
         if math.isclose(actual, self.value, rel_tol=self.rel, abs_tol=self.tol):
             return None
         off = abs(actual - self.value)
-        return "", f"expected {self.describe()}, got {_show(actual)} (off by {off:g})"
+        return "", f"expected {self.describe()}, got {show_value(actual)} (off by {off:g})"
 
     def describe(self) -> str:
         parts = [f"{self.value:g}"]
@@ -312,7 +308,7 @@ def approx_matcher(value: float, *, tol: float | None = None, rel: float | None 
     return _Approx(value, tol or 0, rel or 0)
 
 
-class _Range(_Base):
+class Range(BaseMatcher):
     __slots__ = ("from_min_max", "high", "low")
 
     def __init__(self, low: float | None, high: float | None, *, from_min_max: bool) -> None:
@@ -321,8 +317,8 @@ class _Range(_Base):
         self.from_min_max = from_min_max
 
     def explain(self, actual: Any) -> Explanation | None:
-        if isinstance(actual, bool) or not isinstance(actual, _NUMBER_TYPES):
-            message = f"expected a number {self._bounds()}, {_got(actual, 'number')}"
+        if isinstance(actual, bool) or not isinstance(actual, NUMBER_TYPES):
+            message = f"expected a number {self._bounds()}, {got_text(actual, 'number')}"
             if self.from_min_max and isinstance(actual, Mapping):
                 message += (
                     " (min/max make a range matcher; to match an object with keys min and "
@@ -332,7 +328,7 @@ class _Range(_Base):
         if (self.low is not None and actual < self.low) or (
             self.high is not None and actual > self.high
         ):
-            return "", f"expected a number {self._bounds()}, got {_show(actual)}"
+            return "", f"expected a number {self._bounds()}, got {show_value(actual)}"
         return None
 
     def _bounds(self) -> str:
@@ -350,7 +346,7 @@ class _Range(_Base):
         return f"range(max={self.high:g})"
 
 
-class _Regex(_Base):
+class Regex(BaseMatcher):
     __slots__ = ("pattern",)
 
     def __init__(self, pattern: re.Pattern[str]) -> None:
@@ -359,7 +355,7 @@ class _Regex(_Base):
     def explain(self, actual: Any) -> Explanation | None:
         if isinstance(actual, str) and self.pattern.search(actual) is not None:
             return None
-        return "", f"expected a string matching {self.describe()}, {_got(actual, 'string')}"
+        return "", f"expected a string matching {self.describe()}, {got_text(actual, 'string')}"
 
     def describe(self) -> str:
         return f"/{self.pattern.pattern}/"
@@ -370,7 +366,7 @@ def _is_integer(value: Any) -> bool:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, _NUMBER_TYPES) and not isinstance(value, bool)
+    return isinstance(value, NUMBER_TYPES) and not isinstance(value, bool)
 
 
 _TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
@@ -384,7 +380,7 @@ _TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
 }
 
 
-class _Type(_Base):
+class TypeMatcher(BaseMatcher):
     __slots__ = ("checks", "names")
 
     def __init__(self, names: Sequence[str]) -> None:
@@ -395,14 +391,14 @@ class _Type(_Base):
         for check in self.checks:
             if check(actual):
                 return None
-        wanted = " or ".join(_article(name) if name != "null" else "null" for name in self.names)
-        return "", f"expected {wanted}, {_got(actual)}"
+        wanted = " or ".join(article(name) if name != "null" else "null" for name in self.names)
+        return "", f"expected {wanted}, {got_text(actual)}"
 
     def describe(self) -> str:
         return f"type({'|'.join(self.names)})"
 
 
-class _Any(_Base):
+class AnyMatcher(BaseMatcher):
     __slots__ = ()
 
     def explain(self, actual: Any) -> Explanation | None:
@@ -430,7 +426,7 @@ def _normalize_text(text: str) -> str:
     )
 
 
-class _Text(_Base):
+class TextMatcher(BaseMatcher):
     __slots__ = ("ignore", "normalized", "table", "text")
 
     def __init__(self, text: str, ignore: str | None) -> None:
@@ -453,18 +449,18 @@ class _Text(_Base):
     def explain(self, actual: Any) -> Explanation | None:
         if isinstance(actual, str) and self.normalize(actual) == self.normalized:
             return None
-        return "", f"expected {_show(self.text)} {self.how()}, {_got(actual, 'string')}"
+        return "", f"expected {show_value(self.text)} {self.how()}, {got_text(actual, 'string')}"
 
     def how(self) -> str:
         if self.ignore is None:
             return "ignoring case, spaces and punctuation"
-        return f"ignoring case and the characters {_show(self.ignore)}"
+        return f"ignoring case and the characters {show_value(self.ignore)}"
 
     def describe(self) -> str:
-        return f"text({_show(self.text)})"
+        return f"text({show_value(self.text)})"
 
 
-class _Optional(_Base):
+class OptionalMatcher(BaseMatcher):
     __slots__ = ("inner",)
     optional: ClassVar[bool] = True
 
@@ -472,13 +468,13 @@ class _Optional(_Base):
         self.inner = inner
 
     def explain(self, actual: Any) -> Explanation | None:
-        return _explain(self.inner, actual)
+        return explain_matcher(self.inner, actual)
 
     def describe(self) -> str:
-        return f"optional({_describe(self.inner)})"
+        return f"optional({describe_matcher(self.inner)})"
 
 
-class _AllOf(_Base):
+class AllOf(BaseMatcher):
     __slots__ = ("parts",)
 
     def __init__(self, parts: Sequence[Any]) -> None:
@@ -486,25 +482,29 @@ class _AllOf(_Base):
 
     def explain(self, actual: Any) -> Explanation | None:
         for part in self.parts:
-            explanation = _explain(part, actual)
+            explanation = explain_matcher(part, actual)
             if explanation is not None:
                 return explanation
         return None
 
     def describe(self) -> str:
         parts = self.parts
-        if len(parts) == 2 and isinstance(parts[0], _Type) and _literals_fit(parts[1], parts[0]):
+        if (
+            len(parts) == 2
+            and isinstance(parts[0], TypeMatcher)
+            and _literals_fit(parts[1], parts[0])
+        ):
             parts = parts[1:]  # "36" says enough; the reasons still say "expected an integer"
-        return " & ".join(_describe(part) for part in parts)
+        return " & ".join(describe_matcher(part) for part in parts)
 
 
-def _literals_fit(matcher: Any, type_: _Type) -> bool:
+def _literals_fit(matcher: Any, type_: TypeMatcher) -> bool:
     """Whether every literal a matcher accepts already has one of ``type_``'s types."""
-    options = matcher.options if isinstance(matcher, _OneOf) else (matcher,)
+    options = matcher.options if isinstance(matcher, OneOf) else (matcher,)
     for option in options:
-        if isinstance(option, _Equals):
+        if isinstance(option, Equals):
             value = option.value
-        elif isinstance(option, _Text):
+        elif isinstance(option, TextMatcher):
             value = option.text
         else:
             return False
@@ -513,7 +513,7 @@ def _literals_fit(matcher: Any, type_: _Type) -> bool:
     return True
 
 
-class _Fields(_Base):
+class Fields(BaseMatcher):
     """An object whose keys hold matchers (a literal dict spec, or ``{fields: ...}``)."""
 
     __slots__ = ("fields", "mode")
@@ -524,34 +524,34 @@ class _Fields(_Base):
 
     def explain(self, actual: Any) -> Explanation | None:
         if not isinstance(actual, Mapping):
-            return "", f"expected an object {self.describe()}, {_got(actual, 'object')}"
+            return "", f"expected an object {self.describe()}, {got_text(actual, 'object')}"
         if self.mode == "ignore":
             return None
         for key, matcher in self.fields.items():
             if key not in actual:
-                if self.mode == "superset" or _is_optional(matcher):
+                if self.mode == "superset" or is_optional(matcher):
                     continue
-                return _key_path(key), f"missing (expected {_describe(matcher)})"
-            explanation = _explain(matcher, actual[key])
+                return key_path(key), f"missing (expected {describe_matcher(matcher)})"
+            explanation = explain_matcher(matcher, actual[key])
             if explanation is not None:
-                return _key_path(key) + explanation[0], explanation[1]
+                return key_path(key) + explanation[0], explanation[1]
         if self.mode in ("exact", "superset"):
             for key, value in actual.items():
                 if key not in self.fields:
                     allowed = ", ".join(map(str, self.fields)) or "none"
-                    return _key_path(key), (
-                        f"unexpected key (value {_show(value)}); expected keys: {allowed}"
+                    return key_path(key), (
+                        f"unexpected key (value {show_value(value)}); expected keys: {allowed}"
                     )
         return None
 
     def describe(self) -> str:
-        inner = ", ".join(f"{key}: {_describe(m)}" for key, m in self.fields.items())
+        inner = ", ".join(f"{key}: {describe_matcher(m)}" for key, m in self.fields.items())
         if self.mode == "exact":
             return f"{{{inner}}}"
         return f"fields({{{inner}}}, mode={self.mode})"
 
 
-class _Items(_Base):
+class Items(BaseMatcher):
     """A list whose items hold matchers, position by position (a literal list spec)."""
 
     __slots__ = ("items",)
@@ -561,17 +561,17 @@ class _Items(_Base):
 
     def explain(self, actual: Any) -> Explanation | None:
         if not isinstance(actual, (list, tuple)):
-            return "", f"expected a list {self.describe()}, {_got(actual, 'array')}"
+            return "", f"expected a list {self.describe()}, {got_text(actual, 'array')}"
         if len(actual) != len(self.items):
             return "", (
                 f"expected {len(self.items)} items {self.describe()}, "
-                f"got {len(actual)} items {_show(actual)}"
+                f"got {len(actual)} items {show_value(actual)}"
             )
         for index, (matcher, value) in enumerate(zip(self.items, actual, strict=True)):
-            explanation = _explain(matcher, value)
+            explanation = explain_matcher(matcher, value)
             if explanation is not None:
                 return f"[{index}]" + explanation[0], explanation[1]
         return None
 
     def describe(self) -> str:
-        return f"[{', '.join(_describe(m) for m in self.items)}]"
+        return f"[{', '.join(describe_matcher(m) for m in self.items)}]"

@@ -244,7 +244,7 @@ def load_model(spec: str) -> Model:
     if text.partition(":")[0].strip().lower() in PROVIDERS:
         return model_from_string(text)
     if text.lower().endswith((".yaml", ".yml", ".json")):
-        return _scripted_model(text)
+        return scripted_model(text)
     if ":" not in text:
         return model_from_string(text)  # its error lists the valid forms
     from toolproof._loading import load_target
@@ -273,7 +273,7 @@ def load_model(spec: str) -> Model:
     return made
 
 
-def _scripted_model(path_text: str) -> Model:
+def scripted_model(path_text: str) -> Model:
     """A ScriptedModel from a script file, checked like an eval case's ``script:``."""
     from pathlib import Path
 

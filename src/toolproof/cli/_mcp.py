@@ -26,6 +26,18 @@ __all__ = ["register"]
 
 _FAULT_KINDS = ("raises", "malformed", "timeout")
 _FAULT_KEYS = ("tool", *_FAULT_KINDS, "on_call", "when")
+_SERVE_EPILOG = """\
+examples:
+  toolproof mcp serve myapp.tools                       # stdio, mock mode
+  toolproof mcp serve myapp/tools.py --fixtures fixtures.yaml --trace-file calls.jsonl
+  toolproof mcp serve myapp.tools:TOOLS --http --port 8765 --faults faults.yaml
+  toolproof mcp serve myapp.tools --mode real --record .toolproof/traces.db
+
+a faults file (YAML or JSON):
+  faults:
+    - {tool: get_order, raises: 'ToolError: upstream down', on_call: 2}
+    - {tool: get_weather, timeout: 0.5}
+    - {tool: search_docs, malformed: '<html>502</html>', when: {query: refunds}}"""
 
 
 def register(subparsers: Any) -> None:
@@ -44,17 +56,7 @@ def register(subparsers: Any) -> None:
         "the module; MODULE:ATTR picks one) as an MCP server. In mock mode (the default) a "
         "side-effecting tool without a mock answers an error result and never runs. Every "
         "client session is recorded as a trace (--record, --trace-file).",
-        epilog="examples:\n"
-        "  toolproof mcp serve myapp.tools                       # stdio, mock mode\n"
-        "  toolproof mcp serve myapp/tools.py --fixtures fixtures.yaml --trace-file calls.jsonl\n"
-        "  toolproof mcp serve myapp.tools:TOOLS --http --port 8765 --faults faults.yaml\n"
-        "  toolproof mcp serve myapp.tools --mode real --record .toolproof/traces.db\n"
-        "\n"
-        "a faults file (YAML or JSON):\n"
-        "  faults:\n"
-        "    - {tool: get_order, raises: 'ToolError: upstream down', on_call: 2}\n"
-        "    - {tool: get_weather, timeout: 0.5}\n"
-        "    - {tool: search_docs, malformed: '<html>502</html>', when: {query: refunds}}",
+        epilog=_SERVE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     serve.add_argument("module", metavar="MODULE", help="pkg.tools, path/tools.py or module:attr")
@@ -196,10 +198,6 @@ def load_faults(path: str | Path, toolset: Toolset) -> list[Fault]:
     Raises:
         ConfigError: The file is missing or invalid; every problem is listed.
     """
-    from toolproof._mocks import _NamedError, _parse_error
-    from toolproof.testing import Fault
-    from toolproof.testing._faults import MALFORMED_DEFAULT
-
     data = _read_data(Path(path))
     if isinstance(data, Mapping):
         extra = [k for k in data if k != "faults"]
@@ -227,38 +225,13 @@ def load_faults(path: str | Path, toolset: Toolset) -> list[Fault]:
         if len(kinds) != 1:
             problems.append(f"{where}: give exactly one of raises, malformed, timeout")
             continue
-        when = item.get("when")
-        if when is not None and not isinstance(when, Mapping):
-            problems.append(f"{where}: 'when' must map argument names to values")
-            continue
-        on_call = item.get("on_call")
         try:
-            kind = kinds[0]
-            if kind == "raises":
-                found = _parse_error(item["raises"], where, problems)
-                if found is None:
-                    continue
-                if isinstance(found, _NamedError):
-                    found = found.resolve(toolset[tool], where)
-                faults.append(Fault.raises(tool, found, on_call=on_call, when=when))
-            elif kind == "malformed":
-                value = item["malformed"]
-                value = MALFORMED_DEFAULT if value is True else value
-                faults.append(Fault.malformed(tool, value, on_call=on_call, when=when))
-            else:
-                seconds = item["timeout"]
-                if seconds is True:
-                    seconds = None
-                if seconds is not None and (
-                    isinstance(seconds, bool) or not isinstance(seconds, (int, float))
-                ):
-                    problems.append(f"{where}: 'timeout' must be seconds or true, got {seconds!r}")
-                    continue
-                faults.append(
-                    Fault.timeout(tool, seconds=seconds or None, on_call=on_call, when=when)
-                )
+            fault = _fault(item, kinds[0], tool, where, toolset, problems)
         except UserError as exc:
             problems.append(f"{where}: {exc}")
+            continue
+        if fault is not None:
+            faults.append(fault)
     if problems:
         count = len(problems)
         raise ConfigError(
@@ -267,6 +240,45 @@ def load_faults(path: str | Path, toolset: Toolset) -> list[Fault]:
             problems=problems,
         )
     return faults
+
+
+def _fault(
+    item: Mapping[str, Any],
+    kind: str,
+    tool: str,
+    where: str,
+    toolset: Toolset,
+    problems: list[str],
+) -> Fault | None:
+    """One fault of a faults file, or ``None`` with its problem added to ``problems``."""
+    from toolproof._fixture_files import NamedError, parse_error
+    from toolproof.testing import Fault
+    from toolproof.testing._faults import MALFORMED_DEFAULT
+
+    when = item.get("when")
+    if when is not None and not isinstance(when, Mapping):
+        problems.append(f"{where}: 'when' must map argument names to values")
+        return None
+    on_call = item.get("on_call")
+    if kind == "raises":
+        found, found_problems = parse_error(item["raises"])
+        problems.extend(f"{where}: {message}" for message in found_problems)
+        if found is None:
+            return None
+        if isinstance(found, NamedError):
+            found = found.resolve(toolset[tool], where)
+        return Fault.raises(tool, found, on_call=on_call, when=when)
+    if kind == "malformed":
+        value = item["malformed"]
+        value = MALFORMED_DEFAULT if value is True else value
+        return Fault.malformed(tool, value, on_call=on_call, when=when)
+    seconds = item["timeout"]
+    if seconds is True:
+        seconds = None
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))):
+        problems.append(f"{where}: 'timeout' must be seconds or true, got {seconds!r}")
+        return None
+    return Fault.timeout(tool, seconds=seconds or None, on_call=on_call, when=when)
 
 
 def _read_data(path: Path) -> Any:
@@ -299,14 +311,9 @@ def run_serve(args: argparse.Namespace) -> int:
     import contextlib
     import signal
 
-    try:
-        from toolproof.integrations.mcp import McpSessions, serve_mcp
-    except ModuleNotFoundError as exc:
-        if exc.name and exc.name.split(".")[0] in ("mcp", "mcp_types"):
-            raise UserError(
-                'toolproof mcp needs the MCP SDK: pip install "toolproof[mcp]"'
-            ) from None
-        raise
+    _require_mcp_sdk()
+    from toolproof.integrations.mcp import McpSessions, serve_mcp
+
     if args.tool_timeout < 0:
         raise UserError(f"--tool-timeout must be 0 or more seconds, got {args.tool_timeout}")
     if not 0 <= args.port <= 65535:
@@ -321,13 +328,7 @@ def run_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if args.trace_file:
-        path = Path(args.trace_file)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with path.open("a", encoding="utf-8"):
-                pass
-        except OSError as exc:
-            raise UserError(f"--trace-file {path}: cannot write it ({exc.strerror})") from None
+        _check_writable(Path(args.trace_file))
     recorder = None
     if args.record:
         from toolproof.replay import Recorder
@@ -375,3 +376,25 @@ def run_serve(args: argparse.Namespace) -> int:
         if recorder is not None:
             recorder.close()
     return 0
+
+
+def _require_mcp_sdk() -> None:
+    """Fail with a clear error when the MCP SDK is missing."""
+    try:
+        import toolproof.integrations.mcp  # noqa: F401
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.split(".")[0] in ("mcp", "mcp_types"):
+            raise UserError(
+                'toolproof mcp needs the MCP SDK: pip install "toolproof[mcp]"'
+            ) from None
+        raise
+
+
+def _check_writable(path: Path) -> None:
+    """Fail before serving when ``--trace-file`` cannot be appended to."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise UserError(f"--trace-file {path}: cannot write it ({exc.strerror})") from None

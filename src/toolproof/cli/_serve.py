@@ -61,7 +61,7 @@ def register(subparsers: Any) -> None:
 
 def backend(args: argparse.Namespace) -> tuple[Any, Any]:
     """The model factory and the recorder (record mode; else ``None``) of the chosen mode."""
-    from toolproof.cli._chat import _scripted_model, load_model
+    from toolproof.cli._chat import load_model, scripted_model
     from toolproof.cli._traces import store_path
     from toolproof.errors import UserError
 
@@ -70,7 +70,7 @@ def backend(args: argparse.Namespace) -> tuple[Any, Any]:
             raise UserError("--mode scripted needs --script FILE (a list of responses)")
         from toolproof.models.fake import ScriptedModel
 
-        checked = _scripted_model(args.script)  # read once; each conversation starts it afresh
+        checked = scripted_model(args.script)  # read once; each conversation starts it afresh
         assert isinstance(checked, ScriptedModel)
         return (lambda: _Script(ScriptedModel(list(checked.script), name=checked.name))), None
     if args.mode == "record":

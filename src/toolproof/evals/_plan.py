@@ -91,30 +91,7 @@ def _plan(
     missing: list[str] = []
 
     def slot_for(spec: str | Model, role: str) -> _Slot:
-        """The shared model of ``spec``; raises before anything runs when it cannot work."""
-        key = spec if isinstance(spec, str) else f"<instance {id(spec)}>"
-        if key not in slots:
-            limiter = None
-            if rpm or tpm:
-                from toolproof.evals._ratelimit import RateLimiter
-
-                limiter = RateLimiter(rpm, tpm)
-            if isinstance(spec, Model):
-                slots[key] = _Slot(spec, limiter, owned=False)
-            else:
-                from toolproof.models import check_allow_model_requests, model_from_string
-
-                try:
-                    built = model_from_string(spec)
-                    check_allow_model_requests(spec)
-                except MissingAPIKey as exc:
-                    raise MissingAPIKey(f"{role} {exc}", exc.variable) from None
-                except ModelRequestsDisabled:
-                    raise
-                except UserError as exc:
-                    raise UserError(f"{role} {spec}: {exc}") from None
-                slots[key] = _Slot(built, limiter)
-        return slots[key]
+        return _slot_for(spec, role, slots, rpm, tpm)
 
     for case in cases:
         n = trials or case.config.trials
@@ -132,7 +109,7 @@ def _plan(
         elif chosen is None:
             missing.append(case.id)
             continue
-        elif isinstance(chosen, str) and chosen.strip().lower() == SCRIPTED:
+        elif _is_scripted(chosen):
             plan.scripted = True
             plan.model_name = SCRIPTED
             if case.script is None:
@@ -146,9 +123,7 @@ def _plan(
             )
             if plan.scripted and judge_model is None:
                 judge_choice = None  # a scripted run is offline: judge only with --judge-model
-            if judge_choice is not None and not (
-                isinstance(judge_choice, str) and judge_choice.strip().lower() == SCRIPTED
-            ):
+            if judge_choice is not None and not _is_scripted(judge_choice):
                 plan.judge_slot = slot_for(judge_choice, "judge model")
             elif judge_choice is None and plan.slot is not None and _judges_itself(plan.slot):
                 plan.judge_slot = plan.slot  # the case's own (real) model judges
@@ -168,6 +143,40 @@ def _plan(
         )
     _dry_build(plans)
     return plans
+
+
+def _is_scripted(spec: str | Model) -> bool:
+    return isinstance(spec, str) and spec.strip().lower() == SCRIPTED
+
+
+def _slot_for(
+    spec: str | Model, role: str, slots: dict[str, _Slot], rpm: float | None, tpm: float | None
+) -> _Slot:
+    """The shared model of ``spec``; raises before anything runs when it cannot work."""
+    key = spec if isinstance(spec, str) else f"<instance {id(spec)}>"
+    if key in slots:
+        return slots[key]
+    limiter = None
+    if rpm or tpm:
+        from toolproof.evals._ratelimit import RateLimiter
+
+        limiter = RateLimiter(rpm, tpm)
+    if isinstance(spec, Model):
+        slots[key] = _Slot(spec, limiter, owned=False)
+        return slots[key]
+    from toolproof.models import check_allow_model_requests, model_from_string
+
+    try:
+        built = model_from_string(spec)
+        check_allow_model_requests(spec)
+    except MissingAPIKey as exc:
+        raise MissingAPIKey(f"{role} {exc}", exc.variable) from None
+    except ModelRequestsDisabled:
+        raise
+    except UserError as exc:
+        raise UserError(f"{role} {spec}: {exc}") from None
+    slots[key] = _Slot(built, limiter)
+    return slots[key]
 
 
 def _dry_build(plans: Sequence[_Plan]) -> None:

@@ -96,38 +96,20 @@ _RETRIEVAL_SCHEMA: dict[str, Any] = {
         **dict.fromkeys(MINIMUMS, _FRACTION),
     },
 }
-_GROUNDED_SCHEMA: dict[str, Any] = {
-    "anyOf": [
-        _TOOL,
-        {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["tool"],
-            "properties": {
-                "tool": _TOOL,
-                "quotes": {"type": "boolean"},
-                "check_small_numbers": {"type": "boolean"},
-                "include_input": {"type": "boolean"},
-                "calls": _CALLS,
-            },
-        },
-    ]
-}
-_FAITHFULNESS_SCHEMA: dict[str, Any] = {
-    "anyOf": [
-        _TOOL,
-        {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["tool"],
-            "properties": {
-                "tool": _TOOL,
-                "max_hallucination_rate": _FRACTION,
-                "calls": _CALLS,
-            },
-        },
-    ]
-}
+
+
+def _tool_or_options(**options: Any) -> dict[str, Any]:
+    """The schema of a check given the tool's name, or an object naming it with options."""
+    properties = {"tool": _TOOL, **options, "calls": _CALLS}
+    options_schema = {"type": "object", "additionalProperties": False, "required": ["tool"]}
+    return {"anyOf": [_TOOL, {**options_schema, "properties": properties}]}
+
+
+_BOOLEAN: dict[str, Any] = {"type": "boolean"}
+_GROUNDED_SCHEMA = _tool_or_options(
+    quotes=_BOOLEAN, check_small_numbers=_BOOLEAN, include_input=_BOOLEAN
+)
+_FAITHFULNESS_SCHEMA = _tool_or_options(max_hallucination_rate=_FRACTION)
 
 
 # -- ids ----------------------------------------------------------------------------------------
@@ -300,6 +282,15 @@ def _tool_option(ctx: CheckContext, value: Any, key: str) -> str | None:
     return tool
 
 
+def _calls_option(ctx: CheckContext, value: Mapping[str, Any], key: str) -> str | None:
+    """Which calls of the tool a check reads: ``all`` (the default), ``first`` or ``last``."""
+    calls = value.get("calls", "all")
+    if calls in ("all", "first", "last"):
+        return str(calls)
+    ctx.problems.add(ctx.at(key, "calls"), f"expected all, first or last, got {calls!r}")
+    return None
+
+
 def _unknown_options(ctx: CheckContext, value: Mapping[str, Any], key: str, allowed: Any) -> bool:
     from toolproof.evals._checks import _unknown_key
 
@@ -376,20 +367,14 @@ def _retrieval(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Chec
         scores = score_ranking(ids, relevant, k)
         metrics: dict[str, Any] = {"tool": tool, **scores.to_dict(), "ids": ids[:50]}
         if not wanted:
-            return (
-                "skip",
-                (
-                    f"nothing is labelled relevant (an unanswerable question): the ranking metrics "
-                    f"do not apply; {tool} returned {_listing(ids) or 'nothing'}"
-                ),
-                metrics,
+            reason = (
+                f"nothing is labelled relevant (an unanswerable question): the ranking metrics "
+                f"do not apply; {tool} returned {_listing(ids) or 'nothing'}"
             )
+            return "skip", reason, metrics
         if count == 0:
-            return (
-                "fail",
-                (f"{tool} was not called; it should have retrieved {_listing(wanted)}"),
-                metrics,
-            )
+            reason = f"{tool} was not called; it should have retrieved {_listing(wanted)}"
+            return "fail", reason, metrics
         figures = ", ".join(
             f"{name}{cut} {getattr(scores, name):.2f}" for name in ("recall", "precision", "mrr")
         )
@@ -473,11 +458,9 @@ def _retrieval_grounded(ctx: CheckContext, value: Any, expect: Mapping[str, Any]
                     ctx.problems.add(where, f"expected true or false, got {value[key]!r}")
                     return None
                 options[key] = value[key]
-        if value.get("calls", "all") not in ("all", "first", "last"):
-            where = ctx.at("retrieval_grounded", "calls")
-            ctx.problems.add(where, f"expected all, first or last, got {value['calls']!r}")
+        options["calls"] = _calls_option(ctx, value, "retrieval_grounded")
+        if options["calls"] is None:
             return None
-        options["calls"] = value.get("calls", "all")
     tool = _tool_option(ctx, value, "retrieval_grounded")
     if tool is None:
         return None
@@ -510,22 +493,17 @@ def _retrieval_grounded(ctx: CheckContext, value: Any, expect: Mapping[str, Any]
                 parts.append("the quotes " + ", ".join(repr(clip(q, 60)) for q in unquoted))
             calls_text = f"{count} call{'s' if count != 1 else ''}"
             source = f"what {tool} returned ({calls_text})" if count else f"{tool} (never called)"
-            return (
-                "fail",
-                (
-                    f"the answer states {' and '.join(parts)}, found in none of {source}: "
-                    f"{clip(record.output, 160)!r}"
-                ),
-                metrics,
+            reason = (
+                f"the answer states {' and '.join(parts)}, found in none of {source}: "
+                f"{clip(record.output, 160)!r}"
             )
+            return "fail", reason, metrics
         if not checked:
             return "pass", "the answer states no numbers, ids or quotes", metrics
+        shown = ", ".join([*result.checked, *(repr(clip(q, 30)) for q in quotes)][:_SHOWN])
         return (
             "pass",
-            (
-                f"every number, id and quote of the answer comes from {tool} "
-                f"({', '.join([*result.checked, *(repr(clip(q, 30)) for q in quotes)][:_SHOWN])})"
-            ),
+            f"every number, id and quote of the answer comes from {tool} ({shown})",
             metrics,
         )
 
@@ -615,11 +593,10 @@ def _faithfulness(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> C
                 ctx.problems.add(where, f"expected 0 to 1, got {bound!r}")
                 return None
             limit = float(bound)
-        calls = value.get("calls", "all")
-        if calls not in ("all", "first", "last"):
-            where = ctx.at("faithfulness", "calls")
-            ctx.problems.add(where, f"expected all, first or last, got {calls!r}")
+        chosen = _calls_option(ctx, value, "faithfulness")
+        if chosen is None:
             return None
+        calls = chosen
     tool = _tool_option(ctx, value, "faithfulness")
     if tool is None:
         return None
@@ -657,23 +634,7 @@ def _faithfulness(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> C
             return result(status, f"INCONCLUSIVE {label}: {claims}"), called
         if cache is not None and cached is None:
             cache.put(key, answer.encode("utf-8"), kind="judge")
-        counts = {v: sum(1 for _, verdict in claims if verdict == v) for v in _VERDICTS}
-        total = len(claims)
-        rate = (counts["contradicted"] + counts["not_found"]) / total if total else None
-        metrics = {"tool": tool, "claims": total, **counts, "hallucination_rate": rate}
-        if rate is None:
-            reason = f"PASS {label}: the answer makes no factual claim"
-            return result("pass", reason, metrics), called
-        shown = "; ".join(
-            f"{v.replace('_', ' ')}: {clip(c, 80)!r}" for c, v in claims if v != "supported"
-        )
-        summary = (
-            f"{counts['supported']}/{total} claims supported, {counts['contradicted']} "
-            f"contradicted, {counts['not_found']} not found (hallucination rate {rate:.2f})"
-        )
-        if rate > limit + 1e-12:
-            return result("fail", f"FAIL {label}: {summary} > {limit:g}: {shown}", metrics), called
-        return result("pass", f"PASS {label}: {summary}", metrics), called
+        return result(*_claims_verdict(claims, tool, label, limit)), called
 
     def evaluate(record: SessionRecord) -> tuple[CheckStatus, str]:
         return "skip", (
@@ -687,6 +648,28 @@ def _faithfulness(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> C
         evaluate,
         grade=grade,
     )
+
+
+def _claims_verdict(
+    claims: list[tuple[str, str]], tool: str, label: str, limit: float
+) -> tuple[CheckStatus, str, dict[str, Any]]:
+    """Status, reason and metrics of the judge's graded claims against the allowed rate."""
+    counts = {v: sum(1 for _, verdict in claims if verdict == v) for v in _VERDICTS}
+    total = len(claims)
+    rate = (counts["contradicted"] + counts["not_found"]) / total if total else None
+    metrics = {"tool": tool, "claims": total, **counts, "hallucination_rate": rate}
+    if rate is None:
+        return "pass", f"PASS {label}: the answer makes no factual claim", metrics
+    shown = "; ".join(
+        f"{v.replace('_', ' ')}: {clip(c, 80)!r}" for c, v in claims if v != "supported"
+    )
+    summary = (
+        f"{counts['supported']}/{total} claims supported, {counts['contradicted']} "
+        f"contradicted, {counts['not_found']} not found (hallucination rate {rate:.2f})"
+    )
+    if rate > limit + 1e-12:
+        return "fail", f"FAIL {label}: {summary} > {limit:g}: {shown}", metrics
+    return "pass", f"PASS {label}: {summary}", metrics
 
 
 def _cache_key(model: str, messages: Sequence[Any]) -> str:

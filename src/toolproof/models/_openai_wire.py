@@ -48,7 +48,7 @@ class _Named(Protocol):
     model: str
 
 
-class _StreamState:
+class StreamState:
     """The assistant message being rebuilt from chat-completion chunks."""
 
     __slots__ = (
@@ -88,7 +88,7 @@ class _StreamState:
         if not isinstance(chunk, dict):
             raise UnexpectedModelOutput(f"{name}: a streamed chunk is not a JSON object", data)
         if event == "error" or chunk.get("error"):
-            detail = _error_text(chunk.get("error")) or clip(data, 200, flatten=False)
+            detail = provider_error_text(chunk.get("error")) or clip(data, 200, flatten=False)
             raise UnexpectedModelOutput(f"{name}: the stream reported an error: {detail}", data)
         if chunk.get("usage"):
             self.usage = chunk["usage"]
@@ -108,7 +108,7 @@ class _StreamState:
         return False
 
     def _delta(self, delta: dict[str, Any]) -> None:
-        text = _content_text(delta.get("content"))
+        text = content_text(delta.get("content"))
         if text:
             self.content.append(text)
             self.parts += 1
@@ -155,7 +155,7 @@ class _StreamState:
         if not self.saw_choice:
             raise UnexpectedModelOutput(f"{model.name}: the response stream had no choices")
         calls = [
-            _tool_call(
+            decode_tool_call(
                 {
                     "id": s["id"],
                     "function": {"name": s["name"], "arguments": "".join(s["arguments"])},
@@ -171,13 +171,13 @@ class _StreamState:
         message = Message(role="assistant", content=content, tool_calls=calls, reasoning=reasoning)
         return ModelResponse(
             message=message,
-            usage=_usage(self.usage, messages, message),
+            usage=decode_usage(self.usage, messages, message),
             model_name=self.model or model.model,
             finish_reason=self.finish_reason,
         )
 
 
-async def _drain(response: aiohttp.ClientResponse) -> None:
+async def drain_response(response: aiohttp.ClientResponse) -> None:
     """Read the end of the body after ``[DONE]`` so that the connection can be reused.
 
     A server that keeps the stream open only costs that connection (it is closed).
@@ -190,7 +190,7 @@ async def _drain(response: aiohttp.ClientResponse) -> None:
         await asyncio.wait_for(response.content.read(), 1.0)
 
 
-def _wire_arguments(call: ToolCall) -> str:
+def wire_arguments(call: ToolCall) -> str:
     """A call's arguments as sent back in the conversation: always a JSON object.
 
     Valid arguments go back byte for byte. Servers that parse the history (llama.cpp's
@@ -227,7 +227,7 @@ def _strict_json(text: str) -> bool:
     return True
 
 
-def _tool_call(item: dict[str, Any], position: int) -> ToolCall:
+def decode_tool_call(item: dict[str, Any], position: int) -> ToolCall:
     function = item.get("function")
     if not isinstance(function, dict):
         function = {}
@@ -271,7 +271,7 @@ def _decode_object(text: str) -> dict[str, Any] | None:
 _FROM_JSON: Any = None
 
 
-def _content_text(content: Any) -> str | None:
+def content_text(content: Any) -> str | None:
     if content is None or isinstance(content, str):
         return content
     if isinstance(content, list):  # content parts: keep the text ones
@@ -284,7 +284,7 @@ def _content_text(content: Any) -> str | None:
     return str(content)
 
 
-def _usage(raw: Any, messages: Sequence[Message], message: Message) -> Usage:
+def decode_usage(raw: Any, messages: Sequence[Message], message: Message) -> Usage:
     if not isinstance(raw, dict) or (
         raw.get("prompt_tokens") is None and raw.get("completion_tokens") is None
     ):
@@ -349,17 +349,17 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _tool_choice(choice: str) -> str | dict[str, Any]:
+def wire_tool_choice(choice: str) -> str | dict[str, Any]:
     if choice in ("auto", "none", "required"):
         return choice
     return {"type": "function", "function": {"name": choice}}
 
 
-def _str_or_none(value: Any) -> str | None:
+def str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _error_text(error: Any) -> str | None:
+def provider_error_text(error: Any) -> str | None:
     if isinstance(error, str):
         return error
     if isinstance(error, dict):
@@ -372,6 +372,6 @@ def _error_text(error: Any) -> str | None:
     return None
 
 
-def _amend(exc: BaseException, note: str) -> None:
+def amend_error(exc: BaseException, note: str) -> None:
     message = str(exc).rstrip(".")
     exc.args = (f"{message} ({note}).", *exc.args[1:])

@@ -54,16 +54,16 @@ from toolproof.models._openai_wire import (
     UNPARSED_ARGUMENTS_KEY as UNPARSED_ARGUMENTS_KEY,
 )
 from toolproof.models._openai_wire import (
-    _amend,
-    _content_text,
-    _drain,
-    _error_text,
-    _str_or_none,
-    _StreamState,
-    _tool_call,
-    _tool_choice,
-    _usage,
-    _wire_arguments,
+    StreamState,
+    amend_error,
+    content_text,
+    decode_tool_call,
+    decode_usage,
+    drain_response,
+    provider_error_text,
+    str_or_none,
+    wire_arguments,
+    wire_tool_choice,
 )
 
 if TYPE_CHECKING:
@@ -227,12 +227,12 @@ class OpenAIChatModel(Model):
                 elapsed = time.monotonic() - started
                 if retries >= policy.max_retries:
                     if retries:
-                        _amend(exc, f"gave up after {retries + 1} attempts in {elapsed:.1f} s")
+                        amend_error(exc, f"gave up after {retries + 1} attempts in {elapsed:.1f} s")
                     raise
                 delay = policy.delay(retries, retry_after)
                 if elapsed + delay > policy.max_elapsed:
                     asked = " the provider's Retry-After" if retry_after is not None else ""
-                    _amend(
+                    amend_error(
                         exc,
                         f"gave up after {retries + 1} attempt{'s' if retries else ''}: waiting"
                         f"{asked} {delay:.1f} s would exceed the retry budget "
@@ -266,7 +266,7 @@ class OpenAIChatModel(Model):
 
     def _tool_fields(self, settings: ModelSettings, body: dict[str, Any]) -> None:
         if settings.tool_choice is not None:
-            body["tool_choice"] = _tool_choice(settings.tool_choice)
+            body["tool_choice"] = wire_tool_choice(settings.tool_choice)
         if settings.parallel_tool_calls is not None:
             body["parallel_tool_calls"] = settings.parallel_tool_calls
 
@@ -350,7 +350,7 @@ class OpenAIChatModel(Model):
                         {
                             "id": c.id,
                             "type": "function",
-                            "function": {"name": c.name, "arguments": _wire_arguments(c)},
+                            "function": {"name": c.name, "arguments": wire_arguments(c)},
                         }
                         for c in m.tool_calls
                     ]
@@ -428,7 +428,7 @@ class OpenAIChatModel(Model):
         from toolproof.models._sse import SSEDecoder
 
         decoder = SSEDecoder()
-        stream = _StreamState()
+        stream = StreamState()
         done = False
         content = response.content
         while not done:
@@ -445,7 +445,7 @@ class OpenAIChatModel(Model):
                 deadlines.progress()
         if done:
             if not response.content.at_eof():
-                await _drain(response)
+                await drain_response(response)
         elif stream.finish_reason is None:
             raise ModelConnectionError(
                 f"{self.name}: the response stream from {self.shown_url} ended before the "
@@ -485,7 +485,7 @@ class OpenAIChatModel(Model):
             )
         choices = data.get("choices")
         if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
-            detail = _error_text(data.get("error")) if data.get("error") else None
+            detail = provider_error_text(data.get("error")) if data.get("error") else None
             why = f"it reports an error: {detail}" if detail else "it has no choices"
             raise UnexpectedModelOutput(
                 f"{self.name}: cannot use the response from {self.shown_url}: {why}",
@@ -496,11 +496,11 @@ class OpenAIChatModel(Model):
         if not isinstance(wire, dict):
             wire = {}
         calls = [
-            _tool_call(item, index)
+            decode_tool_call(item, index)
             for index, item in enumerate(wire.get("tool_calls") or ())
             if isinstance(item, dict)
         ]
-        content = _content_text(wire.get("content"))
+        content = content_text(wire.get("content"))
         if content is None and not calls and isinstance(wire.get("refusal"), str):
             content = wire["refusal"]
         if calls and content == "":
@@ -511,7 +511,7 @@ class OpenAIChatModel(Model):
         message = Message("assistant", content, calls, None, None, reasoning)  # by position
         return ModelResponse(
             message,
-            _usage(data.get("usage"), messages, message),
+            decode_usage(data.get("usage"), messages, message),
             data.get("model") or self.model,
             choice.get("finish_reason"),
         )
@@ -533,25 +533,26 @@ class OpenAIChatModel(Model):
         param: str | None = None
         extra = ""
         if isinstance(error, dict):
-            provider_message = _str_or_none(error.get("message"))
+            provider_message = str_or_none(error.get("message"))
             raw_code = error.get("code")
             code = raw_code if isinstance(raw_code, (str, int)) else None
-            error_type = _str_or_none(error.get("type"))
-            param = _str_or_none(error.get("param"))
+            error_type = str_or_none(error.get("type"))
+            param = str_or_none(error.get("param"))
             metadata = error.get("metadata")
             if isinstance(metadata, dict) and isinstance(metadata.get("raw"), str):
                 extra = f" ({clip(metadata['raw'], 300, flatten=False)})"
             if isinstance(error.get("failed_generation"), str):
-                extra = (
-                    f" (the model wrote: {clip(error['failed_generation'], 300, flatten=False)!r})"
-                )
+                wrote = clip(error["failed_generation"], 300, flatten=False)
+                extra = f" (the model wrote: {wrote!r})"
         elif isinstance(error, str):
             provider_message = error
         elif isinstance(data, dict):  # vLLM / FastAPI style: {"message": ...} or {"detail": ...}
-            provider_message = _str_or_none(data.get("message")) or _error_text(data.get("detail"))
+            provider_message = str_or_none(data.get("message")) or provider_error_text(
+                data.get("detail")
+            )
             raw_code = data.get("code")
             code = raw_code if isinstance(raw_code, (str, int)) else None
-            error_type = _str_or_none(data.get("type"))
+            error_type = str_or_none(data.get("type"))
         if provider_message is None and text.strip():
             provider_message = clip(text.strip(), 500, flatten=False)
         quoted = f": {json.dumps(provider_message, ensure_ascii=False)}" if provider_message else ""

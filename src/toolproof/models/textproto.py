@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from toolproof._messages import Message, ModelResponse, ModelSettings, ToolCall, ToolDefinition
+from toolproof._text import clip
 from toolproof.errors import ToolCallParseError
 from toolproof.models._base import Model
 
@@ -129,7 +130,7 @@ def parse_tool_calls(text: str, *, first_id: int = 1) -> ParsedToolCalls:
         try:
             found = parse_tool_call_block(text[body_start:body_end])
         except ToolCallParseError as exc:
-            errors.append(f"block {number} ({_excerpt(whole)}): {exc}")
+            errors.append(f"block {number} ({clip(whole, 80)!r}): {exc}")
             kept.append(whole)
             continue
         for call in found:
@@ -226,6 +227,7 @@ def render_tool_call(call: ToolCall) -> str:
         name = json.dumps(call.name, ensure_ascii=False)
         return f'<tool_call>{{"name": {name}, "arguments": {call.raw_arguments}}}</tool_call>'
     body = json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False)
+    body = body.replace("<", "\\u003c")  # only inside strings: no text of the call reads as a tag
     return f"{_OPEN}{body}</tool_call>"
 
 
@@ -417,8 +419,3 @@ def _call_from(item: Any, block: str) -> ToolCall:
             body=block,
         )
     return ToolCall(name=name.strip(), arguments=arguments)
-
-
-def _excerpt(text: str, limit: int = 80) -> str:
-    flat = " ".join(text.split())
-    return repr(flat if len(flat) <= limit else flat[: limit - 1] + "…")

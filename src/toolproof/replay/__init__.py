@@ -15,10 +15,10 @@ Example:
     ```
 """
 
-from types import ModuleType
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from toolproof.replay._grading import Finding, SampleResult
     from toolproof.replay._recorder import Recorder
     from toolproof.replay._redact import FieldRule, PatternRule, Redactor
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from toolproof.replay._rules import Aging, ReplayRules
     from toolproof.replay._schema_check import SchemaRejections, count_schema_rejections
     from toolproof.replay._store import TraceFilter, TraceStore
+del TYPE_CHECKING  # (not a name of the package)
 
 # Each name is bound from its module on first use: a command that only redacts (the
 # reports of ``toolproof run``) does not load the store, SQLite or the replay engine.
@@ -60,7 +61,7 @@ def __getattr__(name: str) -> object:
     return value
 
 
-def _load(home: str) -> ModuleType:  # plain import statements, so the layer checks see them
+def _load(home: str) -> "ModuleType":  # plain import statements, so the layer checks see them
     if home == "_grading":
         from toolproof.replay import _grading
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -230,10 +231,9 @@ def _selection(
     old_names = [call.name for call, _ in recorded]
     new_names = [call.name for call, _ in new]
     findings: list[Finding] = []
-    old_counts = _counts(old_names)
-    new_counts = _counts(new_names)
+    old_counts, new_counts = Counter(old_names), Counter(new_names)
     for name in dict.fromkeys(old_names + new_names):
-        before, after = old_counts.get(name, 0), new_counts.get(name, 0)
+        before, after = old_counts[name], new_counts[name]
         if after < before:
             missing = [c for c, _ in recorded if c.name == name][after:]
             findings.append(
@@ -281,25 +281,34 @@ def _one_call(
     compare: bool,
 ) -> list[Finding]:
     call, result = after
-    name = call.name
-    findings: list[Finding] = []
     old_call, old_result = before if before is not None else (None, None)
     old_rejected = old_result is not None and old_result.error_type in REJECTED
     if result is not None and result.error_type in REJECTED and not old_rejected:
-        findings.append(
+        return [
             Finding(
                 "fail",
                 "schema",
                 "today's schema rejects the call: "
                 + result.content.removeprefix(error_text(result.error_type or "", "")),
-                tool=name,
+                tool=call.name,
                 recorded=_show_call(old_call, mask) if old_call is not None else None,
                 new=_show_call(call, mask) if compare else None,
             )
-        )
-        return findings
+        ]
     if call.arguments_error is not None:
-        return findings
+        return []
+    findings = _rule_findings(call, old_call, rule, mask)
+    if compare and old_call is not None and old_call.arguments_error is None:
+        findings.extend(_changed_arguments(call, old_call, rule, mask))
+    return findings
+
+
+def _rule_findings(
+    call: CallLike, old_call: CallLike | None, rule: ToolRule, mask: Sequence[str]
+) -> list[Finding]:
+    """What the rule's required arguments and bounds find wrong with the new call."""
+    name = call.name
+    findings: list[Finding] = []
     arguments = call.arguments
     for required in rule.required_args:
         if required not in arguments:
@@ -325,11 +334,19 @@ def _one_call(
                     f"{name}: argument '{arg}' is out of bounds ({matcher.describe()}): {reason}",
                     tool=name,
                     recorded=_shown_arg(old_call, arg, mask),
-                    new=_mask_value(arg, arguments[arg], mask),
+                    new=mask_value(arg, arguments[arg], mask),
                 )
             )
-    if not compare or old_call is None or old_call.arguments_error is not None:
-        return findings
+    return findings
+
+
+def _changed_arguments(
+    call: CallLike, old_call: CallLike, rule: ToolRule, mask: Sequence[str]
+) -> list[Finding]:
+    """How the new call's arguments differ from the recorded call's."""
+    name = call.name
+    arguments = call.arguments
+    findings: list[Finding] = []
     old_args = old_call.arguments
     ignored = set(rule.ignore)
     for arg, value in arguments.items():
@@ -358,8 +375,8 @@ def _one_call(
                     f"{name}: argument '{arg}' changed"
                     + (" (compared strictly)" if strict else ""),
                     tool=name,
-                    recorded=_mask_value(arg, old_args[arg], mask),
-                    new=_mask_value(arg, value, mask),
+                    recorded=mask_value(arg, old_args[arg], mask),
+                    new=mask_value(arg, value, mask),
                 )
             )
     for arg in old_args:
@@ -370,7 +387,7 @@ def _one_call(
                     "argument_dropped",
                     f"{name}: argument '{arg}' is no longer passed",
                     tool=name,
-                    recorded=_mask_value(arg, old_args[arg], mask),
+                    recorded=mask_value(arg, old_args[arg], mask),
                     new=None,
                 )
             )
@@ -500,24 +517,17 @@ def _normalize(text: str) -> str:
     return _SPACE.sub(" ", _PUNCT.sub(" ", text.casefold())).strip()
 
 
-def _counts(names: Iterable[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for name in names:
-        out[name] = out.get(name, 0) + 1
-    return out
-
-
 def _s(count: int) -> str:
     return "" if count == 1 else "s"
 
 
-def _mask_value(name: str, value: Any, mask: Sequence[str]) -> Any:
+def mask_value(name: str, value: Any, mask: Sequence[str]) -> Any:
     if name.lower() in {m.lower() for m in mask}:
         return "***"
     if isinstance(value, Mapping):
-        return {k: _mask_value(str(k), v, mask) for k, v in value.items()}
+        return {k: mask_value(str(k), v, mask) for k, v in value.items()}
     if isinstance(value, list):
-        return [_mask_value("", v, mask) for v in value]
+        return [mask_value("", v, mask) for v in value]
     return value
 
 
@@ -526,11 +536,11 @@ def _show_call(call: CallLike | None, mask: Sequence[str]) -> str | None:
         return None
     if call.arguments_error is not None:
         return f"{call.name}(<{call.raw_arguments!r}>)"
-    masked = _mask_value("", call.arguments, mask)
+    masked = mask_value("", call.arguments, mask)
     return f"{call.name}({json.dumps(masked, ensure_ascii=False, sort_keys=True, default=str)})"
 
 
 def _shown_arg(call: CallLike | None, arg: str, mask: Sequence[str]) -> Any:
     if call is None or arg not in call.arguments:
         return None
-    return _mask_value(arg, call.arguments[arg], mask)
+    return mask_value(arg, call.arguments[arg], mask)

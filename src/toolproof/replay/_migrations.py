@@ -12,11 +12,11 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from toolproof.replay._store_rows import _INPUT_PREVIEW, SQLITE, _Dialect, _tool_counts
+from toolproof.replay._store_rows import INPUT_PREVIEW, SQLITE, Dialect, tool_counts
 
 __all__ = ["SCHEMA_VERSION"]
 
-#: Version of the store layout this code writes (see ``_MIGRATIONS``).
+#: Version of the store layout this code writes (see ``MIGRATIONS``).
 SCHEMA_VERSION = 3
 
 
@@ -38,7 +38,7 @@ class _Plain:
 class _Store(Protocol):
     """What a migration uses of a store (``TraceStore``, the PostgreSQL store, ``_Plain``)."""
 
-    _dialect: _Dialect
+    _dialect: Dialect
 
     def _exec(self, sql: str, params: Sequence[Any] = ...) -> Any: ...
 
@@ -114,14 +114,14 @@ def _migrate_2(conn: _Migratable) -> None:
     for trace_id, payload, ts in rows:
         try:
             data = from_json(bytes(payload) if isinstance(payload, memoryview) else payload)
-            tools = _tool_counts(
+            tools = tool_counts(
                 str(call.get("name", ""))
                 for step in data.get("steps", ())
                 for call in step.get("response", {}).get("tool_calls", ())
             )
             values = (
                 int(data.get("version", 1)),
-                str(data.get("input", ""))[:_INPUT_PREVIEW],
+                str(data.get("input", ""))[:INPUT_PREVIEW],
                 sum(tools.values()),
                 float(data.get("duration_ms", 0.0)),
             )
@@ -162,5 +162,5 @@ def _migrate_3(conn: _Migratable) -> None:
 
 
 #: Migration ``n`` brings a store from version ``n - 1`` to ``n``. Append, never edit.
-_MIGRATIONS: list[Callable[[_Migratable], None]] = [_migrate_1, _migrate_2, _migrate_3]
-assert len(_MIGRATIONS) == SCHEMA_VERSION
+MIGRATIONS: list[Callable[[_Migratable], None]] = [_migrate_1, _migrate_2, _migrate_3]
+assert len(MIGRATIONS) == SCHEMA_VERSION

@@ -234,6 +234,28 @@ async def _model_sample(
             new = exc.trace
     if cut and new.stop_reason == "max_steps":
         new.stop_reason, new.stop_detail = trace.stop_reason, trace.stop_detail
+    findings = await _findings(trace, new, rules, judge, judged=error is None)
+    notes = []
+    if trace.system_prompt_hash != new.system_prompt_hash:
+        notes.append("system prompt changed since recording")
+    return SampleResult(
+        trace_id=trace.id,
+        grade=overall(findings),
+        findings=findings,
+        input=trace.input,
+        recorded_model=trace.model,
+        new_model=new.model,
+        recorded_output=trace.output,
+        new_output=new.output,
+        notes=notes,
+        new_trace=new if keep_trace else None,
+    )
+
+
+async def _findings(
+    trace: Trace, new: Trace, rules: ReplayRules, judge: Model | None, *, judged: bool
+) -> list[Finding]:
+    """What grading the new run against the recorded one finds, the judge's word included."""
     findings = grade_answer(trace, new, rules)
     # A run that stopped early is not compared call by call (the calls it never made would
     # all be "missing"), but the calls it made still answer to the per-call rules: a
@@ -250,28 +272,14 @@ async def _model_sample(
     )
     if (
         judge is not None
-        and error is None
+        and judged
         and new.output is not None
         and trace.output is not None
         and not any(f.grade in ("fail", "error") for f in findings)
         and any(f.check == "answer_changed" for f in findings)
     ):
         findings.extend(await _judge(judge, trace, new))
-    notes = []
-    if trace.system_prompt_hash != new.system_prompt_hash:
-        notes.append("system prompt changed since recording")
-    return SampleResult(
-        trace_id=trace.id,
-        grade=overall(findings),
-        findings=findings,
-        input=trace.input,
-        recorded_model=trace.model,
-        new_model=new.model,
-        recorded_output=trace.output,
-        new_output=new.output,
-        notes=notes,
-        new_trace=new if keep_trace else None,
-    )
+    return findings
 
 
 def _ended_after_tool_call(trace: Trace) -> bool:

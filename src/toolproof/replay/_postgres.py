@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from toolproof.errors import UserError
-from toolproof.replay._store import _TRACE_COLUMNS as _COLUMNS
-from toolproof.replay._store import DEFAULT_STORE_PATH, TraceStore, _Dialect, _missing_tool_sets
+from toolproof.replay._store import DEFAULT_STORE_PATH, TraceStore, missing_tool_sets
+from toolproof.replay._store import TRACE_COLUMNS as _COLUMNS
+from toolproof.replay._store_rows import Dialect
 
 __all__ = ["PostgresTraceStore", "mask_url"]
 
@@ -45,7 +46,7 @@ def _prefix(column: str, text: str) -> tuple[str, str]:
     return f"starts_with({column}, ?)", text
 
 
-POSTGRES = _Dialect(
+POSTGRES = Dialect(
     blob="BYTEA",
     real="DOUBLE PRECISION",
     without_rowid="",
@@ -281,4 +282,4 @@ class PostgresTraceStore(TraceStore):
             ).fetchone()[0]
             if int(orphans) != 0:
                 return f"{orphans} tag or tool rows without their trace"
-            return _missing_tool_sets(self)
+            return missing_tool_sets(self)

@@ -40,7 +40,7 @@ from typing import (
     get_type_hints,
 )
 
-from toolproof._messages import _MAX_COUNT, _MAX_INT_BITS, MAX_JSON_DEPTH, Usage
+from toolproof._messages import MAX_COUNT, MAX_INT_BITS, MAX_JSON_DEPTH, Usage
 from toolproof._trace import _CODEC_CONFIG, TRACE_VERSION, Trace
 from toolproof.errors import TraceFormatError
 from toolproof.replay._store_rows import TraceFilter, _decode
@@ -333,7 +333,7 @@ def _counted(annotation: Any, name: str) -> Any:
     """
     from pydantic import Field
 
-    count = Annotated[int, Field(ge=0, le=_MAX_COUNT - 1)]
+    count = Annotated[int, Field(ge=0, le=MAX_COUNT - 1)]
     if name == "details":
         if annotation != dict[str, int]:
             raise _UnknownLayout(name)
@@ -402,7 +402,7 @@ def _fits(value: Any, depth: int) -> bool:
     Such a value is made of exact dicts (with str keys), lists, strs, ints, floats, bools
     and ``None``, and its strings are valid text (the parser refuses lone surrogates), so
     what ``_plain`` can still refuse is a float that is not finite, an int of more than
-    ``_MAX_INT_BITS`` bits, or containers nested deeper than ``MAX_JSON_DEPTH``: only
+    ``MAX_INT_BITS`` bits, or containers nested deeper than ``MAX_JSON_DEPTH``: only
     those are looked for (``tests/replay/test_recorded_view.py`` checks both agree).
     """
     kind = type(value)
@@ -413,7 +413,7 @@ def _fits(value: Any, depth: int) -> bool:
     elif kind is float:
         return math.isfinite(value)
     elif kind is int:
-        return bool(value.bit_length() <= _MAX_INT_BITS)
+        return bool(value.bit_length() <= MAX_INT_BITS)
     else:
         return True
     if depth >= MAX_JSON_DEPTH:
@@ -423,7 +423,7 @@ def _fits(value: Any, depth: int) -> bool:
         if leaf is str or leaf is bool or item is None:
             continue
         if leaf is int:
-            if item.bit_length() > _MAX_INT_BITS:
+            if item.bit_length() > MAX_INT_BITS:
                 return False
         elif leaf is float:
             if not math.isfinite(item):

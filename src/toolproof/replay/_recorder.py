@@ -44,13 +44,11 @@ from toolproof.replay._redact_trace import _Unsupported, redact_trace_object
 from toolproof.replay._store import (
     DEFAULT_STORE_PATH,
     TraceStore,
-    _Row,
-    _row_from_trace,
     is_store_url,
     resolve_store,
-    row_from_dict,
     store_label,
 )
+from toolproof.replay._store_rows import Row, row_from_dict, row_from_trace
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -503,7 +501,7 @@ class Recorder:
             self._started.set()
 
     def _write(self, batch: list[Trace]) -> None:
-        rows: list[_Row] = []
+        rows: list[Row] = []
         offer = self._offer
         for trace in batch:
             try:
@@ -621,7 +619,7 @@ class Recorder:
                 self._last_error = error
             self._done.notify_all()
 
-    def _prepare(self, trace: Trace) -> _Row:
+    def _prepare(self, trace: Trace) -> Row:
         # Every trace is walked. Scanning text first for what the rules need (literals,
         # digit runs) and walking only on a hit was measured and does not pay: the encoded
         # trace always hits (usage keys hold "token", durations are long digit runs), and a
@@ -641,9 +639,9 @@ class Recorder:
             self._offer()  # (between the walk and the encoding: shorter slices)
         # A trace built by the trace classes' constructors: the codec writes it so that it
         # reads back (the same guarantee as TraceStore.add), no decode needed to know it.
-        return _row_from_trace(trace)
+        return row_from_trace(trace)
 
-    def _prepare_plain(self, trace: Trace) -> _Row:
+    def _prepare_plain(self, trace: Trace) -> Row:
         """Redact the plain form of a trace whose objects were changed after construction."""
         from pydantic_core import to_json
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolproof.errors import UserError
-from toolproof.replay._grading import _mask_value
+from toolproof.replay._grading import mask_value
 from toolproof.replay._rules import _DEFAULT_MASK
 from toolproof.replay._store import TraceFilter, TraceStore
 
@@ -46,9 +46,9 @@ def load_schema_file(path: str | Path) -> list[ToolInfo]:
     except ValueError as exc:
         raise UserError(f"{path}: invalid JSON ({exc})") from None
     if isinstance(data, Mapping) and "format" in data:
-        from toolproof._snapshots import _check_snapshot
+        from toolproof._snapshots import check_snapshot
 
-        snapshot = _check_snapshot(data, str(path))
+        snapshot = check_snapshot(data, str(path))
         infos = []
         for name, entry in snapshot["tools"].items():
             description = str(entry.get("description") or "")
@@ -137,8 +137,43 @@ def count_schema_rejections(
             print(entry.tool, entry.rejected, "of", entry.checked, entry.examples)
         ```
     """
+    checkers = _checkers(schemas)
+    masked = {m.lower() for m in mask}
+    results: dict[str, SchemaRejections] = {name: SchemaRejections(name) for name in schemas}
+    opened = store if isinstance(store, TraceStore) else TraceStore(store, create=False)
+    try:
+        # (each row decoded once, by the codec: unreadable rows are skipped with a warning)
+        for _, _, trace in opened._decoded(filter, newest_first=True):
+            for step in trace.steps:
+                for call in step.response.tool_calls:
+                    if call.arguments_error:
+                        continue
+                    entry = results.setdefault(call.name, SchemaRejections(call.name))
+                    entry.checked += 1
+                    reason = _rejection(checkers.get(call.name), call.arguments, masked)
+                    if reason is None:
+                        continue
+                    entry.rejected += 1
+                    if len(entry.examples) < examples:
+                        shown = json.dumps(
+                            mask_value("", call.arguments, mask),
+                            ensure_ascii=False,
+                            sort_keys=True,
+                        )
+                        entry.examples.append(f"{trace.id[:12]}: {call.name}({shown}): {reason}")
+    finally:
+        if opened is not store:
+            opened.close()
+    return [results[name] for name in sorted(results)]
+
+
+def _checkers(schemas: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """A JSON Schema validator per tool.
+
+    Raises:
+        UserError: A schema is not a valid JSON Schema.
+    """
     from jsonschema import Draft202012Validator, validators
-    from jsonschema.exceptions import best_match
 
     checkers: dict[str, Any] = {}
     for name, schema in schemas.items():
@@ -151,40 +186,17 @@ def count_schema_rejections(
                 f"the new schema of tool '{name}' is not valid JSON Schema: {message}"
             ) from None
         checkers[name] = cls(dict(schema))
+    return checkers
 
-    masked = {m.lower() for m in mask}
-    results: dict[str, SchemaRejections] = {name: SchemaRejections(name) for name in schemas}
-    opened = store if isinstance(store, TraceStore) else TraceStore(store, create=False)
-    try:
-        # (each row decoded once, by the codec: unreadable rows are skipped with a warning)
-        for _, _, trace in opened._decoded(filter, newest_first=True):
-            trace_id = trace.id
-            for step in trace.steps:
-                for call in step.response.tool_calls:
-                    name = call.name
-                    if call.arguments_error:
-                        continue
-                    arguments = call.arguments
-                    entry = results.setdefault(name, SchemaRejections(name))
-                    entry.checked += 1
-                    checker = checkers.get(name)
-                    if checker is None:
-                        reason = "tool no longer exists"
-                    else:
-                        error = best_match(checker.iter_errors(arguments))
-                        if error is None:
-                            continue
-                        reason = _reason(error, masked)
-                    entry.rejected += 1
-                    if len(entry.examples) < examples:
-                        shown = json.dumps(
-                            _mask_value("", arguments, mask), ensure_ascii=False, sort_keys=True
-                        )
-                        entry.examples.append(f"{trace_id[:12]}: {name}({shown}): {reason}")
-    finally:
-        if opened is not store:
-            opened.close()
-    return [results[name] for name in sorted(results)]
+
+def _rejection(checker: Any, arguments: dict[str, Any], masked: set[str]) -> str | None:
+    """Why the new schema rejects a recorded call, or ``None`` when it accepts it."""
+    from jsonschema.exceptions import best_match
+
+    if checker is None:
+        return "tool no longer exists"
+    error = best_match(checker.iter_errors(arguments))
+    return None if error is None else _reason(error, masked)
 
 
 def _reason(error: Any, masked: set[str]) -> str:

@@ -49,50 +49,20 @@ from typing import TYPE_CHECKING, Any
 
 from toolproof._trace import Trace
 from toolproof.errors import TraceFormatError, UserError
-from toolproof.replay._migrations import _MIGRATIONS as _MIGRATIONS
-from toolproof.replay._migrations import SCHEMA_VERSION as SCHEMA_VERSION
+from toolproof.replay._migrations import MIGRATIONS, SCHEMA_VERSION
 from toolproof.replay._store_rows import (
-    _INPUT_PREVIEW as _INPUT_PREVIEW,
+    SQLITE,
+    STATUSES,
+    Dialect,
+    Row,
+    StoreRow,
+    TraceFilter,
+    chunks,
+    payload_text,
+    row_from_trace,
 )
-from toolproof.replay._store_rows import (
-    SQLITE as SQLITE,
-)
-from toolproof.replay._store_rows import (
-    STATUSES as STATUSES,
-)
-from toolproof.replay._store_rows import (
-    StoreRow as StoreRow,
-)
-from toolproof.replay._store_rows import (
-    TraceFilter as TraceFilter,
-)
-from toolproof.replay._store_rows import (
-    _chunks as _chunks,
-)
-from toolproof.replay._store_rows import (
-    _decode as _decode,
-)
-from toolproof.replay._store_rows import (
-    _Dialect as _Dialect,
-)
-from toolproof.replay._store_rows import (
-    _glob_escape as _glob_escape,
-)
-from toolproof.replay._store_rows import (
-    _Row as _Row,
-)
-from toolproof.replay._store_rows import (
-    _row_from_trace as _row_from_trace,
-)
-from toolproof.replay._store_rows import (
-    _text as _text,
-)
-from toolproof.replay._store_rows import (
-    _tool_counts as _tool_counts,
-)
-from toolproof.replay._store_rows import (
-    row_from_dict as row_from_dict,
-)
+from toolproof.replay._store_rows import _decode as _decode
+from toolproof.replay._store_rows import row_from_dict as row_from_dict
 from toolproof.replay._tool_sets import Unjoined, digest_of, join
 
 if TYPE_CHECKING:
@@ -151,7 +121,7 @@ class TraceStore:
         ```
     """
 
-    _dialect: _Dialect = SQLITE
+    _dialect: Dialect = SQLITE
     #: Called between chunks of a large write's rows (the recorder sets it on the store it
     #: opened, to let the agent's threads in); ``None``: each statement runs all its rows.
     _pause: Callable[[], object] | None = None
@@ -267,8 +237,8 @@ class TraceStore:
 
     def _insert(self, values: list[tuple[Any, ...]], *, replace: bool) -> set[str]:
         """Insert trace rows (the ``traces`` columns in order); returns the ids written."""
-        columns = ", ".join(_TRACE_COLUMNS)
-        marks = ", ".join("?" for _ in _TRACE_COLUMNS)
+        columns = ", ".join(TRACE_COLUMNS)
+        marks = ", ".join("?" for _ in TRACE_COLUMNS)
         ids = {value[0] for value in values}
         if replace:
             self._exec_many(f"INSERT OR REPLACE INTO traces ({columns}) VALUES ({marks})", values)
@@ -310,7 +280,7 @@ class TraceStore:
         """
         with self._lock:
             verdict = str(self._exec("PRAGMA integrity_check").fetchone()[0])
-            return verdict if verdict != "ok" else _missing_tool_sets(self)
+            return verdict if verdict != "ok" else missing_tool_sets(self)
 
     def _close_connection(self) -> None:
         self._conn.close()
@@ -347,7 +317,7 @@ class TraceStore:
                     f"this toolproof understands ({SCHEMA_VERSION}); upgrade toolproof to use it"
                 )
             for number in range(version + 1, SCHEMA_VERSION + 1):
-                _MIGRATIONS[number - 1](self)
+                MIGRATIONS[number - 1](self)
                 self._exec("UPDATE schema_version SET version = ?", (number,))
         return SCHEMA_VERSION
 
@@ -364,10 +334,10 @@ class TraceStore:
 
     def add_many(self, traces: Iterable[Trace], *, replace: bool = False) -> int:
         """Store traces in one transaction; returns how many were new (or replaced)."""
-        rows = [_row_from_trace(trace) for trace in traces]
+        rows = [row_from_trace(trace) for trace in traces]
         return self._write(rows, replace=replace)
 
-    def _write(self, rows: Sequence[_Row], *, replace: bool = False) -> int:
+    def _write(self, rows: Sequence[Row], *, replace: bool = False) -> int:
         """Store prepared rows in one transaction (``Recorder`` and imports use this)."""
         if not rows:
             return 0
@@ -481,7 +451,7 @@ class TraceStore:
         """
         found, payload, version = self._payload(trace_id)
         _decode(payload, version, found)
-        return _text(payload)
+        return payload_text(payload)
 
     def _where(self, filter: TraceFilter) -> tuple[str, list[Any]]:
         """``filter``'s SQL, its ids resolved: a unique prefix stands for its id.
@@ -572,7 +542,7 @@ class TraceStore:
         with self._lock:
             out = [StoreRow(*row) for row in found]
             by_id = {row.id: row for row in out}
-            for chunk in _chunks(list(by_id), 500):
+            for chunk in chunks(list(by_id), 500):
                 marks = ", ".join("?" for _ in chunk)
                 for tool, trace_id, calls in self._exec(
                     f"SELECT tool, trace_id, calls FROM trace_tools WHERE trace_id IN ({marks})",
@@ -724,7 +694,7 @@ class TraceStore:
 
     def _existing_ids(self, ids: list[str]) -> set[str]:
         found: set[str] = set()
-        for chunk in _chunks(ids, 500):
+        for chunk in chunks(ids, 500):
             marks = ", ".join("?" for _ in chunk)
             found.update(
                 row[0]
@@ -792,7 +762,7 @@ _BY_ID = operator.attrgetter("id")
 #: Tool sets a store object keeps read (each checked against its digest once).
 _TOOL_SETS_KEPT = 256
 
-_TRACE_COLUMNS = (
+TRACE_COLUMNS = (
     "id",
     "ts",
     "started_at",
@@ -866,7 +836,7 @@ _MISSING_TOOL_SETS = (
 )
 
 
-def _missing_tool_sets(store: TraceStore) -> str:
+def missing_tool_sets(store: TraceStore) -> str:
     """``"ok"``, or how many traces name a tool set that is not stored."""
     missing = int(store._exec(_MISSING_TOOL_SETS).fetchone()[0])
     return "ok" if missing == 0 else f"{missing} traces name a tool set that is not stored"

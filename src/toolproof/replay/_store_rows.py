@@ -27,14 +27,14 @@ STATUSES = (
     "error",
 )
 
-_INPUT_PREVIEW = 200
+INPUT_PREVIEW = 200
 
 
 # -- dialects ------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
-class _Dialect:
+class Dialect:
     """What differs between the SQL engines a store runs on (the rest of the SQL is shared)."""
 
     blob: str = "BLOB"
@@ -48,7 +48,7 @@ class _Dialect:
     #: ``(column, text) -> (SQL, parameter)``: the column starts with the text.
     prefix: Callable[[str, str], tuple[str, str]] = lambda column, text: (
         f"{column} GLOB ?",
-        _glob_escape(text) + "*",
+        glob_escape(text) + "*",
     )
     #: Appended to an ``INSERT`` that leaves existing rows alone (else ``OR IGNORE`` is used).
     on_conflict_ignore: str = ""
@@ -60,7 +60,7 @@ class _Dialect:
         return insert.replace("INSERT INTO", "INSERT OR IGNORE INTO", 1)
 
 
-SQLITE = _Dialect()
+SQLITE = Dialect()
 
 
 # -- filters -------------------------------------------------------------------------------
@@ -94,7 +94,7 @@ class TraceFilter:
     limit: int | None = None
 
     def where(
-        self, now: float | None = None, *, dialect: _Dialect = SQLITE
+        self, now: float | None = None, *, dialect: Dialect = SQLITE
     ) -> tuple[str, list[Any]]:
         """The SQL ``WHERE`` clause (without the keyword) and its parameters.
 
@@ -183,7 +183,7 @@ class StoreRow:
 
 
 @dataclass(slots=True)
-class _Row:
+class Row:
     id: str
     ts: float | None
     started_at: str
@@ -201,10 +201,10 @@ class _Row:
     tool_set_json: bytes = b""
 
 
-def _row_from_trace(trace: Trace) -> _Row:
+def row_from_trace(trace: Trace) -> Row:
     # The encoder refuses what it cannot write so that it reads back (see _trace.py).
     payload, tools_json, digest = encode_parts(trace)
-    return _Row(
+    return Row(
         id=trace.id,
         ts=parse_timestamp(trace.started_at),
         started_at=trace.started_at,
@@ -212,16 +212,16 @@ def _row_from_trace(trace: Trace) -> _Row:
         status=trace.stop_reason,
         payload=payload,
         version=trace.version,
-        input=trace.input[:_INPUT_PREVIEW],
+        input=trace.input[:INPUT_PREVIEW],
         duration_ms=trace.duration_ms,
-        tools=_tool_counts(call.name for call in trace.tool_calls),
+        tools=tool_counts(call.name for call in trace.tool_calls),
         tags=list(dict.fromkeys(trace.tags)),
         tool_set=digest,
         tool_set_json=tools_json or b"",
     )
 
 
-def row_from_dict(data: dict[str, Any], payload: bytes) -> _Row:
+def row_from_dict(data: dict[str, Any], payload: bytes) -> Row:
     """A row from a trace's plain data (``Trace.to_dict`` form) and its JSON payload.
 
     Raises:
@@ -236,7 +236,7 @@ def row_from_dict(data: dict[str, Any], payload: bytes) -> _Row:
             trace_id=trace_id,
         )
     started_at = str(data.get("started_at") or "")
-    return _Row(
+    return Row(
         id=trace_id,
         ts=parse_timestamp(started_at),
         started_at=started_at,
@@ -244,9 +244,9 @@ def row_from_dict(data: dict[str, Any], payload: bytes) -> _Row:
         status=str(data.get("stop_reason") or "final"),
         payload=payload,
         version=int(data.get("version", TRACE_VERSION)),
-        input=str(data.get("input") or "")[:_INPUT_PREVIEW],
+        input=str(data.get("input") or "")[:INPUT_PREVIEW],
         duration_ms=float(data.get("duration_ms") or 0.0),
-        tools=_tool_counts(
+        tools=tool_counts(
             str(call.get("name", ""))
             for step in data.get("steps") or ()
             for call in (step.get("response") or {}).get("tool_calls") or ()
@@ -255,7 +255,7 @@ def row_from_dict(data: dict[str, Any], payload: bytes) -> _Row:
     )
 
 
-def _tool_counts(names: Iterable[str]) -> dict[str, int]:
+def tool_counts(names: Iterable[str]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for name in names:
         counts[name] = counts.get(name, 0) + 1
@@ -284,14 +284,14 @@ def _decode(payload: Any, version: Any, trace_id: str, *, writing: bool = False)
     return trace
 
 
-def _text(payload: bytes | str) -> str:
+def payload_text(payload: bytes | str) -> str:
     return payload.decode() if isinstance(payload, bytes) else str(payload)
 
 
-def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
+def chunks(items: list[str], size: int) -> Iterator[list[str]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
 
 
-def _glob_escape(text: str) -> str:
+def glob_escape(text: str) -> str:
     return "".join(f"[{ch}]" if ch in "*?[" else ch for ch in text)

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from toolproof._matching._values import show_value
 from toolproof._snapshots import (
     SNAPSHOT_FORMAT,
-    _check_snapshot,
+    check_snapshot,
     dump_snapshot,
     load_snapshot,
     return_schema,
@@ -120,7 +121,7 @@ def assert_schema_snapshot(
     old_text = path.read_text(encoding="utf-8")
     if old_text == current_text:
         return
-    old = _check_snapshot(json.loads(old_text), str(path)) if old_text.strip() else {}
+    old = check_snapshot(json.loads(old_text), str(path)) if old_text.strip() else {}
     changes = diff_snapshots(old, current) if old else []
     lines = [f"tool schemas differ from the snapshot {path}:"]
     lines.extend(f"  {change}" for change in changes)
@@ -307,8 +308,8 @@ class _Walker:
             self.add(
                 False,
                 "default changed",
-                f"default of {name} changed from {_short(before_default)} to "
-                f"{_short(after_default)}",
+                f"default of {name} changed from {show_value(before_default, 60)} to "
+                f"{show_value(after_default, 60)}",
             )
         self._compare_types(old_s, new_s, name)
         self._compare_enum(old_s, new_s, name)
@@ -385,7 +386,7 @@ class _Walker:
                 tighter = False
             else:
                 tighter = after > before if lower else after < before
-            shown = f"{keyword} {_short(before)} -> {_short(after)}"
+            shown = f"{keyword} {show_value(before, 60)} -> {show_value(after, 60)}"
             if tighter:
                 self.add(True, "narrowed bounds", f"narrowed {name}: {shown}")
             else:
@@ -394,7 +395,7 @@ class _Walker:
             before, after = old.get(keyword), new.get(keyword)
             if before == after or keyword == "const":
                 continue
-            shown = f"{keyword} {_short(before)} -> {_short(after)}"
+            shown = f"{keyword} {show_value(before, 60)} -> {show_value(after, 60)}"
             if after is None:
                 self.add(False, "relaxed bounds", f"relaxed {name}: {shown}")
             else:
@@ -498,9 +499,4 @@ def _summary(schema: Any, root: Mapping[str, Any]) -> str:
 
 
 def _values(values: list[Any]) -> str:
-    return ", ".join(_short(v) for v in values)
-
-
-def _short(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= 60 else text[:59] + "…"
+    return ", ".join(show_value(v, 60) for v in values)

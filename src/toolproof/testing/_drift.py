@@ -22,8 +22,10 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from toolproof._fixture_files import NamedError
 from toolproof._matching._objects import format_call
-from toolproof._mocks import Fixture, ToolMock, _NamedError
+from toolproof._matching._values import show_value
+from toolproof._mocks import Fixture, ToolMock
 from toolproof._schema import build_function_schema
 from toolproof._tools import ArgumentsInvalid, Tool
 from toolproof.errors import ToolError, UserError
@@ -290,7 +292,7 @@ def _check_fixture(
             )
         else:
             inputs.setdefault(t.name, []).append((format_call(t.name, arguments), kwargs))
-    if isinstance(fixture.raises, _NamedError):
+    if isinstance(fixture.raises, NamedError):
         if not any(e.__name__ == fixture.raises.name for e in t.errors):
             declared = ", ".join(e.__name__ for e in t.errors) or "none"
             report.drifts.append(
@@ -449,7 +451,7 @@ def _check_value(t: Tool[..., Any], label: str, what: str, value: Any, report: D
                 t.name,
                 label,
                 f"{what} does not match the tool's return type {_type_name(t.return_annotation)} "
-                f"({detail}; got {_short(value)})",
+                f"({detail}; got {show_value(value, 60)})",
             )
         )
 
@@ -458,14 +460,6 @@ def _type_name(annotation: Any) -> str:
     if isinstance(annotation, type):
         return annotation.__qualname__
     return str(annotation).replace("typing.", "")
-
-
-def _short(value: Any) -> str:
-    try:
-        text = json.dumps(value, ensure_ascii=False, default=repr)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def _where(function: Any) -> str:

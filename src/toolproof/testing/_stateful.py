@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from toolproof._mocks import RecordedCall, _jsonable
+from toolproof._mocks import RecordedCall, jsonable_value
 from toolproof.errors import UserError
 
 if TYPE_CHECKING:
@@ -124,13 +124,13 @@ class StatefulMock:
         if inspect.iscoroutinefunction(method):
 
             async def answer_async(**kwargs: Any) -> Any:
-                self.calls.append(RecordedCall(name, _jsonable(kwargs), None))
+                self.calls.append(RecordedCall(name, jsonable_value(kwargs), None))
                 return await method(**kwargs)
 
             return answer_async
 
         def answer(**kwargs: Any) -> Any:
-            self.calls.append(RecordedCall(name, _jsonable(kwargs), None))
+            self.calls.append(RecordedCall(name, jsonable_value(kwargs), None))
             return method(**kwargs)
 
         return answer
