@@ -59,8 +59,6 @@ class TraceBuilder:
     def __init__(self, trace: Trace, *, mode_from_results: bool = False) -> None:
         self.trace = trace
         self.mode_from_results = mode_from_results
-        if trace.system_prompt and trace.system_prompt_hash is None:
-            trace.system_prompt_hash = stable_hash(trace.system_prompt)
 
     def step(
         self,
@@ -146,7 +144,7 @@ class TraceBuilder:
         detail: str | None = None,
         error: ErrorInfo | None = None,
     ) -> Trace:
-        """Sum usage and cost, and end the trace.
+        """Sum usage and cost, hash the system prompt, and end the trace.
 
         With ``reason`` the producer says why its run ended. Without it the run is read off
         a recorded conversation, and ended by the one rule for those: an ``error`` stops it
@@ -164,6 +162,8 @@ class TraceBuilder:
         trace.stop_reason, trace.output, trace.stop_detail = reason, output, detail
         if error is not None:
             trace.error = error
+        if trace.system_prompt and trace.system_prompt_hash is None:
+            trace.system_prompt_hash = stable_hash(trace.system_prompt)
         if not trace.model:
             trace.model = next((s.model_name for s in steps if s.model_name), None) or ""
         if self.mode_from_results and any(r.mocked for s in steps for r in s.tool_results):

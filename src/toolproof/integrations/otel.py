@@ -212,21 +212,21 @@ def export_trace(
         by_id = {r.call_id: r for r in step.tool_results}
         for call in step.response.tool_calls:
             result = by_id.get(call.id)
+            if result is None:
+                continue  # a call that never ran has no execute_tool span
             tool_attributes: dict[str, Any] = {
                 "gen_ai.operation.name": "execute_tool",
                 "gen_ai.tool.name": call.name,
                 "gen_ai.tool.call.id": call.id,
                 "gen_ai.tool.type": "function",
             }
-            if result is not None:
-                tool_attributes["toolproof.tool.status"] = result.status
-                tool_attributes["toolproof.tool.mocked"] = result.mocked
-                if not result.ok:
-                    tool_attributes["error.type"] = result.error_type or "ToolError"
+            tool_attributes["toolproof.tool.status"] = result.status
+            tool_attributes["toolproof.tool.mocked"] = result.mocked
+            if not result.ok:
+                tool_attributes["error.type"] = result.error_type or "ToolError"
             if capture_content:
                 tool_attributes["gen_ai.tool.call.arguments"] = call.arguments_json()
-                if result is not None:
-                    tool_attributes["gen_ai.tool.call.result"] = result.content
+                tool_attributes["gen_ai.tool.call.result"] = result.content
             span = tracer.start_span(
                 f"execute_tool {call.name}",
                 context=context,
@@ -234,12 +234,10 @@ def export_trace(
                 attributes=tool_attributes,
                 start_time=tool_start,
             )
-            if result is not None and not result.ok:
+            if not result.ok:
                 span.set_status(Status(StatusCode.ERROR, result.content[:500]))
-            duration = int((result.duration_ms if result else 0.0) * 1e6)
-            span.end(end_time=tool_start + duration)
-            if result is not None:
-                conversation.append(Message.tool(result))
+            span.end(end_time=tool_start + int(result.duration_ms * 1e6))
+            conversation.append(Message.tool(result))
     if trace.stop_reason == "error":
         detail = trace.error.message if trace.error else trace.stop_detail or "error"
         root.set_status(Status(StatusCode.ERROR, detail[:500]))
@@ -662,16 +660,20 @@ def _attach_tool_spans(
 ) -> None:
     steps = build.trace.steps
     starts = [_int(s.get("startTimeUnixNano")) for s, _ in chats]
+    # A span answers the call its id names; a span without a known id, the last step
+    # that started before it.
+    by_id = {c.id: (step, c) for step in steps for c in step.response.tool_calls if c.id}
     for span, attributes in tools:
         start = _int(span.get("startTimeUnixNano"))
-        before = [i for i, s in enumerate(starts) if s <= start]
-        if not before:
-            continue
-        step = steps[before[-1]]
         name = str(attributes.get("gen_ai.tool.name") or str(span.get("name") or "").split(" ")[-1])
         call_id = str(attributes.get("gen_ai.tool.call.id") or "")
         raw_arguments = attributes.get("gen_ai.tool.call.arguments")
-        call = next((c for c in step.response.tool_calls if call_id and c.id == call_id), None)
+        step, call = by_id.get(call_id, (None, None))
+        if step is None:
+            before = [i for i, s in enumerate(starts) if s <= start]
+            if not before:
+                continue
+            step = steps[before[-1]]
         if call is None:
             # Content was not captured: the tool span is the only record of the call.
             call = ToolCall.from_json_arguments(

@@ -40,6 +40,9 @@ def trace_from_result(result: Any, *, tools: Sequence[Tool[..., Any]] = ()) -> T
     from agents.items import ToolCallOutputItem
 
     system, history, input_text = split_request(_items_to_messages(None, result.input))
+    instructions = getattr(result.last_agent, "instructions", None)
+    if system is None and isinstance(instructions, str):
+        system = instructions  # (the agent's own, as the SDK sends them)
     build = TraceBuilder(
         Trace(
             id=uuid.uuid4().hex,
