@@ -31,7 +31,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from toolproof._messages import Message, ToolCall, ToolResult, Usage
-from toolproof._trace import RequestSummary, Trace
+from toolproof._trace import RequestSummary, Step, Trace
 from toolproof._trace import stable_hash as _hash
 from toolproof._trace_build import TraceBuilder, split_request
 from toolproof.errors import UserError
@@ -125,49 +125,10 @@ def export_trace(
     model = trace.model or "unknown"
     system = provider_name or (model.split(":", 1)[0] if ":" in model else "toolproof")
     agent = str(trace.metadata.get("agent") or "agent")
-    root_attributes: dict[str, Any] = {
-        "gen_ai.operation.name": "invoke_agent",
-        "gen_ai.agent.name": agent,
-        "gen_ai.provider.name": system,
-        "gen_ai.request.model": model,
-        "gen_ai.usage.input_tokens": trace.usage.input_tokens,
-        "gen_ai.usage.output_tokens": trace.usage.output_tokens,
-        "toolproof.trace.id": trace.id,
-        "toolproof.stop_reason": trace.stop_reason,
-        "toolproof.tool_mode": trace.tool_mode,
-    }
-    if trace.tags:
-        root_attributes["toolproof.tags"] = list(trace.tags)
-    if capture_content:
-        if trace.tools:
-            root_attributes["gen_ai.tool.definitions"] = _dumps(
-                [
-                    {
-                        "type": "function",
-                        "name": t.name,
-                        "description": t.description,
-                        "parameters": t.parameters,
-                    }
-                    for t in trace.tools
-                ]
-            )
-        if trace.metadata:
-            root_attributes["toolproof.metadata"] = _dumps(trace.metadata)
-        root_attributes["gen_ai.input.messages"] = _dumps(
-            [_parts(m) for m in [*trace.history, Message.user(trace.input)]]
-        )
-        if trace.output is not None:
-            root_attributes["gen_ai.output.messages"] = _dumps(
-                [{**_parts(Message.assistant(trace.output)), "finish_reason": "stop"}]
-            )
-        if trace.system_prompt:
-            root_attributes["gen_ai.system_instructions"] = _dumps(
-                [{"type": "text", "content": trace.system_prompt}]
-            )
     root = tracer.start_span(
         f"invoke_agent {agent}",
         kind=SpanKind.INTERNAL,
-        attributes=root_attributes,
+        attributes=_root_attributes(trace, agent, system, model, capture_content),
         start_time=start,
     )
     context = otel_trace.set_span_in_context(root)
@@ -175,19 +136,7 @@ def export_trace(
     for step in trace.steps:
         step_start = start + int(step.offset_ms * 1e6)
         step_end = step_start + int(step.latency_ms * 1e6)
-        attributes: dict[str, Any] = {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": system,
-            "gen_ai.request.model": model,
-            "gen_ai.response.model": step.model_name or model,
-            "gen_ai.usage.input_tokens": step.usage.input_tokens,
-            "gen_ai.usage.output_tokens": step.usage.output_tokens,
-        }
-        if step.finish_reason:
-            attributes["gen_ai.response.finish_reasons"] = [step.finish_reason]
-        for key in ("temperature", "max_tokens", "seed"):
-            if key in trace.settings:
-                attributes[f"gen_ai.request.{key}"] = trace.settings[key]
+        attributes = _chat_attributes(trace, step, system, model)
         if capture_content:
             attributes["gen_ai.input.messages"] = _dumps([_parts(m) for m in conversation])
             output = _parts(step.response)
@@ -208,41 +157,110 @@ def export_trace(
         )
         span.end(end_time=step_end)
         conversation.append(step.response)
-        tool_start = step_end
-        by_id = {r.call_id: r for r in step.tool_results}
-        for call in step.response.tool_calls:
-            result = by_id.get(call.id)
-            if result is None:
-                continue  # a call that never ran has no execute_tool span
-            tool_attributes: dict[str, Any] = {
-                "gen_ai.operation.name": "execute_tool",
-                "gen_ai.tool.name": call.name,
-                "gen_ai.tool.call.id": call.id,
-                "gen_ai.tool.type": "function",
-            }
-            tool_attributes["toolproof.tool.status"] = result.status
-            tool_attributes["toolproof.tool.mocked"] = result.mocked
-            if not result.ok:
-                tool_attributes["error.type"] = result.error_type or "ToolError"
-            if capture_content:
-                tool_attributes["gen_ai.tool.call.arguments"] = call.arguments_json()
-                tool_attributes["gen_ai.tool.call.result"] = result.content
-            span = tracer.start_span(
-                f"execute_tool {call.name}",
-                context=context,
-                kind=SpanKind.INTERNAL,
-                attributes=tool_attributes,
-                start_time=tool_start,
-            )
-            if not result.ok:
-                span.set_status(Status(StatusCode.ERROR, result.content[:500]))
-            span.end(end_time=tool_start + int(result.duration_ms * 1e6))
-            conversation.append(Message.tool(result))
+        _tool_spans(tracer, context, step, step_end, capture_content)
+        conversation.extend(Message.tool(result) for result in step.tool_results)
     if trace.stop_reason == "error":
         detail = trace.error.message if trace.error else trace.stop_detail or "error"
         root.set_status(Status(StatusCode.ERROR, detail[:500]))
         root.set_attribute("error.type", trace.error.type if trace.error else "error")
     root.end(end_time=end)
+
+
+def _root_attributes(
+    trace: Trace, agent: str, system: str, model: str, capture_content: bool
+) -> dict[str, Any]:
+    """The ``invoke_agent`` span's attributes."""
+    attributes: dict[str, Any] = {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": agent,
+        "gen_ai.provider.name": system,
+        "gen_ai.request.model": model,
+        "gen_ai.usage.input_tokens": trace.usage.input_tokens,
+        "gen_ai.usage.output_tokens": trace.usage.output_tokens,
+        "toolproof.trace.id": trace.id,
+        "toolproof.stop_reason": trace.stop_reason,
+        "toolproof.tool_mode": trace.tool_mode,
+    }
+    if trace.tags:
+        attributes["toolproof.tags"] = list(trace.tags)
+    if not capture_content:
+        return attributes
+    if trace.tools:
+        attributes["gen_ai.tool.definitions"] = _dumps(
+            [
+                {
+                    "type": "function",
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                }
+                for t in trace.tools
+            ]
+        )
+    if trace.metadata:
+        attributes["toolproof.metadata"] = _dumps(trace.metadata)
+    attributes["gen_ai.input.messages"] = _dumps(
+        [_parts(m) for m in [*trace.history, Message.user(trace.input)]]
+    )
+    if trace.output is not None:
+        attributes["gen_ai.output.messages"] = _dumps(
+            [{**_parts(Message.assistant(trace.output)), "finish_reason": "stop"}]
+        )
+    if trace.system_prompt:
+        attributes["gen_ai.system_instructions"] = _dumps(
+            [{"type": "text", "content": trace.system_prompt}]
+        )
+    return attributes
+
+
+def _chat_attributes(trace: Trace, step: Step, system: str, model: str) -> dict[str, Any]:
+    """A ``chat`` span's attributes, content aside."""
+    attributes: dict[str, Any] = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": system,
+        "gen_ai.request.model": model,
+        "gen_ai.response.model": step.model_name or model,
+        "gen_ai.usage.input_tokens": step.usage.input_tokens,
+        "gen_ai.usage.output_tokens": step.usage.output_tokens,
+    }
+    if step.finish_reason:
+        attributes["gen_ai.response.finish_reasons"] = [step.finish_reason]
+    for key in ("temperature", "max_tokens", "seed"):
+        if key in trace.settings:
+            attributes[f"gen_ai.request.{key}"] = trace.settings[key]
+    return attributes
+
+
+def _tool_spans(tracer: Any, context: Any, step: Step, start: int, capture_content: bool) -> None:
+    """An ``execute_tool`` span for each call of ``step`` that ran, from its answer on."""
+    by_id = {r.call_id: r for r in step.tool_results}
+    for call in step.response.tool_calls:
+        result = by_id.get(call.id)
+        if result is None:
+            continue  # a call that never ran has no execute_tool span
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": call.name,
+            "gen_ai.tool.call.id": call.id,
+            "gen_ai.tool.type": "function",
+            "toolproof.tool.status": result.status,
+            "toolproof.tool.mocked": result.mocked,
+        }
+        if not result.ok:
+            attributes["error.type"] = result.error_type or "ToolError"
+        if capture_content:
+            attributes["gen_ai.tool.call.arguments"] = call.arguments_json()
+            attributes["gen_ai.tool.call.result"] = result.content
+        span = tracer.start_span(
+            f"execute_tool {call.name}",
+            context=context,
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+            start_time=start,
+        )
+        if not result.ok:
+            span.set_status(Status(StatusCode.ERROR, result.content[:500]))
+        span.end(end_time=start + int(result.duration_ms * 1e6))
 
 
 # -- OTLP JSON ------------------------------------------------------------------------------------
