@@ -30,6 +30,7 @@ from toolproof._pricing import find_price
 from toolproof._run_clock import _Clock, _Stop
 from toolproof._trace import ErrorInfo, RequestSummary, Step, StopReason, Trace
 from toolproof._trace_build import TraceBuilder
+from toolproof._trace_build import utc_now as _now
 from toolproof.errors import (
     AgentRunError,
     MissingFixture,
@@ -655,24 +656,3 @@ def _args_key(call: ToolCall) -> str:
 
 def _ignore(event: Event) -> None:
     return None
-
-
-_second: tuple[int, str] = (-1, "")  # the last whole second and its ISO 8601 text, with "."
-_millis: tuple[str, ...] = ()  # "000Z" to "999Z", made by the first call
-
-
-def _now() -> str:
-    """UTC now as ``2026-12-01T11:37:22.008Z`` (milliseconds truncated, as ``isoformat`` does).
-
-    Formatting the date costs more than the rest of a trace's bookkeeping, so the text of the
-    current second is kept (one tuple, replaced whole, so threads never see half of it) and
-    the milliseconds are looked up, not formatted.
-    """
-    global _second, _millis
-    whole, fraction = divmod(time.time_ns(), 1_000_000_000)  # the clock datetime.now() reads
-    second = _second
-    if second[0] != whole:
-        second = _second = (whole, time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(whole)))
-        if not _millis:
-            _millis = tuple(f"{ms:03d}Z" for ms in range(1000))
-    return second[1] + _millis[fraction // 1_000_000]

@@ -18,13 +18,14 @@ the Agents SDK, OpenTelemetry import, the MCP server) parses its own format and 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from toolproof._messages import Message, ToolResult, Usage, sum_usage
 from toolproof._trace import ErrorInfo, RequestSummary, Step, StopReason, Trace, stable_hash
 
-__all__ = ["INCOMPLETE_DETAIL", "TraceBuilder", "split_request"]
+__all__ = ["INCOMPLETE_DETAIL", "TraceBuilder", "split_request", "utc_now"]
 
 #: Why a recorded conversation that ended right after tool calls has no answer.
 INCOMPLETE_DETAIL = "the recorded conversation ended after tool calls, without an answer"
@@ -183,3 +184,24 @@ def _ending(steps: list[Step], error: ErrorInfo | None) -> tuple[StopReason, str
         return "cancelled", None, f"{INCOMPLETE_DETAIL} ({pending})"
     output = last.content or ""
     return "final", output, None if output else "the model returned an empty answer"
+
+
+_second: tuple[int, str] = (-1, "")  # the last whole second and its ISO 8601 text, with "."
+_millis: tuple[str, ...] = ()  # "000Z" to "999Z", made by the first call
+
+
+def utc_now() -> str:
+    """UTC now as ``2026-12-01T11:37:22.008Z`` (milliseconds truncated, as ``isoformat`` does).
+
+    Formatting the date costs more than the rest of a trace's bookkeeping, so the text of the
+    current second is kept (one tuple, replaced whole, so threads never see half of it) and
+    the milliseconds are looked up, not formatted.
+    """
+    global _second, _millis
+    whole, fraction = divmod(time.time_ns(), 1_000_000_000)  # the clock datetime.now() reads
+    second = _second
+    if second[0] != whole:
+        second = _second = (whole, time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(whole)))
+        if not _millis:
+            _millis = tuple(f"{ms:03d}Z" for ms in range(1000))
+    return second[1] + _millis[fraction // 1_000_000]

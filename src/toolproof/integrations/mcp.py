@@ -28,7 +28,6 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -40,7 +39,7 @@ from toolproof._messages import Message, ToolCall, ToolResult
 from toolproof._tools import ArgumentsInvalid, Tool
 from toolproof._toolset import Toolset, mock_context
 from toolproof._trace import Trace
-from toolproof._trace_build import TraceBuilder
+from toolproof._trace_build import TraceBuilder, utc_now
 from toolproof._version import __version__
 from toolproof.errors import (
     MissingFixture,
@@ -77,14 +76,10 @@ _WHERE = "the MCP server (mock mode)"
 # -- toolproof tools served over MCP ---------------------------------------------------------
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 @dataclass
 class _Session:
     key: str
-    started_at: str = field(default_factory=_now)
+    started_at: str = field(default_factory=utc_now)
     started: float = field(default_factory=time.perf_counter)
     last: float = field(default_factory=time.monotonic)
     build: TraceBuilder = field(
@@ -196,7 +191,7 @@ class McpSessions:
         trace = session.build.trace
         calls = len(trace.steps)  # (one call a step)
         trace.input = f"MCP session: {calls} tool call{'s' if calls != 1 else ''}"
-        trace.started_at, trace.ended_at = session.started_at, _now()
+        trace.started_at, trace.ended_at = session.started_at, utc_now()
         trace.model, trace.tools = "mcp-client", self.toolset.infos()
         trace.tool_mode, trace.tags = self.toolset.mode, ["mcp"]
         trace.duration_ms = (time.perf_counter() - session.started) * 1000

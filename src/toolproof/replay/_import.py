@@ -60,13 +60,7 @@ def load_tool_infos(source: str | Path | Sequence[Mapping[str, Any]]) -> list[To
     """
     if isinstance(source, (str, Path)):
         path = Path(source)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise UserError(f"cannot read tool schemas {path}: {exc.strerror}") from exc
-        except UnicodeDecodeError as exc:
-            raise UserError(f"{path} is not UTF-8 text ({exc.reason})") from exc
-        data = _loads(text, str(path))
+        data = _loads(_read(path, "tool schemas "), str(path))
         where = str(path)
     else:
         data, where = source, "tools"
@@ -267,12 +261,7 @@ def read_trace_file(
             conversation (the message gives the line or record number).
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"cannot read {path}: {exc.strerror}") from exc
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{path} is not UTF-8 text ({exc.reason})") from exc
+    text = _read(path)
     records = list(_records(text, path))
     for ordinal, (number, record) in enumerate(records, 1):
         kind = format if format != "auto" else _kind(record)
@@ -312,6 +301,16 @@ def _records(text: str, path: Path) -> Iterator[tuple[int, Any]]:
             yield number, _loads(line, f"{path}:{number}")
         return
     yield 0, _loads(text, str(path))
+
+
+def _read(path: Path, what: str = "") -> str:
+    """The text of a UTF-8 file; a file that cannot be read is one error naming it."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot read {what}{path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path} is not UTF-8 text ({exc.reason})") from exc
 
 
 def _loads(text: str, where: str) -> Any:

@@ -14,12 +14,11 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 from toolproof._messages import Message, ModelResponse, ToolDefinition
 from toolproof._trace import ErrorInfo, RequestSummary, Trace, tool_info
-from toolproof._trace_build import TraceBuilder, split_request
+from toolproof._trace_build import TraceBuilder, split_request, utc_now
 
 __all__ = ["Conversation", "message_key", "results_unseen", "transcript_digests"]
 
@@ -70,10 +69,6 @@ def transcript_digests(messages: Sequence[Message]) -> list[bytes]:
     return digests
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
 def _chars(message: Message) -> int:
     """The characters of text ``message`` holds (what a conversation counts as kept)."""
     calls = sum(
@@ -118,7 +113,7 @@ class Conversation:
     history: list[Message] = field(default_factory=list)
     input: str = ""
     started: float = field(default_factory=time.perf_counter)
-    started_at: str = field(default_factory=_now)
+    started_at: str = field(default_factory=utc_now)
     ended_at: str = ""
     digest: bytes | None = None
     busy: bool = False
@@ -164,7 +159,7 @@ class Conversation:
                 error,
             )
         )
-        self.ended_at = _now()
+        self.ended_at = utc_now()
         self.digest = None
         if response is not None:
             self.chars += _chars(response.message)
@@ -191,7 +186,7 @@ class Conversation:
                 id=self.id,
                 input=self.input,
                 started_at=self.started_at,
-                ended_at=self.ended_at or _now(),
+                ended_at=self.ended_at or utc_now(),
                 history=list(self.history),
                 system_prompt=self.system,
                 model=getattr(self.model, "name", "") or "",

@@ -10,7 +10,6 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any, Literal
 from uuid import UUID
 
@@ -21,7 +20,7 @@ from langchain_core.tracers.context import register_configure_hook
 
 from toolproof._messages import Message, ToolCall, ToolResult, Usage
 from toolproof._trace import ErrorInfo, RequestSummary, Step, ToolInfo, Trace, tool_info
-from toolproof._trace_build import TraceBuilder, split_request
+from toolproof._trace_build import TraceBuilder, split_request, utc_now
 from toolproof.errors import AgentRunError
 from toolproof.integrations.langchain._messages import _text, to_toolproof_messages
 
@@ -29,10 +28,6 @@ __all__ = ["TraceCapture", "capture_trace"]
 
 
 # -- trace capture ---------------------------------------------------------------------------------
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass(slots=True)
@@ -73,7 +68,7 @@ class TraceCapture(BaseCallbackHandler):
         self._lock = threading.RLock()
         self._clock = time.perf_counter
         self._started = self._clock()
-        self._started_at = _now()
+        self._started_at = utc_now()
         self._input = input
         self._metadata = dict(metadata or {})
         self._tags = list(tags)
@@ -379,7 +374,7 @@ class TraceCapture(BaseCallbackHandler):
                 id=uuid.uuid4().hex,
                 input=input_text,
                 started_at=self._started_at,
-                ended_at=_now(),
+                ended_at=utc_now(),
                 history=history,
                 system_prompt=system,
                 tools=list(self._tools.values()),

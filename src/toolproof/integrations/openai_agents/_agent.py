@@ -16,11 +16,11 @@ from toolproof._messages import Message, ModelSettings
 from toolproof._tools import Tool
 from toolproof._toolset import Toolset
 from toolproof._trace import ErrorInfo, RequestSummary, Trace
-from toolproof._trace_build import TraceBuilder
+from toolproof._trace_build import TraceBuilder, utc_now
 from toolproof.errors import UserError
 from toolproof.integrations.openai_agents._models import AgentsModel
 from toolproof.integrations.openai_agents._tools import _known, to_function_tool
-from toolproof.integrations.openai_agents._traces import _now, trace_from_result
+from toolproof.integrations.openai_agents._traces import trace_from_result
 from toolproof.models._base import Model
 
 __all__ = ["AgentsSDKAgent"]
@@ -31,7 +31,7 @@ __all__ = ["AgentsSDKAgent"]
 
 def _trace_of(model: AgentsModel, input: str) -> Trace:
     """The run's trace rebuilt from what the model was asked and answered."""
-    build = TraceBuilder(Trace(id=uuid.uuid4().hex, input=input, started_at=_now()))
+    build = TraceBuilder(Trace(id=uuid.uuid4().hex, input=input, started_at=utc_now()))
     requests = model.requests
     for index, response in enumerate(model.responses):
         step = build.step(
@@ -174,7 +174,7 @@ class AgentsSDKAgent(ToolproofAgent):
         trace.system_prompt = instructions if isinstance(instructions, str) else None
         trace.metadata = {**dict(metadata or {}), **({"agent": self.name} if self.name else {})}
         trace.tags = list(tags)
-        trace.ended_at = _now()
+        trace.ended_at = utc_now()
         trace.duration_ms = (time.perf_counter() - run.started) * 1000
         if isinstance(failure, MaxTurnsExceeded):
             trace.stop_reason, trace.output = "max_steps", None

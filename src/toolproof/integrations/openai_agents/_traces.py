@@ -8,7 +8,6 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any, Literal
 
 from agents.tracing import FunctionSpanData, GenerationSpanData, ResponseSpanData, TracingProcessor
@@ -16,7 +15,7 @@ from agents.tracing import FunctionSpanData, GenerationSpanData, ResponseSpanDat
 from toolproof._messages import Message, ToolCall, ToolResult, Usage
 from toolproof._tools import Tool
 from toolproof._trace import ErrorInfo, RequestSummary, Trace
-from toolproof._trace_build import TraceBuilder, split_request
+from toolproof._trace_build import TraceBuilder, split_request, utc_now
 from toolproof.integrations.openai_agents._models import _content_text, _item, _items_to_messages
 from toolproof.integrations.openai_agents._tools import _known
 
@@ -24,10 +23,6 @@ __all__ = ["TraceProcessor", "trace_from_result"]
 
 
 # -- traces ---------------------------------------------------------------------------------------
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def trace_from_result(result: Any, *, tools: Sequence[Tool[..., Any]] = ()) -> Trace:
@@ -47,8 +42,8 @@ def trace_from_result(result: Any, *, tools: Sequence[Tool[..., Any]] = ()) -> T
         Trace(
             id=uuid.uuid4().hex,
             input=input_text,
-            started_at=_now(),
-            ended_at=_now(),
+            started_at=utc_now(),
+            ended_at=utc_now(),
             history=history,
             system_prompt=system,
             tools=[t.info for t in tools],
@@ -143,7 +138,7 @@ class TraceProcessor(TracingProcessor):
                     Trace(
                         id=trace.trace_id,
                         input="",
-                        started_at=_now(),
+                        started_at=utc_now(),
                         metadata={"workflow": trace.name, **dict(trace.metadata or {})},
                         tags=[trace.group_id] if getattr(trace, "group_id", None) else [],
                     ),
@@ -206,7 +201,7 @@ class TraceProcessor(TracingProcessor):
         if pending is None:
             return
         done = pending.build.finish(None, error=pending.error)
-        done.ended_at = _now()
+        done.ended_at = utc_now()
         done.duration_ms = (time.perf_counter() - pending.started) * 1000
         with self._lock:
             self.traces.append(done)
