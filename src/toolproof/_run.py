@@ -25,11 +25,12 @@ from toolproof._messages import (
     ToolResult,
     Usage,
     error_text,
-    sum_usage,
 )
 from toolproof._pricing import find_price
 from toolproof._run_clock import _Clock, _Stop
 from toolproof._trace import ErrorInfo, RequestSummary, Step, StopReason, Trace
+from toolproof._trace_build import TraceBuilder
+from toolproof._trace_build import utc_now as _now
 from toolproof.errors import (
     AgentRunError,
     MissingFixture,
@@ -207,20 +208,23 @@ class _Run:
         self.memory_state, self.budget = memory_state, budget
         if agent.name and "agent" not in metadata:
             metadata["agent"] = agent.name
-        self.trace = Trace(
-            id=_run_id(),
-            input=input,
-            started_at=_now(),
-            history=history,
-            system_prompt=agent.system_prompt,
-            system_prompt_hash=agent.system_prompt_hash,
-            model=model.name,
-            settings=settings.to_dict(),
-            tools=toolset.infos(),
-            tool_mode=toolset.mode,
-            metadata=metadata,
-            tags=tags,
+        self.build = TraceBuilder(
+            Trace(
+                id=_run_id(),
+                input=input,
+                started_at=_now(),
+                history=history,
+                system_prompt=agent.system_prompt,
+                system_prompt_hash=agent.system_prompt_hash,
+                model=model.name,
+                settings=settings.to_dict(),
+                tools=toolset.infos(),
+                tool_mode=toolset.mode,
+                metadata=metadata,
+                tags=tags,
+            )
         )
+        self.trace = self.build.trace
         self.emit = _emitter(agent.handlers)
         self.observed = self.emit is not _ignore  # events are built only for a listener
         self.system, system_count = _system_message(agent.system_prompt)
@@ -370,19 +374,17 @@ class _Run:
         latency = (time.perf_counter() - step_started) * 1000
         price, usage = self.price, response.usage
         step_cost = price.cost(usage) if price is not None else None
-        step = Step(
-            index=self.index,
+        step = self.build.step(
+            response.message,
             request=summary,
-            response=response.message,
-            offset_ms=(step_started - self.started) * 1000,
-            latency_ms=latency,
             usage=usage,
             finish_reason=response.finish_reason,
             model_name=response.model_name,
-            parse_errors=list(response.parse_errors),
+            offset_ms=(step_started - self.started) * 1000,
+            latency_ms=latency,
+            parse_errors=response.parse_errors,
             cost=step_cost,
         )
-        self.trace.steps.append(step)
         self.spent += usage.input_tokens + usage.output_tokens
         if step_cost is not None and self.cost is not None:
             self.cost += step_cost
@@ -540,9 +542,7 @@ class _Run:
         self, reason: StopReason, output: str | None = None, detail: str | None = None
     ) -> RunResult:
         """End the run: complete the trace, hand it to the recorder and the subscribers."""
-        trace = self.trace
-        trace.output, trace.stop_reason, trace.stop_detail = output, reason, detail
-        trace.usage, trace.cost = sum_usage([step.usage for step in trace.steps]), self.cost
+        trace = self.build.finish(reason, output=output, detail=detail)
         trace.duration_ms = (time.perf_counter() - self.started) * 1000
         trace.ended_at = _now()
         self.clock.stop()
@@ -656,24 +656,3 @@ def _args_key(call: ToolCall) -> str:
 
 def _ignore(event: Event) -> None:
     return None
-
-
-_second: tuple[int, str] = (-1, "")  # the last whole second and its ISO 8601 text, with "."
-_millis: tuple[str, ...] = ()  # "000Z" to "999Z", made by the first call
-
-
-def _now() -> str:
-    """UTC now as ``2026-12-01T11:37:22.008Z`` (milliseconds truncated, as ``isoformat`` does).
-
-    Formatting the date costs more than the rest of a trace's bookkeeping, so the text of the
-    current second is kept (one tuple, replaced whole, so threads never see half of it) and
-    the milliseconds are looked up, not formatted.
-    """
-    global _second, _millis
-    whole, fraction = divmod(time.time_ns(), 1_000_000_000)  # the clock datetime.now() reads
-    second = _second
-    if second[0] != whole:
-        second = _second = (whole, time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(whole)))
-        if not _millis:
-            _millis = tuple(f"{ms:03d}Z" for ms in range(1000))
-    return second[1] + _millis[fraction // 1_000_000]

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, Literal, ParamSpec, TypeVar, overload
 
 from toolproof._messages import ToolDefinition
-from toolproof._trace import ToolInfo, stable_hash
+from toolproof._trace import ToolInfo, schema_hash
 from toolproof.errors import UserError
 
 if TYPE_CHECKING:
@@ -61,6 +61,7 @@ class Tool(Generic[P, R]):
         extra: Extra = "forbid",
         thread: bool = False,
         _localns: dict[str, Any] | None = None,
+        _parameters: dict[str, Any] | None = None,
     ) -> None:
         if not callable(function):
             raise UserError(f"@tool expects a function, got {function!r}")
@@ -87,7 +88,8 @@ class Tool(Generic[P, R]):
             function, name=self.name, description=description, extra=extra, localns=_localns
         )
         self.description = spec.description
-        self.parameters = spec.parameters
+        # (an adapter's tool tells the model exactly its framework's schema)
+        self.parameters = spec.parameters if _parameters is None else _parameters
         self.errors = tuple(errors)
         self.side_effects = side_effects
         self.requires_approval = requires_approval
@@ -102,9 +104,7 @@ class Tool(Generic[P, R]):
         self._field_to_param = spec.field_to_param
         self._return_adapter: TypeAdapter[Any] | None = None
         self.definition = ToolDefinition(self.name, self.description, self.parameters)
-        self.schema_hash = stable_hash(
-            {"name": self.name, "description": self.description, "parameters": self.parameters}
-        )
+        self.schema_hash = schema_hash(self.name, self.description, self.parameters)
         functools.update_wrapper(self, function)
 
     # -- calling -----------------------------------------------------------------------------

@@ -50,7 +50,9 @@ __all__ = [
     "StopReason",
     "ToolInfo",
     "Trace",
+    "schema_hash",
     "stable_hash",
+    "tool_info",
 ]
 
 #: Version of the trace format written by this code. Bump it when a field is removed or
@@ -74,6 +76,20 @@ def stable_hash(value: Any) -> str:
     return hashlib.sha256(value.encode("utf-8", "backslashreplace")).hexdigest()[:16]
 
 
+def schema_hash(name: str, description: str, parameters: Any) -> str:
+    """The version of a tool's schema: ``stable_hash`` of its name, description and parameters.
+
+    The one rule every producer of a trace uses, so the same tool hashes alike whether it
+    was defined in code, imported from a file or read off the wire.
+    """
+    return stable_hash({"name": name, "description": description, "parameters": parameters})
+
+
+def tool_info(name: str, description: str, parameters: dict[str, Any]) -> ToolInfo:
+    """A tool as offered to the model, with its :func:`schema_hash`."""
+    return ToolInfo(name, description, parameters, schema_hash(name, description, parameters))
+
+
 @dataclass(slots=True)
 class ToolInfo:
     """A tool as it was offered to the model in a run.
@@ -82,7 +98,7 @@ class ToolInfo:
         name: The tool's name.
         description: Its description.
         parameters: Its parameters' JSON Schema.
-        schema_hash: ``stable_hash`` of name, description and parameters: the tool-schema
+        schema_hash: ``schema_hash(name, description, parameters)``: the tool-schema
             version recorded with every run.
     """
 
@@ -452,7 +468,97 @@ class Trace:
         raise TraceFormatError(_invalid(failure)) from None
 
 
+# -- the declared shape of a trace ---------------------------------------------------------
+#
+# What each field of the trace classes holds, declared once for every walk over a trace
+# (redaction, the encoder's number fields, the replay view's checks). A field is one of:
+# ``KEPT``, the run's structure (ids, names, roles, statuses, times, counts, hashes, the
+# tools' definitions), never data of the run; ``NUMBER``, a float that may be non-finite;
+# ``TEXT``, free text of the run; ``JSON``, free-form JSON data of the run (arguments,
+# tool values, metadata); or a nested trace class (a one-item list: a list of them).
+
+KEPT, NUMBER, TEXT, JSON = "kept", "number", "text", "json"
+
+#: Per trace class, what each of its fields holds (every field is named).
+TRACE_SHAPE: dict[type, dict[str, Any]] = {
+    ToolCall: {
+        "name": KEPT,
+        "arguments": JSON,
+        "id": KEPT,
+        "raw_arguments": TEXT,
+        "arguments_error": TEXT,
+    },
+    ToolResult: {
+        "call_id": KEPT,
+        "name": KEPT,
+        "status": KEPT,
+        "content": TEXT,
+        "value": JSON,
+        "error_type": KEPT,
+        "duration_ms": NUMBER,
+        "mocked": KEPT,
+    },
+    Message: {
+        "role": KEPT,
+        "content": TEXT,
+        "tool_calls": [ToolCall],
+        "tool_call_id": KEPT,
+        "name": KEPT,
+        "reasoning": TEXT,
+        "status": KEPT,
+    },
+    ErrorInfo: {"type": KEPT, "message": TEXT, "tool_name": KEPT},
+    Step: {
+        "index": KEPT,
+        "request": KEPT,
+        "response": Message,
+        "offset_ms": NUMBER,
+        "latency_ms": NUMBER,
+        "usage": KEPT,
+        "finish_reason": KEPT,
+        "model_name": KEPT,
+        "tool_results": [ToolResult],
+        "parse_errors": TEXT,
+        "cost": NUMBER,
+    },
+    Trace: {
+        "id": KEPT,
+        "input": TEXT,
+        "version": KEPT,
+        "started_at": KEPT,
+        "ended_at": KEPT,
+        "history": [Message],
+        "system_prompt": TEXT,
+        "system_prompt_hash": KEPT,
+        "model": KEPT,
+        "settings": JSON,
+        "tools": KEPT,
+        "tool_mode": KEPT,
+        "steps": [Step],
+        "output": TEXT,
+        "stop_reason": KEPT,
+        "stop_detail": TEXT,
+        "error": ErrorInfo,
+        "usage": KEPT,
+        "cost": NUMBER,
+        "duration_ms": NUMBER,
+        "metadata": JSON,
+        "tags": TEXT,
+    },
+}
+
+#: Text fields that usually hold the JSON text of the field named next to them (a tool
+#: result's content and value, a call's raw and parsed arguments).
+MIRRORS = {"content": "value", "raw_arguments": "arguments"}
+
+
+def fields_holding(kind: str, cls: type = Trace) -> tuple[str, ...]:
+    """The fields of ``cls`` that hold ``kind`` (``KEPT``, ``NUMBER``, ``TEXT``, ``JSON``)."""
+    return tuple(name for name, held in TRACE_SHAPE[cls].items() if held == kind)
+
+
 _STOP_REASONS = frozenset(get_args(StopReason))
+_NUMBERS = {cls: fields_holding(NUMBER, cls) for cls in (Trace, Step, ToolResult)}
 
 #: ``marshal`` snapshots of tool-parameter sets that passed the encoder's check. marshal
 #: writes only the exact built-in types (no subclass, no other object) and tells apart every
@@ -532,10 +638,10 @@ def _check_usage(usage: Usage, trace: Trace, step: int | None) -> None:
 
 def _finite_numbers(data: dict[str, Any]) -> None:
     """Non-finite floats of numeric fields as strings, as ``to_json`` writes them."""
-    holders: list[tuple[dict[str, Any], tuple[str, ...]]] = [(data, ("cost", "duration_ms"))]
+    holders: list[tuple[dict[str, Any], tuple[str, ...]]] = [(data, _NUMBERS[Trace])]
     for step in data.get("steps", ()):
-        holders.append((step, ("offset_ms", "latency_ms", "cost")))
-        holders.extend((result, ("duration_ms",)) for result in step.get("tool_results", ()))
+        holders.append((step, _NUMBERS[Step]))
+        holders.extend((result, _NUMBERS[ToolResult]) for result in step.get("tool_results", ()))
     for holder, keys in holders:
         for key in keys:
             value = holder.get(key)

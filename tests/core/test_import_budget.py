@@ -35,6 +35,7 @@ LOADED = {
     "toolproof._tokens",
     "toolproof._toolset",
     "toolproof._trace",
+    "toolproof._trace_build",
     "toolproof._version",
     "toolproof.errors",
     "toolproof.models",

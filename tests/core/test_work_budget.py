@@ -230,6 +230,7 @@ def test_system_calls_and_records_per_run(
 
     import toolproof._run as run_module
     import toolproof._run_clock as clock_module
+    import toolproof._trace_build as build_module
 
     counts: Counter[str] = Counter()
     get_running_loop = asyncio.get_running_loop
@@ -249,7 +250,7 @@ def test_system_calls_and_records_per_run(
         counts["random reads"] += 1
         return urandom(size)
 
-    sum_usage = run_module.sum_usage
+    sum_usage = build_module.sum_usage
 
     def counted_usage(*args: Any) -> Any:
         counts["usage records"] += 1  # the trace's, before the run ends
@@ -265,7 +266,7 @@ def test_system_calls_and_records_per_run(
     monkeypatch.setattr(clock_module, "_asyncio", [counted_loop, counted_task])
     monkeypatch.setattr(os, "urandom", counted_urandom)
     monkeypatch.setattr(run_module, "Usage", counted_usage)
-    monkeypatch.setattr(run_module, "sum_usage", counted_sum)
+    monkeypatch.setattr(build_module, "sum_usage", counted_sum)  # (the trace builder sums)
     runs = 20
     agents = [make_agent(steps, parallel) for _ in range(runs)]
 

@@ -301,3 +301,34 @@ def test_rules_from_yaml_with_globs(tmp_path: Path) -> None:
     assert rules.order == "fail"
     assert rules.gate == 0.05
     assert rules.aging.half_life == 14 * 86400
+
+
+def _as_mapping(parameters: dict[str, Any]) -> dict[str, Any]:
+    return {"search_docs": parameters}
+
+
+@pytest.mark.parametrize("stored", [False, True])
+def test_a_bare_schema_is_compared_on_its_parameters_alone(tmp_path: Path, stored: bool) -> None:
+    """Today's tools given as name -> parameters: a change only of what was given shows.
+
+    From a trace object and from a store (read as data): every schema the same as recorded,
+    or changed in any one part, gets the note exactly when its parameters changed.
+    """
+    trace = search_trace()
+    source: Any = [trace]
+    if stored:
+        with TraceStore(tmp_path / "t.db") as store:
+            store.add(trace)
+        source = str(tmp_path / "t.db")
+    same = search_docs.parameters
+    changed = [
+        {**same, "required": ["query", "top_k"]},
+        {**same, "properties": {**same["properties"], "lang": {"type": "string"}}},
+        {**same, "additionalProperties": False},
+        {},
+    ]
+    sample = only(replay(source, tools=_as_mapping(dict(same))))
+    assert sample.notes == []
+    for parameters in changed:
+        sample = only(replay(source, tools=_as_mapping(parameters)))
+        assert sample.notes == ["search_docs: schema changed since recording"], parameters

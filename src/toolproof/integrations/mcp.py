@@ -28,7 +28,6 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -36,10 +35,11 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.server.lowlevel import Server
 
-from toolproof._messages import Message, ToolCall, ToolDefinition, ToolResult
+from toolproof._messages import Message, ToolCall, ToolResult
 from toolproof._tools import ArgumentsInvalid, Tool
 from toolproof._toolset import Toolset, mock_context
-from toolproof._trace import RequestSummary, Step, Trace, stable_hash
+from toolproof._trace import Trace
+from toolproof._trace_build import TraceBuilder, utc_now
 from toolproof._version import __version__
 from toolproof.errors import (
     MissingFixture,
@@ -76,17 +76,16 @@ _WHERE = "the MCP server (mock mode)"
 # -- toolproof tools served over MCP ---------------------------------------------------------
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 @dataclass
 class _Session:
     key: str
-    started_at: str = field(default_factory=_now)
+    started_at: str = field(default_factory=utc_now)
     started: float = field(default_factory=time.perf_counter)
     last: float = field(default_factory=time.monotonic)
-    steps: list[Step] = field(default_factory=list)
+    build: TraceBuilder = field(
+        default_factory=lambda: TraceBuilder(Trace(id=uuid.uuid4().hex, input=""))
+    )
+    """The session's trace: each answered call is a step."""
     tools: Toolset | None = None
     """The session's own toolset (its own fault counters), when faults are served."""
 
@@ -157,21 +156,17 @@ class McpSessions:
         """Add one answered call to the session ``key``."""
         with self._lock:
             session = self._session(key)
-            session.steps.append(
-                Step(
-                    index=len(session.steps) + 1,
-                    request=RequestSummary(message_count=0),
-                    response=Message(role="assistant", tool_calls=[call]),
-                    offset_ms=max(0.0, (time.perf_counter() - session.started) * 1000),
-                    tool_results=[result],
-                )
+            session.build.step(
+                Message(role="assistant", tool_calls=[call]),
+                offset_ms=max(0.0, (time.perf_counter() - session.started) * 1000),
             )
+            session.build.result(result)
 
     def end(self, key: str) -> Trace | None:
         """Finish the session ``key``; its trace goes to the sinks (``None``: no calls)."""
         with self._lock:
             session = self._open.pop(key, None)
-        if session is None or not session.steps:
+        if session is None or not session.build.trace.steps:
             return None
         return self._finish(session)
 
@@ -193,20 +188,16 @@ class McpSessions:
             self.end(key)
 
     def _finish(self, session: _Session) -> Trace:
-        names = [call.name for step in session.steps for call in step.response.tool_calls]
-        trace = Trace(
-            id=uuid.uuid4().hex,
-            input=f"MCP session: {len(names)} tool call{'s' if len(names) != 1 else ''}",
-            started_at=session.started_at,
-            ended_at=_now(),
-            model="mcp-client",
-            tools=self.toolset.infos(),
-            tool_mode=self.toolset.mode,
-            steps=session.steps,
-            duration_ms=(time.perf_counter() - session.started) * 1000,
-            metadata={"source": "toolproof mcp serve", "served": self.label},
-            tags=["mcp"],
-        )
+        trace = session.build.trace
+        calls = len(trace.steps)  # (one call a step)
+        trace.input = f"MCP session: {calls} tool call{'s' if calls != 1 else ''}"
+        trace.started_at, trace.ended_at = session.started_at, utc_now()
+        trace.model, trace.tools = "mcp-client", self.toolset.infos()
+        trace.tool_mode, trace.tags = self.toolset.mode, ["mcp"]
+        trace.duration_ms = (time.perf_counter() - session.started) * 1000
+        trace.metadata = {"source": "toolproof mcp serve", "served": self.label}
+        # (the server sees calls only: a session that ended has nothing pending)
+        session.build.finish("final")
         self.traces.append(trace)
         del self.traces[: max(0, len(self.traces) - self.keep)]
         sinks: list[tuple[str, Callable[[Trace], Any]]] = []
@@ -642,6 +633,7 @@ def _tool_from_mcp(
         timeout=timeout,
         extra="ignore",
         _localns={},
+        _parameters=parameters,
     )
     run.__name__ = made.name
     run.__doc__ = made.description
@@ -650,11 +642,6 @@ def _tool_from_mcp(
     made.is_async = True
     made.has_return_annotation = False
     made._optional = optional
-    made.parameters = parameters
-    made.definition = ToolDefinition(made.name, made.description, parameters)
-    made.schema_hash = stable_hash(
-        {"name": made.name, "description": made.description, "parameters": parameters}
-    )
     return made
 
 

@@ -33,6 +33,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from toolproof._messages import Message, ToolCall, ToolResult, Usage
 from toolproof._trace import RequestSummary, Step, Trace
 from toolproof._trace import stable_hash as _hash
+from toolproof._trace_build import TraceBuilder, split_request
 from toolproof.errors import UserError
 
 __all__ = [
@@ -124,49 +125,10 @@ def export_trace(
     model = trace.model or "unknown"
     system = provider_name or (model.split(":", 1)[0] if ":" in model else "toolproof")
     agent = str(trace.metadata.get("agent") or "agent")
-    root_attributes: dict[str, Any] = {
-        "gen_ai.operation.name": "invoke_agent",
-        "gen_ai.agent.name": agent,
-        "gen_ai.provider.name": system,
-        "gen_ai.request.model": model,
-        "gen_ai.usage.input_tokens": trace.usage.input_tokens,
-        "gen_ai.usage.output_tokens": trace.usage.output_tokens,
-        "toolproof.trace.id": trace.id,
-        "toolproof.stop_reason": trace.stop_reason,
-        "toolproof.tool_mode": trace.tool_mode,
-    }
-    if trace.tags:
-        root_attributes["toolproof.tags"] = list(trace.tags)
-    if capture_content:
-        if trace.tools:
-            root_attributes["gen_ai.tool.definitions"] = _dumps(
-                [
-                    {
-                        "type": "function",
-                        "name": t.name,
-                        "description": t.description,
-                        "parameters": t.parameters,
-                    }
-                    for t in trace.tools
-                ]
-            )
-        if trace.metadata:
-            root_attributes["toolproof.metadata"] = _dumps(trace.metadata)
-        root_attributes["gen_ai.input.messages"] = _dumps(
-            [_parts(m) for m in [*trace.history, Message.user(trace.input)]]
-        )
-        if trace.output is not None:
-            root_attributes["gen_ai.output.messages"] = _dumps(
-                [{**_parts(Message.assistant(trace.output)), "finish_reason": "stop"}]
-            )
-        if trace.system_prompt:
-            root_attributes["gen_ai.system_instructions"] = _dumps(
-                [{"type": "text", "content": trace.system_prompt}]
-            )
     root = tracer.start_span(
         f"invoke_agent {agent}",
         kind=SpanKind.INTERNAL,
-        attributes=root_attributes,
+        attributes=_root_attributes(trace, agent, system, model, capture_content),
         start_time=start,
     )
     context = otel_trace.set_span_in_context(root)
@@ -174,19 +136,7 @@ def export_trace(
     for step in trace.steps:
         step_start = start + int(step.offset_ms * 1e6)
         step_end = step_start + int(step.latency_ms * 1e6)
-        attributes: dict[str, Any] = {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": system,
-            "gen_ai.request.model": model,
-            "gen_ai.response.model": step.model_name or model,
-            "gen_ai.usage.input_tokens": step.usage.input_tokens,
-            "gen_ai.usage.output_tokens": step.usage.output_tokens,
-        }
-        if step.finish_reason:
-            attributes["gen_ai.response.finish_reasons"] = [step.finish_reason]
-        for key in ("temperature", "max_tokens", "seed"):
-            if key in trace.settings:
-                attributes[f"gen_ai.request.{key}"] = trace.settings[key]
+        attributes = _chat_attributes(trace, step, system, model)
         if capture_content:
             attributes["gen_ai.input.messages"] = _dumps([_parts(m) for m in conversation])
             output = _parts(step.response)
@@ -207,43 +157,110 @@ def export_trace(
         )
         span.end(end_time=step_end)
         conversation.append(step.response)
-        tool_start = step_end
-        by_id = {r.call_id: r for r in step.tool_results}
-        for call in step.response.tool_calls:
-            result = by_id.get(call.id)
-            tool_attributes: dict[str, Any] = {
-                "gen_ai.operation.name": "execute_tool",
-                "gen_ai.tool.name": call.name,
-                "gen_ai.tool.call.id": call.id,
-                "gen_ai.tool.type": "function",
-            }
-            if result is not None:
-                tool_attributes["toolproof.tool.status"] = result.status
-                tool_attributes["toolproof.tool.mocked"] = result.mocked
-                if not result.ok:
-                    tool_attributes["error.type"] = result.error_type or "ToolError"
-            if capture_content:
-                tool_attributes["gen_ai.tool.call.arguments"] = call.arguments_json()
-                if result is not None:
-                    tool_attributes["gen_ai.tool.call.result"] = result.content
-            span = tracer.start_span(
-                f"execute_tool {call.name}",
-                context=context,
-                kind=SpanKind.INTERNAL,
-                attributes=tool_attributes,
-                start_time=tool_start,
-            )
-            if result is not None and not result.ok:
-                span.set_status(Status(StatusCode.ERROR, result.content[:500]))
-            duration = int((result.duration_ms if result else 0.0) * 1e6)
-            span.end(end_time=tool_start + duration)
-            if result is not None:
-                conversation.append(Message.tool(result))
+        _tool_spans(tracer, context, step, step_end, capture_content)
+        conversation.extend(Message.tool(result) for result in step.tool_results)
     if trace.stop_reason == "error":
         detail = trace.error.message if trace.error else trace.stop_detail or "error"
         root.set_status(Status(StatusCode.ERROR, detail[:500]))
         root.set_attribute("error.type", trace.error.type if trace.error else "error")
     root.end(end_time=end)
+
+
+def _root_attributes(
+    trace: Trace, agent: str, system: str, model: str, capture_content: bool
+) -> dict[str, Any]:
+    """The ``invoke_agent`` span's attributes."""
+    attributes: dict[str, Any] = {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": agent,
+        "gen_ai.provider.name": system,
+        "gen_ai.request.model": model,
+        "gen_ai.usage.input_tokens": trace.usage.input_tokens,
+        "gen_ai.usage.output_tokens": trace.usage.output_tokens,
+        "toolproof.trace.id": trace.id,
+        "toolproof.stop_reason": trace.stop_reason,
+        "toolproof.tool_mode": trace.tool_mode,
+    }
+    if trace.tags:
+        attributes["toolproof.tags"] = list(trace.tags)
+    if not capture_content:
+        return attributes
+    if trace.tools:
+        attributes["gen_ai.tool.definitions"] = _dumps(
+            [
+                {
+                    "type": "function",
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                }
+                for t in trace.tools
+            ]
+        )
+    if trace.metadata:
+        attributes["toolproof.metadata"] = _dumps(trace.metadata)
+    attributes["gen_ai.input.messages"] = _dumps(
+        [_parts(m) for m in [*trace.history, Message.user(trace.input)]]
+    )
+    if trace.output is not None:
+        attributes["gen_ai.output.messages"] = _dumps(
+            [{**_parts(Message.assistant(trace.output)), "finish_reason": "stop"}]
+        )
+    if trace.system_prompt:
+        attributes["gen_ai.system_instructions"] = _dumps(
+            [{"type": "text", "content": trace.system_prompt}]
+        )
+    return attributes
+
+
+def _chat_attributes(trace: Trace, step: Step, system: str, model: str) -> dict[str, Any]:
+    """A ``chat`` span's attributes, content aside."""
+    attributes: dict[str, Any] = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": system,
+        "gen_ai.request.model": model,
+        "gen_ai.response.model": step.model_name or model,
+        "gen_ai.usage.input_tokens": step.usage.input_tokens,
+        "gen_ai.usage.output_tokens": step.usage.output_tokens,
+    }
+    if step.finish_reason:
+        attributes["gen_ai.response.finish_reasons"] = [step.finish_reason]
+    for key in ("temperature", "max_tokens", "seed"):
+        if key in trace.settings:
+            attributes[f"gen_ai.request.{key}"] = trace.settings[key]
+    return attributes
+
+
+def _tool_spans(tracer: Any, context: Any, step: Step, start: int, capture_content: bool) -> None:
+    """An ``execute_tool`` span for each call of ``step`` that ran, from its answer on."""
+    by_id = {r.call_id: r for r in step.tool_results}
+    for call in step.response.tool_calls:
+        result = by_id.get(call.id)
+        if result is None:
+            continue  # a call that never ran has no execute_tool span
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": call.name,
+            "gen_ai.tool.call.id": call.id,
+            "gen_ai.tool.type": "function",
+            "toolproof.tool.status": result.status,
+            "toolproof.tool.mocked": result.mocked,
+        }
+        if not result.ok:
+            attributes["error.type"] = result.error_type or "ToolError"
+        if capture_content:
+            attributes["gen_ai.tool.call.arguments"] = call.arguments_json()
+            attributes["gen_ai.tool.call.result"] = result.content
+        span = tracer.start_span(
+            f"execute_tool {call.name}",
+            context=context,
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+            start_time=start,
+        )
+        if not result.ok:
+            span.set_status(Status(StatusCode.ERROR, result.content[:500]))
+        span.end(end_time=start + int(result.duration_ms * 1e6))
 
 
 # -- OTLP JSON ------------------------------------------------------------------------------------
@@ -572,76 +589,45 @@ def _trace(trace_id: str, spans: list[tuple[dict[str, Any], dict[str, Any]]]) ->
     chats = [(s, a) for s, a in spans if _operation(s, a) in _CHAT_OPERATIONS]
     if not chats:
         return None
-    tools = [(s, a) for s, a in spans if _operation(s, a) == "execute_tool"]
     agents = [(s, a) for s, a in spans if _operation(s, a) == "invoke_agent"]
     begin = min(_int(s.get("startTimeUnixNano")) for s, _ in spans)
     finish = max(_int(s.get("endTimeUnixNano")) for s, _ in spans)
     root_attrs = agents[0][1] if agents else {}
-    steps: list[Step] = []
-    first_input: list[Message] = []
-    system_prompt: str | None = None
-    model = ""
-    for index, (span, attributes) in enumerate(chats, 1):
-        start = _int(span.get("startTimeUnixNano"))
-        end = _int(span.get("endTimeUnixNano"))
-        inputs = _messages(attributes.get("gen_ai.input.messages"))
-        if index == 1:
-            first_input = inputs
-            instructions = _json_attr(attributes.get("gen_ai.system_instructions"))
-            if isinstance(instructions, list):
-                system_prompt = (
-                    "".join(
-                        str(p.get("content") or "") for p in instructions if isinstance(p, dict)
-                    )
-                    or None
-                )
-        outputs = [
-            m for m in _messages(attributes.get("gen_ai.output.messages")) if m.role == "assistant"
-        ]
-        response = outputs[0] if outputs else Message.assistant("")
-        finish_reasons = attributes.get("gen_ai.response.finish_reasons")
-        response_model = str(
-            attributes.get("gen_ai.response.model") or attributes.get("gen_ai.request.model") or ""
-        )
-        model = model or str(attributes.get("gen_ai.request.model") or response_model)
-        steps.append(
-            Step(
-                index=index,
-                request=RequestSummary(len(inputs)),
-                response=response,
-                offset_ms=(start - begin) / 1e6,
-                latency_ms=max(end - start, 0) / 1e6,
-                usage=Usage(
-                    input_tokens=_int(attributes.get("gen_ai.usage.input_tokens")),
-                    output_tokens=_int(attributes.get("gen_ai.usage.output_tokens")),
-                    requests=1,
-                ),
-                finish_reason=str(finish_reasons[0])
-                if isinstance(finish_reasons, list) and finish_reasons
-                else None,
-                model_name=response_model or None,
-            )
-        )
-        # Tool results the model received in this request answer the previous step's calls.
-        if index > 1:
-            _answer(steps[-2], inputs)
-    _attach_tool_spans(steps, chats, tools)
-    if system_prompt is None:
-        system_prompt = next((m.text for m in first_input if m.role == "system"), None)
-    rest = [m for m in first_input if m.role != "system"]
-    users = [i for i, m in enumerate(rest) if m.role == "user"]
-    if users:
-        input_text, history = rest[users[-1]].text, rest[: users[-1]]
-    else:
-        root_inputs = [
-            m for m in _messages(root_attrs.get("gen_ai.input.messages")) if m.role == "user"
-        ]
-        input_text, history = (root_inputs[-1].text if root_inputs else ""), []
-    usage = Usage()
-    for step in steps:
-        usage = usage + step.usage
+    first = chats[0][1]
+    first_input = _messages(first.get("gen_ai.input.messages"))
+    system_prompt, history, input_text = split_request(first_input)
+    instructions = _json_attr(first.get("gen_ai.system_instructions"))
+    if isinstance(instructions, list):
+        parts = (str(p.get("content") or "") for p in instructions if isinstance(p, dict))
+        system_prompt = "".join(parts) or None
+    if not any(m.role == "user" for m in first_input):
+        root_inputs = _messages(root_attrs.get("gen_ai.input.messages"))
+        users = [m for m in root_inputs if m.role == "user"]
+        input_text, history = (users[-1].text if users else ""), []
+    build = TraceBuilder(
+        Trace(
+            id=str(root_attrs.get("toolproof.trace.id") or trace_id or _hash(input_text)),
+            input=input_text,
+            started_at=_iso(begin),
+            ended_at=_iso(finish),
+            history=history,
+            system_prompt=system_prompt,
+            model=str(
+                first.get("gen_ai.request.model") or first.get("gen_ai.response.model") or ""
+            ),
+            duration_ms=max(finish - begin, 0) / 1e6,
+            metadata={**_metadata(root_attrs), "otel": {"trace_id": trace_id}},
+            tools=_tools(root_attrs),
+            tags=[str(t) for t in root_attrs.get("toolproof.tags") or () if isinstance(t, str)],
+        ),
+        mode_from_results=True,
+    )
+    for span, attributes in chats:
+        _chat_step(build, span, attributes, begin)
+    tools = [(s, a) for s, a in spans if _operation(s, a) == "execute_tool"]
+    _attach_tool_spans(build, chats, tools)
     # An error on a tool span was reported to the model; one elsewhere stopped the run.
-    error_span = next(
+    failed = next(
         (
             s
             for s, a in spans
@@ -650,66 +636,62 @@ def _trace(trace_id: str, spans: list[tuple[dict[str, Any], dict[str, Any]]]) ->
         ),
         None,
     )
-    last = steps[-1].response
-    trace = Trace(
-        id=str(root_attrs.get("toolproof.trace.id") or trace_id or _hash(input_text)),
-        input=input_text,
-        started_at=_iso(begin),
-        ended_at=_iso(finish),
-        history=history,
-        system_prompt=system_prompt,
-        system_prompt_hash=_hash(system_prompt) if system_prompt else None,
-        model=model,
-        steps=steps,
-        usage=usage,
-        duration_ms=max(finish - begin, 0) / 1e6,
-        metadata={**_metadata(root_attrs), "otel": {"trace_id": trace_id}},
-        tools=_tools(root_attrs),
-        tags=[str(t) for t in root_attrs.get("toolproof.tags") or () if isinstance(t, str)],
+    if failed is not None:
+        return build.finish(
+            "error", detail=str((failed.get("status") or {}).get("message") or "error")
+        )
+    return build.finish()
+
+
+def _chat_step(
+    build: TraceBuilder, span: dict[str, Any], attributes: dict[str, Any], begin: int
+) -> None:
+    """One chat span as the next step; the tool results it sent answer the step before."""
+    start = _int(span.get("startTimeUnixNano"))
+    end = _int(span.get("endTimeUnixNano"))
+    inputs = _messages(attributes.get("gen_ai.input.messages"))
+    build.answer(inputs)
+    outputs = [
+        m for m in _messages(attributes.get("gen_ai.output.messages")) if m.role == "assistant"
+    ]
+    reasons = attributes.get("gen_ai.response.finish_reasons")
+    model = attributes.get("gen_ai.response.model") or attributes.get("gen_ai.request.model")
+    build.step(
+        outputs[0] if outputs else Message.assistant(""),
+        request=RequestSummary(len(inputs)),
+        offset_ms=(start - begin) / 1e6,
+        latency_ms=max(end - start, 0) / 1e6,
+        usage=Usage(
+            input_tokens=_int(attributes.get("gen_ai.usage.input_tokens")),
+            output_tokens=_int(attributes.get("gen_ai.usage.output_tokens")),
+            requests=1,
+        ),
+        finish_reason=str(reasons[0]) if isinstance(reasons, list) and reasons else None,
+        model_name=str(model) if model else None,
     )
-    if error_span is not None:
-        trace.stop_reason = "error"
-        trace.stop_detail = str((error_span.get("status") or {}).get("message") or "error")
-    elif last.tool_calls:
-        trace.stop_reason = "max_steps"
-        trace.stop_detail = "the recorded run ended after tool calls without a final answer"
-    else:
-        trace.output = last.content or ""
-    if any(r.mocked for r in trace.tool_results):
-        trace.tool_mode = "mock"
-    return trace
-
-
-def _answer(step: Step, request: list[Message]) -> None:
-    by_id = {c.id: c for c in step.response.tool_calls}
-    have = {r.call_id for r in step.tool_results}
-    for message in request:
-        if (
-            message.role == "tool"
-            and message.tool_call_id in by_id
-            and message.tool_call_id not in have
-        ):
-            call = by_id[message.tool_call_id]
-            step.tool_results.append(ToolResult(call.id, call.name, "ok", message.text))
-            have.add(call.id)
 
 
 def _attach_tool_spans(
-    steps: list[Step],
+    build: TraceBuilder,
     chats: list[tuple[dict[str, Any], dict[str, Any]]],
     tools: list[tuple[dict[str, Any], dict[str, Any]]],
 ) -> None:
+    steps = build.trace.steps
     starts = [_int(s.get("startTimeUnixNano")) for s, _ in chats]
+    # A span answers the call its id names; a span without a known id, the last step
+    # that started before it.
+    by_id = {c.id: (step, c) for step in steps for c in step.response.tool_calls if c.id}
     for span, attributes in tools:
         start = _int(span.get("startTimeUnixNano"))
-        before = [i for i, s in enumerate(starts) if s <= start]
-        if not before:
-            continue
-        step = steps[before[-1]]
         name = str(attributes.get("gen_ai.tool.name") or str(span.get("name") or "").split(" ")[-1])
         call_id = str(attributes.get("gen_ai.tool.call.id") or "")
         raw_arguments = attributes.get("gen_ai.tool.call.arguments")
-        call = next((c for c in step.response.tool_calls if call_id and c.id == call_id), None)
+        step, call = by_id.get(call_id, (None, None))
+        if step is None:
+            before = [i for i, s in enumerate(starts) if s <= start]
+            if not before:
+                continue
+            step = steps[before[-1]]
         if call is None:
             # Content was not captured: the tool span is the only record of the call.
             call = ToolCall.from_json_arguments(
@@ -735,15 +717,13 @@ def _attach_tool_spans(
             mocked=bool(attributes.get("toolproof.tool.mocked", False)),
         )
         existing = next((r for r in step.tool_results if r.call_id == call.id), None)
-        if existing is not None:
-            existing.status, existing.error_type = result.status, result.error_type
-            existing.duration_ms, existing.mocked = result.duration_ms, result.mocked
-            if isinstance(result_text, str):
-                existing.content = result_text
-        else:
-            step.tool_results.append(result)
-        order = {c.id: i for i, c in enumerate(step.response.tool_calls)}
-        step.tool_results.sort(key=lambda r: order.get(r.call_id, 0))
+        if existing is None:
+            build.result(result, step)
+            continue
+        existing.status, existing.error_type = result.status, result.error_type
+        existing.duration_ms, existing.mocked = result.duration_ms, result.mocked
+        if isinstance(result_text, str):
+            existing.content = result_text
 
 
 def _metadata(attributes: dict[str, Any]) -> dict[str, Any]:

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from toolproof._messages import Message, ToolCall, ToolResult
-from toolproof._trace import RequestSummary, Step, ToolInfo, Trace, stable_hash
+from toolproof._trace import ToolInfo, Trace, stable_hash, tool_info
+from toolproof._trace_build import TraceBuilder
 from toolproof.errors import UserError
 
 __all__ = [
@@ -59,13 +60,7 @@ def load_tool_infos(source: str | Path | Sequence[Mapping[str, Any]]) -> list[To
     """
     if isinstance(source, (str, Path)):
         path = Path(source)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise UserError(f"cannot read tool schemas {path}: {exc.strerror}") from exc
-        except UnicodeDecodeError as exc:
-            raise UserError(f"{path} is not UTF-8 text ({exc.reason})") from exc
-        data = _loads(text, str(path))
+        data = _loads(_read(path, "tool schemas "), str(path))
         where = str(path)
     else:
         data, where = source, "tools"
@@ -89,11 +84,7 @@ def load_tool_infos(source: str | Path | Sequence[Mapping[str, Any]]) -> list[To
                 f"{where}[{index}].parameters: expected a JSON Schema object, got "
                 f"{type(parameters).__name__}"
             )
-        parameters = dict(parameters)
-        schema_hash = stable_hash(
-            {"name": name, "description": description, "parameters": parameters}
-        )
-        infos.append(ToolInfo(name, description, parameters, schema_hash))
+        infos.append(tool_info(name, description, dict(parameters)))
     return infos
 
 
@@ -152,7 +143,6 @@ def conversation_to_traces(
             input=converted[start].content or "",
             history=converted[:start],
             system_prompt=system_prompt,
-            system_prompt_hash=stable_hash(system_prompt) if system_prompt else None,
             model=model,
             tools=list(tools),
             metadata={
@@ -163,57 +153,33 @@ def conversation_to_traces(
             },
             tags=list(tags),
         )
-        _fill_steps(trace, converted[start + 1 : end], f"{where} turn {turn}")
-        traces.append(trace)
+        traces.append(_turn(trace, converted[start + 1 : end], f"{where} turn {turn}"))
     return traces
 
 
-def _fill_steps(trace: Trace, messages: list[Message], where: str) -> None:
-    step: Step | None = None
+def _turn(trace: Trace, messages: list[Message], where: str) -> Trace:
+    """The trace of one turn: its assistant messages are steps, its tool messages results."""
+    build = TraceBuilder(trace)
     for message in messages:
         if message.role == "assistant":
-            step = Step(
-                index=len(trace.steps) + 1,
-                request=RequestSummary(message_count=0),
-                response=message,
+            build.step(
+                message,
                 model_name=trace.model or None,
                 finish_reason="tool_calls" if message.tool_calls else "stop",
             )
-            trace.steps.append(step)
         elif message.role == "tool":
-            if step is None:
+            if not trace.steps:
                 raise UserError(f"{where}: a tool message comes before any assistant message")
-            content = message.content or ""
-            step.tool_results.append(
-                ToolResult(
-                    call_id=message.tool_call_id or "",
-                    name=message.name or _call_name(step.response, message.tool_call_id),
-                    status="ok",
-                    content=content,
-                    value=_json_value(content),
-                )
-            )
+            content = message.text
+            call_id = message.tool_call_id or ""
+            build.result(ToolResult(call_id, message.name or "", "ok", content, _json(content)))
         # system messages in the middle of a conversation carry no run data: skipped
-    last = trace.steps[-1] if trace.steps else None
-    if last is not None and not last.response.tool_calls:
-        trace.output = last.response.content or ""
-        trace.stop_reason = "final"
-    else:
-        # The conversation was ended from outside (a hand-off, the user left): the run did
-        # not finish with an answer, and a replay must stop at the same point.
-        trace.output = None
-        trace.stop_reason = "cancelled"
-        trace.stop_detail = "the recorded conversation ended after a tool call, without an answer"
+    # A conversation ended from outside (a hand-off, the user left) is cancelled there, and
+    # a replay stops at the same point.
+    return build.finish()
 
 
-def _call_name(response: Message, call_id: str | None) -> str:
-    for call in response.tool_calls:
-        if call.id == call_id:
-            return call.name
-    return ""
-
-
-def _json_value(content: str) -> Any:
+def _json(content: str) -> Any:
     try:
         return json.loads(content)
     except ValueError:
@@ -295,12 +261,7 @@ def read_trace_file(
             conversation (the message gives the line or record number).
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"cannot read {path}: {exc.strerror}") from exc
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{path} is not UTF-8 text ({exc.reason})") from exc
+    text = _read(path)
     records = list(_records(text, path))
     for ordinal, (number, record) in enumerate(records, 1):
         kind = format if format != "auto" else _kind(record)
@@ -340,6 +301,16 @@ def _records(text: str, path: Path) -> Iterator[tuple[int, Any]]:
             yield number, _loads(line, f"{path}:{number}")
         return
     yield 0, _loads(text, str(path))
+
+
+def _read(path: Path, what: str = "") -> str:
+    """The text of a UTF-8 file; a file that cannot be read is one error naming it."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot read {what}{path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path} is not UTF-8 text ({exc.reason})") from exc
 
 
 def _loads(text: str, where: str) -> Any:

@@ -87,12 +87,13 @@ class RecordedResult:
 
 
 class RecordedTool:
-    """A tool offered in the recorded run: its name and schema hash."""
+    """A tool offered in the recorded run: its name, description and schema hash."""
 
-    __slots__ = ("name", "schema_hash")
+    __slots__ = ("description", "name", "schema_hash")
 
     def __init__(self, data: dict[str, Any]) -> None:
         self.name: str = data["name"]
+        self.description: str = data["description"]
         self.schema_hash: str = data["schema_hash"]
 
 

@@ -24,19 +24,13 @@ from collections.abc import Callable
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
-from toolproof._messages import Message, ToolCall, ToolResult
-from toolproof._trace import ErrorInfo, Step, Trace
+from toolproof._trace import Trace
 from toolproof.replay._redact_walk import (
-    _CALL,
-    _ERROR,
     _KEPT_SCALARS,
     _MAX_JSON_DEPTH,
-    _MESSAGE,
     _MIRRORS,
-    _RESULT,
+    _SHAPES,
     _SKIP,
-    _STEP,
-    _TRACE,
     _may_be_json,
     _Rules,
     _Walk,
@@ -90,14 +84,6 @@ _DATA, _ONE, _MANY = 0, 1, 2
 # (field, kind, class of the nested object or None, whether the field mirrors a twin)
 _Plan = tuple[tuple[str, int, Any, bool], ...]
 
-_SHAPES: dict[type, dict[str, Any]] = {
-    Trace: _TRACE,
-    Step: _STEP,
-    Message: _MESSAGE,
-    ToolCall: _CALL,
-    ToolResult: _RESULT,
-    ErrorInfo: _ERROR,
-}
 _BY_SHAPE = {id(shape): cls for cls, shape in _SHAPES.items()}
 
 

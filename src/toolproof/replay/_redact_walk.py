@@ -11,6 +11,7 @@ import json
 import re
 from typing import Any, Protocol
 
+from toolproof._trace import KEPT, MIRRORS, NUMBER, TRACE_SHAPE, Trace
 from toolproof.replay._redact_patterns import _DROP, Action, _apply, _Span
 
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z_ -]*")
@@ -32,66 +33,46 @@ class _Rules(Protocol):
 
 # -- the one walker ------------------------------------------------------------------------
 #
-# A trace is walked by its shape: the shape of an object names its structural fields (kept as
-# they are: ids, roles, statuses, times, tool names, counts) and the objects nested in it.
-# Every other field, including fields added to the Trace later, is data: every string in it
-# is redacted, dict keys in it are matched against the field rules, and strings holding JSON
-# are parsed, redacted as data and written back, at any depth.
+# A trace is walked by its declared shape (``toolproof._trace.TRACE_SHAPE``): its structure
+# and its numbers are kept as they are (ids, roles, statuses, times, tool names, counts, the
+# tools' definitions, which replay validates against), nested objects are walked by their
+# own shapes, and every other field, including fields added to the Trace later, is data:
+# every string in it is redacted, dict keys in it are matched against the field rules, and
+# strings holding JSON are parsed, redacted as data and written back, at any depth.
 
 _SKIP = "skip"
 _DATA = "data"
-_CALL: dict[str, Any] = {"id": _SKIP, "name": _SKIP}
-_ERROR: dict[str, Any] = {"type": _SKIP, "tool_name": _SKIP}
-_MESSAGE: dict[str, Any] = {
-    "role": _SKIP,
-    "tool_call_id": _SKIP,
-    "name": _SKIP,
-    "status": _SKIP,
-    "tool_calls": [_CALL],
-}
-_RESULT: dict[str, Any] = {
-    "call_id": _SKIP,
-    "name": _SKIP,
-    "status": _SKIP,
-    "error_type": _SKIP,
-    "duration_ms": _SKIP,
-    "mocked": _SKIP,
-}
-_STEP: dict[str, Any] = {
-    "index": _SKIP,
-    "offset_ms": _SKIP,
-    "latency_ms": _SKIP,
-    "request": _SKIP,
-    "usage": _SKIP,
-    "finish_reason": _SKIP,
-    "model_name": _SKIP,
-    "cost": _SKIP,
-    "response": _MESSAGE,
-    "tool_results": [_RESULT],
-}
-_TRACE: dict[str, Any] = {
-    "id": _SKIP,
-    "version": _SKIP,
-    "started_at": _SKIP,
-    "ended_at": _SKIP,
-    "system_prompt_hash": _SKIP,
-    "model": _SKIP,
-    "tool_mode": _SKIP,
-    "stop_reason": _SKIP,
-    "usage": _SKIP,
-    "cost": _SKIP,
-    "duration_ms": _SKIP,
-    # The tools offered are the code's definitions (names, descriptions, JSON Schemas that
-    # replay validates against), not data of the run.
-    "tools": _SKIP,
-    "history": [_MESSAGE],
-    "steps": [_STEP],
-    "error": _ERROR,
-}
+
+
+def _walk_shapes() -> dict[type, dict[str, Any]]:
+    """The walk's shape of each trace class: kept fields and nested shapes; the rest is data."""
+    shapes: dict[type, dict[str, Any]] = {}
+
+    def shape_of(cls: type) -> dict[str, Any]:
+        if cls not in shapes:
+            shape: dict[str, Any] = {}
+            for name, held in TRACE_SHAPE[cls].items():
+                if held in (KEPT, NUMBER):
+                    shape[name] = _SKIP
+                elif isinstance(held, type):
+                    shape[name] = shape_of(held)
+                elif isinstance(held, list):
+                    shape[name] = [shape_of(held[0])]
+            shapes[cls] = shape
+        return shapes[cls]
+
+    for cls in TRACE_SHAPE:
+        shape_of(cls)
+    return shapes
+
+
+#: The walk's shape of each trace class (each nested shape is the very object of its class).
+_SHAPES = _walk_shapes()
+_TRACE = _SHAPES[Trace]
 # Per shape, the keys kept as they are (by the shape's id: shapes are module constants).
 _KEPT: dict[int, frozenset[str]] = {
     id(shape): frozenset(key for key, sub in shape.items() if sub is _SKIP)
-    for shape in (_CALL, _ERROR, _MESSAGE, _RESULT, _STEP, _TRACE)
+    for shape in _SHAPES.values()
 }
 
 
@@ -111,9 +92,9 @@ def _structural(shape: dict[str, Any], prefix: str = "") -> list[str]:
 _STRUCTURAL_FIELDS: tuple[str, ...] = tuple(_structural(_TRACE))
 
 _JSON_FIRST = frozenset('{["')
-# Fields whose text is usually the JSON of the field named next to it (a tool result's
-# content and value, a call's raw and parsed arguments): redacted once, written twice.
-_MIRRORS = {"content": "value", "raw_arguments": "arguments"}
+# Fields whose text is usually the JSON of the field named next to it: redacted once,
+# written twice.
+_MIRRORS = MIRRORS
 _CONTAINERS = (dict, list, str)
 _KEPT_SCALARS = frozenset({bool, float, type(None)})  # never redacted as data
 

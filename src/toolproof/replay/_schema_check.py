@@ -31,7 +31,7 @@ def load_schema_file(path: str | Path) -> list[ToolInfo]:
     Raises:
         UserError: The file cannot be read, is not JSON, or is neither form.
     """
-    from toolproof._trace import ToolInfo, stable_hash
+    from toolproof._trace import tool_info
     from toolproof.replay._import import load_tool_infos
 
     path = Path(path)
@@ -53,10 +53,7 @@ def load_schema_file(path: str | Path) -> list[ToolInfo]:
         for name, entry in snapshot["tools"].items():
             description = str(entry.get("description") or "")
             parameters = dict(entry.get("parameters") or {"type": "object", "properties": {}})
-            schema_hash = stable_hash(
-                {"name": name, "description": description, "parameters": parameters}
-            )
-            infos.append(ToolInfo(name, description, parameters, schema_hash))
+            infos.append(tool_info(name, description, parameters))
         return infos
     try:
         return load_tool_infos(data)

@@ -6,13 +6,13 @@ import difflib
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from toolproof._messages import ToolResult
 from toolproof._tools import ArgumentsInvalid, Tool
 from toolproof._toolset import Toolset
-from toolproof._trace import ToolInfo, Trace
+from toolproof._trace import ToolInfo, Trace, schema_hash
 from toolproof.errors import (
     AgentRunError,
     ToolError,
@@ -52,12 +52,34 @@ class _TodayTool:
     name: str
     schema_hash: str
     params: tuple[str, ...]
+    #: its description, ``None`` when only its parameters are known (a bare schema)
+    description: str | None = None
+    parameters: Any = None
     tool: Tool[..., Any] | None = None
     validator: Any = None  # jsonschema validator when only a schema is known
     mock: Callable[..., Any] | None = None
+    #: a bare schema's hashes with the recorded descriptions, by description
+    hashes: dict[str, str] = field(default_factory=dict)
     #: the verdicts on arguments already checked, by their ``repr``; ``None`` for a Python
     #: tool, whose check may run the user's code (asked every time)
     verdicts: dict[str, str | None] | None = None
+
+    def changed(self, description: str, recorded_hash: str) -> bool:
+        """Whether the tool's schema differs from the one recorded with ``recorded_hash``.
+
+        A tool known by its parameters alone is compared on them: its description is taken
+        to be the recorded one.
+        """
+        if not recorded_hash:
+            return False
+        if self.description is not None:
+            return self.schema_hash != recorded_hash
+        hashes = self.hashes  # (by description: the same few recur in every sample)
+        if description not in hashes:
+            if len(hashes) >= _VERDICTS:
+                hashes.clear()
+            hashes[description] = schema_hash(self.name, description, self.parameters)
+        return hashes[description] != recorded_hash
 
     def reject(self, arguments: dict[str, Any]) -> str | None:
         """Why today's tool refuses these arguments (``None``: it accepts them).
@@ -140,18 +162,14 @@ def _today_tools(tools: Any) -> dict[str, _TodayTool]:
             real = tool.name in tools.real_tools
             out[tool.name] = _from_tool(tool, function if mocked or real else None)
         return out
-    if isinstance(tools, Mapping):
-        items: list[Any] = [
-            ToolInfo(str(name), "", dict(schema), "") for name, schema in tools.items()
-        ]
-    else:
-        items = list(tools)
+    if isinstance(tools, Mapping):  # name -> parameters: no description is known
+        return {str(name): _from_schema(str(name), schema, None) for name, schema in tools.items()}
     out = {}
-    for item in items:
+    for item in tools:
         if isinstance(item, Tool):
             entry = _from_tool(item, item.mock_function)
         elif isinstance(item, ToolInfo):
-            entry = _from_schema(item.name, item.parameters, item.schema_hash)
+            entry = _from_schema(item.name, item.parameters, item.description)
         elif callable(item):
             from toolproof._tools import tool as make_tool
 
@@ -168,10 +186,10 @@ def _today_tools(tools: Any) -> dict[str, _TodayTool]:
 
 def _from_tool(tool: Tool[..., Any], mock: Callable[..., Any] | None) -> _TodayTool:
     params = tuple(tool.parameters.get("properties", {}))
-    return _TodayTool(tool.name, tool.schema_hash, params, tool=tool, mock=mock)
+    return _TodayTool(tool.name, tool.schema_hash, params, tool.description, tool=tool, mock=mock)
 
 
-def _from_schema(name: str, parameters: Mapping[str, Any], schema_hash: str) -> _TodayTool:
+def _from_schema(name: str, parameters: Mapping[str, Any], description: str | None) -> _TodayTool:
     from jsonschema import Draft202012Validator, validators
 
     schema = dict(parameters)
@@ -184,7 +202,8 @@ def _from_schema(name: str, parameters: Mapping[str, Any], schema_hash: str) -> 
     # (a JSON Schema check is a pure function of the arguments: no format checker, no code
     # of the user's; jsonschema builds a validator object for every subschema it descends
     # into, on every check)
-    return _TodayTool(name, schema_hash, params, validator=cls(schema), verdicts={})
+    digest = schema_hash(name, description or "", schema)
+    return _TodayTool(name, digest, params, description, schema, validator=cls(schema), verdicts={})
 
 
 # -- tools mode ------------------------------------------------------------------------------
@@ -247,7 +266,7 @@ def _tools_sample(
         if info.name not in called:
             continue  # a change to a tool this sample never called says nothing about it
         tool = today.get(info.name)
-        if tool is not None and info.schema_hash and tool.schema_hash != info.schema_hash:
+        if tool is not None and tool.changed(info.description, info.schema_hash):
             notes.append(f"{info.name}: schema changed since recording")
     return SampleResult(
         trace_id=trace.id,
@@ -342,14 +361,11 @@ def _view_sample(
         )
     notes: list[str] = []
     for info in data["tools"]:
-        recorded_hash = info["schema_hash"]
-        if not recorded_hash:
-            continue
         name = info["name"]
         tool = today.get(name)
         if (
             tool is not None
-            and tool.schema_hash != recorded_hash
+            and tool.changed(info["description"], info["schema_hash"])
             # (a change to a tool this sample never called says nothing about it)
             and any(call["name"] == name for call, _ in pairs)
         ):

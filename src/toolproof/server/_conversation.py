@@ -14,11 +14,11 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
-from toolproof._messages import Message, ModelResponse, ToolDefinition, ToolResult, Usage
-from toolproof._trace import ErrorInfo, RequestSummary, Step, ToolInfo, Trace, stable_hash
+from toolproof._messages import Message, ModelResponse, ToolDefinition
+from toolproof._trace import ErrorInfo, RequestSummary, Trace, tool_info
+from toolproof._trace_build import TraceBuilder, split_request, utc_now
 
 __all__ = ["Conversation", "message_key", "results_unseen", "transcript_digests"]
 
@@ -69,10 +69,6 @@ def transcript_digests(messages: Sequence[Message]) -> list[bytes]:
     return digests
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
 def _chars(message: Message) -> int:
     """The characters of text ``message`` holds (what a conversation counts as kept)."""
     calls = sum(
@@ -89,8 +85,8 @@ class _Exchange:
     offset_ms: float
     latency_ms: float
     error: BaseException | None = None
-    results: list[ToolResult] = field(default_factory=list)
-    """The results of this answer's tool calls, as the next request sent them back."""
+    answers: list[Message] = field(default_factory=list)
+    """What the next request sent after this answer: the results of its tool calls."""
 
 
 @dataclass(eq=False)
@@ -117,7 +113,7 @@ class Conversation:
     history: list[Message] = field(default_factory=list)
     input: str = ""
     started: float = field(default_factory=time.perf_counter)
-    started_at: str = field(default_factory=_now)
+    started_at: str = field(default_factory=utc_now)
     ended_at: str = ""
     digest: bytes | None = None
     busy: bool = False
@@ -163,18 +159,14 @@ class Conversation:
                 error,
             )
         )
-        self.ended_at = _now()
+        self.ended_at = utc_now()
         self.digest = None
         if response is not None:
             self.chars += _chars(response.message)
             self.digest = _chain(digests[-1] if digests else b"", response.message)
 
     def _first(self, messages: Sequence[Message]) -> None:
-        self.system = next((m.content for m in messages if m.role == "system"), None)
-        users = [i for i, m in enumerate(messages) if m.role == "user"]
-        start = users[-1] if users else len(messages)
-        self.input = (messages[start].content or "") if users else ""
-        self.history = [m for m in messages[:start] if m.role != "system"]
+        self.system, self.history, self.input = split_request(messages)
         self.chars += len(self.system or "") + len(self.input)
         self.chars += sum(_chars(m) for m in self.history)
 
@@ -182,73 +174,52 @@ class Conversation:
         last = self.exchanges[-1]
         if last.response is None:
             return
-        calls = {c.id: c.name for c in last.response.message.tool_calls}
-        for m in messages[last.count + 1 :]:
-            if m.role == "tool" and m.tool_call_id in calls:
-                call_id = m.tool_call_id or ""
-                last.results.append(ToolResult(call_id, calls[call_id], "ok", m.content or ""))
-                self.chars += _chars(m)
+        calls = {c.id for c in last.response.message.tool_calls}
+        new = messages[last.count + 1 :]
+        last.answers = [m for m in new if m.role == "tool" and m.tool_call_id in calls]
+        self.chars += sum(_chars(m) for m in last.answers)
 
     def trace(self, *, output: str | None = None) -> Trace:
         """The conversation as a Trace, as toolproof's own agent would have recorded it."""
-        steps: list[Step] = []
-        usage = Usage()
+        build = TraceBuilder(
+            Trace(
+                id=self.id,
+                input=self.input,
+                started_at=self.started_at,
+                ended_at=self.ended_at or utc_now(),
+                history=list(self.history),
+                system_prompt=self.system,
+                model=getattr(self.model, "name", "") or "",
+                tools=[tool_info(t.name, t.description, t.parameters) for t in self.tools],
+                duration_ms=(time.perf_counter() - self.started) * 1000,
+                metadata={"source": "wire", **UNSEEN},
+            )
+        )
         for exchange in self.exchanges:
             response = exchange.response
             if response is None:
                 continue
-            usage = usage + response.usage
-            steps.append(
-                Step(
-                    index=len(steps) + 1,
-                    request=RequestSummary(message_count=exchange.count),
-                    response=response.message,
-                    offset_ms=exchange.offset_ms,
-                    latency_ms=exchange.latency_ms,
-                    usage=response.usage,
-                    finish_reason=response.finish_reason,
-                    model_name=response.model_name,
-                    tool_results=list(exchange.results),
-                    parse_errors=list(response.parse_errors),
-                )
+            step = build.step(
+                response.message,
+                request=RequestSummary(message_count=exchange.count),
+                usage=response.usage,
+                finish_reason=response.finish_reason,
+                model_name=response.model_name,
+                offset_ms=exchange.offset_ms,
+                latency_ms=exchange.latency_ms,
+                parse_errors=response.parse_errors,
             )
-        system = self.system
-        trace = Trace(
-            id=self.id,
-            input=self.input,
-            started_at=self.started_at,
-            ended_at=self.ended_at or _now(),
-            history=list(self.history),
-            system_prompt=system,
-            system_prompt_hash=stable_hash(system) if system is not None else None,
-            model=getattr(self.model, "name", "") or "",
-            tools=[
-                ToolInfo(
-                    t.name,
-                    t.description,
-                    t.parameters,
-                    stable_hash(
-                        {"name": t.name, "description": t.description, "parameters": t.parameters}
-                    ),
-                )
-                for t in self.tools
-            ],
-            tool_mode="real",
-            steps=steps,
-            usage=usage,
-            duration_ms=(time.perf_counter() - self.started) * 1000,
-            metadata={"source": "wire", **UNSEEN},
-        )
+            build.answer(exchange.answers, step)
         last = self.exchanges[-1] if self.exchanges else None
         if last is not None and last.error is not None:
-            trace.stop_reason = "error"
-            trace.stop_detail = f"the model failed: {type(last.error).__name__}: {last.error}"
-            trace.error = ErrorInfo(type(last.error).__name__, str(last.error))
-        elif steps and not steps[-1].response.tool_calls:
-            trace.output = steps[-1].response.content or ""
-        elif steps:
-            trace.stop_reason = "error"
-            trace.stop_detail = "the client stopped without sending the tool results back"
+            failure = f"{type(last.error).__name__}: {last.error}"
+            trace = build.finish(
+                "error",
+                detail=f"the model failed: {failure}",
+                error=ErrorInfo(type(last.error).__name__, str(last.error)),
+            )
+        else:
+            trace = build.finish()
         if output is not None:
             trace.output = output
         return trace

@@ -10,7 +10,6 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any, Literal
 from uuid import UUID
 
@@ -20,8 +19,8 @@ from langchain_core.outputs import LLMResult
 from langchain_core.tracers.context import register_configure_hook
 
 from toolproof._messages import Message, ToolCall, ToolResult, Usage
-from toolproof._trace import ErrorInfo, RequestSummary, Step, StopReason, ToolInfo, Trace
-from toolproof._trace import stable_hash as _hash
+from toolproof._trace import ErrorInfo, RequestSummary, Step, ToolInfo, Trace, tool_info
+from toolproof._trace_build import TraceBuilder, split_request, utc_now
 from toolproof.errors import AgentRunError
 from toolproof.integrations.langchain._messages import _text, to_toolproof_messages
 
@@ -29,10 +28,6 @@ __all__ = ["TraceCapture", "capture_trace"]
 
 
 # -- trace capture ---------------------------------------------------------------------------------
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass(slots=True)
@@ -73,7 +68,7 @@ class TraceCapture(BaseCallbackHandler):
         self._lock = threading.RLock()
         self._clock = time.perf_counter
         self._started = self._clock()
-        self._started_at = _now()
+        self._started_at = utc_now()
         self._input = input
         self._metadata = dict(metadata or {})
         self._tags = list(tags)
@@ -120,19 +115,10 @@ class TraceCapture(BaseCallbackHandler):
             for t in tools:
                 function = t.get("function") or t
                 if "name" in function and function["name"] not in self._tools:
-                    parameters = function.get("parameters") or {}
-                    description = function.get("description") or ""
-                    self._tools[function["name"]] = ToolInfo(
+                    self._tools[function["name"]] = tool_info(
                         function["name"],
-                        description,
-                        parameters,
-                        _hash(
-                            {
-                                "name": function["name"],
-                                "description": description,
-                                "parameters": parameters,
-                            }
-                        ),
+                        function.get("description") or "",
+                        function.get("parameters") or {},
                     )
             converted = to_toolproof_messages(request)
             if self._first is None:
@@ -377,89 +363,49 @@ class TraceCapture(BaseCallbackHandler):
 
     def _build(self) -> Trace:
         first = self._first or []
-        system = "\n\n".join(m.text for m in first if m.role == "system") or None
-        rest = [m for m in first if m.role != "system"]
-        user_index = max((i for i, m in enumerate(rest) if m.role == "user"), default=None)
+        system, history, input_text = split_request(first)
         if self._input is not None:
             input_text = self._input
-            history = rest[:user_index] if user_index is not None else []
-        elif user_index is not None:
-            input_text = rest[user_index].text
-            history = rest[:user_index]
-        else:
-            input_text, history = "", rest
-        steps = []
-        for step in self._steps:
-            results = [
-                self._results[(step.index, i)]
-                for i in range(len(step.response.tool_calls))
-                if (step.index, i) in self._results
-            ]
-            steps.append(
-                Step(
-                    index=step.index,
-                    request=step.request,
-                    response=step.response,
-                    offset_ms=step.offset_ms,
-                    latency_ms=step.latency_ms,
-                    usage=step.usage,
-                    finish_reason=step.finish_reason,
-                    model_name=step.model_name,
-                    tool_results=results,
-                )
-            )
-        usage = Usage()
-        for step in steps:
-            usage = usage + step.usage
-        output: str | None = None
-        detail: str | None = None
-        error: ErrorInfo | None = None
-        reason: StopReason
-        if self._error is not None:
-            reason = "error"
-            failure = self._error
-            # Like toolproof's own loop: a run error is named by its root cause.
-            root = failure.__cause__ or failure if isinstance(failure, AgentRunError) else failure
-            error = ErrorInfo(
-                type(root).__name__, str(failure), getattr(failure, "tool_name", None)
-            )
-            detail = str(failure) if root is not failure else f"{type(root).__name__}: {root}"
-        elif steps and not steps[-1].response.tool_calls:
-            reason = "final"
-            output = steps[-1].response.content or ""
-            if not output:
-                detail = "the model returned an empty answer"
-        elif steps:
-            reason = "max_steps"
-            pending = ", ".join(c.signature() for c in steps[-1].response.tool_calls)
-            detail = f"the run ended after tool calls without a final answer ({pending})"
-        else:
-            reason = "error"
-            detail = "no chat model call was recorded"
+            if not any(m.role == "user" for m in first):
+                history = []
         ended = self._ended if self._ended is not None else self._clock()
-        mocked = [r.mocked for s in steps for r in s.tool_results]
-        model = next((s.model_name for s in steps if s.model_name), "") or ""
-        return Trace(
-            id=uuid.uuid4().hex,
-            input=input_text,
-            started_at=self._started_at,
-            ended_at=_now(),
-            history=history,
-            system_prompt=system,
-            system_prompt_hash=_hash(system) if system else None,
-            model=model,
-            tools=list(self._tools.values()),
-            tool_mode="mock" if mocked and any(mocked) else "real",
-            steps=steps,
-            output=output,
-            stop_reason=reason,
-            stop_detail=detail,
-            error=error,
-            usage=usage,
-            duration_ms=(ended - self._started) * 1000,
-            metadata=dict(self._metadata),
-            tags=list(self._tags),
+        build = TraceBuilder(
+            Trace(
+                id=uuid.uuid4().hex,
+                input=input_text,
+                started_at=self._started_at,
+                ended_at=utc_now(),
+                history=history,
+                system_prompt=system,
+                tools=list(self._tools.values()),
+                duration_ms=(ended - self._started) * 1000,
+                metadata=dict(self._metadata),
+                tags=list(self._tags),
+            ),
+            mode_from_results=True,
         )
+        for recorded in self._steps:
+            step = build.step(
+                recorded.response,
+                request=recorded.request,
+                usage=recorded.usage,
+                finish_reason=recorded.finish_reason,
+                model_name=recorded.model_name,
+                offset_ms=recorded.offset_ms,
+                latency_ms=recorded.latency_ms,
+            )
+            for i in range(len(recorded.response.tool_calls)):
+                result = self._results.get((recorded.index, i))
+                if result is not None:
+                    build.result(result, step)
+        failure = self._error
+        if failure is None:
+            return build.finish()
+        # Like toolproof's own loop: a run error is named by its root cause.
+        root = failure.__cause__ or failure if isinstance(failure, AgentRunError) else failure
+        error = ErrorInfo(type(root).__name__, str(failure), getattr(failure, "tool_name", None))
+        detail = str(failure) if root is not failure else f"{type(root).__name__}: {root}"
+        return build.finish("error", detail=detail, error=error)
 
 
 def _jsonable(value: Any) -> Any:

@@ -9,10 +9,9 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from toolproof._messages import ToolCall, ToolDefinition, ToolResult, error_message
+from toolproof._messages import ToolCall, ToolResult, error_message
 from toolproof._tools import Tool
 from toolproof._toolset import Toolset
-from toolproof._trace import stable_hash as _hash
 from toolproof.errors import ToolError, UserError
 from toolproof.integrations.langchain._capture import TraceCapture, _active
 from toolproof.integrations.langchain._messages import _run_sync
@@ -98,12 +97,7 @@ def from_langchain(
         timeout=timeout,
         extra="ignore",
         _localns={},
-    )
-    # What the model is told is exactly LangChain's schema.
-    made.parameters = parameters
-    made.definition = ToolDefinition(made.name, made.description, parameters)
-    made.schema_hash = _hash(
-        {"name": made.name, "description": made.description, "parameters": parameters}
+        _parameters=parameters,  # what the model is told is exactly LangChain's schema
     )
     made.is_async = inspect.iscoroutinefunction(function)
     return made

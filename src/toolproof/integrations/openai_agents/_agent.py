@@ -12,14 +12,15 @@ from agents import FunctionTool
 from toolproof._agent import Agent as ToolproofAgent
 from toolproof._agent import Budget
 from toolproof._agent import RunResult as ToolproofRunResult
-from toolproof._messages import Message, ModelSettings, ToolResult
+from toolproof._messages import Message, ModelSettings
 from toolproof._tools import Tool
 from toolproof._toolset import Toolset
-from toolproof._trace import ErrorInfo, RequestSummary, Step, Trace
+from toolproof._trace import ErrorInfo, RequestSummary, Trace
+from toolproof._trace_build import TraceBuilder, utc_now
 from toolproof.errors import UserError
 from toolproof.integrations.openai_agents._models import AgentsModel
 from toolproof.integrations.openai_agents._tools import _known, to_function_tool
-from toolproof.integrations.openai_agents._traces import _finish, _now, trace_from_result
+from toolproof.integrations.openai_agents._traces import trace_from_result
 from toolproof.models._base import Model
 
 __all__ = ["AgentsSDKAgent"]
@@ -28,29 +29,23 @@ __all__ = ["AgentsSDKAgent"]
 # -- SDK agents where toolproof expects an Agent --------------------------------------------------
 
 
-def _steps_of(model: AgentsModel) -> list[Step]:
-    steps = []
-    for index, response in enumerate(model.responses, 1):
-        step = Step(
-            index,
-            RequestSummary(len(model.requests[index - 1].messages)),
+def _trace_of(model: AgentsModel, input: str) -> Trace:
+    """The run's trace rebuilt from what the model was asked and answered."""
+    build = TraceBuilder(Trace(id=uuid.uuid4().hex, input=input, started_at=utc_now()))
+    requests = model.requests
+    for index, response in enumerate(model.responses):
+        step = build.step(
             response.message,
+            request=RequestSummary(len(requests[index].messages)),
             usage=response.usage,
             finish_reason=response.finish_reason,
             model_name=response.model_name,
         )
-        if index < len(model.requests):
-            answers = {
-                m.tool_call_id: m for m in model.requests[index].messages if m.role == "tool"
-            }
-            step.tool_results = [
-                _known("", c.id, answers[c.id].text)
-                or ToolResult(c.id, c.name, "ok", answers[c.id].text)
-                for c in response.message.tool_calls
-                if c.id in answers
-            ]
-        steps.append(step)
-    return steps
+        if index + 1 < len(requests):
+            build.answer(requests[index + 1].messages, step)
+            # (the results of calls toolproof dispatched are known whole, not only as text)
+            step.tool_results = [_known("", r.call_id, r.content) or r for r in step.tool_results]
+    return build.finish()
 
 
 def _input_items(history: Sequence[Message], text: str) -> list[dict[str, Any]]:
@@ -172,18 +167,14 @@ class AgentsSDKAgent(ToolproofAgent):
         if data is not None and (data.raw_responses or not sdk_model.responses):
             trace = trace_from_result(data)
         else:  # the SDK kept nothing: rebuild the steps from what the model was asked
-            trace = _finish(
-                Trace(id=uuid.uuid4().hex, input=input, started_at=_now()),
-                _steps_of(sdk_model),
-                None,
-            )
+            trace = _trace_of(sdk_model, input)
         trace.input = input
         run.describe(trace, history)
         instructions = getattr(sdk_agent, "instructions", None)
         trace.system_prompt = instructions if isinstance(instructions, str) else None
         trace.metadata = {**dict(metadata or {}), **({"agent": self.name} if self.name else {})}
         trace.tags = list(tags)
-        trace.ended_at = _now()
+        trace.ended_at = utc_now()
         trace.duration_ms = (time.perf_counter() - run.started) * 1000
         if isinstance(failure, MaxTurnsExceeded):
             trace.stop_reason, trace.output = "max_steps", None

@@ -11,10 +11,9 @@ from typing import Any
 from agents import FunctionTool
 from agents.tool_context import ToolContext
 
-from toolproof._messages import ToolCall, ToolDefinition, ToolResult
+from toolproof._messages import ToolCall, ToolResult
 from toolproof._tools import Tool
 from toolproof._toolset import Toolset
-from toolproof._trace import stable_hash as _hash
 from toolproof.errors import UserError
 
 __all__ = ["from_function_tool", "to_function_tool"]
@@ -143,10 +142,6 @@ def from_function_tool(
         side_effects=side_effects,
         extra="ignore",
         _localns={},
-    )
-    made.parameters = parameters
-    made.definition = ToolDefinition(made.name, made.description, parameters)
-    made.schema_hash = _hash(
-        {"name": made.name, "description": made.description, "parameters": parameters}
+        _parameters=parameters,
     )
     return made

@@ -7,15 +7,15 @@ import threading
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from agents.tracing import FunctionSpanData, GenerationSpanData, ResponseSpanData, TracingProcessor
 
 from toolproof._messages import Message, ToolCall, ToolResult, Usage
 from toolproof._tools import Tool
-from toolproof._trace import ErrorInfo, RequestSummary, Step, StopReason, Trace
+from toolproof._trace import ErrorInfo, RequestSummary, Trace
+from toolproof._trace_build import TraceBuilder, split_request, utc_now
 from toolproof.integrations.openai_agents._models import _content_text, _item, _items_to_messages
 from toolproof.integrations.openai_agents._tools import _known
 
@@ -25,35 +25,6 @@ __all__ = ["TraceProcessor", "trace_from_result"]
 # -- traces ---------------------------------------------------------------------------------------
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _finish(
-    trace: Trace, steps: list[Step], error: ErrorInfo | None, started: float | None = None
-) -> Trace:
-    usage = Usage()
-    for step in steps:
-        usage = usage + step.usage
-    trace.steps = steps
-    trace.usage = usage
-    reason: StopReason
-    if error is not None:
-        reason, trace.error, trace.stop_detail = "error", error, f"{error.type}: {error.message}"
-    elif steps and not steps[-1].response.tool_calls:
-        reason = "final"
-        trace.output = steps[-1].response.content or ""
-    elif steps:
-        reason = "max_steps"
-        trace.stop_detail = "the run ended after tool calls without a final answer"
-    else:
-        reason, trace.stop_detail = "error", "no model call was recorded"
-    trace.stop_reason = reason
-    trace.tool_mode = "mock" if any(r.mocked for r in trace.tool_results) else "real"
-    trace.model = next((s.model_name for s in steps if s.model_name), "") or ""
-    return trace
-
-
 def trace_from_result(result: Any, *, tools: Sequence[Tool[..., Any]] = ()) -> Trace:
     """Build a toolproof Trace from an SDK ``RunResult`` (exact call ids and outputs).
 
@@ -61,50 +32,47 @@ def trace_from_result(result: Any, *, tools: Sequence[Tool[..., Any]] = ()) -> T
         result: What ``Runner.run`` returned.
         tools: The toolproof tools the agent was given (recorded with their schemas).
     """
-    from agents.items import MessageOutputItem, ToolCallItem, ToolCallOutputItem
+    from agents.items import ToolCallOutputItem
 
-    original = result.input
-    first = _items_to_messages(None, original)
-    users = [i for i, m in enumerate(first) if m.role == "user"]
-    input_text = first[users[-1]].text if users else ""
-    history = first[: users[-1]] if users else first
-    trace = Trace(
-        id=uuid.uuid4().hex,
-        input=input_text,
-        started_at=_now(),
-        ended_at=_now(),
-        history=history,
-        tools=[t.info for t in tools],
-        metadata={"agent": getattr(result.last_agent, "name", None)},
+    system, history, input_text = split_request(_items_to_messages(None, result.input))
+    instructions = getattr(result.last_agent, "instructions", None)
+    if system is None and isinstance(instructions, str):
+        system = instructions  # (the agent's own, as the SDK sends them)
+    build = TraceBuilder(
+        Trace(
+            id=uuid.uuid4().hex,
+            input=input_text,
+            started_at=utc_now(),
+            ended_at=utc_now(),
+            history=history,
+            system_prompt=system,
+            tools=[t.info for t in tools],
+            metadata={"agent": getattr(result.last_agent, "name", None)},
+        ),
+        mode_from_results=True,
     )
-    steps: list[Step] = []
-    responses = list(result.raw_responses)
-    for index, response in enumerate(responses, 1):
-        message = _response_message(response.output)
-        usage = Usage(
-            input_tokens=response.usage.input_tokens,
-            output_tokens=response.usage.output_tokens,
-            requests=1,
-        )
-        steps.append(Step(index, RequestSummary(0), message, usage=usage, model_name=None))
     state = getattr(result, "_trace_state", None)
     trace_id = str(getattr(state, "trace_id", "") or "")
     outputs: dict[str, ToolResult] = {}
     for item in result.new_items:
         if isinstance(item, ToolCallOutputItem):
-            raw = _item(item.raw_item)
-            call_id = str(raw.get("call_id", ""))
+            call_id = str(_item(item.raw_item).get("call_id", ""))
             output = item.output
             text = output if isinstance(output, str) else json.dumps(output, default=str)
             known = _known(trace_id, call_id, text)
             outputs[call_id] = known or ToolResult(call_id, "", "ok", text, value=output)
-        elif isinstance(item, (MessageOutputItem, ToolCallItem)):
-            continue
-    for step in steps:
-        step.tool_results = [outputs[c.id] for c in step.response.tool_calls if c.id in outputs]
-        for r, c in zip(step.tool_results, step.response.tool_calls, strict=False):
-            r.name = r.name or c.name
-    done = _finish(trace, steps, None)
+    for response in result.raw_responses:
+        usage = response.usage
+        step = build.step(
+            _response_message(response.output),
+            usage=Usage(
+                input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, requests=1
+            ),
+        )
+        for call in step.response.tool_calls:
+            if call.id in outputs:
+                build.result(outputs[call.id], step)
+    done = build.finish()
     model = getattr(result.last_agent, "model", None)
     backend = getattr(model, "backend", None)
     done.model = str(getattr(backend, "name", None) or getattr(model, "model", None) or model or "")
@@ -130,10 +98,8 @@ def _response_message(output: Sequence[Any]) -> Message:
 
 @dataclass(slots=True)
 class _Pending:
-    trace: Trace
+    build: TraceBuilder
     started: float
-    steps: list[Step] = field(default_factory=list)
-    functions: list[tuple[str, str, Any, float, Any]] = field(default_factory=list)
     error: ErrorInfo | None = None
 
 
@@ -168,12 +134,15 @@ class TraceProcessor(TracingProcessor):
         """Start collecting an SDK trace."""
         with self._lock:
             self._pending[trace.trace_id] = _Pending(
-                Trace(
-                    id=trace.trace_id,
-                    input="",
-                    started_at=_now(),
-                    metadata={"workflow": trace.name, **dict(trace.metadata or {})},
-                    tags=[trace.group_id] if getattr(trace, "group_id", None) else [],
+                TraceBuilder(
+                    Trace(
+                        id=trace.trace_id,
+                        input="",
+                        started_at=utc_now(),
+                        metadata={"workflow": trace.name, **dict(trace.metadata or {})},
+                        tags=[trace.group_id] if getattr(trace, "group_id", None) else [],
+                    ),
+                    mode_from_results=True,
                 ),
                 time.perf_counter(),
             )
@@ -200,16 +169,13 @@ class TraceProcessor(TracingProcessor):
                     output_tokens=int((data.usage or {}).get("output_tokens") or 0),
                     requests=1,
                 )
-                if not pending.trace.input and data.input:
-                    self._set_input(pending.trace, [_chat_message(m) for m in data.input])
-                pending.steps.append(
-                    Step(
-                        len(pending.steps) + 1,
-                        RequestSummary(len(data.input or [])),
-                        message,
-                        usage=usage,
-                        model_name=data.model,
-                    )
+                if not pending.build.trace.input and data.input:
+                    _set_input(pending.build.trace, [_chat_message(m) for m in data.input])
+                pending.build.step(
+                    message,
+                    request=RequestSummary(len(data.input or [])),
+                    usage=usage,
+                    model_name=data.model,
                 )
             elif isinstance(data, ResponseSpanData) and data.response is not None:
                 response = data.response
@@ -217,57 +183,16 @@ class TraceProcessor(TracingProcessor):
                 if response.usage is not None:
                     usage.input_tokens = response.usage.input_tokens
                     usage.output_tokens = response.usage.output_tokens
-                if not pending.trace.input and data.input:
-                    self._set_input(pending.trace, _items_to_messages(None, data.input))
-                pending.steps.append(
-                    Step(
-                        len(pending.steps) + 1,
-                        RequestSummary(len(data.input or [])),
-                        _response_message(response.output),
-                        usage=usage,
-                        model_name=response.model,
-                    )
+                if not pending.build.trace.input and data.input:
+                    _set_input(pending.build.trace, _items_to_messages(None, data.input))
+                pending.build.step(
+                    _response_message(response.output),
+                    request=RequestSummary(len(data.input or [])),
+                    usage=usage,
+                    model_name=response.model,
                 )
             elif isinstance(data, FunctionSpanData):
-                pending.functions.append(
-                    (data.name, data.input or "", data.output, time.perf_counter(), span.error)
-                )
-                self._attach(pending)
-
-    @staticmethod
-    def _set_input(trace: Trace, messages: list[Message]) -> None:
-        trace.system_prompt = next((m.text for m in messages if m.role == "system"), None)
-        rest = [m for m in messages if m.role != "system"]
-        users = [i for i, m in enumerate(rest) if m.role == "user"]
-        if users:
-            trace.input = rest[users[-1]].text
-            trace.history = rest[: users[-1]]
-
-    def _attach(self, pending: _Pending) -> None:
-        step_trace_id = pending.trace.id
-        name, arguments, output, _, error = pending.functions.pop()
-        if not pending.steps:
-            return
-        step = pending.steps[-1]
-        answered = {r.call_id for r in step.tool_results}
-        call = ToolCall.from_json_arguments(name, arguments)
-        candidates = [
-            c for c in step.response.tool_calls if c.name == name and c.id not in answered
-        ]
-        chosen = next((c for c in candidates if c.arguments == call.arguments), None)
-        chosen = chosen or (candidates[0] if candidates else None)
-        if chosen is None:
-            return
-        known = _known(step_trace_id, chosen.id)
-        if known is not None:
-            result = known
-        else:
-            status: Literal["ok", "error"] = "error" if error else "ok"
-            text = output if isinstance(output, str) else json.dumps(output, default=str)
-            result = ToolResult(chosen.id, name, status, text or "", value=output)
-        step.tool_results.append(result)
-        order = {c.id: i for i, c in enumerate(step.response.tool_calls)}
-        step.tool_results.sort(key=lambda r: order.get(r.call_id, 0))
+                _attach(pending.build, data.name, data.input or "", data.output, span.error)
 
     def on_trace_end(self, trace: Any) -> None:
         """Finish the toolproof Trace, keep it and hand it to the recorder."""
@@ -275,8 +200,8 @@ class TraceProcessor(TracingProcessor):
             pending = self._pending.pop(trace.trace_id, None)
         if pending is None:
             return
-        done = _finish(pending.trace, pending.steps, pending.error)
-        done.ended_at = _now()
+        done = pending.build.finish(None, error=pending.error)
+        done.ended_at = utc_now()
         done.duration_ms = (time.perf_counter() - pending.started) * 1000
         with self._lock:
             self.traces.append(done)
@@ -316,3 +241,31 @@ def _chat_message(data: Any) -> Message:
     if role == "tool":
         return Message(role="tool", content=text, tool_call_id=item.get("tool_call_id"))
     return Message.user(text or "")
+
+
+def _set_input(trace: Trace, messages: list[Message]) -> None:
+    system, history, text = split_request(messages)
+    trace.system_prompt = system
+    if any(m.role == "user" for m in messages):
+        trace.input, trace.history = text, history
+
+
+def _attach(build: TraceBuilder, name: str, arguments: str, output: Any, error: Any) -> None:
+    """A function span's result, as the result of the open call of the last step it answers."""
+    steps = build.trace.steps
+    if not steps:
+        return
+    step = steps[-1]
+    answered = {r.call_id for r in step.tool_results}
+    call = ToolCall.from_json_arguments(name, arguments)
+    candidates = [c for c in step.response.tool_calls if c.name == name and c.id not in answered]
+    chosen = next((c for c in candidates if c.arguments == call.arguments), None)
+    chosen = chosen or (candidates[0] if candidates else None)
+    if chosen is None:
+        return
+    result = _known(build.trace.id, chosen.id)
+    if result is None:
+        status: Literal["ok", "error"] = "error" if error else "ok"
+        text = output if isinstance(output, str) else json.dumps(output, default=str)
+        result = ToolResult(chosen.id, name, status, text or "", value=output)
+    build.result(result, step)
