@@ -397,6 +397,15 @@ def _suite_properties(summary: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+def _case_bounds(result: CaseResult) -> str:
+    """``"0.21–0.94"``: the bounds of the case's pass rate (the console's narrow column)."""
+    figures = result.head()["intervals"]
+    if figures is None:
+        return "-"
+    rate = figures["pass_rate"]
+    return f"{rate['low']:.2f}–{rate['high']:.2f}"
+
+
 def _case_interval(result: CaseResult) -> str:
     """``"0.667 [0.208, 0.939]"``: the case's pass rate and its interval, or ``"-"``."""
     figures = result.head()["intervals"]
@@ -515,7 +524,7 @@ def _quality_markdown(quality: list[dict[str, Any]]) -> list[str]:
     """The retrieval quality table (one row per suite and retrieval tool) and figures."""
     if not quality:
         return []
-    from toolproof.evals._quality import quality_lines
+    from toolproof.evals._quality import _figure, quality_lines
     from toolproof.rag._metrics import METRICS
 
     rows = []
@@ -523,7 +532,10 @@ def _quality_markdown(quality: list[dict[str, Any]]) -> list[str]:
         for item in entry.get("retrieval", []):
             cut = f"@{item['k']}" if item["k"] is not None else ""
             macro, micro = item["macro"], item["micro"]
-            cells = [f"{macro[m]:.3f}" if macro.get(m) is not None else "-" for m in METRICS]
+            bounds = item.get("intervals") or {}
+            cells = [
+                "-" if macro.get(m) is None else _figure(macro[m], bounds.get(m)) for m in METRICS
+            ]
             rows.append(
                 [
                     md_code(entry["suite"]),
@@ -711,7 +723,7 @@ def print_summary(
         table.add_column("case", overflow="fold")
         table.add_column("trials", justify="right")
         table.add_column("pass^k", justify="right")
-        table.add_column("pass rate \\[interval]", justify="right", no_wrap=True)
+        table.add_column("interval", justify="right", no_wrap=True)
         table.add_column("reason", overflow="fold")
         for result in rows:
             stats = result.stats
@@ -722,7 +734,7 @@ def print_summary(
                 escape(printable(result.case.id)),
                 f"{result.passes}/{len(result.trials)}" if result.trials else "-",
                 hat,
-                _case_interval(result),
+                _case_bounds(result),
                 escape(printable(result.reason)),
             )
         console.print(table)

@@ -409,7 +409,7 @@ class EvalReport:
             "cached_calls": self.cached_calls,
             "judge_calls": self.judge_calls,
             "judged_checks": judged,
-            "quality": quality_of(gathered),
+            "quality": quality_of(gathered, level=self.statistics.level),
             "duration_s": round(self.duration_s, 3),
             "exit_code": _exit_code(
                 self.interrupted, verdicts["fail"][0], verdicts["error"][0], ran, decision

@@ -763,7 +763,7 @@ def _case_result(
     elif decision == "fail":
         needed = rule.needed(plan.trials)
         verdict = "fail"
-        reason = f"{counts}, {needed} of {plan.trials} needed (pass_rule: {rule.describe()}): " + (
+        reason = f"{counts}, {needed} needed (pass_rule: {rule.describe()}): " + (
             describe_failures(trials) or "no trial passed"
         )
     elif interrupted and len(trials) < plan.trials:

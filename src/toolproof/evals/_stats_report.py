@@ -154,11 +154,17 @@ def resolve_options(
         UserError: Two suites set one key to different values (pass the option on the
             command line to choose), or a value is out of range.
     """
+    flags = {
+        "confidence": level,
+        "interval": method,
+        "max_failure_rate": max_failure_rate,
+        "gate_mode": gate_mode,
+    }
     chosen: dict[str, Any] = {}
     origin: dict[str, str] = {}
     for suite, mapping in settings:
         for key, value in (mapping or {}).items():
-            if value is None:
+            if value is None or flags.get(key) is not None:  # the command line decides
                 continue
             if key in chosen and chosen[key] != value:
                 raise UserError(

@@ -59,8 +59,7 @@ DEFAULT_KEYS: dict[str, str] = {
         "a fixture file (.yaml, .yml, .json), an import path 'module:factory' returning mock "
         "providers, or a list of them"
     ),
-    "trials": "a positive integer, or {max: N, until: decided} to stop a case's trials as soon "
-    "as its verdict is known",
+    "trials": "a positive integer, or {max: N, until: decided}",
     "pass_rule": "all, any, {at_least: N} or {rate: R} with 0 < R <= 1",
     "gate": "block or advise",
     "judge_when": "objective_pass or always",

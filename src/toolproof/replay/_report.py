@@ -161,14 +161,19 @@ class ReplayReport:
 
         Read from the failure rate's interval: ``fail`` when its low bound is above the gate,
         ``pass`` when its high bound is below, ``undecided`` between (with the samples that
-        would decide). Without a gate the limit is 0: any failure fails.
+        would decide). Without a gate (or a gate of 0) no failure is acceptable: any failure
+        fails and none passes, whatever the mode (no interval shows a rate below 0).
         """
-        from toolproof._statistics import gate
+        from toolproof._statistics import GateDecision, gate
 
         interval = self.rate_interval()
         if interval is None:
             return None
-        return gate(interval, 0.0 if self.gate is None else self.gate, mode=self.gate_mode)
+        if not self.gate:
+            failed = bool(self.failures)
+            verdict: Literal["pass", "fail"] = "fail" if failed else "pass"
+            return GateDecision(verdict, failed, self.gate_mode, 0.0, interval, None, None)
+        return gate(interval, self.gate, mode=self.gate_mode)
 
     @property
     def gate_passed(self) -> bool:
