@@ -300,7 +300,7 @@ def _compare(runs: Runs, a: str, b: str) -> tuple[int, str]:
         f'<header class="top"><h1>Compare runs</h1><p class="muted">before <a href="/runs/{e(a)}">'
         f'{e(a)}</a> · after <a href="/runs/{e(b)}">{e(b)}</a></p></header>'
         f"{_paired_section(first, second)}"
-        f'<p id="cmp-summary">verdicts: {e(summary)}</p>'
+        f'<p id="cmp-summary">{e(summary)}</p>'
         '<table class="cmp"><thead><tr><th scope="col">change</th><th scope="col">case</th>'
         '<th scope="col">before</th><th scope="col">after</th></tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table>{_compare_form(ids, a, b)}"
