@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import random
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 from replay_helpers import user_trace
 
 from toolproof._statistics import binomial_interval, gate
+from toolproof._stats_text import show
 from toolproof.cli import main
 from toolproof.replay import TraceStore
 
@@ -64,6 +66,7 @@ def test_the_gate_decides_from_the_interval(
             "--rules", str(rules), "--gate", str(limit), "--gate-mode", mode,
             "--confidence", str(level), "--interval", method, "--no-log",
             "--report", f"json:{tmp_path / 'r.json'}", "--report", f"markdown:{tmp_path / 'r.md'}",
+            "--report", f"junit:{tmp_path / 'r.xml'}", "--report", f"html:{tmp_path / 'r.html'}",
         ]
     )  # fmt: skip
     out = capsys.readouterr().out
@@ -85,6 +88,12 @@ def test_the_gate_decides_from_the_interval(
     words = {"pass": "passed", "fail": "failed", "undecided": "undecided"}[want.verdict]
     assert f"gate ({mode}) {words}" in out
     assert f"gate ({mode}) {words}" in (tmp_path / "r.md").read_text()
+    root = ET.parse(tmp_path / "r.xml").getroot()
+    props = {p.get("name"): p.get("value") for p in root.iter("property")}
+    assert props["failure_rate"] == show(want.interval)
+    assert props["interval"] == f"{100 * level:g}% {method}"
+    low, high = f"{100 * want.interval.low:.1f}%", f"{100 * want.interval.high:.1f}%"
+    assert f"{level * 100:g}% {method} interval {low}–{high}" in (tmp_path / "r.html").read_text()
     if want.verdict == "undecided" and want.needed:
         assert f"about {want.needed} samples would decide" in out
 

@@ -32,7 +32,7 @@ from toolproof._reporting import (
     transcript_text,
     write_junit,
 )
-from toolproof._stats_text import gate_line, interval_dict
+from toolproof._stats_text import gate_line, interval_dict, show
 from toolproof._text import clip
 from toolproof.replay._grading import Finding, SampleResult
 from toolproof.replay._rules import Aging
@@ -322,6 +322,13 @@ class ReplayReport:
     def junit_suites(self) -> list[JUnitSuite]:
         """One suite, one case per sample."""
         suite = JUnitSuite(name=f"toolproof replay ({self.mode})", timestamp=self.started_at)
+        decision = self.decision()
+        if decision is not None:
+            suite.properties = {
+                "failure_rate": show(decision.interval),
+                "interval": f"{100 * self.level:g}% {decision.interval.method}",
+                "gate": self.gate_sentence(),
+            }
         real = f"real tools: {', '.join(self.real_tools)}" if self.real_tools else ""
         shown = {id(sample) for sample in self.failures[:TRANSCRIPT_SAMPLES]}
         for sample in self.samples:

@@ -610,8 +610,17 @@ def _quality(data: dict[str, Any]) -> str:
         return ""
     from toolproof.rag._metrics import METRICS
 
-    def cell(value: Any) -> str:
-        return f"<td>{e(f'{value:.3f}')}</td>" if isinstance(value, (int, float)) else "<td>—</td>"
+    def cell(value: Any, interval: Any = None) -> str:
+        if not isinstance(value, (int, float)):
+            return "<td>—</td>"
+        shown = _interval_text(interval)
+        title = f' title="{e(shown)}"' if shown else ""
+        bounds = (
+            f' <span class="muted">[{interval["low"]:.3f}, {interval["high"]:.3f}]</span>'
+            if shown
+            else ""
+        )
+        return f"<td{title}>{e(f'{value:.3f}')}{bounds}</td>"
 
     rows, tiles = [], []
     for entry in quality:
@@ -619,11 +628,12 @@ def _quality(data: dict[str, Any]) -> str:
         for item in entry.get("retrieval") or []:
             k = item.get("k")
             macro, micro = item.get("macro") or {}, item.get("micro") or {}
+            bounds = item.get("intervals") or {}
             rows.append(
                 f"<tr><td>{e(suite)}</td><td><code>{e(item.get('tool'))}</code></td>"
                 f"<td>{e(k if k is not None else 'all')}</td><td>{_int(item.get('queries'))}"
                 f"</td><td>{_int(item.get('undefined'))}</td>"
-                + "".join(cell(macro.get(m)) for m in METRICS)
+                + "".join(cell(macro.get(m), bounds.get(m)) for m in METRICS)
                 + cell(micro.get("recall"))
                 + "</tr>"
             )
