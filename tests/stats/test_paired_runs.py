@@ -25,17 +25,24 @@ def counts(report: dict) -> dict[str, tuple[int, int]]:  # type: ignore[type-arg
     }
 
 
+RUN_IDS: dict[Path, list[str]] = {}
+
+
 def two_runs(tmp_path: Path, rates: list[float], first: str, second: str) -> tuple[dict, dict]:  # type: ignore[type-arg]
+    """Run the suite with each model; their reports (their run ids in ``RUN_IDS``, in order)."""
     path = suite(tmp_path, rates, trials=3, extra="pass_rule: {rate: 0.6}")
-    reports = []
+    reports, ids = [], RUN_IDS.setdefault(tmp_path, [])
+    logs = tmp_path / "logs"
     for model in (first, second):
+        before = set(logs.iterdir()) if logs.exists() else set()
         result = toolproof(
             "run", str(path), "--model", f"statmodels:{model}", "--no-cache", "-q",
             "--log-dir", "logs", cwd=tmp_path,
         )  # fmt: skip
         assert result.returncode in (0, 1), result.stderr
-        latest = sorted((tmp_path / "logs").iterdir())[-1]
-        reports.append(json.loads((latest / "report.json").read_text()))
+        (made,) = set(logs.iterdir()) - before  # (two runs in one second sort by chance)
+        ids.append(made.name)
+        reports.append(json.loads((made / "report.json").read_text()))
     return reports[0], reports[1]
 
 
@@ -45,7 +52,7 @@ def test_an_a_a_comparison_exits_0_though_verdicts_flip(tmp_path: Path, seed: in
     rates = generated_rates(100 + seed, 60)
     old, new = two_runs(tmp_path, rates, "same_a", "same_b")
     result = toolproof(
-        "runs", "compare", "--log-dir", "logs", "--report", "json:c.json",
+        "runs", "compare", *RUN_IDS[tmp_path], "--log-dir", "logs", "--report", "json:c.json",
         "--report", "markdown:c.md", cwd=tmp_path,
     )  # fmt: skip
     data = json.loads((tmp_path / "c.json").read_text())
@@ -73,8 +80,8 @@ def test_a_worse_model_regresses_and_exits_1(tmp_path: Path, correction: str) ->
     rates = [0.9] * 30
     old, new = two_runs(tmp_path, rates, "same_a", "worse")
     result = toolproof(
-        "runs", "compare", "--log-dir", "logs", "--json", "--correction", correction,
-        cwd=tmp_path,
+        "runs", "compare", *RUN_IDS[tmp_path], "--log-dir", "logs", "--json",
+        "--correction", correction, cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 1
     data = json.loads(result.stdout)["comparison"]
@@ -142,7 +149,7 @@ def test_the_viewer_compare_page_shows_the_paired_verdict(
     from toolproof.view._server import Runs, make_app
 
     two_runs(tmp_path, [0.9] * 30, "same_a", second)
-    a, b = sorted(p.name for p in (tmp_path / "logs").iterdir())
+    a, b = RUN_IDS[tmp_path]
 
     async def fetch() -> tuple[int, str]:  # the viewer on 127.0.0.1, asked over HTTP
         app = make_app(Runs(root=tmp_path / "logs"), str(tmp_path / "traces.db"))

@@ -67,8 +67,9 @@ from toolproof._reporting import (
     utf8,
     write_junit,
 )
+from toolproof._stats_text import gate_line, show
 from toolproof.evals._results import CaseResult, EvalReport, TrialResult
-from toolproof.evals._stats_report import drop_line, gate_line, show
+from toolproof.evals._stats_report import drop_line
 
 if TYPE_CHECKING:
     from rich.console import Console

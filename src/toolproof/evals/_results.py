@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolproof._messages import Usage
+from toolproof._stats_text import gate_dict
 from toolproof.evals._checks import CheckResult
 from toolproof.evals._stats import CaseStats, SuiteStats, case_stats, suite_stats
 from toolproof.evals._stats_report import (
@@ -20,7 +21,6 @@ from toolproof.evals._stats_report import (
     StatsOptions,
     case_statistics,
     eval_gate,
-    gate_dict,
     suite_statistics,
 )
 

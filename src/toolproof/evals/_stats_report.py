@@ -23,7 +23,7 @@ from toolproof._statistics import (
     mean_interval,
     suite_rate_interval,
 )
-from toolproof._stats_text import gate_dict, gate_line, interval_dict, level_text, show
+from toolproof._stats_text import interval_dict, level_text
 from toolproof.errors import UserError
 
 __all__ = [
@@ -33,11 +33,7 @@ __all__ = [
     "case_interval",
     "case_statistics",
     "eval_gate",
-    "gate_dict",
-    "gate_line",
-    "interval_dict",
     "resolve_options",
-    "show",
     "suite_statistics",
 ]
 
@@ -47,16 +43,6 @@ GateMode = Literal["advisory", "release"]
 #: Exit code of ``toolproof run`` and ``toolproof replay`` when a gate in release mode cannot
 #: decide: the limit is inside the failure rate's interval (too few samples).
 EXIT_UNDECIDED = 6
-
-#: The keys of ``statistics:`` in a suite, as ``--help`` and the schema word them.
-STATISTICS_KEYS: dict[str, str] = {
-    "confidence": "confidence level of every interval and decision, between 0 and 1 (0.95)",
-    "interval": "wilson or clopper-pearson (for a case's pass rate and a failure rate)",
-    "max_failure_rate": "the eval gate: the highest acceptable failure rate of the blocking "
-    "cases' trials, between 0 and 1 (without it, any blocking case that fails fails the run)",
-    "gate_mode": "advisory (fail only when the failure rate is clearly above the limit) or "
-    "release (pass only when it is clearly below)",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,46 +79,6 @@ class StatsOptions:
         }
 
 
-def check_options(
-    *,
-    level: Any = None,
-    method: Any = None,
-    max_failure_rate: Any = None,
-    gate_mode: Any = None,
-    where: str = "",
-) -> dict[str, Any]:
-    """The given settings, checked; one message naming what to fix when one is wrong.
-
-    Raises:
-        UserError: A value is out of range or unknown.
-    """
-    out: dict[str, Any] = {}
-
-    def number(value: Any) -> bool:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-    if level is not None:
-        if not number(level) or not 0 < level < 1:
-            raise UserError(f"{where}confidence must be between 0 and 1 (e.g. 0.95), got {level!r}")
-        out["level"] = float(level)
-    if method is not None:
-        if method not in ("wilson", "clopper-pearson"):
-            raise UserError(f"{where}interval must be wilson or clopper-pearson, got {method!r}")
-        out["method"] = method
-    if max_failure_rate is not None:
-        if not number(max_failure_rate) or not 0 <= max_failure_rate <= 1:
-            raise UserError(
-                f"{where}max_failure_rate must be a rate between 0 and 1 (e.g. 0.1), "
-                f"got {max_failure_rate!r}"
-            )
-        out["max_failure_rate"] = float(max_failure_rate)
-    if gate_mode is not None:
-        if gate_mode not in ("advisory", "release"):
-            raise UserError(f"{where}gate_mode must be advisory or release, got {gate_mode!r}")
-        out["gate_mode"] = gate_mode
-    return out
-
-
 def resolve_options(
     settings: Iterable[tuple[str, Mapping[str, Any] | None]] = (),
     *,
@@ -143,6 +89,8 @@ def resolve_options(
 ) -> StatsOptions:
     """The run's options: the suites' ``statistics:`` settings, then the command line's.
 
+    The suites' values were checked when they loaded, the command line's by its parser.
+
     Args:
         settings: ``(suite name, its statistics mapping or None)`` for each suite of the run.
         level: ``--confidence``.
@@ -152,7 +100,7 @@ def resolve_options(
 
     Raises:
         UserError: Two suites set one key to different values (pass the option on the
-            command line to choose), or a value is out of range.
+            command line to choose).
     """
     flags = {
         "confidence": level,
@@ -170,28 +118,13 @@ def resolve_options(
                 raise UserError(
                     f"suites {origin[key]!r} and {suite!r} set statistics.{key} to "
                     f"{chosen[key]!r} and {value!r}; make them agree, or choose one on the "
-                    f"command line (--{_FLAGS[key]})"
+                    f"command line (--{key.replace('_', '-')})"
                 )
             chosen[key], origin[key] = value, suite
-    from_suites = check_options(
-        level=chosen.get("confidence"),
-        method=chosen.get("interval"),
-        max_failure_rate=chosen.get("max_failure_rate"),
-        gate_mode=chosen.get("gate_mode"),
-        where="statistics: ",
-    )
-    given = check_options(
-        level=level, method=method, max_failure_rate=max_failure_rate, gate_mode=gate_mode
-    )
-    return replace(StatsOptions(), **{**from_suites, **given})
-
-
-_FLAGS = {
-    "confidence": "confidence",
-    "interval": "interval",
-    "max_failure_rate": "max-failure-rate",
-    "gate_mode": "gate-mode",
-}
+    names = {"confidence": "level", "interval": "method"}
+    given = {key: value for key, value in flags.items() if value is not None}
+    values = {names.get(key, key): value for key, value in {**chosen, **given}.items()}
+    return replace(StatsOptions(), **values)
 
 
 # -- intervals ----------------------------------------------------------------------------------
