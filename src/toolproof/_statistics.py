@@ -29,6 +29,7 @@ __all__ = [
     "mean_interval",
     "sequential_verdict",
     "suite_rate_interval",
+    "weighted_rate_interval",
 ]
 
 Method = Literal["wilson", "clopper-pearson", "cluster-wilson", "student-t", "paired-wald"]
@@ -214,6 +215,40 @@ def binomial_interval(
     else:
         raise ValueError(f"method must be 'wilson' or 'clopper-pearson', got {method!r}")
     return Interval(p, low, high, level, method, trials, trials)
+
+
+def weighted_rate_interval(
+    weights: Sequence[float], hits: Sequence[bool], *, level: float = 0.95
+) -> Interval:
+    """Wilson interval for a weighted rate (samples weighted by age, say).
+
+    The weighted samples count as Kish's effective sample size, ``(sum w)^2 / sum w^2``: as
+    many samples as equal weights would need for the same precision. With equal weights it
+    is :func:`binomial_interval`'s Wilson interval.
+
+    Args:
+        weights: Each sample's weight (non-negative, some positive).
+        hits: Whether each sample counts (failed, for a failure rate).
+        level: Confidence level, between 0 and 1.
+
+    Returns:
+        The weighted rate with its interval (``n``: samples, ``effective_n``: their worth).
+
+    Raises:
+        ValueError: No positive weight, lengths differ, or the level out of range.
+    """
+    level = _check_level(level)
+    if len(weights) != len(hits):
+        raise ValueError(f"{len(weights)} weights for {len(hits)} samples")
+    if any(not math.isfinite(w) or w < 0 for w in weights):
+        raise ValueError("weights must be finite and non-negative")
+    total = math.fsum(weights)
+    if total <= 0:
+        raise ValueError("a weighted rate needs a positive weight")
+    p = math.fsum(w for w, hit in zip(weights, hits, strict=True) if hit) / total
+    n_eff = total * total / math.fsum(w * w for w in weights)
+    low, high = _wilson(p, n_eff, _z(level))
+    return Interval(p, low, high, level, "wilson", len(weights), n_eff)
 
 
 def suite_rate_interval(cases: Sequence[tuple[int, int]], *, level: float = 0.95) -> Interval:

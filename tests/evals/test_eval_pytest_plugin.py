@@ -166,3 +166,15 @@ def test_a_suite_item_whose_factory_ignores_its_tools_fails_with_one_message(
     )
     assert "Traceback" not in result.stdout.str()
     assert mockagents.SIDE_EFFECTS == []
+
+
+def test_a_case_with_until_decided_stops_at_its_first_failure(inner: pytest.Pytester) -> None:
+    # (the script answers wrong every time: "all" is decided by the first trial's failure)
+    write(
+        inner,
+        "plugged.eval.yaml",
+        SUITE.replace("trials: 2", "trials: {max: 6, until: decided}"),
+    )
+    result = inner.runpytest("-v", "-k", "bad or good")
+    result.assert_outcomes(passed=1, failed=1, deselected=2)
+    result.stdout.fnmatch_lines(["*0/1 trials passed, stopped after 1 of 6 (until: decided, 95%)*"])

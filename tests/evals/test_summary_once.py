@@ -15,8 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolproof._messages import Usage
+from toolproof._stats_text import gate_dict
 from toolproof.evals._checks import CheckResult
 from toolproof.evals._results import CaseResult, EvalReport, TrialResult
+from toolproof.evals._stats_report import StatsOptions, suite_statistics
 from toolproof.evals._suite import Case, load_suite
 
 HERE = Path(__file__).resolve().parent
@@ -98,8 +100,20 @@ def test_the_summary_agrees_with_the_cases_figures(
         case = dataclasses.replace(base, name=f"c{number}", suite=f"s{number % 3}")
         made = [_trial(i, s, checks, tokens) for i, (s, checks, tokens) in enumerate(trials)]
         results.append(CaseResult(case, verdict, "why", made, scripted=scripted))  # type: ignore[arg-type]
-    report = EvalReport(results, duration_s=1.23456, interrupted=interrupted, model_calls=7)
+    options = StatsOptions(max_failure_rate=0.2)  # the eval gate too
+    report = EvalReport(
+        results, duration_s=1.23456, interrupted=interrupted, model_calls=7, statistics=options
+    )
     summary = report.summary()
+    figured = [c for c in results if not c.scripted and c.stats is not None]
+    k = min((c.stats.n for c in figured if c.stats is not None), default=None)
+    intervals = suite_statistics(
+        [(c.passes + c.failures, c.passes) for c in figured],
+        options,
+        pass_hat=[c.stats.pass_hat[k] for c in figured if c.stats is not None] if k else (),
+        k=k,
+    )
+    decision = report.gate()
     every = [t for c in results for t in c.trials]
     judged = {"pass": 0, "fail": 0, "inconclusive": 0, "skip": 0}
     for trial in every:
@@ -122,6 +136,8 @@ def test_the_summary_agrees_with_the_cases_figures(
         "trials_errored": sum(c.errors for c in results),
         "scripted_cases": sum(1 for c in results if c.scripted),
         "stats": report.stats.to_dict(),
+        "intervals": intervals,
+        "gate": None if decision is None else gate_dict(decision),
         "usage": {
             "input_tokens": sum(t.usage.input_tokens for t in every),
             "output_tokens": sum(t.usage.output_tokens for t in every),

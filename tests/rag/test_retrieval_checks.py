@@ -275,3 +275,33 @@ def test_the_judge_reads_each_retrieved_passage_with_its_id():
     prompt = messages[1].content
     assert "[1] [doc-3] 25 days.\n\n[2] No id." in prompt
     assert prompt.index("QUESTION: leave?") < prompt.index("CONTEXT") < prompt.index("ANSWER:")
+
+
+@pytest.mark.parametrize("level", [0.8, 0.95])
+def test_each_retrieval_metric_mean_has_its_interval(tmp_path: Path, level: float):
+    from toolproof._statistics import mean_interval
+    from toolproof.evals._quality import quality_of
+    from toolproof.rag._metrics import METRICS
+
+    text = SUITE.replace("judge_when: always", "judge_when: always\ntrials: 3")
+    report = evaluate(write_suite(tmp_path, text), model=ragagents.model(), cache=False)
+    gathered: dict[str, dict[str, list[dict]]] = {}
+    for case in report.cases:
+        for trial in case.trials:
+            for check in trial.checks:
+                if check.check == "retrieval" and check.metrics is not None:
+                    per = gathered.setdefault(case.case.suite, {})
+                    per.setdefault("retrieval", []).append(check.metrics)
+    (quality,) = quality_of(gathered, level=level)
+    (retrieval,) = quality["retrieval"]
+    for name in METRICS:
+        values = [m[name] for m in gathered[quality["suite"]]["retrieval"] if m[name] is not None]
+        if not values:
+            assert name not in retrieval["intervals"]
+            continue
+        want = mean_interval(values, level=level)
+        got = retrieval["intervals"][name]
+        assert got["estimate"] == pytest.approx(retrieval["macro"][name])
+        bounds = (got["low"], got["high"], got["level"])
+        assert bounds == pytest.approx((want.low, want.high, level))
+        assert 0 <= got["low"] <= got["estimate"] <= got["high"] <= 1

@@ -144,7 +144,15 @@ def test_the_schema_note_names_only_tools_the_sample_called() -> None:
 def test_the_json_report_shows_the_effective_gate() -> None:
     report = replay([search_trace()], tools=[search_docs, get_weather])
     assert report.gate is None
-    assert report.to_dict()["gate"] == {"threshold": 0.0, "rate": 0.0, "passed": True}
+    gate = report.to_dict()["gate"]
+    assert {k: gate[k] for k in ("threshold", "rate", "passed", "verdict", "mode")} == {
+        "threshold": 0.0,
+        "rate": 0.0,
+        "passed": True,
+        "verdict": "pass",
+        "mode": "advisory",
+    }
+    assert (gate["interval"]["low"], gate["interval"]["method"]) == (0.0, "wilson")
     report = replay([search_trace()], tools=[search_docs, get_weather], gate=0.05)
     assert report.to_dict()["gate"]["threshold"] == 0.05
 

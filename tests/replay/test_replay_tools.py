@@ -212,18 +212,27 @@ def test_schemas_without_python_tools() -> None:
     )
 
 
-def test_gate_threshold_is_inclusive_and_counts_from_the_store(db_path: Path) -> None:
+def test_the_gate_reads_the_interval_of_the_rate_counted_from_the_store(db_path: Path) -> None:
     traces = [search_trace(top_k=k) for k in range(1, 21)]  # top_k 1..20
     with TraceStore(db_path) as store:
         store.add_many(traces)
-    rules = {"tools": {"search_docs": {"max_top_k": 19}}}
-    report = replay(db_path, tools=[search_docs], rules=rules, gate=0.05)
-    assert len(report.samples) == 20
-    assert report.fail_rate == pytest.approx(0.05)
-    assert report.gate_passed and report.exit_code == 0
     rules = {"tools": {"search_docs": {"max_top_k": 18}}}
     report = replay(db_path, tools=[search_docs], rules=rules, gate=0.05)
+    assert len(report.samples) == 20
     assert report.fail_rate == pytest.approx(0.10)
+    # 2 of 20 (10%, 95% interval 2.8%-30.1%) against 5%: too few samples to tell. The
+    # advisory gate (the default) lets it by; the release gate holds it (exit 6).
+    decision = report.decision()
+    assert decision is not None and decision.verdict == "undecided"
+    assert decision.needed is not None and decision.needed > 20
+    assert report.gate_passed and report.exit_code == 0
+    report.gate_mode = "release"
+    assert not report.gate_passed and report.exit_code == 6
+    # 10 of 20 fail: the whole interval is above 5%, whatever the mode
+    rules = {"tools": {"search_docs": {"max_top_k": 10}}}
+    report = replay(db_path, tools=[search_docs], rules=rules, gate=0.05)
+    assert report.fail_rate == pytest.approx(0.5)
+    assert report.decision().bound == "low"  # type: ignore[union-attr]
     assert not report.gate_passed and report.exit_code == 1
     # without a gate any failure fails
     assert replay(db_path, tools=[search_docs], rules=rules).exit_code == 1

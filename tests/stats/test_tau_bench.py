@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import itertools
 import json
+from pathlib import Path
 
 import pytest
 
@@ -64,3 +65,40 @@ def test_two_halves_of_the_same_runs_show_no_evidence(trials: dict[str, list[boo
         assert single.test == "mcnemar-exact" and single.change == "no evidence"
         # One trial of 50 tasks cannot see a change below about 20 points.
         assert single.detectable_effect > 0.18
+
+
+def test_runs_compare_on_the_recordings_exits_0(
+    trials: dict[str, list[bool]], tmp_path: Path
+) -> None:
+    """The recordings as two eval run logs (trials 0-1 and 2-3): the command says no evidence.
+
+    Between the halves, tasks flip from pass to fail; comparing by flips would exit 1.
+    """
+    import os
+
+    from _cli import run_cli
+
+    logs = tmp_path / "logs"
+    for number, (stamp, picked) in enumerate(
+        [("20261201T080000Z", (0, 1)), ("20261201T090000Z", (2, 3))]
+    ):
+        folder = logs / f"{stamp}-run-00000{number}"
+        folder.mkdir(parents=True)
+        cases = []
+        for task, outcomes in trials.items():
+            passes = sum(outcomes[i] for i in picked)
+            verdict = "pass" if passes == 2 else "fail"  # pass_rule: all
+            cases.append({"id": f"tau::{task}", "verdict": verdict, "passes": passes,
+                          "failures": 2 - passes, "errors": 0, "trials": []})  # fmt: skip
+        started = f"2026-12-01T0{8 + number}:00:00Z"
+        meta = {"format": "toolproof-run-meta", "version": 1, "kind": "run",
+                "status": "finished", "started": started, "exit_code": 1}  # fmt: skip
+        (folder / "meta.json").write_text(json.dumps(meta))
+        (folder / "report.json").write_text(json.dumps({"cases": cases}))
+    env = {**os.environ, "NO_COLOR": "1"}
+    result = run_cli("runs", "compare", "--log-dir", str(logs), "--json", cwd=tmp_path, env=env)
+    data = json.loads(result.stdout)
+    assert data["counts"]["regressed"] > 0  # verdicts flipped between the halves...
+    assert result.returncode == 0  # ...and that is no evidence of a change
+    assert data["comparison"]["change"] == "no evidence" and data["comparison"]["paired"] == 50
+    assert data["comparison"]["test"] == "stratified-exact"

@@ -54,7 +54,10 @@ def test_the_quality_section_shows_the_suite_figures(browser: Any, knowledge_rep
     (retrieval,) = quality["retrieval"]
     assert cells[0] == "kb-<b>x</b>"  # shown as text, never markup
     assert cells[1:4] == ["search_knowledge_base", "5", str(retrieval["queries"])]
-    assert cells[5] == f"{retrieval['macro']['recall']:.3f}"
+    bounds = retrieval["intervals"]["recall"]  # the mean over queries with its interval
+    assert cells[5] == (
+        f"{retrieval['macro']['recall']:.3f} [{bounds['low']:.3f}, {bounds['high']:.3f}]"
+    )
     assert not section.find_elements(By.CSS_SELECTOR, "b")
     tiles = section.find_elements(By.CLASS_NAME, "tile")
     labels = [t.find_element(By.CLASS_NAME, "label").text.lower() for t in tiles]

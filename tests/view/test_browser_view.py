@@ -194,7 +194,7 @@ def test_the_summary_and_every_case_without_javascript(
     try:
         browser.get(eval_reports["html"].as_uri())
         assert browser.find_element("id", "summary").is_displayed()
-        assert len(css(browser, ".tile")) == 8
+        assert len(css(browser, ".tile")) == 9  # with the pass rate and its interval
         rows = css(browser, ".rows > details.case")
         assert len(rows) == len(eval_reports["data"]["cases"])
         assert all(row.is_displayed() for row in rows)

@@ -13,6 +13,8 @@ Exit codes (the same for every command; documented in docs/evals.md and docs/rep
 3     the model provider or the network failed, so some verdicts are missing
 4     toolproof itself failed (a bug in toolproof: the traceback is printed)
 5     nothing ran: every selected case was skipped, or no sample was replayed
+6     a gate in release mode is undecided: too few samples to show the failure rate is below
+      its limit (``--gate-mode release``)
 130   interrupted (Ctrl-C, or SIGTERM)
 141   the reader of the output went away (``toolproof traces list | head``)
 ====  ==========================================================================================
@@ -28,7 +30,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -66,6 +68,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         _chat,
         _mcp,
         _mocks,
+        _planning,
         _replay,
         _run,
         _runs,
@@ -76,7 +79,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
 
     # In the order ``--help`` lists them.
-    for module in (_run, _chat, _schema, _mocks, _traces, _replay, _runs, _view, _mcp, _serve):
+    modules: tuple[Any, ...] = (_run, _chat, _schema, _mocks, _traces, _replay, _runs, _planning)
+    modules += (_view, _mcp, _serve)
+    for module in modules:
         module.register(subparsers)
     return parser
 

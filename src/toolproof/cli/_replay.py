@@ -29,6 +29,7 @@ exit codes (the same as toolproof run's):
   0  the gate passed                    3  the model provider or network failed: samples
   1  failure rate above the gate           could not be graded, the gate passed without them
   2  usage or configuration error       5  nothing was replayed
+  6  release mode: the gate is undecided (the interval contains the gate: too few samples)
 """
 
 
@@ -68,7 +69,10 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--rules", metavar="FILE", help="grading rules (YAML)")
     parser.add_argument(
-        "--gate", type=_rate, help="fail when the failure rate is above this (default 0)"
+        "--gate",
+        type=_rate,
+        help="the highest acceptable failure rate (default 0: any failure fails); the gate "
+        "reads the rate's interval (see --gate-mode)",
     )
     parser.add_argument("--half-life", help="sample weights halve every this long (e.g. 30d)")
     parser.add_argument("--max-age", help="samples older than this are not replayed (e.g. 90d)")
@@ -108,7 +112,9 @@ def register(subparsers: Any) -> None:
         help="print the transcript of each failing sample's new run (model mode)",
     )
     add_filter_arguments(parser, model_flag="--recorded-model")
-    from toolproof.cli._run import add_log_arguments
+    from toolproof.cli._run import add_log_arguments, add_statistics_arguments
+
+    add_statistics_arguments(parser, gate=False)
 
     add_log_arguments(parser)
     from toolproof.cli._run import add_redaction_arguments
@@ -215,6 +221,9 @@ def _replay(args: argparse.Namespace) -> int:
         except BaseException as exc:
             finish_log(log, exc)
             raise
+    report.level = args.confidence if args.confidence is not None else 0.95
+    report.interval = args.interval or "wilson"
+    report.gate_mode = args.gate_mode or "advisory"
     _redact_samples(report, redactor)
     to_stdout = any(spec.to_stdout for spec in specs)
     console = sys.stderr if to_stdout else sys.stdout

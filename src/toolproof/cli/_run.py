@@ -45,6 +45,9 @@ exit codes (the same for toolproof replay):
   0  every blocking case passed         3  the model provider or network failed: no verdict
   1  a blocking case failed             5  nothing ran (every selected case was skipped)
   2  usage or configuration error, found before anything ran (one line; --traceback for more)
+  6  the gate is undecided in release mode (--max-failure-rate with --gate-mode release):
+     too few samples to show the failure rate is below the limit
+with --model A --model B: 0 no evidence that B is worse than A, 1 B regressed beyond noise.
 """
 
 
@@ -69,9 +72,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--model",
         "-m",
+        action="append",
         metavar="MODEL",
         help="model for every case (overrides the suites): a model string, MODULE:ATTR naming "
-        "a Model, or 'scripted' to run each case's script",
+        "a Model, or 'scripted' to run each case's script; twice (--model A --model B) runs "
+        "every case on both and compares them case by case",
     )
     parser.add_argument(
         "--judge-model",
@@ -159,9 +164,70 @@ def register(subparsers: Any) -> None:
         help="rerun only the cases that failed or errored in the last run of these suites "
         "(all of them when there is none)",
     )
+    add_statistics_arguments(parser)
     add_log_arguments(parser)
     add_redaction_arguments(parser)
     parser.set_defaults(handler=run_command)
+
+
+def add_statistics_arguments(parser: Any, *, gate: bool = True) -> None:
+    """Add ``--confidence``, ``--interval``, ``--gate-mode`` and ``--max-failure-rate``.
+
+    ``toolproof replay`` shares them but has its own limit (``--gate``): ``gate=False``.
+    """
+    add_confidence_argument(parser, default=None)
+    parser.add_argument(
+        "--interval",
+        choices=("wilson", "clopper-pearson"),
+        help="interval of a case's pass rate and of a failure rate (default: the suites' "
+        "setting, else wilson)",
+    )
+    if gate:
+        parser.add_argument(
+            "--max-failure-rate",
+            type=_rate,
+            metavar="RATE",
+            help="gate the run on the blocking cases' failure rate (e.g. 0.1) instead of on "
+            "each blocking case's verdict",
+        )
+    parser.add_argument(
+        "--gate-mode",
+        choices=("advisory", "release"),
+        help="advisory (default): fail only when the failure rate is clearly above the limit; "
+        "release: pass only when it is clearly below (undecided exits 6)",
+    )
+
+
+def add_confidence_argument(parser: Any, default: float | None = 0.95) -> None:
+    """``--confidence LEVEL`` (shared by the commands that print intervals or decide)."""
+    shown = "the suites' setting, else 0.95" if default is None else f"{default:g}"
+    parser.add_argument(
+        "--confidence",
+        type=_level,
+        default=default,
+        metavar="LEVEL",
+        help=f"confidence level of intervals and decisions, between 0 and 1 (default {shown})",
+    )
+
+
+def _level(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number such as 0.95, got {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (e.g. 0.95), got {text}")
+    return value
+
+
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a rate such as 0.1, got {text!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be a rate between 0 and 1, got {text}")
+    return value
 
 
 def add_redaction_arguments(parser: Any) -> None:
@@ -306,10 +372,34 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
     from toolproof.cli import report_console
     from toolproof.errors import UserError
     from toolproof.evals._progress import default_progress
+    from toolproof.evals._stats_report import resolve_options
     from toolproof.evals._suite import load_suites, select_cases
 
+    models = list(args.model or [])
+    args.model = models[0] if models else None
     specs = parse_report_specs(args.report)
     suites = load_suites(args.paths)
+    statistics = resolve_options(
+        ((suite.name, suite.statistics) for suite in suites),
+        level=args.confidence,
+        method=args.interval,
+        max_failure_rate=args.max_failure_rate,
+        gate_mode=args.gate_mode,
+    )
+    if len(models) > 1 and not args.list:
+        from toolproof.cli._pair import run_pair
+
+        check_report_paths(specs)
+        return run_pair(
+            args,
+            suites,
+            models,
+            specs,
+            statistics,
+            redactor=redactor_from_args(args),
+            start_log=lambda model: _start_log(suites, args, model),
+            finish_log=finish_log,
+        )
     if args.list:  # lists what would run; needs no key and writes nothing
         from rich.console import Console
 
@@ -359,6 +449,7 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
                 keep_failed_traces=args.verbose,
                 exitfirst=args.exitfirst,
                 redactor=redactor,
+                statistics=statistics,
             )
         )
     except BaseException as exc:
@@ -427,7 +518,9 @@ def _suite_files(suites: list[Suite]) -> list[str]:
     return sorted({str(Path(suite.file).resolve()) for suite in suites})
 
 
-def _start_log(suites: list[Suite], args: argparse.Namespace) -> RunLog | None:
+def _start_log(
+    suites: list[Suite], args: argparse.Namespace, model: str | None = None
+) -> RunLog | None:
     if args.no_log:
         return None
     from toolproof._runlog import RunLog
@@ -437,7 +530,7 @@ def _start_log(suites: list[Suite], args: argparse.Namespace) -> RunLog | None:
         "run",
         argv=getattr(args, "argv", None),
         suites=_suite_files(suites),
-        model=args.model,
+        model=model or args.model,
     )
 
 

@@ -1,9 +1,10 @@
 """``toolproof runs``: list past runs (their run logs) and compare two of them.
 
-``runs list`` shows the run logs newest first; ``runs compare A B`` says per case which
-regressed, were fixed, became flaky, stayed failing, are new or were removed (per sample
-grade for replay runs). Exit codes: 0 nothing regressed, 1 something regressed, 2 a bad
-run id or option (one line).
+``runs list`` shows the run logs newest first; ``runs compare A B`` pairs the two runs case by
+case (sample by sample for replay runs) and says whether B regressed, improved, or shows no
+evidence of a change beyond noise (``toolproof._paired``), then lists the cases whose verdict
+changed. Exit codes: 0 no regression beyond noise, 1 B regressed, 2 a bad run id or option
+(one line).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from toolproof._runlog import CaseChange, Run, RunInfo
+    from toolproof._statistics import Comparison
 
 __all__ = ["register"]
 
@@ -90,6 +92,16 @@ def register(subparsers: Any) -> None:
     )
     compare.add_argument(
         "--all", action="store_true", help="also list the unchanged cases in the console"
+    )
+    from toolproof.cli._run import add_confidence_argument
+
+    add_confidence_argument(compare)
+    compare.add_argument(
+        "--correction",
+        choices=("bh", "holm"),
+        default="bh",
+        help="how per-case changes are corrected for testing many cases: bh "
+        "(Benjamini-Hochberg, the default) or holm",
     )
     compare.set_defaults(handler=_compare)
 
@@ -214,6 +226,7 @@ def _pick(args: argparse.Namespace) -> tuple[Run, Run]:
 def _compare(args: argparse.Namespace) -> int:
     import json
 
+    from toolproof._paired import exit_code, paired
     from toolproof._reporting import open_output, parse_report_specs
     from toolproof._runlog import compare_runs
     from toolproof.cli import report_console
@@ -223,19 +236,21 @@ def _compare(args: argparse.Namespace) -> int:
     check_report_paths(specs)
     old, new = _pick(args)
     changes = compare_runs(old, new)
-    data = _as_json(old, new, changes)
+    comparison = paired(old.report, new.report, level=args.confidence, correction=args.correction)
+    data = _as_json(old, new, changes, comparison)
     for spec in specs:
         with open_output(spec.path) as out:
             if spec.format == "json":
                 out.write(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
             else:
-                out.write(markdown_comparison(old, new, changes))
+                out.write(markdown_comparison(old, new, changes, comparison))
     if args.json:
         print(json.dumps(data, indent=1, ensure_ascii=False))
     else:
         stdout_taken = any(spec.to_stdout for spec in specs)
-        _print(old, new, changes, report_console(stderr=stdout_taken), show_all=args.all)
-    return 1 if any(c.change == "regressed" for c in changes) else 0
+        console = report_console(stderr=stdout_taken)
+        _print(old, new, changes, comparison, console, show_all=args.all)
+    return exit_code(comparison)
 
 
 def _counts(changes: list[CaseChange]) -> dict[str, int]:
@@ -244,7 +259,11 @@ def _counts(changes: list[CaseChange]) -> dict[str, int]:
     return {name: sum(1 for c in changes if c.change == name) for name in CHANGE_CLASSES}
 
 
-def _as_json(old: Run, new: Run, changes: list[CaseChange]) -> dict[str, Any]:
+def _as_json(
+    old: Run, new: Run, changes: list[CaseChange], comparison: Comparison | None
+) -> dict[str, Any]:
+    from toolproof._paired import comparison_dict
+
     return {
         "format": COMPARE_FORMAT,
         "version": COMPARE_VERSION,
@@ -252,7 +271,8 @@ def _as_json(old: Run, new: Run, changes: list[CaseChange]) -> dict[str, Any]:
         "old": {"id": old.info.id, "started": old.info.started, "path": str(old.info.path)},
         "new": {"id": new.info.id, "started": new.info.started, "path": str(new.info.path)},
         "counts": _counts(changes),
-        "regressed": any(c.change == "regressed" for c in changes),
+        "regressed": comparison is not None and comparison.change == "regressed",
+        "comparison": None if comparison is None else comparison_dict(comparison),
         "changes": [c.to_dict() for c in changes],
     }
 
@@ -268,7 +288,13 @@ def _headline(changes: list[CaseChange]) -> str:
 
 
 def _print(
-    old: Run, new: Run, changes: list[CaseChange], console: Console, *, show_all: bool
+    old: Run,
+    new: Run,
+    changes: list[CaseChange],
+    comparison: Comparison | None,
+    console: Console,
+    *,
+    show_all: bool,
 ) -> None:
     from rich.table import Table
     from rich.text import Text
@@ -288,11 +314,29 @@ def _print(
     unchanged = sum(1 for c in changes if c.change == "unchanged")
     if unchanged and not show_all:
         console.print(Text(f"{unchanged} unchanged {unit}s not shown (--all shows them)", "dim"))
-    regressed = any(c.change == "regressed" for c in changes)
+    from toolproof._paired import comparison_lines, exit_code
+
+    code = exit_code(comparison)
+    console.print(Text(f"verdicts: {_headline(changes)} (noise or not: see below)"))
+    for line in comparison_lines(comparison) if comparison is not None else [_NOTHING_PAIRED]:
+        console.print(Text(line))
     console.print(
-        Text(_headline(changes), style="bold red" if regressed else "bold green"),
-        Text(f"  (exit code {1 if regressed else 0})"),
+        Text(_verdict(comparison), style="bold red" if code else "bold green"),
+        Text(f"  (exit code {code})"),
     )
+
+
+_NOTHING_PAIRED = "no case has a verdict in both runs: nothing to compare"
+
+
+def _verdict(comparison: Comparison | None) -> str:
+    if comparison is None:
+        return "nothing compared"
+    return {
+        "regressed": "regressed beyond noise",
+        "improved": "improved beyond noise",
+        "no evidence": "no evidence of a change",
+    }[comparison.change]
 
 
 def _kind(run: Run) -> str:
@@ -305,18 +349,25 @@ def _order(change: str) -> int:
     return CHANGE_CLASSES.index(change)
 
 
-def markdown_comparison(old: Run, new: Run, changes: list[CaseChange]) -> str:
+def markdown_comparison(
+    old: Run, new: Run, changes: list[CaseChange], comparison: Comparison | None = None
+) -> str:
     """The comparison as Markdown for a pull-request comment (it starts with a marker line)."""
+    from toolproof._paired import comparison_markdown, exit_code
     from toolproof._reporting import md_code, md_details, md_escape, md_table, md_truncate
 
-    regressed = any(c.change == "regressed" for c in changes)
+    code = exit_code(comparison)
     unit = "sample" if new.info.kind == "replay" else "case"
-    icon = "❌" if regressed else "✅"
+    icon = "❌" if code else "✅"
     lines = [
         MARKDOWN_MARKER,
-        f"## {icon} toolproof runs compare: {md_escape(_headline(changes))}",
+        f"## {icon} toolproof runs compare: {_verdict(comparison)}",
         "",
         f"{md_code(old.info.id)} → {md_code(new.info.id)} ({_kind(new)})",
+        "",
+        *(comparison_markdown(comparison) if comparison is not None else [_NOTHING_PAIRED]),
+        "",
+        f"verdicts: {md_escape(_headline(changes))}",
         "",
     ]
     counts = _counts(changes)
@@ -339,5 +390,5 @@ def markdown_comparison(old: Run, new: Run, changes: list[CaseChange]) -> str:
         rows = [[md_code(c.key), md_escape(c.rates())] for c in changed]
         table = md_table([unit, "old → new"], rows)
         lines += [md_details(f"grade changed ({len(changed)})", table), ""]
-    lines.append(f"<sub>exit code {1 if regressed else 0} · toolproof runs compare</sub>")
+    lines.append(f"<sub>exit code {code} · toolproof runs compare</sub>")
     return md_truncate("\n".join(lines) + "\n")

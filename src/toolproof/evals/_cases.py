@@ -173,7 +173,9 @@ class CaseConfig:
             ``real`` entry of ``tool_modes`` counts too); every other tool with side
             effects never does.
         mocks: Mock providers to create for each trial.
-        trials: How many times the case runs.
+        trials: How many times the case runs (at most, with ``until: decided``).
+        until: ``"all"`` (every trial runs) or ``"decided"`` (trials stop as soon as the
+            pass rule's verdict is known at the run's confidence level).
         pass_rule: How trials become the verdict.
         gate: ``"block"`` (a failure fails the run) or ``"advise"`` (reported only).
         judge_when: ``"objective_pass"`` or ``"always"``.
@@ -192,6 +194,7 @@ class CaseConfig:
     real_tools: tuple[str, ...] = ()
     mocks: tuple[MockSpec, ...] = ()
     trials: int = 1
+    until: Literal["all", "decided"] = "all"
     pass_rule: PassRule = field(default_factory=PassRule)
     gate: Gate = "block"
     judge_when: JudgeWhen = "objective_pass"
@@ -277,12 +280,15 @@ class Suite:
         file: Its file.
         cases: Its cases, in file order.
         description: Its description.
+        statistics: Its ``statistics:`` mapping (confidence, interval, max_failure_rate,
+            gate_mode), when it has one.
     """
 
     name: str
     file: Path
     cases: list[Case]
     description: str | None = None
+    statistics: dict[str, Any] | None = None
 
 
 def _providers(created: Any, source: str) -> list[Any]:

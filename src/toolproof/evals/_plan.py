@@ -17,6 +17,7 @@ from toolproof.evals._results import (
     CaseResult,
     TrialResult,
 )
+from toolproof.evals._stats_report import StatsOptions
 from toolproof.evals._suite import Case, Suite, load_suites
 from toolproof.models._base import Model
 
@@ -40,6 +41,8 @@ class _Plan:
     results: list[TrialResult | None] = field(default_factory=list)
     remaining: int = 0
     result: CaseResult | None = None
+    #: With ``until: decided``: the verdict once known early (no new trial of it starts).
+    decided: str | None = None
 
 
 @dataclass(slots=True)
@@ -52,6 +55,7 @@ class _Options:
     retry_backoff_max: float = 30.0
     executor: Executor | None = None  # None: this process
     redactor: Any = None  # redacts what the reports and run log hold (None: nothing)
+    statistics: StatsOptions = field(default_factory=StatsOptions)
 
 
 def _as_suites(suites: Sequence[Suite] | Sequence[str | Path] | str | Path) -> list[Suite]:

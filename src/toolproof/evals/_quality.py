@@ -11,6 +11,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from toolproof._stats_text import show
 from toolproof.rag._metrics import METRICS, RankingScores, summarize
 
 if TYPE_CHECKING:
@@ -63,11 +64,14 @@ def quality_summary(cases: Sequence[_CaseResult]) -> list[dict[str, Any]]:
     return quality_of(suites)
 
 
-def quality_of(suites: dict[str, dict[str, list[dict[str, Any]]]]) -> list[dict[str, Any]]:
+def quality_of(
+    suites: dict[str, dict[str, list[dict[str, Any]]]], *, level: float = 0.95
+) -> list[dict[str, Any]]:
     """:func:`quality_summary` of the metrics already gathered: suite -> check -> metrics.
 
     Only checks named in :data:`CHECKS` are gathered, in the order of the cases, their
-    trials and their checks.
+    trials and their checks. Each retrieval metric's mean over queries comes with its
+    interval at ``level`` (``intervals``: Student's t over the queries, within 0..1).
     """
     out: list[dict[str, Any]] = []
     for suite, found in suites.items():
@@ -79,7 +83,12 @@ def quality_of(suites: dict[str, dict[str, list[dict[str, Any]]]]) -> list[dict[
                 scores = RankingScores(**fields)
                 groups.setdefault((str(m.get("tool")), m.get("k")), []).append(scores)
             entry["retrieval"] = [
-                {"tool": tool, "k": k, **summarize(items).to_dict()}
+                {
+                    "tool": tool,
+                    "k": k,
+                    **summarize(items).to_dict(),
+                    "intervals": _metric_intervals(items, level),
+                }
                 for (tool, k), items in groups.items()
             ]
         if "retrieval_grounded" in found:
@@ -107,6 +116,24 @@ def quality_of(suites: dict[str, dict[str, list[dict[str, Any]]]]) -> list[dict[
     return out
 
 
+def _metric_intervals(items: Sequence[RankingScores], level: float) -> dict[str, Any]:
+    """Each metric's mean over the queries that define it, with its interval."""
+    from toolproof._statistics import mean_interval
+    from toolproof._stats_text import interval_dict
+
+    out: dict[str, Any] = {}
+    for name in METRICS:
+        values = [v for v in (getattr(s, name) for s in items) if v is not None]
+        if values:
+            out[name] = interval_dict(mean_interval(values, level=level))
+    return out
+
+
+def _figure(value: float, interval: Mapping[str, Any] | None) -> str:
+    """``"0.750 [0.612, 0.888]"`` with the interval, ``"0.750"`` without."""
+    return f"{value:.3f}" if interval is None else show(interval)
+
+
 def quality_lines(quality: Sequence[Mapping[str, Any]]) -> list[str]:
     """One line per suite figure, for the console and the Markdown report."""
     lines: list[str] = []
@@ -115,8 +142,11 @@ def quality_lines(quality: Sequence[Mapping[str, Any]]) -> list[str]:
         for item in entry.get("retrieval", []):
             cut = f"@{item['k']}" if item["k"] is not None else ""
             macro = item["macro"]
+            bounds = item.get("intervals") or {}
             figures = ", ".join(
-                f"{name}{cut} {macro[name]:.3f}" for name in METRICS if macro.get(name) is not None
+                f"{name}{cut} {_figure(macro[name], bounds.get(name))}"
+                for name in METRICS
+                if macro.get(name) is not None
             )
             micro = item["micro"]
             if micro["recall"] is not None:

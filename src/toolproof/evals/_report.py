@@ -10,6 +10,10 @@ The JSON report (``format: toolproof-eval-report``, ``version: 1``) is the compl
                advisory_failed, trials, trials_passed, trials_failed, trials_errored,
                scripted_cases, stats: {cases, trials, passed, pass_rate, pass_at_k, pass_hat_k,
                        stable_pass, stable_fail, flaky},
+               intervals: {options, pass_rate?: <interval>, pass_hat_k?: {k, <interval>},
+                           detectable_drop?: {drop, cases, trials, power, icc}},
+               gate: null | {verdict, blocks, mode, limit, bound, needed,
+                             failure_rate: <interval>},
                usage, cost, model_calls, cached_calls, judge_calls, judged_checks,
                quality: [{suite, retrieval: [{tool, k, queries, undefined,
                           macro: {recall, precision, hit, mrr, ndcg, map},
@@ -20,17 +24,20 @@ The JSON report (``format: toolproof-eval-report``, ``version: 1``) is the compl
                duration_s, exit_code},
      suites: [{name, file, cases}],
      cases: [{suite, name, id, file, line, description, tags, gate, pass_rule,
-              trials_planned, tools, real_tools, model, judge_model, scripted, verdict, reason,
-              passes, failures, errors, stats: {n, c, pass_rate, pass_at_k, pass_hat_k,
-              classification},
+              trials_planned, trials_run, until, stopped, tools, real_tools, model, judge_model,
+              scripted, verdict, reason, passes, failures, errors, stats: {n, c, pass_rate,
+              pass_at_k, pass_hat_k, classification},
+              intervals: null | {pass_rate: <interval>, pass_hat_k: {k, <interval>}},
               trials: [{index, status, attempts, duration_ms, usage, cost, model_calls,
                         cached_calls, error: {type, message} | null,
                         checks: [{check, kind, status, reason, turn?, criterion?,
                                   metrics?}],
                         traces: [<toolproof trace>...]}]}]}
 
-docs/evals.md documents every field. Trials are copied from the spool file the runner
-streamed them to, so writing the report never holds all traces in memory.
+where ``<interval>`` is ``{estimate, low, high, level, method, n, effective_n}``
+(``toolproof.evals._stats_report``). docs/evals.md documents every field. Trials are copied
+from the spool file the runner streamed them to, so writing the report never holds all
+traces in memory.
 
 JUnit and Markdown show the transcript of each failing trial (read back from the spool one
 trial at a time, clipped: see :func:`toolproof._reporting.transcript_lines`); so does the
@@ -60,7 +67,9 @@ from toolproof._reporting import (
     utf8,
     write_junit,
 )
+from toolproof._stats_text import gate_line, show
 from toolproof.evals._results import CaseResult, EvalReport, TrialResult
+from toolproof.evals._stats_report import drop_line
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -340,6 +349,7 @@ def junit_suites(report: EvalReport, spool: IO[bytes] | None = None) -> list[JUn
             classname=case.suite,
             time_s=result.duration_ms / 1000,
             system_out=f"{out}\n{shown}" if shown else out,
+            properties=_interval_properties(result),
         )
         advisory = "" if result.blocking else "[advisory, gate: advise] "
         if result.verdict == "fail":
@@ -352,7 +362,55 @@ def junit_suites(report: EvalReport, spool: IO[bytes] | None = None) -> list[JUn
         elif result.verdict in ("skipped", "not_run"):
             item.skipped = result.reason
         suite.cases.append(item)
+    if suites:
+        summary = report.summary()
+        first = next(iter(suites.values()))
+        first.properties = _suite_properties(summary)
     return list(suites.values())
+
+
+def _interval_properties(result: CaseResult) -> dict[str, str]:
+    """A case's pass rate and pass^k with their intervals, as JUnit properties."""
+    figures = result.head()["intervals"]
+    if figures is None:
+        return {}
+    rate, hat = figures["pass_rate"], figures["pass_hat_k"]
+    return {
+        "pass_rate": show(rate),
+        f"pass^{hat['k']}": show(hat),
+        "interval": f"{100 * rate['level']:g}% {rate['method']}",
+        "trials": f"{len(result.trials)} of {result.case.config.trials}",
+    }
+
+
+def _suite_properties(summary: dict[str, Any]) -> dict[str, str]:
+    """The run's suite-level intervals and gate, as properties of the first ``<testsuite>``."""
+    out: dict[str, str] = {}
+    intervals = summary["intervals"]
+    if "pass_rate" in intervals:
+        rate = intervals["pass_rate"]
+        out["run_pass_rate"] = show(rate)
+        out["run_interval"] = f"{100 * rate['level']:g}% {rate['method']} over {rate['n']} cases"
+    if "pass_hat_k" in intervals:
+        out[f"run_pass^{intervals['pass_hat_k']['k']}"] = show(intervals["pass_hat_k"])
+    if summary["gate"] is not None:
+        out["gate"] = gate_line(summary["gate"], "cases")
+    return out
+
+
+def _case_bounds(result: CaseResult) -> str:
+    """``"0.21–0.94"``: the bounds of the case's pass rate (the console's narrow column)."""
+    figures = result.head()["intervals"]
+    if figures is None:
+        return "-"
+    rate = figures["pass_rate"]
+    return f"{rate['low']:.2f}–{rate['high']:.2f}"
+
+
+def _case_interval(result: CaseResult) -> str:
+    """``"0.667 [0.208, 0.939]"``: the case's pass rate and its interval, or ``"-"``."""
+    figures = result.head()["intervals"]
+    return "-" if figures is None else show(figures["pass_rate"], 2)
 
 
 # -- Markdown ---------------------------------------------------------------------------------
@@ -383,14 +441,20 @@ def _headline(report: EvalReport, summary: dict[str, Any]) -> str:
 
 def _figures(report: EvalReport, summary: dict[str, Any]) -> str:
     stats = report.stats
+    intervals = summary["intervals"]
     parts = [f"{summary['trials_passed']}/{summary['trials']} trials passed"]
     if report.scripted:
         parts.append("scripted: checks the wiring (tools, mocks, checks), not the model")
     else:
         if summary["scripted_cases"]:
             parts.append(f"pass^k over the {stats.cases} cases with a model")
+        if "pass_rate" in intervals:
+            parts.append(f"pass rate {show(intervals['pass_rate'])}")
+        top = intervals.get("pass_hat_k")
         for k, value in stats.pass_hat.items():
-            if k in (1, max(stats.pass_hat)):
+            if top is not None and k == top["k"] and k > 1:
+                parts.append(f"pass^{k} {show(top)}")
+            elif k in (1, max(stats.pass_hat)):
                 parts.append(f"pass^{k} {value:.3f}")
         if stats.pass_at and max(stats.pass_at) > 1:
             k = max(stats.pass_at)
@@ -404,6 +468,30 @@ def _figures(report: EvalReport, summary: dict[str, Any]) -> str:
         parts.append(f"${summary['cost']:.4f}")
     parts.append(f"{summary['duration_s']:.1f} s")
     return " · ".join(parts)
+
+
+def _statistics_lines(report: EvalReport, summary: dict[str, Any]) -> list[str]:
+    """The intervals' method and level, the gate's decision and the planning line."""
+    intervals = summary["intervals"]
+    options = report.statistics
+    lines = [
+        f"intervals: {options.describe()} for a case's pass rate; the run's pass rate is "
+        "clustered by case (cases, not trials, are the sample)"
+    ]
+    stopped = [c for c in report.cases if c.stopped is not None]
+    if stopped:
+        ran = sum(len(c.trials) for c in stopped)
+        most = sum(c.case.config.trials for c in stopped)
+        lines.append(
+            f"until: decided: {ran} of at most {most} trials ran in the {len(stopped)} cases "
+            "that stopped once their verdict was known"
+        )
+    if summary["gate"] is not None:
+        lines.append(gate_line(summary["gate"], "cases"))
+    drop = drop_line(intervals.get("detectable_drop"))
+    if drop is not None and not report.scripted:
+        lines.append(drop)
+    return lines
 
 
 def _judged_figures(report: EvalReport, judged: dict[str, int]) -> list[str]:
@@ -437,7 +525,7 @@ def _quality_markdown(quality: list[dict[str, Any]]) -> list[str]:
     """The retrieval quality table (one row per suite and retrieval tool) and figures."""
     if not quality:
         return []
-    from toolproof.evals._quality import quality_lines
+    from toolproof.evals._quality import _figure, quality_lines
     from toolproof.rag._metrics import METRICS
 
     rows = []
@@ -445,7 +533,10 @@ def _quality_markdown(quality: list[dict[str, Any]]) -> list[str]:
         for item in entry.get("retrieval", []):
             cut = f"@{item['k']}" if item["k"] is not None else ""
             macro, micro = item["macro"], item["micro"]
-            cells = [f"{macro[m]:.3f}" if macro.get(m) is not None else "-" for m in METRICS]
+            bounds = item.get("intervals") or {}
+            cells = [
+                "-" if macro.get(m) is None else _figure(macro[m], bounds.get(m)) for m in METRICS
+            ]
             rows.append(
                 [
                     md_code(entry["suite"]),
@@ -492,6 +583,8 @@ def markdown_report(
         "",
         _figures(report, summary),
         "",
+        *(f"- {md_escape(line)}" for line in _statistics_lines(report, summary)),
+        "",
     ]
     real = real_tools_summary(report, code=True)
     if real is not None:
@@ -513,10 +606,12 @@ def markdown_report(
                     f"{_ICON[result.verdict]} {md_escape(result.verdict)}{gate}",
                     f"{md_code(result.case.id)}",
                     f"{result.passes}/{len(result.trials)}",
+                    _case_interval(result),
                     md_escape(result.reason, limit=300),
                 ]
             )
-        lines += [md_table(["verdict", "case", "passed", "reason"], rows), ""]
+        head = ["verdict", "case", "passed", "pass rate [interval]", "reason"]
+        lines += [md_table(head, rows), ""]
         for number, result in enumerate(attention):
             body = "\n".join(_trial_lines(result))
             if body:
@@ -537,15 +632,20 @@ def markdown_report(
             [
                 f"{md_code(c.case.id)}",
                 f"{c.passes}/{len(c.trials)}",
+                _case_interval(c),
                 md_escape(c.case.config.pass_rule.describe()),
                 md_escape(c.reason, limit=200),
             ]
             for c in flaky
         ]
-        lines += [md_table(["case", "passed", "pass_rule", "failing checks"], rows), ""]
+        head = ["case", "passed", "pass rate [interval]", "pass_rule", "failing checks"]
+        lines += [md_table(head, rows), ""]
     passing = [c for c in report.cases if c.verdict == "pass" and c not in flaky]
     if passing:
-        body = "\n".join(f"- ✅ {md_code(c.case.id)} {c.passes}/{len(c.trials)}" for c in passing)
+        body = "\n".join(
+            f"- ✅ {md_code(c.case.id)} {c.passes}/{len(c.trials)} {_case_interval(c)}"
+            for c in passing
+        )
         lines += [md_details(f"{len(passing)} passing cases", body), ""]
     skipped = [c for c in report.cases if c.verdict == "skipped"]
     if skipped:
@@ -624,6 +724,7 @@ def print_summary(
         table.add_column("case", overflow="fold")
         table.add_column("trials", justify="right")
         table.add_column("pass^k", justify="right")
+        table.add_column("interval", justify="right", no_wrap=True)
         table.add_column("reason", overflow="fold")
         for result in rows:
             stats = result.stats
@@ -634,6 +735,7 @@ def print_summary(
                 escape(printable(result.case.id)),
                 f"{result.passes}/{len(result.trials)}" if result.trials else "-",
                 hat,
+                _case_bounds(result),
                 escape(printable(result.reason)),
             )
         console.print(table)
@@ -643,6 +745,8 @@ def print_summary(
             console.print(f"[dim]{hidden} stable passing cases not shown[/]")
     summary = report.summary()
     console.print(escape(_figures(report, summary)), highlight=False)
+    for line in _statistics_lines(report, summary):
+        console.print(escape(line), highlight=False)
     from toolproof.evals._quality import quality_lines
 
     for line in quality_lines(summary["quality"]):

@@ -13,13 +13,22 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolproof._messages import Usage
+from toolproof._stats_text import gate_dict
 from toolproof.evals._checks import CheckResult
 from toolproof.evals._stats import CaseStats, SuiteStats, case_stats, suite_stats
+from toolproof.evals._stats_report import (
+    EXIT_UNDECIDED,
+    StatsOptions,
+    case_statistics,
+    eval_gate,
+    suite_statistics,
+)
 
 #: ``case_stats(n, c)`` by ``(n, c)``: a few pairs in any run (trials per case are few).
 _CASE_STATS: dict[tuple[int, int], CaseStats] = {}
 
 if TYPE_CHECKING:
+    from toolproof._statistics import GateDecision
     from toolproof._trace import Trace
     from toolproof.evals._suite import Case
 
@@ -30,6 +39,7 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_NOTHING_RAN",
     "EXIT_OK",
+    "EXIT_UNDECIDED",
     "CaseResult",
     "EvalReport",
     "TrialResult",
@@ -132,6 +142,9 @@ class CaseResult:
         scripted: Whether the case ran with a scripted model (its ``script:``, or a
             ``ScriptedModel`` / ``FunctionModel``): its trials check the wiring (tools,
             mocks, checks), not a model, so they are left out of the run's pass^k figures.
+        statistics: The level and method of the case's intervals.
+        stopped: Why fewer trials ran than planned with ``until: decided``: ``"decided"``
+            (the verdict was known), else ``None``.
     """
 
     case: Case
@@ -141,6 +154,8 @@ class CaseResult:
     model: str | None = None
     judge_model: str | None = None
     scripted: bool = False
+    statistics: StatsOptions | None = None
+    stopped: str | None = None
 
     @property
     def blocking(self) -> bool:
@@ -197,6 +212,9 @@ class CaseResult:
             "gate": config.gate,
             "pass_rule": config.pass_rule.describe(),
             "trials_planned": config.trials,
+            "trials_run": len(self.trials),
+            "until": config.until,
+            "stopped": self.stopped,
             "tools": config.tools,
             "real_tools": list(config.named_real_tools),
             "model": self.model,
@@ -208,6 +226,9 @@ class CaseResult:
             "failures": self.failures,
             "errors": self.errors,
             "stats": None if stats is None else stats.to_dict(),
+            "intervals": case_statistics(
+                self.passes, self.passes + self.failures, self.statistics or StatsOptions()
+            ),
         }
 
 
@@ -226,6 +247,7 @@ class EvalReport:
         judge_calls: Judge requests sent (cached verdicts excluded).
         unwritten: The reports that could not be written (a full disk, a file-size limit),
             one message each; the others were written and the verdict stands.
+        statistics: The level and method of the intervals, and the eval gate.
     """
 
     cases: list[CaseResult]
@@ -236,6 +258,7 @@ class EvalReport:
     cached_calls: int = 0
     judge_calls: int = 0
     unwritten: list[str] = field(default_factory=list)
+    statistics: StatsOptions = field(default_factory=StatsOptions)
 
     def count(self, verdict: Verdict, *, blocking: bool | None = None) -> int:
         """Cases with ``verdict`` (only blocking or advisory ones when ``blocking`` is set)."""
@@ -256,14 +279,25 @@ class EvalReport:
 
         0 every blocking case passed; 1 a blocking case failed; 3 the model provider failed
         and left one undecided; 5 no case ran (all skipped). Advisory cases (``gate:
-        advise``) never change it; an interrupted run exits 130.
+        advise``) never change it; an interrupted run exits 130. With a rate gate
+        (``max_failure_rate``), the gate decides instead of the blocking cases' verdicts:
+        1 when it fails, 6 when it is undecided in release mode.
         """
         return _exit_code(
             self.interrupted,
             self.count("fail", blocking=True),
             self.count("error", blocking=True),
             self.ran,
+            self.gate(),
         )
+
+    def gate(self) -> GateDecision | None:
+        """The eval gate's decision on the blocking cases' failure rate (``None``: no limit).
+
+        Every blocking case with a verdict counts, scripted ones included: the gate holds
+        the run, whatever model answered.
+        """
+        return eval_gate(_blocking_failures(self.cases), self.statistics)
 
     @property
     def scripted(self) -> bool:
@@ -300,6 +334,7 @@ class EvalReport:
         verdicts = {v: [0, 0] for v in ("pass", "fail", "error", "skipped", "not_run")}
         trials = passed = failed = errored = scripted = 0
         figures: list[CaseStats] = []
+        blocking: list[tuple[int, int]] = []
         from toolproof.evals._quality import CHECKS, quality_of
 
         gathered: dict[str, dict[str, list[dict[str, Any]]]] = {}  # quality_summary's
@@ -327,6 +362,8 @@ class EvalReport:
                 if trial.cost is not None:
                     cost += trial.cost
                     cost_known = True
+            if case.blocking and passes + failures:
+                blocking.append((passes + failures, failures))
             trials += len(case.trials)
             passed += passes
             failed += failures
@@ -336,6 +373,15 @@ class EvalReport:
             elif passes + failures:
                 figures.append(_case_stats(passes + failures, passes))
         ran = sum(sum(verdicts[v]) for v in ("pass", "fail", "error"))
+        decision = eval_gate(blocking, self.statistics)
+        figured = suite_stats(figures)
+        k = min((f.n for f in figures), default=None)
+        intervals = suite_statistics(
+            [(f.n, f.c) for f in figures],
+            self.statistics,
+            pass_hat=[f.pass_hat[k] for f in figures] if k else (),
+            k=k,
+        )
         return {
             "cases": len(self.cases),
             "passed": sum(verdicts["pass"]),
@@ -350,7 +396,9 @@ class EvalReport:
             "trials_failed": failed,
             "trials_errored": errored,
             "scripted_cases": scripted,
-            "stats": suite_stats(figures).to_dict(),
+            "stats": figured.to_dict(),
+            "intervals": intervals,
+            "gate": None if decision is None else gate_dict(decision),
             "usage": {
                 "input_tokens": input_tokens,
                 "output_tokens": output_tokens,
@@ -361,23 +409,43 @@ class EvalReport:
             "cached_calls": self.cached_calls,
             "judge_calls": self.judge_calls,
             "judged_checks": judged,
-            "quality": quality_of(gathered),
+            "quality": quality_of(gathered, level=self.statistics.level),
             "duration_s": round(self.duration_s, 3),
             "exit_code": _exit_code(
-                self.interrupted, verdicts["fail"][0], verdicts["error"][0], ran
+                self.interrupted, verdicts["fail"][0], verdicts["error"][0], ran, decision
             ),
         }
 
 
-def _exit_code(interrupted: bool, blocking_failed: int, blocking_errors: int, ran: int) -> int:
+def _blocking_failures(cases: Sequence[CaseResult]) -> list[tuple[int, int]]:
+    """Each blocking case's ``(trials with a verdict, failures)``."""
+    out = []
+    for case in cases:
+        if case.blocking and (case.passes + case.failures):
+            out.append((case.passes + case.failures, case.failures))
+    return out
+
+
+def _exit_code(
+    interrupted: bool,
+    blocking_failed: int,
+    blocking_errors: int,
+    ran: int,
+    decision: GateDecision | None = None,
+) -> int:
     if interrupted:
         return EXIT_INTERRUPTED
-    if blocking_failed:
+    if decision is not None:
+        if decision.verdict == "fail":
+            return EXIT_BLOCKING_FAILED
+    elif blocking_failed:
         return EXIT_BLOCKING_FAILED
     if blocking_errors:
         return EXIT_INFRASTRUCTURE
     if not ran:
         return EXIT_NOTHING_RAN
+    if decision is not None and decision.blocks:
+        return EXIT_UNDECIDED
     return EXIT_OK
 
 

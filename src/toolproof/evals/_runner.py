@@ -44,6 +44,7 @@ from toolproof.evals._results import (
     describe_errors,
     describe_failures,
 )
+from toolproof.evals._stats_report import StatsOptions
 from toolproof.evals._suite import Case, Suite, select_cases
 from toolproof.models._base import Model
 
@@ -109,6 +110,10 @@ class _Runner:
         units = [
             (plan, index) for plan in self.plans if plan.remaining for index in range(plan.trials)
         ]
+        if any(plan.case.config.until == "decided" for plan in self.plans):
+            # In waves: every case's first trial, then every second one..., so a case whose
+            # verdict is known after a few trials starts no more of them.
+            units.sort(key=lambda unit: unit[1])
         self.progress.start(len(self.plans), len(units))
         for plan in self.plans:
             if plan.result is not None:
@@ -125,6 +130,9 @@ class _Runner:
             for plan, index in queue:
                 if self.stopped:
                     return
+                if plan.decided is not None:  # its verdict is known: the trial is not needed
+                    self.settle(plan)
+                    continue
                 trial = await self.trial(plan, index)
                 self.record(plan, trial)
 
@@ -174,14 +182,25 @@ class _Runner:
         self.model_calls += trial.model_calls
         self.cached_calls += trial.cached_calls
         self.progress.trial_done(plan.case, trial)
+        if plan.case.config.until == "decided" and plan.decided is None:
+            plan.decided = _sequential(plan, self.options.statistics.level)
+        self.settle(plan)
+        if self.options.exitfirst and not self.stopped and self.decided_failure(plan):
+            self.stop()
+
+    def settle(self, plan: _Plan) -> None:
+        """One unit of the plan is done (run, or not needed): decide the case after the last."""
         plan.remaining -= 1
         if plan.remaining == 0:
-            plan.result = _case_result(plan, interrupted=False, redactor=self.options.redactor)
+            plan.result = _case_result(
+                plan,
+                interrupted=False,
+                redactor=self.options.redactor,
+                statistics=self.options.statistics,
+            )
             if self.spool is not None:
                 self.write_block(plan, plan.result)
             self.progress.case_done(plan.result)
-        if self.options.exitfirst and not self.stopped and self.decided_failure(plan):
-            self.stop()
 
     def decided_failure(self, plan: _Plan) -> bool:
         """Whether a blocking case has failed (or errored), even before all its trials ran."""
@@ -686,7 +705,41 @@ def _redacted_case(case: Case, redactor: Any) -> Case:
     return dataclasses.replace(case, name=name, description=description, tags=tags)
 
 
-def _case_result(plan: _Plan, *, interrupted: bool, redactor: Any = None) -> CaseResult:
+def _sequential(plan: _Plan, level: float) -> str | None:
+    """With ``until: decided``: the case's verdict if its trials so far decide it, else None.
+
+    Exact stops (the rule's verdict can no longer change) and confident stops (the case's
+    pass rate is above or below the rule's at ``level``, by a confidence sequence: valid
+    however often it is checked) from :func:`toolproof._statistics.sequential_verdict`.
+    Trials with infrastructure errors allow exact stops only.
+    """
+    from toolproof._statistics import sequential_verdict
+
+    trials = [t for t in plan.results if t is not None]
+    passes = sum(1 for t in trials if t.status == "pass")
+    failures = sum(1 for t in trials if t.status == "fail")
+    rule = plan.case.config.pass_rule
+    if len(trials) >= plan.trials:
+        return None  # every trial ran: the rule decides as usual
+    if any(t.status == "error" for t in trials):
+        return rule.decide(plan.trials, passes, failures)
+    verdict = sequential_verdict(
+        passes,
+        passes + failures,
+        max_trials=plan.trials,
+        min_passes=min(rule.needed(plan.trials), plan.trials),
+        level=level,
+    )
+    return None if verdict == "continue" else verdict
+
+
+def _case_result(
+    plan: _Plan,
+    *,
+    interrupted: bool,
+    redactor: Any = None,
+    statistics: StatsOptions | None = None,
+) -> CaseResult:
     case = _redacted_case(plan.case, redactor)
     trials = [t for t in plan.results if t is not None]
     passes = sum(1 for t in trials if t.status == "pass")
@@ -695,6 +748,14 @@ def _case_result(plan: _Plan, *, interrupted: bool, redactor: Any = None) -> Cas
     rule = case.config.pass_rule
     decision = rule.decide(plan.trials, passes, failures)
     counts = f"{passes}/{plan.trials} trials passed"
+    stopped = None
+    if plan.decided is not None and len(trials) < plan.trials:
+        level = f"{100 * (statistics or StatsOptions()).level:g}%"
+        stopped, decision = "decided", plan.decided  # type: ignore[assignment]
+        counts = (
+            f"{passes}/{len(trials)} trials passed, stopped after {len(trials)} of "
+            f"{plan.trials} (until: decided, {level})"
+        )
     if decision == "pass":
         verdict, reason = "pass", f"{counts} (pass_rule: {rule.describe()})"
         if failures:
@@ -722,6 +783,8 @@ def _case_result(plan: _Plan, *, interrupted: bool, redactor: Any = None) -> Cas
         model=plan.model_name,
         judge_model=plan.judge_slot.model.name if plan.judge_slot else None,
         scripted=_scripted(plan),
+        statistics=statistics,
+        stopped=stopped,
     )
 
 
@@ -754,6 +817,7 @@ async def evaluate_async(
     exitfirst: bool = False,
     executor: str | Executor | None = None,
     redactor: Any = None,
+    statistics: StatsOptions | None = None,
 ) -> EvalReport:
     """Run eval suites and return the report (the engine of ``toolproof run``).
 
@@ -790,6 +854,9 @@ async def evaluate_async(
             trial's traces, errors and check reasons; case names, descriptions and tags),
             and so is the report returned: a ``toolproof.replay.Redactor``, by default
             toolproof's default rules; ``Redactor.none()`` keeps everything.
+        statistics: The confidence level and method of the reports' intervals, the eval
+            gate (``max_failure_rate``, ``gate_mode``) and the level of sequential trials;
+            by default the suites' ``statistics:`` settings.
 
     Returns:
         The report; ``report.exit_code`` is what ``toolproof run`` exits with.
@@ -821,6 +888,10 @@ async def evaluate_async(
         if not spec.to_stdout:
             check_output(spec.path)
     loaded = _as_suites(suites)
+    if statistics is None:
+        from toolproof.evals._stats_report import resolve_options
+
+        statistics = resolve_options((suite.name, suite.statistics) for suite in loaded)
     selected = select_cases(loaded, cases=cases, tags=tags)
     started_at = _now()
     clock = time.perf_counter()
@@ -858,6 +929,7 @@ async def evaluate_async(
             retry_backoff=retry_backoff,
             executor=None if isinstance(runs_on, LocalExecutor) else runs_on,
             redactor=_report_redactor(redactor) if specs else None,
+            statistics=statistics,
         ),
         cache=response_cache,
         progress=progress or NullProgress(),
@@ -878,7 +950,12 @@ async def evaluate_async(
         runner.write_pending()
         for plan in plans:
             if plan.result is None:
-                plan.result = _case_result(plan, interrupted=True, redactor=runner.options.redactor)
+                plan.result = _case_result(
+                    plan,
+                    interrupted=True,
+                    redactor=runner.options.redactor,
+                    statistics=statistics,
+                )
         report = EvalReport(
             [p.result for p in plans if p.result is not None],
             started_at=started_at,
@@ -887,6 +964,7 @@ async def evaluate_async(
             model_calls=runner.model_calls,
             cached_calls=runner.cached_calls,
             judge_calls=runner.judge_calls,
+            statistics=statistics,
         )
         if specs:
             from toolproof.evals._report import write_reports

@@ -27,7 +27,7 @@ import fnmatch
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from toolproof._filemodel import validate
 from toolproof._yaml import DocPath, Locator, Problems, load_yaml
@@ -301,6 +301,7 @@ class _Builder:
         data = {key: value for key, value in data.items() if key not in bad}
         name = data.get("suite", self.file.stem)
         description = data.get("description")
+        statistics = data.get("statistics")
         self.import_checks(data.get("checks") or [])
         defaults = dict(_DEFAULTS)
         for key in DEFAULT_KEYS:
@@ -341,7 +342,7 @@ class _Builder:
         # Cases from `datasets:` (toolproof.evals._dataset): each row of a file through a
         # template; problems name the file, the row and the key.
         if data.get("datasets") is None:
-            return Suite(name=name, file=self.file, cases=cases, description=description)
+            return Suite(name, self.file, cases, description, statistics)
         from toolproof.evals._dataset import dataset_cases
 
         case_args = (name, defaults, suite_origin, suite_expect or {}, suite_judge, suite_tags)
@@ -352,7 +353,7 @@ class _Builder:
             else:
                 taken.add(case.name)
                 cases.append(case)
-        return Suite(name=name, file=self.file, cases=cases, description=description)
+        return Suite(name, self.file, cases, description, statistics)
 
     # -- case -----------------------------------------------------------------------------------
 
@@ -561,7 +562,12 @@ class _Builder:
                     )
                     ok = False
         mocks = self._mocks(values["mocks"], where_of("mocks"), agent)
-        trials = checked.trials if "trials" not in bad else None
+        trials_spec = checked.trials if "trials" not in bad else None
+        until: Literal["all", "decided"] = "all"
+        if isinstance(trials_spec, Mapping):
+            trials, until = trials_spec["max"], trials_spec["until"]
+        else:
+            trials = trials_spec
         rule = None if "pass_rule" in bad else _pass_rule(values["pass_rule"])
         if (
             rule is not None
@@ -595,6 +601,7 @@ class _Builder:
             real_tools=tuple(dict.fromkeys(real_tools)),
             mocks=tuple(mocks),
             trials=trials,
+            until=until,
             pass_rule=rule,
             gate=valid.gate,
             judge_when=valid.judge_when,

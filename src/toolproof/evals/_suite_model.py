@@ -40,6 +40,7 @@ __all__ = [
     "DatasetEntry",
     "ExternalAgentSpec",
     "SettingsSpec",
+    "StatisticsSpec",
     "SuiteFile",
     "suite_json_schema",
 ]
@@ -58,7 +59,7 @@ DEFAULT_KEYS: dict[str, str] = {
         "a fixture file (.yaml, .yml, .json), an import path 'module:factory' returning mock "
         "providers, or a list of them"
     ),
-    "trials": "a positive integer",
+    "trials": "a positive integer, or {max: N, until: decided}",
     "pass_rule": "all, any, {at_least: N} or {rate: R} with 0 < R <= 1",
     "gate": "block or advise",
     "judge_when": "objective_pass or always",
@@ -82,6 +83,8 @@ SUITE_KEYS: dict[str, str] = {
     "tags": "a list of tags given to every case",
     "metadata": "a mapping merged into every case's metadata",
     "checks": "modules that register your own checks (import paths such as 'mypkg.checks')",
+    "statistics": "intervals and the eval gate: {confidence, interval, max_failure_rate, "
+    "gate_mode}",
     **DEFAULT_KEYS,
 }
 
@@ -265,6 +268,21 @@ _PASS_RULE_SCHEMA: dict[str, Any] = {
         },
     ],
 }
+_TRIALS_SCHEMA: dict[str, Any] = {
+    "description": DEFAULT_KEYS["trials"],
+    "anyOf": [
+        {"type": "integer", "minimum": 1},
+        {
+            "type": "object",
+            "properties": {
+                "max": {"type": "integer", "minimum": 1},
+                "until": {"enum": ["decided", "all"]},
+            },
+            "required": ["max"],
+            "additionalProperties": False,
+        },
+    ],
+}
 _MOCKS_SCHEMA: dict[str, Any] = {
     "description": DEFAULT_KEYS["mocks"],
     "anyOf": [
@@ -305,9 +323,7 @@ class CaseSettings(_Deferred):
         default_factory=list, description=DEFAULT_KEYS["real_tools"]
     )
     mocks: Annotated[Any, WithJsonSchema(_MOCKS_SCHEMA)] = Field(default_factory=list)
-    trials: Annotated[int, Field(ge=1), Expected("a positive integer")] = Field(
-        1, description=DEFAULT_KEYS["trials"]
-    )
+    trials: Annotated[Any, WithJsonSchema(_TRIALS_SCHEMA)] = 1
     pass_rule: Annotated[Any, WithJsonSchema(_PASS_RULE_SCHEMA)] = "all"
     gate: Annotated[Literal["block", "advise"], Expected("block or advise")] = Field(
         "block", description=DEFAULT_KEYS["gate"]
@@ -345,6 +361,18 @@ class CaseSettings(_Deferred):
         if not isinstance(value, str):
             raise problem(f"expected {DEFAULT_KEYS['agent']}, got {describe_type(value)}")
         return value
+
+    @field_validator("trials", mode="before")
+    @classmethod
+    def _trials(cls, value: Any) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+            return value
+        if isinstance(value, Mapping) and set(value) <= {"max", "until"}:
+            most, until = value.get("max"), value.get("until", "decided")
+            counted = isinstance(most, int) and not isinstance(most, bool) and most >= 1
+            if counted and until in ("decided", "all"):
+                return {"max": most, "until": until}
+        raise problem(f"expected {DEFAULT_KEYS['trials']}, got {value!r}")
 
     @field_validator("pass_rule", mode="before")
     @classmethod
@@ -609,6 +637,23 @@ def _cases_or_datasets(schema: dict[str, Any]) -> None:
     schema["anyOf"] = [{"required": ["cases"]}, {"required": ["datasets"]}]
 
 
+class StatisticsSpec(_Deferred):
+    """``statistics:``: the level and method of the intervals, and the eval gate."""
+
+    confidence: Annotated[
+        float | None, Field(gt=0, lt=1), Expected("a number between 0 and 1 (e.g. 0.95)")
+    ] = None
+    interval: Annotated[
+        Literal["wilson", "clopper-pearson"] | None, Expected("wilson or clopper-pearson")
+    ] = None
+    max_failure_rate: Annotated[
+        float | None, Field(ge=0, le=1), Expected("a rate between 0 and 1 (e.g. 0.1)")
+    ] = None
+    gate_mode: Annotated[Literal["advisory", "release"] | None, Expected("advisory or release")] = (
+        None
+    )
+
+
 class SuiteFile(_Defaults):
     """A suite file (``*.eval.yaml``)."""
 
@@ -624,6 +669,7 @@ class SuiteFile(_Defaults):
     tags: Tags = None
     metadata: dict[Any, Any] | None = Field(None, description=SUITE_KEYS["metadata"])
     checks: list[str] | None = Field(None, description=SUITE_KEYS["checks"])
+    statistics: StatisticsSpec | None = Field(None, description=SUITE_KEYS["statistics"])
 
     @classmethod
     def allowed_keys(cls) -> list[str]:

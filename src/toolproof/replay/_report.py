@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from toolproof._reporting import (
     JUnitCase,
@@ -32,9 +32,13 @@ from toolproof._reporting import (
     transcript_text,
     write_junit,
 )
+from toolproof._stats_text import gate_line, interval_dict, show
 from toolproof._text import clip
 from toolproof.replay._grading import Finding, SampleResult
 from toolproof.replay._rules import Aging
+
+if TYPE_CHECKING:
+    from toolproof._statistics import GateDecision, Interval
 
 __all__ = ["MARKDOWN_MARKER", "REPORT_FORMAT", "REPORT_VERSION", "ReplayReport"]
 
@@ -49,7 +53,7 @@ TRANSCRIPT_SAMPLES = 20
 MARKDOWN_MARKER = "<!-- toolproof-replay -->"
 
 #: Exit codes of ``toolproof replay``, the same as ``toolproof run``'s (docs/replay.md).
-EXIT_OK, EXIT_GATE, EXIT_INFRA, EXIT_NOTHING_RAN = 0, 1, 3, 5
+EXIT_OK, EXIT_GATE, EXIT_INFRA, EXIT_NOTHING_RAN, EXIT_UNDECIDED = 0, 1, 3, 5, 6
 
 
 @dataclass(slots=True)
@@ -68,6 +72,10 @@ class ReplayReport:
         new_model: The model answering in model mode.
         real_tools: Tools that ran their real code on purpose (every other tool was mocked
             or, in tools mode, not run).
+        gate_mode: ``advisory`` (the default: fail only when the failure rate is clearly
+            above the gate) or ``release`` (pass only when it is clearly below).
+        level: Confidence level of the failure rate's interval.
+        interval: ``wilson`` or ``clopper-pearson`` (weighted rates always use Wilson's).
     """
 
     mode: str
@@ -80,6 +88,9 @@ class ReplayReport:
     source: str | None = None
     new_model: str | None = None
     real_tools: list[str] = field(default_factory=list)
+    gate_mode: Literal["advisory", "release"] = "advisory"
+    level: float = 0.95
+    interval: Literal["wilson", "clopper-pearson"] = "wilson"
 
     # -- figures -----------------------------------------------------------------------------
 
@@ -130,26 +141,71 @@ class ReplayReport:
         """The rate the gate compares: weighted when samples age, raw otherwise."""
         return self.weighted_fail_rate if self.aging.half_life else self.fail_rate
 
+    def rate_interval(self) -> Interval | None:
+        """The gate's failure rate with its interval (``None`` when nothing was graded)."""
+        from toolproof._statistics import binomial_interval, weighted_rate_interval
+
+        graded = self.graded
+        if not graded:
+            return None
+        if self.aging.half_life and sum(s.weight for s in graded) > 0:
+            weights = [s.weight for s in graded]
+            failed = [s.grade == "fail" for s in graded]
+            return weighted_rate_interval(weights, failed, level=self.level)
+        return binomial_interval(
+            len(self.failures), len(graded), level=self.level, method=self.interval
+        )
+
+    def decision(self) -> GateDecision | None:
+        """The gate's decision: pass, fail or undecided (``None`` when nothing was graded).
+
+        Read from the failure rate's interval: ``fail`` when its low bound is above the gate,
+        ``pass`` when its high bound is below, ``undecided`` between (with the samples that
+        would decide). Without a gate (or a gate of 0) no failure is acceptable: any failure
+        fails and none passes, whatever the mode (no interval shows a rate below 0).
+        """
+        from toolproof._statistics import GateDecision, gate
+
+        interval = self.rate_interval()
+        if interval is None:
+            return None
+        if not self.gate:
+            failed = bool(self.failures)
+            verdict: Literal["pass", "fail"] = "fail" if failed else "pass"
+            return GateDecision(verdict, failed, self.gate_mode, 0.0, interval, None, None)
+        return gate(interval, self.gate, mode=self.gate_mode)
+
     @property
     def gate_passed(self) -> bool:
-        """Whether the failure rate is within the gate (no failure at all without a gate)."""
-        threshold = 0.0 if self.gate is None else self.gate
-        return self.gate_rate <= threshold + 1e-12
+        """Whether the gate lets the replay through (it did not fail, nor block undecided)."""
+        decision = self.decision()
+        return decision is None or not decision.blocks
 
     @property
     def exit_code(self) -> int:
         """The exit code of ``toolproof replay`` (the same table as ``toolproof run``'s).
 
-        0 the gate passed; 1 it failed; 3 the model provider failed and left it undecided;
-        5 no sample was replayed.
+        0 the gate passed (or is undecided in advisory mode); 1 it failed; 3 the model
+        provider failed and left samples ungraded; 5 no sample was replayed; 6 the gate is
+        undecided in release mode (too few samples to show the rate below the gate).
         """
-        if not self.gate_passed:
+        decision = self.decision()
+        if decision is not None and decision.verdict == "fail":
             return EXIT_GATE
         if self.errors:
             return EXIT_INFRA
         if not self.samples:
             return EXIT_NOTHING_RAN
+        if decision is not None and decision.blocks:
+            return EXIT_UNDECIDED
         return EXIT_OK
+
+    def gate_sentence(self) -> str:
+        """The gate's verdict in one sentence: which bound decided, or what would."""
+        decision = self.decision()
+        if decision is None:
+            return "gate: nothing graded"
+        return gate_line(decision)
 
     # -- formats -----------------------------------------------------------------------------
 
@@ -188,13 +244,22 @@ class ReplayReport:
             "fail_rate": round(self.fail_rate, 6),
             "weighted_fail_rate": round(self.weighted_fail_rate, 6),
             "aging": self.aging.describe(),
-            "gate": {
-                "threshold": 0.0 if self.gate is None else self.gate,
-                "rate": round(self.gate_rate, 6),
-                "passed": self.gate_passed,
-            },
+            "gate": self._gate_dict(),
             "spot_check": [s.trace_id for s in self.spot_check],
             "results": results,
+        }
+
+    def _gate_dict(self) -> dict[str, Any]:
+        decision = self.decision()
+        return {
+            "threshold": 0.0 if self.gate is None else self.gate,
+            "rate": round(self.gate_rate, 6),
+            "passed": self.gate_passed,
+            "mode": self.gate_mode,
+            "verdict": None if decision is None else decision.verdict,
+            "bound": None if decision is None else decision.bound,
+            "needed": None if decision is None else decision.needed,
+            "interval": None if decision is None else interval_dict(decision.interval),
         }
 
     def to_json(self, *, indent: int | None = 2, traces: bool = False) -> str:
@@ -214,7 +279,10 @@ class ReplayReport:
         c = self.counts
         weighted = f" (weighted {self.weighted_fail_rate:.1%})" if self.aging.half_life else ""
         threshold = "0" if self.gate is None else f"{self.gate:.1%}"
+        decision = self.decision()
         verdict = "PASSED" if self.gate_passed else "FAILED"
+        if decision is not None and decision.verdict == "undecided":
+            verdict = "UNDECIDED" + ("" if decision.blocks else " (advisory: not blocking)")
         if not self.samples:
             verdict = "nothing replayed"
         extra = f", {self.expired} expired" if self.expired else ""
@@ -247,12 +315,20 @@ class ReplayReport:
             if len(samples) > max_samples:
                 lines.append(f"  ... and {len(samples) - max_samples} more (see the JSON report)")
         lines.append(self.summary())
+        lines.append(self.gate_sentence())
         # Recorded and new outputs are untrusted: no escape sequence reaches the terminal.
         return printable("\n".join(lines))
 
     def junit_suites(self) -> list[JUnitSuite]:
         """One suite, one case per sample."""
         suite = JUnitSuite(name=f"toolproof replay ({self.mode})", timestamp=self.started_at)
+        decision = self.decision()
+        if decision is not None:
+            suite.properties = {
+                "failure_rate": show(decision.interval),
+                "interval": f"{100 * self.level:g}% {decision.interval.method}",
+                "gate": self.gate_sentence(),
+            }
         real = f"real tools: {', '.join(self.real_tools)}" if self.real_tools else ""
         shown = {id(sample) for sample in self.failures[:TRANSCRIPT_SAMPLES]}
         for sample in self.samples:
@@ -279,7 +355,10 @@ class ReplayReport:
     def render_markdown(self, *, max_samples: int = 50) -> str:
         """A Markdown report for pull-request comments and job summaries."""
         c = self.counts
+        decision = self.decision()
         verdict = "✅ passed" if self.gate_passed else "❌ failed"
+        if decision is not None and decision.verdict == "undecided":
+            verdict = "⚠️ undecided" + ("" if decision.blocks else " (advisory: not blocking)")
         if self.gate_passed and self.errors:
             verdict = "⚠️ undecided (the model could not be reached)"
         elif not self.samples:
@@ -298,6 +377,7 @@ class ReplayReport:
                     "error",
                     "expired",
                     "failure rate",
+                    "interval",
                     "weighted",
                     "gate",
                 ],
@@ -310,12 +390,14 @@ class ReplayReport:
                         str(c["error"]),
                         str(self.expired),
                         f"{self.fail_rate:.1%}",
+                        _interval_text(decision),
                         f"{self.weighted_fail_rate:.1%}",
                         threshold,
                     ]
                 ],
             ),
         ]
+        parts += ["", md_escape(self.gate_sentence())]
         if self.real_tools:
             parts += ["", "real tools: " + ", ".join(md_code(n) for n in self.real_tools)]
         if self.failures:
@@ -364,6 +446,13 @@ class ReplayReport:
                 out.write(self.to_json(traces=traces) + "\n")
             else:
                 out.write(self.render_markdown())
+
+
+def _interval_text(decision: GateDecision | None) -> str:
+    if decision is None:
+        return "-"
+    iv = decision.interval
+    return f"{iv.low:.1%}–{iv.high:.1%} ({100 * iv.level:g}% {iv.method})"
 
 
 def _findings_text(findings: list[Finding]) -> str:

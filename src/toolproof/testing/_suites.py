@@ -115,7 +115,8 @@ class EvalCaseItem(pytest.Item):
         model = self._model()
         from toolproof.errors import MockBypassed, UserError
 
-        one = Suite(self.suite.name, self.suite.file, [self.case], self.suite.description)
+        suite = self.suite
+        one = Suite(suite.name, suite.file, [self.case], suite.description, suite.statistics)
         try:
             report = asyncio.run(
                 evaluate_async(

@@ -22,6 +22,8 @@ from functools import cache
 from importlib import resources
 from typing import IO, TYPE_CHECKING, Any
 
+from toolproof._stats_text import gate_line
+
 if TYPE_CHECKING:
     from toolproof.evals._results import EvalReport
 
@@ -169,6 +171,33 @@ def _trial_tokens(trial: dict[str, Any]) -> tuple[int, int]:
     return int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
 
 
+def _interval_text(interval: Any) -> str | None:
+    """``"63.3% (95% cluster-wilson interval 26.2%–89.4%)"``, or None when absent."""
+    if not isinstance(interval, dict):
+        return None
+    try:
+        level = f"{100 * float(interval['level']):g}%"
+        low, high = _pct(interval["low"]), _pct(interval["high"])
+        return f"{level} {interval['method']} interval {low}–{high}"
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _interval_meta(intervals: Any) -> list[tuple[str, str]]:
+    """A case's pass rate and pass^k with their intervals, for its facts."""
+    if not isinstance(intervals, dict):
+        return []
+    out = []
+    rate = _interval_text(intervals.get("pass_rate"))
+    if rate is not None:
+        out.append(("pass rate", f"{_pct(intervals['pass_rate'].get('estimate'))} ({rate})"))
+    hat = intervals.get("pass_hat_k")
+    text = _interval_text(hat)
+    if text is not None and isinstance(hat, dict):
+        out.append((f"pass^{hat.get('k')} interval", text))
+    return out
+
+
 def _eval_summary(data: dict[str, Any]) -> str:
     s = data.get("summary") or {}
     cases = data.get("cases") or []
@@ -179,6 +208,7 @@ def _eval_summary(data: dict[str, Any]) -> str:
         1: ("fail", "failed"),
         3: ("error", "undecided: the model provider failed"),
         5: ("skipped", "nothing ran"),
+        6: ("error", "undecided: too few samples for the release gate"),
     }
     kind, verdict = verdicts.get(
         code if isinstance(code, int) else -1, ("error", f"exit code {code}")
@@ -193,6 +223,12 @@ def _eval_summary(data: dict[str, Any]) -> str:
         hat_note = f"pass^{e(k)} over {_int(stats.get('cases'))} model cases"
     else:
         pass_hat, hat_note = "—", "no model cases (scripted runs are not counted)"
+    intervals = s.get("intervals") or {}
+    rate_note = _interval_text(intervals.get("pass_rate"))
+    hat_interval = _interval_text(intervals.get("pass_hat_k"))
+    if hat_interval is not None:
+        hat_note += f" · {e(hat_interval)}"
+    gate = s.get("gate")
     models = sorted({str(c.get("model")) for c in cases if c.get("model")})
     judges = sorted({str(c.get("judge_model")) for c in cases if c.get("judge_model")})
     real = sorted({str(n) for c in cases for n in c.get("real_tools") or []})
@@ -212,6 +248,11 @@ def _eval_summary(data: dict[str, Any]) -> str:
             _pct((s.get("trials_passed") or 0) / trials if trials else None),
             e(f"{_int(s.get('trials_passed'))} of {_int(trials)} trials"),
         ),
+        _tile(
+            "pass rate (mean over cases)",
+            _pct((intervals.get("pass_rate") or {}).get("estimate")),
+            e(rate_note or "no model cases"),
+        ),
         _tile("pass^k", pass_hat, hat_note),
         _tile(
             "flaky cases", _int(flaky), "some trials passed, some did not", "flaky" if flaky else ""
@@ -220,7 +261,8 @@ def _eval_summary(data: dict[str, Any]) -> str:
             "gate",
             e(verdict),
             e(
-                f"{_int(s.get('blocking_failed'))} blocking failed · "
+                (gate_line(gate, "cases") if isinstance(gate, dict) else "")
+                or f"{_int(s.get('blocking_failed'))} blocking failed · "
                 f"{_int(s.get('advisory_failed'))} advisory · exit code {code}"
             ),
             kind,
@@ -532,6 +574,7 @@ def _eval_cases(data: dict[str, Any]) -> str:
         if st.get("pass_hat_k"):
             k = max(st["pass_hat_k"], key=lambda key: int(key))
             meta.append((f"pass^{k}", _pct(st["pass_hat_k"][k])))
+        meta += _interval_meta(case.get("intervals"))
         dl = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in meta)
         body = "".join(_trial_block(n, t, full) for t in trials)
         rows.append(
@@ -567,8 +610,17 @@ def _quality(data: dict[str, Any]) -> str:
         return ""
     from toolproof.rag._metrics import METRICS
 
-    def cell(value: Any) -> str:
-        return f"<td>{e(f'{value:.3f}')}</td>" if isinstance(value, (int, float)) else "<td>—</td>"
+    def cell(value: Any, interval: Any = None) -> str:
+        if not isinstance(value, (int, float)):
+            return "<td>—</td>"
+        shown = _interval_text(interval)
+        title = f' title="{e(shown)}"' if shown else ""
+        bounds = (
+            f' <span class="muted">[{interval["low"]:.3f}, {interval["high"]:.3f}]</span>'
+            if shown
+            else ""
+        )
+        return f"<td{title}>{e(f'{value:.3f}')}{bounds}</td>"
 
     rows, tiles = [], []
     for entry in quality:
@@ -576,11 +628,12 @@ def _quality(data: dict[str, Any]) -> str:
         for item in entry.get("retrieval") or []:
             k = item.get("k")
             macro, micro = item.get("macro") or {}, item.get("micro") or {}
+            bounds = item.get("intervals") or {}
             rows.append(
                 f"<tr><td>{e(suite)}</td><td><code>{e(item.get('tool'))}</code></td>"
                 f"<td>{e(k if k is not None else 'all')}</td><td>{_int(item.get('queries'))}"
                 f"</td><td>{_int(item.get('undefined'))}</td>"
-                + "".join(cell(macro.get(m)) for m in METRICS)
+                + "".join(cell(macro.get(m), bounds.get(m)) for m in METRICS)
                 + cell(micro.get("recall"))
                 + "</tr>"
             )

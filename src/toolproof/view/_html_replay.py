@@ -175,6 +175,16 @@ def render_replay(data: dict[str, Any], *, nav: str = "") -> str:
     passed = bool(gate.get("passed"))
     samples = data.get("results") or []
     kind, verdict = ("pass", "gate passed") if passed else ("fail", "gate failed")
+    if gate.get("verdict") == "undecided":
+        kind = "pass" if passed else "error"
+        verdict = "gate undecided" + (" (advisory: not blocking)" if passed else "")
+    interval = gate.get("interval")
+    rate_note = f"weighted {_pct(data.get('weighted_fail_rate'))}"
+    if isinstance(interval, dict) and isinstance(interval.get("level"), (int, float)):
+        rate_note = (
+            f"{100 * interval['level']:g}% {interval.get('method')} interval "
+            f"{_pct(interval.get('low'))}–{_pct(interval.get('high'))} · {rate_note}"
+        )
     if not samples:
         kind, verdict = "skipped", "nothing replayed"
     tiles = [
@@ -187,12 +197,16 @@ def render_replay(data: dict[str, Any], *, nav: str = "") -> str:
         _tile(
             "failure rate",
             _pct(data.get("fail_rate")),
-            e(f"weighted {_pct(data.get('weighted_fail_rate'))}"),
+            e(rate_note),
         ),
         _tile(
             "gate",
             e(verdict),
-            e(f"threshold {_pct(gate.get('threshold'))} · rate {_pct(gate.get('rate'))}"),
+            e(
+                f"{gate.get('mode') or 'advisory'} · threshold {_pct(gate.get('threshold'))} · "
+                f"rate {_pct(gate.get('rate'))}"
+                + (f" · about {gate['needed']} samples would decide" if gate.get("needed") else "")
+            ),
             kind,
         ),
         _tile(

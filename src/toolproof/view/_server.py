@@ -243,6 +243,21 @@ def _change(a: tuple[str, str] | None, b: tuple[str, str] | None) -> str:
     return "changed"
 
 
+def _paired_section(first: dict[str, Any], second: dict[str, Any]) -> str:
+    """The paired verdict (regressed, improved, no evidence) with its figures, escaped."""
+    from toolproof._paired import comparison_lines, paired
+
+    comparison = paired(first, second)
+    if comparison is None:
+        return '<p id="cmp-verdict">No case has a verdict in both runs: nothing to compare.</p>'
+    kind = {"regressed": "fail", "improved": "pass"}.get(comparison.change, "other")
+    items = "".join(f"<li>{e(line)}</li>" for line in comparison_lines(comparison))
+    return (
+        f'<section id="cmp-verdict"><h2><span class="badge b-{kind}">{e(comparison.change)}'
+        f"</span> paired comparison</h2><ul>{items}</ul></section>"
+    )
+
+
 def _compare(runs: Runs, a: str, b: str) -> tuple[int, str]:
     ids = runs.ids()
     if not a or not b:
@@ -284,6 +299,7 @@ def _compare(runs: Runs, a: str, b: str) -> tuple[int, str]:
     body = (
         f'<header class="top"><h1>Compare runs</h1><p class="muted">before <a href="/runs/{e(a)}">'
         f'{e(a)}</a> · after <a href="/runs/{e(b)}">{e(b)}</a></p></header>'
+        f"{_paired_section(first, second)}"
         f'<p id="cmp-summary">{e(summary)}</p>'
         '<table class="cmp"><thead><tr><th scope="col">change</th><th scope="col">case</th>'
         '<th scope="col">before</th><th scope="col">after</th></tr></thead>'

@@ -1,0 +1,199 @@
+"""``toolproof run --model A --model B``: every case on both models, compared case by case.
+
+The two runs go at the same time, their trials interleaved on one event loop (each gets half
+of ``--concurrency``), so a provider's slow minute hits both alike. Each writes its own run
+log (``toolproof runs compare`` pairs them again later); the console shows both summaries and
+the paired comparison of B against A, and ``--report json|markdown`` writes the comparison.
+Exit codes: 0 no evidence that B is worse, 1 B regressed beyond noise, 2 bad options, 130
+interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from toolproof._reporting import ReportSpec
+    from toolproof._runlog import RunLog
+    from toolproof.evals._results import EvalReport
+    from toolproof.evals._stats_report import StatsOptions
+    from toolproof.evals._suite import Suite
+
+__all__ = ["run_pair"]
+
+
+def run_pair(
+    args: argparse.Namespace,
+    suites: list[Suite],
+    models: list[str],
+    specs: list[ReportSpec],
+    statistics: StatsOptions,
+    *,
+    redactor: Any,
+    start_log: Callable[[str], RunLog | None],
+    finish_log: Callable[[RunLog | None, BaseException], None],
+) -> int:
+    """Run the suites on two models and report their paired comparison; the exit code.
+
+    ``toolproof run`` hands over how reports are redacted and how its run logs start and
+    end, so each model's run is logged as a run of its own.
+    """
+    import asyncio
+    import json
+
+    from rich.text import Text
+
+    from toolproof._loading import load_model_spec
+    from toolproof._paired import comparison_dict, comparison_lines, paired
+    from toolproof._reporting import open_output
+    from toolproof.cli import report_console
+    from toolproof.errors import UserError
+    from toolproof.evals._report import print_summary
+
+    if len(models) != 2:
+        raise UserError(f"--model compares two models at most; got {len(models)}")
+    bad = [spec.format for spec in specs if spec.format not in ("json", "markdown")]
+    if bad:
+        raise UserError(
+            f"with two models, --report writes their comparison: json or markdown, not {bad[0]} "
+            "(each run's own report is in its run log)"
+        )
+    loaded = [load_model_spec(m, keywords=("scripted",)) for m in models]
+    names = [m if isinstance(m, str) else getattr(m, "name", str(m)) for m in loaded]
+    if not args.no_cache and names[0] == names[1]:
+        raise UserError(
+            f"both models are named {names[0]!r}: their cached answers would mix; name them "
+            "apart or pass --no-cache"
+        )
+    from toolproof._reporting import ReportSpec as Spec
+
+    logs = [log for log in (start_log(model) for model in models) if log is not None]
+    reports: list[EvalReport]
+    try:
+        reports = asyncio.run(
+            _both(
+                suites,
+                loaded,
+                args,
+                statistics,
+                redactor,
+                [[Spec("json", str(log.report_path))] for log in logs] if logs else [[], []],
+            )
+        )
+    except BaseException as exc:
+        for log in logs:
+            finish_log(log, exc)
+        raise
+    stdout_taken = any(spec.to_stdout for spec in specs)
+    console = report_console(stderr=stdout_taken)
+    data = []
+    for model, report, number in zip(models, reports, range(len(models)), strict=True):
+        console.rule(Text(f"{'AB'[number]}: {model}"))
+        summary = print_summary(report, console)
+        data.append(_plain(report, summary))
+        if logs:
+            logs[number].finish(
+                status="interrupted" if report.interrupted else "finished",
+                exit_code=report.exit_code,
+                interrupted=report.interrupted,
+                counts={
+                    key: summary[key]
+                    for key in ("cases", "passed", "failed", "trials", "trials_passed")
+                },
+            )
+    comparison = paired(data[0], data[1], level=statistics.level)
+    console.rule(Text(f"B against A: {models[1]} vs {models[0]}"))
+    lines = (
+        comparison_lines(comparison)
+        if comparison is not None
+        else ["no case has a verdict in both runs: nothing to compare"]
+    )
+    for line in lines:
+        console.print(Text(line))
+    interrupted = any(report.interrupted for report in reports)
+    code = 130 if interrupted else 1 if comparison and comparison.change == "regressed" else 0
+    result = {
+        "format": "toolproof-models-compare",
+        "version": 1,
+        "models": models,
+        "runs": [log.info.id for log in logs],
+        "comparison": None if comparison is None else comparison_dict(comparison),
+        "exit_code": code,
+    }
+    for spec in specs:
+        with open_output(spec.path) as out:
+            if spec.format == "json":
+                out.write(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+            else:
+                out.write(_markdown(models, comparison, code))
+    if comparison is not None:
+        style = "bold red" if code == 1 else "bold green"
+        verdict = Text(f"B vs A: {comparison.change}", style=style)
+        console.print(verdict, Text(f"  (exit code {code})"))
+    return code
+
+
+async def _both(
+    suites: list[Suite],
+    models: list[Any],
+    args: argparse.Namespace,
+    statistics: StatsOptions,
+    redactor: Any,
+    reports: list[list[ReportSpec]],
+) -> list[EvalReport]:
+    import asyncio
+
+    from toolproof.evals._runner import evaluate_async
+
+    share = max(1, args.concurrency // 2)
+    runs = [
+        evaluate_async(
+            suites,
+            model=model,
+            judge_model=args.judge_model,
+            cases=args.case,
+            tags=args.tag,
+            trials=args.trials,
+            concurrency=share,
+            cache=not args.no_cache,
+            cache_dir=args.cache_dir,
+            requests_per_minute=args.rpm,
+            tokens_per_minute=args.tpm,
+            reports=specs,
+            partial_on_cancel=True,
+            redactor=redactor,
+            statistics=statistics,
+        )
+        for model, specs in zip(models, reports, strict=True)
+    ]
+    return list(await asyncio.gather(*runs))
+
+
+def _plain(report: EvalReport, summary: dict[str, Any]) -> dict[str, Any]:
+    """What the comparison reads of a report: each case's id and trial counts."""
+    return {
+        "summary": summary,
+        "cases": [
+            {"id": c.case.id, "passes": c.passes, "failures": c.failures} for c in report.cases
+        ],
+    }
+
+
+def _markdown(models: list[str], comparison: Any, code: int) -> str:
+    from toolproof._paired import comparison_markdown
+    from toolproof._reporting import md_code, md_truncate
+
+    icon = "❌" if code == 1 else "✅"
+    verdict = "nothing compared" if comparison is None else comparison.change
+    lines = [
+        "<!-- toolproof-models-compare -->",
+        f"## {icon} toolproof: {md_code(models[1])} against {md_code(models[0])}: {verdict}",
+        "",
+        *(comparison_markdown(comparison) if comparison is not None else []),
+        "",
+        f"<sub>exit code {code} · toolproof run --model A --model B</sub>",
+    ]
+    return md_truncate("\n".join(lines) + "\n")
