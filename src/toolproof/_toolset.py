@@ -117,6 +117,7 @@ class _MockContext:
     lineage: object
     how: str  # how to name a real tool here, with {} for its name
     factory: str | None = None
+    only_mocks: bool = False  # no tool's real code runs at all (attack runs)
 
 
 _active: contextvars.ContextVar[_MockContext | None] = contextvars.ContextVar(
@@ -324,27 +325,40 @@ class Toolset:
         """
         mode = self.mode_of(t.name)
         if mode == "mock":
-            for provider in reversed(self._providers):
-                found = provider.mock_for(t)
-                if found is not None:
-                    return found, True
-            if t.name in self._mock_map:
-                return self._mock_map[t.name], True
-            if t.mock_function is not None:
-                return t.mock_function, True
+            found = self.mock_of(t)
+            if found is not None:
+                return found, True
         self._check_real(t, mode)
         return t.function, False
+
+    def mock_of(self, t: Tool[..., Any]) -> Callable[..., Any] | None:
+        """The mock that answers ``t`` in mock mode (later providers first), or ``None``."""
+        for provider in reversed(self._providers):
+            found = provider.mock_for(t)
+            if found is not None:
+                return found
+        if t.name in self._mock_map:
+            return self._mock_map[t.name]
+        return t.mock_function
 
     def _check_real(self, t: Tool[..., Any], mode: ToolMode) -> None:
         """Decide whether ``t``'s real code may run now (the one place that decides it).
 
-        Tools without side effects always may. Outside a mocked run, the toolset's own mode
-        decides. Inside one, only a tool named as real for that run, through the toolset
+        Tools without side effects always may, except in a run that allows mocks only (an
+        attack run): there no tool's real code runs. Outside a mocked run, the toolset's own
+        mode decides. Inside one, only a tool named as real for that run, through the toolset
         the run handed out.
         """
+        context = _active.get()
+        if context is not None and context.only_mocks:
+            raise UnmockedToolCall(
+                f"tool '{t.name}' has no mock, and {context.where} never runs a tool's real "
+                f"code (whatever the suite or the agent ask); give '{t.name}' a mock or a "
+                "fixture",
+                tool_name=t.name,
+            )
         if not t.side_effects:
             return
-        context = _active.get()
         if context is None:
             if mode == "real":
                 return
@@ -433,7 +447,7 @@ class Toolset:
                         f"the approver edited the call into invalid arguments: {exc}"
                     ) from None
 
-        if t.side_effects or self.mode != "real" or self.overrides:
+        if t.side_effects or self.mode != "real" or self.overrides or _active.get() is not None:
             function, mocked = self.implementation(t)
         else:  # what implementation() answers for a tool without side effects in real mode
             function, mocked = t.function, False
@@ -497,6 +511,7 @@ def mock_context(
     overrides: Mapping[str, ToolMode] | None = None,
     mocks: Mapping[str, Callable[..., Any]] | MockProvider | Iterable[MockProvider] | None = None,
     factory: str | None = None,
+    only_mocks: bool = False,
 ) -> Iterator[Toolset]:
     """Run the block as a mocked run; yields the mock-mode toolset to hand to the agent.
 
@@ -513,12 +528,16 @@ def mock_context(
         overrides: Per-tool modes given for this run.
         mocks: Mocks for this run.
         factory: The agent factory (``module:function``), for messages.
+        only_mocks: No tool's real code runs in the block, not even a tool without side
+            effects or one named in ``real`` (attack runs: planted text may steer any call).
 
     Raises:
         UserError: ``real`` names a tool the toolset does not have.
     """
-    mocked = toolset._mocked(real, overrides, mocks, where)
-    context = _MockContext(where, frozenset(mocked.real_tools), mocked._lineage, how, factory)
+    mocked = toolset._mocked(() if only_mocks else real, overrides, mocks, where)
+    context = _MockContext(
+        where, frozenset(mocked.real_tools), mocked._lineage, how, factory, only_mocks
+    )
     token = _active.set(context)
     try:
         yield mocked

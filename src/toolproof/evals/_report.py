@@ -324,7 +324,13 @@ def junit_suites(report: EvalReport, spool: IO[bytes] | None = None) -> list[JUn
     A failing case's ``<system-out>`` holds the transcripts of its first failing trials
     (when their traces are kept, or in ``spool``).
     """
+    from toolproof.evals._attacks import attack_summary, case_properties, junit_properties
+
     suites: dict[str, JUnitSuite] = {}
+    for entry in attack_summary(report.cases):
+        name = entry["suite"]
+        suites[name] = JUnitSuite(name, timestamp=report.started_at)
+        suites[name].properties = junit_properties(entry)
     for result in report.cases:
         case = result.case
         suite = suites.setdefault(case.suite, JUnitSuite(case.suite, timestamp=report.started_at))
@@ -340,6 +346,7 @@ def junit_suites(report: EvalReport, spool: IO[bytes] | None = None) -> list[JUn
             classname=case.suite,
             time_s=result.duration_ms / 1000,
             system_out=f"{out}\n{shown}" if shown else out,
+            properties=case_properties(result),
         )
         advisory = "" if result.blocking else "[advisory, gate: advise] "
         if result.verdict == "fail":
@@ -497,6 +504,9 @@ def markdown_report(
     if real is not None:
         lines += [real, ""]
     lines += _quality_markdown(summary["quality"])
+    from toolproof.evals._attacks import attack_markdown
+
+    lines += attack_markdown(summary["attacks"])
     attention = [c for c in report.cases if c.verdict in ("fail", "error", "not_run")]
     flaky = [
         c
@@ -646,6 +656,10 @@ def print_summary(
     from toolproof.evals._quality import quality_lines
 
     for line in quality_lines(summary["quality"]):
+        console.print(escape(printable(line)), highlight=False)
+    from toolproof.evals._attacks import attack_lines
+
+    for line in attack_lines(summary["attacks"]):
         console.print(escape(printable(line)), highlight=False)
     real = real_tools_summary(report)
     if real is not None:

@@ -208,6 +208,7 @@ class CaseResult:
             "failures": self.failures,
             "errors": self.errors,
             "stats": None if stats is None else stats.to_dict(),
+            "attack": case.attack.head() if case.attack and case.attack.attacked else None,
         }
 
 
@@ -300,6 +301,7 @@ class EvalReport:
         verdicts = {v: [0, 0] for v in ("pass", "fail", "error", "skipped", "not_run")}
         trials = passed = failed = errored = scripted = 0
         figures: list[CaseStats] = []
+        from toolproof.evals._attacks import attack_summary
         from toolproof.evals._quality import CHECKS, quality_of
 
         gathered: dict[str, dict[str, list[dict[str, Any]]]] = {}  # quality_summary's
@@ -362,6 +364,7 @@ class EvalReport:
             "judge_calls": self.judge_calls,
             "judged_checks": judged,
             "quality": quality_of(gathered),
+            "attacks": attack_summary(self.cases),
             "duration_s": round(self.duration_s, 3),
             "exit_code": _exit_code(
                 self.interrupted, verdicts["fail"][0], verdicts["error"][0], ran

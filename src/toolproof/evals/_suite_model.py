@@ -27,6 +27,7 @@ from pydantic import (
 
 from toolproof._filemodel import Expected, FileModel, problem, problems_of
 from toolproof._yaml import describe_type, format_path
+from toolproof.evals._attacks import AttacksSpec
 
 __all__ = [
     "CASE_KEYS",
@@ -82,6 +83,7 @@ SUITE_KEYS: dict[str, str] = {
     "tags": "a list of tags given to every case",
     "metadata": "a mapping merged into every case's metadata",
     "checks": "modules that register your own checks (import paths such as 'mypkg.checks')",
+    "attacks": "attacks through tool results: injections, goals, templates (see attacks.md)",
     **DEFAULT_KEYS,
 }
 
@@ -624,6 +626,7 @@ class SuiteFile(_Defaults):
     tags: Tags = None
     metadata: dict[Any, Any] | None = Field(None, description=SUITE_KEYS["metadata"])
     checks: list[str] | None = Field(None, description=SUITE_KEYS["checks"])
+    attacks: AttacksSpec | None = Field(None, description=SUITE_KEYS["attacks"])
 
     @classmethod
     def allowed_keys(cls) -> list[str]:
