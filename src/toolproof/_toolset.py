@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from toolproof._messages import ToolCall, ToolDefinition, ToolResult, error_text
-from toolproof._tools import ArgumentsInvalid, Tool
+from toolproof._tools import ArgumentsInvalid, Tool, only_mocks_in, refuse_real_code
 from toolproof._trace import ToolInfo
 from toolproof.errors import (
     AgentRunError,
@@ -117,7 +117,6 @@ class _MockContext:
     lineage: object
     how: str  # how to name a real tool here, with {} for its name
     factory: str | None = None
-    only_mocks: bool = False  # no tool's real code runs at all (attack runs)
 
 
 _active: contextvars.ContextVar[_MockContext | None] = contextvars.ContextVar(
@@ -349,16 +348,10 @@ class Toolset:
         mode decides. Inside one, only a tool named as real for that run, through the toolset
         the run handed out.
         """
-        context = _active.get()
-        if context is not None and context.only_mocks:
-            raise UnmockedToolCall(
-                f"tool '{t.name}' has no mock, and {context.where} never runs a tool's real "
-                f"code (whatever the suite or the agent ask); give '{t.name}' a mock or a "
-                "fixture",
-                tool_name=t.name,
-            )
+        refuse_real_code(t)
         if not t.side_effects:
             return
+        context = _active.get()
         if context is None:
             if mode == "real":
                 return
@@ -535,12 +528,11 @@ def mock_context(
         UserError: ``real`` names a tool the toolset does not have.
     """
     mocked = toolset._mocked(() if only_mocks else real, overrides, mocks, where)
-    context = _MockContext(
-        where, frozenset(mocked.real_tools), mocked._lineage, how, factory, only_mocks
-    )
+    context = _MockContext(where, frozenset(mocked.real_tools), mocked._lineage, how, factory)
     token = _active.set(context)
     try:
-        yield mocked
+        with only_mocks_in(where if only_mocks else None):
+            yield mocked
     finally:
         _active.reset(token)
 
