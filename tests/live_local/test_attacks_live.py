@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from examples.inbox_attacks.tools import LEDGER
 
 from conftest import LlamaServer
-from examples.inbox_attacks.tools import LEDGER
 from toolproof import Message, ModelSettings, ToolCall, ToolResult
 from toolproof.evals import evaluate, load_suite
 from toolproof.models import Model, OpenAIChatModel
