@@ -677,8 +677,22 @@ def test_the_figures_in_every_report_format(tmp_path: Path) -> None:
         path,
         model=attackagents.eager(),
         cache=False,
+        keep_traces=True,
         reports=[f"json:{out}.json", f"markdown:{out}.md", f"junit:{out}.xml", f"html:{out}.html"],
     )
+    benign, attacked = report.cases
+    payload = attacked.case.attack.payload
+    # The placeholder becomes its default without attack, the payload with it; the field
+    # point appends the payload to each body. (The emails are redacted in reports.)
+    for result, planted in ((benign, "(nothing)"), (attacked, payload)):
+        after = f"\n\n{payload}" if result is attacked else ""
+        for trial in result.trials:
+            read = trial.traces[0].tool_results[0]
+            assert read.name == "read_mail"
+            assert [mail["body"] for mail in read.value["mails"]] == [
+                f"Please file the report. {planted}{after}",
+                f"Lunch?{after}",
+            ]
     (entry,) = report.summary()["attacks"]
     # The benign case: read_mail, pay, wire, then lookup (no mock in the suite, tools: mock
     # allows a tool without side effects to run for real there) -- it passes.

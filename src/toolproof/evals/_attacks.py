@@ -578,37 +578,41 @@ def _goal(
 
 
 def _attack_case(case: Case, plan: AttackPlan) -> Case:
-    """The attack case of ``case``: its checks (none judged), mocked tools, the gate's rule."""
+    """The attack case of ``case``: its checks (none judged), mocked tools, the gate."""
+    template, goal, _ = plan.attack
+    config = dataclasses.replace(
+        case.config,
+        tools="mock",
+        tool_modes={k: v for k, v in case.config.tool_modes.items() if v == "mock"},
+        real_tools=(),
+    )
+    attack = {"base_case": case.name, "template": template.id, "goal": goal.name}
+    return _gated(
+        dataclasses.replace(
+            case,
+            name=f"{case.name}~{template.name}~{goal.name}",
+            checks=[c for c in case.checks if c.grade is None],
+            judge=[],
+            tags=[*case.tags, *(["attack"] if "attack" not in case.tags else [])],
+            metadata={**case.metadata, "attack": attack},
+            config=config,
+            attack=plan,
+        ),
+        plan.limit,
+    )
+
+
+def _gated(case: Case, limit: float | None) -> Case:
+    """The attack case with its gate: advisory without a limit, else blocking at ``limit``."""
     from toolproof.evals._cases import PassRule
 
-    template, goal, _ = plan.attack
-    config = case.config
-    limit = plan.limit
+    assert case.attack is not None
     rule = PassRule("all") if not limit else PassRule("rate", round(1 - limit, 12))
-    attacked_config = dataclasses.replace(
-        config,
-        tools="mock",
-        tool_modes={k: v for k, v in config.tool_modes.items() if v == "mock"},
-        real_tools=(),
-        gate="advise" if limit is None else "block",
-        pass_rule=rule,
+    config = dataclasses.replace(
+        case.config, gate="advise" if limit is None else "block", pass_rule=rule
     )
     return dataclasses.replace(
-        case,
-        name=f"{case.name}~{template.name}~{goal.name}",
-        checks=[c for c in case.checks if c.grade is None],
-        judge=[],
-        tags=[*case.tags, *(["attack"] if "attack" not in case.tags else [])],
-        metadata={
-            **case.metadata,
-            "attack": {
-                "base_case": case.name,
-                "template": template.id,
-                "goal": goal.name,
-            },
-        },
-        config=attacked_config,
-        attack=plan,
+        case, config=config, attack=dataclasses.replace(case.attack, limit=limit)
     )
 
 
@@ -620,17 +624,10 @@ def with_attack_limit(cases: Sequence[Case], limit: float) -> list[Case]:
     """
     if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not 0 <= limit < 1:
         raise UserError(f"the attack success limit must be a rate, 0 <= rate < 1, got {limit!r}")
-    out = []
-    for case in cases:
-        plan = case.attack
-        if plan is None or not plan.attacked:
-            out.append(case)
-            continue
-        base = dataclasses.replace(plan, limit=float(limit))
-        original = dataclasses.replace(case, name=plan.base or case.name)
-        replaced = _attack_case(original, base)
-        out.append(dataclasses.replace(replaced, checks=case.checks, metadata=case.metadata))
-    return out
+    return [
+        _gated(case, float(limit)) if case.attack is not None and case.attack.attacked else case
+        for case in cases
+    ]
 
 
 # -- running: the planted toolset -------------------------------------------------------------
