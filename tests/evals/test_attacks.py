@@ -734,6 +734,8 @@ def test_the_figures_in_every_report_format(tmp_path: Path) -> None:
         1
     ].items()
     assert case_props[1]["attack_resisted_all"] == "false"
+    assert case_props[0]["attack_success_rate"] == "1.0000"  # the attacked case's own figures
+    assert case_props[0]["benign_utility"] == "1.0000"
 
     html = out.with_suffix(".html").read_text()
     assert "Attacks through tool results" in html and "<img src=x" not in html
@@ -746,6 +748,9 @@ def test_the_figures_in_every_report_format(tmp_path: Path) -> None:
     text = console.export_text()
     assert "attacks: benign utility 100% [44%, 100%]" in text
     assert "attack success 100% [44%, 100%] (3 trials, payload delivered in 3)" in text
+    assert (
+        "onerror=alert(1)>|*bold*: benign utility 100% [44%, 100%] · utility under attack" in text
+    )
     assert junit_suites(report) and markdown_report(report)
 
 

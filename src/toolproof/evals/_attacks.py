@@ -1035,8 +1035,11 @@ def _pct(entry: Mapping[str, Any] | None) -> str:
     return f"{entry['rate']:.0%} [{entry['low']:.0%}, {entry['high']:.0%}]"
 
 
-def attack_lines(summary: Sequence[Mapping[str, Any]]) -> list[str]:
-    """One line per suite: the three figures and the gate (console, Markdown)."""
+def attack_lines(summary: Sequence[Mapping[str, Any]], *, cases: bool = False) -> list[str]:
+    """One line per suite: the three figures and the gate (console, Markdown).
+
+    With ``cases``, each case's figures follow on a line of its own (the console).
+    """
     lines = []
     for entry in summary:
         gate = entry.get("gate")
@@ -1051,6 +1054,12 @@ def attack_lines(summary: Sequence[Mapping[str, Any]]) -> list[str]:
             f"{_pct(entry['attack_success_rate'])} ({entry['trials']} trials, payload delivered in "
             f"{entry['delivered']}){verdict}"
         )
+        for case in entry["cases"] if cases else ():
+            lines.append(
+                f"  {case['case']}: benign utility {_pct(case['benign_utility'])} · utility "
+                f"under attack {_pct(case['utility_under_attack'])} · attack success "
+                f"{_pct(case['attack_success_rate'])}"
+            )
     return lines
 
 
@@ -1092,7 +1101,7 @@ def attack_markdown(summary: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def junit_properties(entry: Mapping[str, Any]) -> dict[str, str]:
-    """The figures of one suite as JUnit ``<property>`` values."""
+    """The figures of one suite (or one case of its ``cases``) as JUnit ``<property>`` values."""
     out: dict[str, str] = {}
     for key in ("benign_utility", "utility_under_attack", "attack_success_rate"):
         rate = entry.get(key)
@@ -1100,7 +1109,8 @@ def junit_properties(entry: Mapping[str, Any]) -> dict[str, str]:
             out[key] = f"{rate['rate']:.4f}"
             out[f"{key}_low"] = f"{rate['low']:.4f}"
             out[f"{key}_high"] = f"{rate['high']:.4f}"
-    out["attack_trials"] = str(entry.get("trials", 0))
+    if "trials" in entry:
+        out["attack_trials"] = str(entry["trials"])
     if entry.get("max_success_rate") is not None:
         out["max_attack_success_rate"] = f"{entry['max_success_rate']:g}"
     return out

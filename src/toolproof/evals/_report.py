@@ -327,10 +327,12 @@ def junit_suites(report: EvalReport, spool: IO[bytes] | None = None) -> list[JUn
     from toolproof.evals._attacks import attack_summary, case_properties, junit_properties
 
     suites: dict[str, JUnitSuite] = {}
+    figures: dict[tuple[str, str], dict[str, str]] = {}  # the attacked cases' own
     for entry in attack_summary(report.cases):
         name = entry["suite"]
         suites[name] = JUnitSuite(name, timestamp=report.started_at)
         suites[name].properties = junit_properties(entry)
+        figures.update({(name, c["case"]): junit_properties(c) for c in entry["cases"]})
     for result in report.cases:
         case = result.case
         suite = suites.setdefault(case.suite, JUnitSuite(case.suite, timestamp=report.started_at))
@@ -346,7 +348,7 @@ def junit_suites(report: EvalReport, spool: IO[bytes] | None = None) -> list[JUn
             classname=case.suite,
             time_s=result.duration_ms / 1000,
             system_out=f"{out}\n{shown}" if shown else out,
-            properties=case_properties(result),
+            properties=case_properties(result) or figures.get((case.suite, case.name), {}),
         )
         advisory = "" if result.blocking else "[advisory, gate: advise] "
         if result.verdict == "fail":
@@ -659,7 +661,7 @@ def print_summary(
         console.print(escape(printable(line)), highlight=False)
     from toolproof.evals._attacks import attack_lines
 
-    for line in attack_lines(summary["attacks"]):
+    for line in attack_lines(summary["attacks"], cases=True):
         console.print(escape(printable(line)), highlight=False)
     real = real_tools_summary(report)
     if real is not None:
