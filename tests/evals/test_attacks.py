@@ -496,6 +496,30 @@ def test_every_problem_of_attacks_is_reported_with_its_line(tmp_path: Path) -> N
     assert f"{path}:" in problems  # every problem names the file and line
 
 
+def test_goal_names_case_patterns_and_template_files_are_checked(tmp_path: Path) -> None:
+    (tmp_path / "broken.yaml").write_text("- {name: x, text: [\n", encoding="utf-8")
+    (tmp_path / "empty.json").write_text("[]", encoding="utf-8")
+    text = suite_text(attacks="cases: [nothing_*]\n").replace(
+        "templates: [direct]", "templates: [broken.yaml, empty.json, direct, direct@1]"
+    )
+    goals = "  goals:\n    - {name: pay_attacker, task: again, call: {name: wire}}\n"
+    with pytest.raises(ConfigError) as info:
+        load_suite(write_suite(tmp_path, text.replace("  goals:\n", goals)))
+    problems = "\n".join(info.value.problems or [])
+    for expected in (
+        "broken.yaml:2: invalid YAML",
+        "empty.json: expected a list of templates",
+        "attacks.templates: template direct@1 is listed twice",
+        "attacks.goals[1].name: goal name 'pay_attacker' is used twice",
+    ):
+        assert expected in problems, problems
+    leaky = "  goals:\n    - {name: leaky, task: leak, leak: {value: ab}}\n"
+    with pytest.raises(ConfigError, match="a leaked value of 2 characters would be found"):
+        load_suite(write_suite(tmp_path, suite_text().replace("  goals:\n", leaky)))
+    with pytest.raises(ConfigError, match=r"attacks.cases: no case matches \['nothing_\*'\]"):
+        load_suite(write_suite(tmp_path, suite_text(attacks="cases: [nothing_*]\n")))
+
+
 def test_the_cli_reports_a_bad_attacks_section_in_one_line_and_exits_2(tmp_path: Path) -> None:
     path = write_suite(tmp_path, suite_text().replace("templates: [direct]", "templates: [nope]"))
     done = subprocess.run(

@@ -494,17 +494,18 @@ def _template_file(path: Path) -> list[AttackTemplate]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: cannot read the templates file ({exc})") from None
-    try:
-        if path.suffix.lower() == ".json":
-            data = json.loads(text)
-        else:
-            import yaml
+    import yaml
 
-            data = yaml.safe_load(text)
-    except (ValueError, RecursionError) as exc:  # yaml.YAMLError is a ValueError's cousin
-        raise UserError(f"{path}: not a templates file ({exc})") from None
-    except Exception as exc:  # a YAML syntax error
-        raise UserError(f"{path}: invalid YAML ({type(exc).__name__})") from None
+    from toolproof._yaml import load_document
+
+    try:
+        data = json.loads(text) if path.suffix.lower() == ".json" else load_document(text, path)[0]
+    except (ValueError, RecursionError) as exc:
+        raise UserError(f"{path}: invalid JSON ({exc})") from None
+    except yaml.YAMLError as exc:  # the same bounded loader as every other file
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise UserError(f"{where}: invalid YAML ({getattr(exc, 'problem', None) or exc})") from None
     if isinstance(data, Mapping) and set(data) == {"templates"}:
         data = data["templates"]
     if not isinstance(data, list) or not data:
