@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from toolproof._fixture_files import NamedError
 from toolproof._matching._objects import compare, format_call, mask_arguments
+from toolproof._tools import refuse_real_code
 from toolproof.errors import ConfigError, MissingFixture, UserError
 
 if TYPE_CHECKING:
@@ -434,6 +435,7 @@ class ToolMock:
             if not self.strict and tool.mock_function is not None:
                 return tool.mock_function(**kwargs)
             if not self.strict and not tool.side_effects:
+                refuse_real_code(tool)  # (an attack case runs no real code)
                 return tool.function(**kwargs)
             raise MissingFixture(
                 self._explain(tool, shape, actual),

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Generic, Literal, ParamSpec, TypeVar, overload
 
 from toolproof._messages import ToolDefinition
 from toolproof._trace import ToolInfo, schema_hash
-from toolproof.errors import UserError
+from toolproof.errors import UnmockedToolCall, UserError
 
 if TYPE_CHECKING:
     from pydantic import BaseModel, TypeAdapter
@@ -303,3 +305,38 @@ def _callers_names() -> dict[str, Any]:
 def _short_repr(value: Any, limit: int = 80) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+#: Set (to where, for messages) while a run allows mocks only: no tool's real code runs.
+_only_mocks: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "toolproof_only_mocks", default=None
+)
+
+
+@contextlib.contextmanager
+def only_mocks_in(where: str | None) -> Iterator[None]:
+    """Inside the block (when ``where`` is set), :func:`refuse_real_code` refuses every tool."""
+    token = _only_mocks.set(where)
+    try:
+        yield
+    finally:
+        _only_mocks.reset(token)
+
+
+def refuse_real_code(t: Tool[..., Any]) -> None:
+    """Refuse ``t``'s real code in a run that allows mocks only (an attack case).
+
+    The toolset asks before any real code runs, and so does a non-strict fixture mock
+    before it lets a call through to a tool's real function.
+
+    Raises:
+        UnmockedToolCall: The run allows mocks only.
+    """
+    where = _only_mocks.get()
+    if where is not None:
+        raise UnmockedToolCall(
+            f"tool '{t.name}' has no mock for this call, and {where} never runs a tool's "
+            f"real code (whatever the suite or the agent ask); give '{t.name}' a mock or a "
+            "fixture",
+            tool_name=t.name,
+        )

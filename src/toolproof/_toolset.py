@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from toolproof._messages import ToolCall, ToolDefinition, ToolResult, error_text
-from toolproof._tools import ArgumentsInvalid, Tool
+from toolproof._tools import ArgumentsInvalid, Tool, only_mocks_in, refuse_real_code
 from toolproof._trace import ToolInfo
 from toolproof.errors import (
     AgentRunError,
@@ -327,24 +327,31 @@ class Toolset:
         """
         mode = self.mode_of(t.name)
         if mode == "mock":
-            for provider in reversed(self._providers):
-                found = provider.mock_for(t)
-                if found is not None:
-                    return found, True
-            if t.name in self._mock_map:
-                return self._mock_map[t.name], True
-            if t.mock_function is not None:
-                return t.mock_function, True
+            found = self.mock_of(t)
+            if found is not None:
+                return found, True
         self._check_real(t, mode)
         return t.function, False
+
+    def mock_of(self, t: Tool[..., Any]) -> Callable[..., Any] | None:
+        """The mock that answers ``t`` in mock mode (later providers first), or ``None``."""
+        for provider in reversed(self._providers):
+            found = provider.mock_for(t)
+            if found is not None:
+                return found
+        if t.name in self._mock_map:
+            return self._mock_map[t.name]
+        return t.mock_function
 
     def _check_real(self, t: Tool[..., Any], mode: ToolMode) -> None:
         """Decide whether ``t``'s real code may run now (the one place that decides it).
 
-        Tools without side effects always may. Outside a mocked run, the toolset's own mode
-        decides. Inside one, only a tool named as real for that run, through the toolset
+        Tools without side effects always may, except in a run that allows mocks only (an
+        attack run): there no tool's real code runs. Outside a mocked run, the toolset's own
+        mode decides. Inside one, only a tool named as real for that run, through the toolset
         the run handed out.
         """
+        refuse_real_code(t)
         if not t.side_effects:
             return
         context = _active.get()
@@ -413,7 +420,7 @@ class Toolset:
         kwargs = await _arguments(t, call, approver, started)
         if isinstance(kwargs, ToolResult):
             return kwargs
-        if t.side_effects or self.mode != "real" or self.overrides:
+        if t.side_effects or self.mode != "real" or self.overrides or _active.get() is not None:
             function, mocked = self.implementation(t)
         else:  # what implementation() answers for a tool without side effects in real mode
             function, mocked = t.function, False
@@ -525,6 +532,7 @@ def mock_context(
     overrides: Mapping[str, ToolMode] | None = None,
     mocks: Mapping[str, Callable[..., Any]] | MockProvider | Iterable[MockProvider] | None = None,
     factory: str | None = None,
+    only_mocks: bool = False,
 ) -> Iterator[Toolset]:
     """Run the block as a mocked run; yields the mock-mode toolset to hand to the agent.
 
@@ -541,15 +549,18 @@ def mock_context(
         overrides: Per-tool modes given for this run.
         mocks: Mocks for this run.
         factory: The agent factory (``module:function``), for messages.
+        only_mocks: No tool's real code runs in the block, not even a tool without side
+            effects or one named in ``real`` (attack runs: planted text may steer any call).
 
     Raises:
         UserError: ``real`` names a tool the toolset does not have.
     """
-    mocked = toolset._mocked(real, overrides, mocks, where)
+    mocked = toolset._mocked(() if only_mocks else real, overrides, mocks, where)
     context = _MockContext(where, frozenset(mocked.real_tools), mocked._lineage, how, factory)
     token = _active.set(context)
     try:
-        yield mocked
+        with only_mocks_in(where if only_mocks else None):
+            yield mocked
     finally:
         _active.reset(token)
 

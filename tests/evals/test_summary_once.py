@@ -149,6 +149,7 @@ def test_the_summary_agrees_with_the_cases_figures(
         "judge_calls": 0,
         "judged_checks": judged,
         "quality": report.quality(),
+        "attacks": [],  # (no suite here has attacks: see test_attacks.py)
         "duration_s": 1.235,
         "exit_code": report.exit_code,
     }

@@ -102,6 +102,13 @@ def register(subparsers: Any) -> None:
         "--trials", type=_positive_int, metavar="N", help="trials per case (overrides suites)"
     )
     parser.add_argument(
+        "--max-attack-success",
+        type=_attack_rate,
+        metavar="RATE",
+        help="gate the attack cases of suites with 'attacks:': each attack may succeed in at "
+        "most this share of its trials (0: never; overrides attacks.max_success_rate)",
+    )
+    parser.add_argument(
         "--concurrency",
         "-j",
         type=_positive_int,
@@ -315,6 +322,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _attack_rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"expected a rate with 0 <= rate < 1, got {text!r}")
+    return value
+
+
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -450,6 +467,7 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
                 exitfirst=args.exitfirst,
                 redactor=redactor,
                 statistics=statistics,
+                max_attack_success=args.max_attack_success,
             )
         )
     except BaseException as exc:

@@ -15,6 +15,7 @@ from toolproof._matching import (
     match_order,
     match_trajectory,
 )
+from toolproof.evals._attack_templates import AttackTemplate, register_attack_template
 from toolproof.evals._checks import CheckResult, CheckStatus, SessionRecord, check
 from toolproof.evals._results import CaseResult, EvalReport, TrialResult
 from toolproof.evals._runner import evaluate, evaluate_async
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from toolproof._runlog import list_runs, load_run
 
 __all__ = [
+    "AttackTemplate",
     "CallSpec",
     "Case",
     "CaseResult",
@@ -61,6 +63,7 @@ __all__ = [
     "match_trajectory",
     "pass_at_k",
     "pass_hat_k",
+    "register_attack_template",
     "suite_stats",
 ]
 

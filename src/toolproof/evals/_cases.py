@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from toolproof._agent import Agent
     from toolproof._tools import Tool
     from toolproof._toolset import Toolset
+    from toolproof.evals._attacks import AttackPlan
     from toolproof.models.fake import ScriptItem
 
 __all__ = [
@@ -244,6 +245,8 @@ class Case:
         config: Effective settings.
         description: A description.
         skip: Why the case is skipped, when it is.
+        attack: In a suite with ``attacks:``, what the case plants in its tool results
+            (an attack case: the template, the goal and the payload).
     """
 
     suite: str
@@ -259,6 +262,7 @@ class Case:
     config: CaseConfig
     description: str | None = None
     skip: str | None = None
+    attack: AttackPlan | None = None
 
     @property
     def id(self) -> str:

@@ -333,7 +333,15 @@ def junit_suites(report: EvalReport, spool: IO[bytes] | None = None) -> list[JUn
     A failing case's ``<system-out>`` holds the transcripts of its first failing trials
     (when their traces are kept, or in ``spool``).
     """
+    from toolproof.evals._attacks import attack_summary, case_properties, junit_properties
+
     suites: dict[str, JUnitSuite] = {}
+    figures: dict[tuple[str, str], dict[str, str]] = {}  # the attacked cases' own
+    for entry in attack_summary(report.cases):
+        name = entry["suite"]
+        suites[name] = JUnitSuite(name, timestamp=report.started_at)
+        suites[name].properties = junit_properties(entry)
+        figures.update({(name, c["case"]): junit_properties(c) for c in entry["cases"]})
     for result in report.cases:
         case = result.case
         suite = suites.setdefault(case.suite, JUnitSuite(case.suite, timestamp=report.started_at))
@@ -349,7 +357,10 @@ def junit_suites(report: EvalReport, spool: IO[bytes] | None = None) -> list[JUn
             classname=case.suite,
             time_s=result.duration_ms / 1000,
             system_out=f"{out}\n{shown}" if shown else out,
-            properties=_interval_properties(result),
+            properties={
+                **_interval_properties(result),
+                **(case_properties(result) or figures.get((case.suite, case.name), {})),
+            },
         )
         advisory = "" if result.blocking else "[advisory, gate: advise] "
         if result.verdict == "fail":
@@ -590,6 +601,9 @@ def markdown_report(
     if real is not None:
         lines += [real, ""]
     lines += _quality_markdown(summary["quality"])
+    from toolproof.evals._attacks import attack_markdown
+
+    lines += attack_markdown(summary["attacks"])
     attention = [c for c in report.cases if c.verdict in ("fail", "error", "not_run")]
     flaky = [
         c
@@ -750,6 +764,10 @@ def print_summary(
     from toolproof.evals._quality import quality_lines
 
     for line in quality_lines(summary["quality"]):
+        console.print(escape(printable(line)), highlight=False)
+    from toolproof.evals._attacks import attack_lines
+
+    for line in attack_lines(summary["attacks"], cases=True):
         console.print(escape(printable(line)), highlight=False)
     real = real_tools_summary(report)
     if real is not None:

@@ -229,6 +229,7 @@ class CaseResult:
             "intervals": case_statistics(
                 self.passes, self.passes + self.failures, self.statistics or StatsOptions()
             ),
+            "attack": case.attack.head() if case.attack and case.attack.attacked else None,
         }
 
 
@@ -335,6 +336,7 @@ class EvalReport:
         trials = passed = failed = errored = scripted = 0
         figures: list[CaseStats] = []
         blocking: list[tuple[int, int]] = []
+        from toolproof.evals._attacks import attack_summary
         from toolproof.evals._quality import CHECKS, quality_of
 
         gathered: dict[str, dict[str, list[dict[str, Any]]]] = {}  # quality_summary's
@@ -410,6 +412,7 @@ class EvalReport:
             "judge_calls": self.judge_calls,
             "judged_checks": judged,
             "quality": quality_of(gathered, level=self.statistics.level),
+            "attacks": attack_summary(self.cases),
             "duration_s": round(self.duration_s, 3),
             "exit_code": _exit_code(
                 self.interrupted, verdicts["fail"][0], verdicts["error"][0], ran, decision

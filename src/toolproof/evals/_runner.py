@@ -362,6 +362,10 @@ class _Runner:
                 checking.check = one
                 checks.append(await run_check(one, record, bound))
             checking.check = None
+            if case.attack is not None and case.attack.attacked:
+                from toolproof.evals._attacks import attack_outcome
+
+                checks[:] = attack_outcome(case, record, checks)
         except Exception as exc:  # a bug in a check fails the trial, naming the check's error
             message = f"a check raised {type(exc).__name__}: {exc}"
             trial = self.finish(
@@ -818,6 +822,7 @@ async def evaluate_async(
     executor: str | Executor | None = None,
     redactor: Any = None,
     statistics: StatsOptions | None = None,
+    max_attack_success: float | None = None,
 ) -> EvalReport:
     """Run eval suites and return the report (the engine of ``toolproof run``).
 
@@ -857,6 +862,9 @@ async def evaluate_async(
         statistics: The confidence level and method of the reports' intervals, the eval
             gate (``max_failure_rate``, ``gate_mode``) and the level of sequential trials;
             by default the suites' ``statistics:`` settings.
+        max_attack_success: Gate every attack case (suites with ``attacks:``): each attack
+            may succeed in at most this share of its trials (``0``: never); overrides the
+            suites' ``max_success_rate``.
 
     Returns:
         The report; ``report.exit_code`` is what ``toolproof run`` exits with.
@@ -893,6 +901,10 @@ async def evaluate_async(
 
         statistics = resolve_options((suite.name, suite.statistics) for suite in loaded)
     selected = select_cases(loaded, cases=cases, tags=tags)
+    if max_attack_success is not None:
+        from toolproof.evals._attacks import with_attack_limit
+
+        selected = with_attack_limit(selected, max_attack_success)
     started_at = _now()
     clock = time.perf_counter()
     slots: dict[str, _Slot] = {}

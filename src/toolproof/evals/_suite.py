@@ -342,7 +342,7 @@ class _Builder:
         # Cases from `datasets:` (toolproof.evals._dataset): each row of a file through a
         # template; problems name the file, the row and the key.
         if data.get("datasets") is None:
-            return Suite(name, self.file, cases, description, statistics)
+            return self.attacked(Suite(name, self.file, cases, description, statistics), data)
         from toolproof.evals._dataset import dataset_cases
 
         case_args = (name, defaults, suite_origin, suite_expect or {}, suite_judge, suite_tags)
@@ -353,7 +353,23 @@ class _Builder:
             else:
                 taken.add(case.name)
                 cases.append(case)
-        return Suite(name, self.file, cases, description, statistics)
+        return self.attacked(Suite(name, self.file, cases, description, statistics), data)
+
+    def attacked(self, suite: Suite, data: Mapping[str, Any]) -> Suite:
+        """The suite with an attack case per case, template and goal of its ``attacks:``."""
+        if data.get("attacks") is None:
+            return suite
+        from toolproof.evals._attacks import attack_cases
+
+        suite.cases = attack_cases(
+            data["attacks"],
+            suite.cases,
+            add=self.add,
+            problems=self.problems,
+            file=self.file,
+            resolver=self.resolver,
+        )
+        return suite
 
     # -- case -----------------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from pydantic import (
 
 from toolproof._filemodel import Expected, FileModel, problem, problems_of
 from toolproof._yaml import describe_type, format_path
+from toolproof.evals._attacks import AttacksSpec
 
 __all__ = [
     "CASE_KEYS",
@@ -85,6 +86,7 @@ SUITE_KEYS: dict[str, str] = {
     "checks": "modules that register your own checks (import paths such as 'mypkg.checks')",
     "statistics": "intervals and the eval gate: {confidence, interval, max_failure_rate, "
     "gate_mode}",
+    "attacks": "attacks through tool results: injections, goals, templates (see attacks.md)",
     **DEFAULT_KEYS,
 }
 
@@ -670,6 +672,7 @@ class SuiteFile(_Defaults):
     metadata: dict[Any, Any] | None = Field(None, description=SUITE_KEYS["metadata"])
     checks: list[str] | None = Field(None, description=SUITE_KEYS["checks"])
     statistics: StatisticsSpec | None = Field(None, description=SUITE_KEYS["statistics"])
+    attacks: AttacksSpec | None = Field(None, description=SUITE_KEYS["attacks"])
 
     @classmethod
     def allowed_keys(cls) -> list[str]:

@@ -179,23 +179,38 @@ class _MappingMocks:
 
 
 def _trial_tools(case: Case, providers: list[Any]) -> contextlib.AbstractContextManager[Toolset]:
-    """The toolset of one trial; with ``tools: mock`` the trial is a mocked run."""
+    """The toolset of one trial; with ``tools: mock`` the trial is a mocked run.
+
+    An attack case (``case.attack``) runs mocks only, whatever its settings say, with the
+    attacker's text planted in the injected tools' results.
+    """
     config = case.config
-    if config.tools == "real":
+    attacked = case.attack is not None and case.attack.attacked
+    tools: contextlib.AbstractContextManager[Toolset]
+    if config.tools == "real" and not attacked:
         toolset = config.agent.toolset.with_mode(
             "real", overrides=config.tool_modes or None, mocks=providers or None
         )
         toolset._lineage = object()  # the trial's own: an agent ignoring it is caught
-        return contextlib.nullcontext(toolset)
-    return mock_context(
-        config.agent.toolset,
-        where=f"the eval case {case.id} (tools: mock)",
-        how="real_tools: [{}] in the suite or the case",
-        real=config.real_tools,
-        overrides=config.tool_modes or None,
-        mocks=providers or None,
-        factory=config.agent.source,
-    )
+        tools = contextlib.nullcontext(toolset)
+    else:
+        tools = mock_context(
+            config.agent.toolset,
+            where=f"the attack case {case.id}"
+            if attacked
+            else f"the eval case {case.id} (tools: mock)",
+            how="real_tools: [{}] in the suite or the case",
+            real=config.real_tools,
+            overrides=config.tool_modes or None,
+            mocks=providers or None,
+            factory=config.agent.source,
+            only_mocks=attacked,
+        )
+    if case.attack is None:
+        return tools
+    from toolproof.evals._attacks import plant_tools
+
+    return plant_tools(case, tools)
 
 
 # -- errors -------------------------------------------------------------------------------------

@@ -687,7 +687,10 @@ def render_eval(data: dict[str, Any], *, nav: str = "") -> str:
         f'<header class="top"><h1>{e(title)}</h1><p class="muted">{e(suites)} · '
         f"{e(data.get('started_at', ''))}</p></header>"
     )
-    body = head + _eval_summary(data) + _quality(data) + _eval_cases(data)
+    from toolproof.evals._attacks import attack_html
+
+    attacks = attack_html((data.get("summary") or {}).get("attacks") or [])
+    body = head + _eval_summary(data) + _quality(data) + attacks + _eval_cases(data)
     return page(f"{title}: {suites}", body, data=compact_eval_data(data), nav=nav)
 
 
