@@ -25,7 +25,7 @@ import re
 import secrets
 import stat
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -244,6 +244,7 @@ class JUnitCase:
         error: Set when the test could not produce a verdict (infrastructure errors).
         skipped: Set when the test was skipped: the reason.
         system_out: Extra output shown with the test (details, traces summaries).
+        properties: ``<property>`` name-value pairs (figures such as cost and latency).
     """
 
     name: str
@@ -253,6 +254,7 @@ class JUnitCase:
     error: str | None = None
     skipped: str | None = None
     system_out: str | None = None
+    properties: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -262,6 +264,7 @@ class JUnitSuite:
     name: str
     cases: list[JUnitCase] = field(default_factory=list)
     timestamp: str | None = None
+    properties: dict[str, str] = field(default_factory=dict)
 
     @property
     def time_s(self) -> float:
@@ -291,6 +294,7 @@ def junit_xml(suites: Sequence[JUnitSuite]) -> str:
         if suite.timestamp:
             attrs["timestamp"] = _xml_text(suite.timestamp)
         element = ET.SubElement(root, "testsuite", attrs)
+        _junit_properties(element, suite.properties)
         for case in suite.cases:
             item = ET.SubElement(
                 element,
@@ -301,6 +305,7 @@ def junit_xml(suites: Sequence[JUnitSuite]) -> str:
                     "time": f"{case.time_s:.3f}",
                 },
             )
+            _junit_properties(item, case.properties)
             for tag, text in (
                 ("failure", case.failure),
                 ("error", case.error),
@@ -320,6 +325,15 @@ def junit_xml(suites: Sequence[JUnitSuite]) -> str:
     ET.indent(root)
     body: str = ET.tostring(root, encoding="unicode")
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + body + "\n"
+
+
+def _junit_properties(parent: Any, properties: Mapping[str, str]) -> None:
+    import xml.etree.ElementTree as ET
+
+    if properties:
+        holder = ET.SubElement(parent, "properties")
+        for name, value in properties.items():
+            ET.SubElement(holder, "property", {"name": _xml_text(name), "value": _xml_text(value)})
 
 
 def write_junit(path: str | os.PathLike[str], suites: Sequence[JUnitSuite]) -> None:

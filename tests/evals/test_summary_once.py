@@ -133,6 +133,7 @@ def test_the_summary_agrees_with_the_cases_figures(
         "judge_calls": 0,
         "judged_checks": judged,
         "quality": report.quality(),
+        "costs": None,  # (computed by the run: evaluate sets report.costs)
         "duration_s": 1.235,
         "exit_code": report.exit_code,
     }

@@ -60,6 +60,7 @@ from toolproof._reporting import (
     utf8,
     write_junit,
 )
+from toolproof.evals._costs import case_costs, case_properties, cost_lines
 from toolproof.evals._results import CaseResult, EvalReport, TrialResult
 
 if TYPE_CHECKING:
@@ -340,6 +341,7 @@ def junit_suites(report: EvalReport, spool: IO[bytes] | None = None) -> list[JUn
             classname=case.suite,
             time_s=result.duration_ms / 1000,
             system_out=f"{out}\n{shown}" if shown else out,
+            properties=case_properties(case_costs([t.head() for t in result.trials])),
         )
         advisory = "" if result.blocking else "[advisory, gate: advise] "
         if result.verdict == "fail":
@@ -367,6 +369,8 @@ def _headline(report: EvalReport, summary: dict[str, Any]) -> str:
     if summary["blocking_failed"]:
         n = summary["blocking_failed"]
         return f"❌ toolproof evals: {n} blocking case{'s' if n != 1 else ''} failed"
+    if report.cost_gates_failed:
+        return "❌ toolproof evals: " + "; ".join(report.cost_gates_failed)
     if report.count("error", blocking=True):
         n = report.count("error", blocking=True)
         cases = f"{n} case{'s' if n != 1 else ''}"
@@ -497,6 +501,9 @@ def markdown_report(
     if real is not None:
         lines += [real, ""]
     lines += _quality_markdown(summary["quality"])
+    costs = cost_lines(summary.get("costs"))
+    if costs:
+        lines += ["### Cost and latency", "", *(f"- {md_escape(line)}" for line in costs), ""]
     attention = [c for c in report.cases if c.verdict in ("fail", "error", "not_run")]
     flaky = [
         c
@@ -647,6 +654,9 @@ def print_summary(
 
     for line in quality_lines(summary["quality"]):
         console.print(escape(printable(line)), highlight=False)
+    for line in cost_lines(summary.get("costs")):
+        style = "red" if line.startswith("FAIL ") else "dim"
+        console.print(f"[{style}]{escape(printable(line))}[/]", highlight=False)
     real = real_tools_summary(report)
     if real is not None:
         console.print(f"[yellow]{escape(real)}[/]", highlight=False)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from toolproof._messages import Usage
 from toolproof.evals._checks import CheckResult
+from toolproof.evals._costs import case_costs
 from toolproof.evals._stats import CaseStats, SuiteStats, case_stats, suite_stats
 
 #: ``case_stats(n, c)`` by ``(n, c)``: a few pairs in any run (trials per case are few).
@@ -67,6 +68,12 @@ class TrialResult:
         cost: Cost of the last attempt in USD, when prices are known.
         model_calls: Model requests the last attempt sent.
         cached_calls: Model responses the last attempt took from the response cache.
+        agent_ms: Time the agent's runs of the last attempt took (the trial's
+            ``duration_ms`` also counts checks and the judge).
+        judge_usage: Tokens the judge's requests of the last attempt used (cached verdicts
+            cost nothing).
+        judge_cost: Their cost in USD, when the judge model's price is known.
+        judge_ms: Time the judge's requests took.
         traces: The traces of the last attempt (one per turn), when the run keeps them.
         traceback: When a bug in user code (a tool, a factory, a mock) stopped the trial, the
             traceback of the user's frames (shown by ``--traceback`` and pytest).
@@ -83,6 +90,10 @@ class TrialResult:
     cost: float | None = None
     model_calls: int = 0
     cached_calls: int = 0
+    agent_ms: float = 0.0
+    judge_usage: Usage = field(default_factory=Usage)
+    judge_cost: float | None = None
+    judge_ms: float = 0.0
     traces: list[Trace] | None = None
     spool: tuple[int, int] | None = field(default=None, repr=False)
     traceback: str | None = field(default=None, repr=False)
@@ -110,6 +121,16 @@ class TrialResult:
             "cost": self.cost,
             "model_calls": self.model_calls,
             "cached_calls": self.cached_calls,
+            "agent_ms": round(self.agent_ms, 3),
+            "judge": {
+                "usage": {
+                    "input_tokens": self.judge_usage.input_tokens,
+                    "output_tokens": self.judge_usage.output_tokens,
+                    "requests": self.judge_usage.requests,
+                },
+                "cost": self.judge_cost,
+                "duration_ms": round(self.judge_ms, 3),
+            },
             "error": None
             if self.error is None
             else {"type": self.error_type, "message": self.error},
@@ -208,6 +229,7 @@ class CaseResult:
             "failures": self.failures,
             "errors": self.errors,
             "stats": None if stats is None else stats.to_dict(),
+            "costs": case_costs([t.head() for t in self.trials]),
         }
 
 
@@ -226,6 +248,9 @@ class EvalReport:
         judge_calls: Judge requests sent (cached verdicts excluded).
         unwritten: The reports that could not be written (a full disk, a file-size limit),
             one message each; the others were written and the verdict stands.
+        costs: Cost, latency and tokens per suite, the comparison with a baseline run and
+            its gates, and the cost estimate made before the run (see
+            :mod:`toolproof.evals._costs`); a failed cost gate fails the run (exit code 1).
     """
 
     cases: list[CaseResult]
@@ -236,6 +261,13 @@ class EvalReport:
     cached_calls: int = 0
     judge_calls: int = 0
     unwritten: list[str] = field(default_factory=list)
+    costs: dict[str, Any] | None = None
+
+    @property
+    def cost_gates_failed(self) -> list[str]:
+        """The messages of the cost and latency gates that failed."""
+        comparison = (self.costs or {}).get("comparison") or {}
+        return [g["message"] for g in comparison.get("gates", []) if not g["passed"]]
 
     def count(self, verdict: Verdict, *, blocking: bool | None = None) -> int:
         """Cases with ``verdict`` (only blocking or advisory ones when ``blocking`` is set)."""
@@ -260,7 +292,7 @@ class EvalReport:
         """
         return _exit_code(
             self.interrupted,
-            self.count("fail", blocking=True),
+            self.count("fail", blocking=True) + len(self.cost_gates_failed),
             self.count("error", blocking=True),
             self.ran,
         )
@@ -362,9 +394,13 @@ class EvalReport:
             "judge_calls": self.judge_calls,
             "judged_checks": judged,
             "quality": quality_of(gathered),
+            "costs": self.costs,
             "duration_s": round(self.duration_s, 3),
             "exit_code": _exit_code(
-                self.interrupted, verdicts["fail"][0], verdicts["error"][0], ran
+                self.interrupted,
+                verdicts["fail"][0] + len(self.cost_gates_failed),
+                verdicts["error"][0],
+                ran,
             ),
         }
 

@@ -16,6 +16,7 @@ import contextlib
 import json
 import tempfile
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -36,6 +37,13 @@ from toolproof.evals._checks import (
     SessionRecord,
     check_timeout,
     run_check,
+)
+from toolproof.evals._costs import (
+    CostGates,
+    baseline_cases,
+    case_entries,
+    estimate_cost,
+    run_costs,
 )
 from toolproof.evals._results import (
     CaseResult,
@@ -63,6 +71,7 @@ from toolproof.evals._trial_models import (
     _Infra,
     _LimitedModel,
     _MappingMocks,
+    _Metered,
     _Slot,
     _trial_tools,
     _TrialModel,
@@ -160,6 +169,7 @@ class _Runner:
                     plan = units[number][0]
                     self.judge_calls += judge_calls
                     _redact_trial(trial, self.options.redactor)
+                    self.store_traces(plan, trial)
                     if self.spool is not None:
                         self.hold(plan, trial)
                     if not self.options.keep_traces:
@@ -168,6 +178,31 @@ class _Runner:
         except asyncio.CancelledError:
             return True
         return False
+
+    def store_traces(self, plan: _Plan, trial: TrialResult) -> None:
+        """Keep the trial's (redacted) traces in the record store, with the run and verdict.
+
+        Written before the next trial starts, so an interrupted run keeps what finished.
+        """
+        store = self.options.record
+        if store is None or not trial.traces:
+            return
+        case = plan.case
+        verdict = {
+            "run": self.options.run_id,
+            "case_id": case.id,
+            "status": trial.status,
+            "failed_checks": [c.label for c in trial.failed_checks],
+        }
+        for trace in trial.traces:
+            eval_info = trace.metadata.get("eval")
+            trace.metadata["eval"] = {
+                **(eval_info if isinstance(eval_info, dict) else {}),
+                **verdict,
+            }
+            if "eval" not in trace.tags:
+                trace.tags = [*trace.tags, "eval"]
+        store.add_many(trial.traces)
 
     def record(self, plan: _Plan, trial: TrialResult) -> None:
         plan.results[trial.index] = trial
@@ -246,6 +281,7 @@ class _Runner:
                 await asyncio.sleep(self.backoff(attempts, infra.retry_after))
                 continue
             _redact_trial(trial, self.options.redactor)
+            self.store_traces(plan, trial)
             if self.spool is not None:
                 self.hold(plan, trial)
             keep = self.options.keep_traces or (
@@ -360,8 +396,10 @@ class _Runner:
             trial.traceback = _user_traceback(exc)
             return trial, None
         if case.judge or _graded(case):
+            meter = None if plan.judge_slot is None else _Metered(plan.judge_slot)
+            counters.judge = meter
             try:
-                checks.extend(await self.judge(plan, record, checks))
+                checks.extend(await self.judge(plan, record, checks, meter))
             except ModelError as exc:
                 infra = infrastructure_error(exc)
                 assert infra is not None
@@ -392,14 +430,23 @@ class _Runner:
         if usage is not None:
             trial.usage = usage
         trial.cost = cost if traces else None
+        trial.agent_ms = sum(trace.duration_ms for trace in traces)
         trial.traces = traces
+        if counters.judge is not None:
+            trial.judge_usage = counters.judge.usage
+            trial.judge_cost = counters.judge.cost
+            trial.judge_ms = counters.judge.ms
         trial.model_calls = counters.model_calls
         trial.cached_calls = counters.cached_calls
         trial.duration_ms = (time.perf_counter() - started) * 1000
         return trial
 
     async def judge(
-        self, plan: _Plan, record: SessionRecord, objective: list[CheckResult]
+        self,
+        plan: _Plan,
+        record: SessionRecord,
+        objective: list[CheckResult],
+        meter: _Metered | None = None,
     ) -> list[CheckResult]:
         from toolproof.evals._judge import judge
 
@@ -427,7 +474,7 @@ class _Runner:
             return [
                 CheckResult("judge", "skip", reason, kind="judged", criterion=c) for c in case.judge
             ] + [CheckResult(c.name, "skip", reason, kind="judged") for c in _graded(case)]
-        model = _LimitedModel(plan.judge_slot)
+        model: Model = meter if meter is not None else _LimitedModel(plan.judge_slot)
         outcomes = await asyncio.gather(
             *(
                 _contained(
@@ -754,6 +801,11 @@ async def evaluate_async(
     exitfirst: bool = False,
     executor: str | Executor | None = None,
     redactor: Any = None,
+    record: str | Path | None = None,
+    run_id: str | None = None,
+    baseline: str | Path | Mapping[str, Any] | None = None,
+    cost_gates: CostGates | None = None,
+    cost_estimate: float | None = None,
 ) -> EvalReport:
     """Run eval suites and return the report (the engine of ``toolproof run``).
 
@@ -790,6 +842,18 @@ async def evaluate_async(
             trial's traces, errors and check reasons; case names, descriptions and tags),
             and so is the report returned: a ``toolproof.replay.Redactor``, by default
             toolproof's default rules; ``Redactor.none()`` keeps everything.
+        record: A trace store (a SQLite file or a ``postgresql://`` URL) that keeps every
+            trial's traces, redacted with ``redactor``, each with the run id, the case id
+            and the trial's verdict in ``metadata["eval"]`` and the tag ``eval``, so that
+            replay and ``toolproof traces promote`` work on eval runs.
+        run_id: The run id the recorded traces carry (default: a new one).
+        baseline: A run to compare cost and latency with: a run log (id, prefix, ``latest``
+            or path) or an eval report as data; the comparison is in
+            ``report.costs["comparison"]`` and in every report.
+        cost_gates: Limits on how much the p95 latency and the cost per case may grow over
+            ``baseline``; a gate that fails makes ``report.exit_code`` 1.
+        cost_estimate: What the run was expected to cost (reported with its error); by
+            default estimated from ``baseline``.
 
     Returns:
         The report; ``report.exit_code`` is what ``toolproof run`` exits with.
@@ -822,6 +886,9 @@ async def evaluate_async(
             check_output(spec.path)
     loaded = _as_suites(suites)
     selected = select_cases(loaded, cases=cases, tags=tags)
+    if cost_gates is not None and baseline is None:
+        raise UserError("cost and latency gates compare with a baseline run: pass baseline=")
+    before = None if baseline is None else baseline_cases(baseline)
     started_at = _now()
     clock = time.perf_counter()
     slots: dict[str, _Slot] = {}
@@ -848,6 +915,11 @@ async def evaluate_async(
             spool = tempfile.TemporaryFile(prefix="toolproof-trials-")  # noqa: SIM115 - closed below
         except OSError as exc:  # (a full disk: the reports go without the traces)
             spool_error = f"traces left out of the reports: {exc.strerror or exc}"
+    store = None
+    if record is not None:
+        from toolproof.replay._store import open_store
+
+        store = open_store(record, create=True)
     runner = _Runner(
         plans,
         _Options(
@@ -857,7 +929,9 @@ async def evaluate_async(
             exitfirst=exitfirst,
             retry_backoff=retry_backoff,
             executor=None if isinstance(runs_on, LocalExecutor) else runs_on,
-            redactor=_report_redactor(redactor) if specs else None,
+            redactor=_report_redactor(redactor) if specs or store is not None else None,
+            record=store,
+            run_id=run_id or uuid.uuid4().hex[:12],
         ),
         cache=response_cache,
         progress=progress or NullProgress(),
@@ -888,6 +962,16 @@ async def evaluate_async(
             cached_calls=runner.cached_calls,
             judge_calls=runner.judge_calls,
         )
+        if before is not None and cost_estimate is None:
+            cost_estimate = estimate_cost(
+                [
+                    (f"{p.case.suite}::{p.case.name}", p.trials)
+                    for p in plans
+                    if p.result is None or p.result.verdict != "skipped"
+                ],
+                before,
+            )
+        report.costs = run_costs(case_entries(report.cases), before, cost_gates, cost_estimate)
         if specs:
             from toolproof.evals._report import write_reports
 
@@ -899,6 +983,8 @@ async def evaluate_async(
     finally:
         if spool is not None:
             spool.close()
+        if store is not None:
+            store.close()
         if response_cache is not None:
             response_cache.close()
         for slot in slots.values():
