@@ -425,3 +425,29 @@ def test_spread_and_estimate_over_generated_values(seed: int) -> None:
 @pytest.mark.parametrize(("text", "value"), [("20%", 0.2), ("0.1", 0.1), (" 5% ", 0.05)])
 def test_increase_percentages(text: str, value: float) -> None:
     assert parse_increase(text, "--x") == pytest.approx(value)
+
+
+def test_runs_compare_reports_cost_and_latency_and_gates_them(tmp_path: Path) -> None:
+    suite, _ = make_project(tmp_path)
+    assert cli(tmp_path, "run", str(suite), "--case", "leave").returncode == 0
+    assert cli(tmp_path, "run", str(suite), "--case", "leave", price=2.0).returncode == 0
+    shown = cli(tmp_path, "runs", "compare", "--json")
+    assert shown.returncode == 0, shown.stderr
+    costs = json.loads(shown.stdout)["costs"]
+    assert costs["cases"] == 1
+    assert costs["cost_per_case"]["change"] == pytest.approx(1.0, abs=1e-4)
+    assert costs["gates"] == []
+    gated = cli(tmp_path, "runs", "compare", "--max-cost-increase", "10%")
+    assert gated.returncode == 1
+    assert "FAIL cost per case up 100% against the baseline" in gated.stdout
+    loose = cli(tmp_path, "runs", "compare", "--max-cost-increase", "150%")
+    assert loose.returncode == 0, loose.stdout
+
+
+def test_the_trace_page_offers_the_promote_command_escaped() -> None:
+    from toolproof.view._html import render_trace_page
+
+    page = render_trace_page({"id": "a b<script>x</script>'", "input": "hi"})
+    assert "toolproof traces promote" in page
+    assert "<script>x</script>" not in page
+    assert "a b&lt;script&gt;x&lt;/script&gt;" in page  # quoted for the shell, then escaped

@@ -91,6 +91,16 @@ def register(subparsers: Any) -> None:
     compare.add_argument(
         "--all", action="store_true", help="also list the unchanged cases in the console"
     )
+    compare.add_argument(
+        "--max-latency-increase",
+        metavar="PCT",
+        help="eval runs: exit 1 when B's p95 agent latency is more than this over A's (e.g. 20%%)",
+    )
+    compare.add_argument(
+        "--max-cost-increase",
+        metavar="PCT",
+        help="eval runs: exit 1 when B's cost per case is more than this over A's (e.g. 10%%)",
+    )
     compare.set_defaults(handler=_compare)
 
 
@@ -224,6 +234,9 @@ def _compare(args: argparse.Namespace) -> int:
     old, new = _pick(args)
     changes = compare_runs(old, new)
     data = _as_json(old, new, changes)
+    costs = _costs(old, new, args)
+    if costs is not None:
+        data["costs"] = costs
     for spec in specs:
         with open_output(spec.path) as out:
             if spec.format == "json":
@@ -234,8 +247,39 @@ def _compare(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=1, ensure_ascii=False))
     else:
         stdout_taken = any(spec.to_stdout for spec in specs)
-        _print(old, new, changes, report_console(stderr=stdout_taken), show_all=args.all)
-    return 1 if any(c.change == "regressed" for c in changes) else 0
+        console = report_console(stderr=stdout_taken)
+        _print(old, new, changes, console, show_all=args.all)
+        from rich.text import Text
+
+        from toolproof.evals._costs import cost_lines
+
+        for line in cost_lines({"comparison": costs}):
+            console.print(Text(line, style="red" if line.startswith("FAIL ") else "dim"))
+    failed_gates = costs is not None and not all(g["passed"] for g in costs["gates"])
+    return 1 if failed_gates or any(c.change == "regressed" for c in changes) else 0
+
+
+def _costs(old: Run, new: Run, args: argparse.Namespace) -> dict[str, Any] | None:
+    """Cost and latency of two eval runs over the cases both ran (``None`` for replays)."""
+    from toolproof.errors import UserError
+    from toolproof.evals._costs import CostGates, compare_costs, parse_increase
+
+    gated = args.max_latency_increase is not None or args.max_cost_increase is not None
+    if old.report is None or new.report is None or new.info.kind != "run":
+        if gated:
+            raise UserError("cost and latency gates compare eval runs that have reports")
+        return None
+    gates = CostGates(
+        p95_latency=None
+        if args.max_latency_increase is None
+        else parse_increase(args.max_latency_increase, "--max-latency-increase"),
+        cost_per_case=None
+        if args.max_cost_increase is None
+        else parse_increase(args.max_cost_increase, "--max-cost-increase"),
+    )
+    cases = [c for c in new.report.get("cases") or [] if isinstance(c, dict)]
+    before = [c for c in old.report.get("cases") or [] if isinstance(c, dict)]
+    return compare_costs(cases, before, gates if gated else None)
 
 
 def _counts(changes: list[CaseChange]) -> dict[str, int]:
