@@ -451,3 +451,37 @@ def test_the_trace_page_offers_the_promote_command_escaped() -> None:
     assert "toolproof traces promote" in page
     assert "<script>x</script>" not in page
     assert "a b&lt;script&gt;x&lt;/script&gt;" in page  # quoted for the shell, then escaped
+
+
+def test_suite_cost_gates_compare_with_the_last_run_of_the_suite(tmp_path: Path) -> None:
+    suite, _ = make_project(tmp_path)
+    data = yaml.safe_load(suite.read_text())
+    data["cost_gates"] = {"cost_per_case": "10%", "p95_latency": "100000%"}
+    suite.write_text(yaml.safe_dump(data, allow_unicode=True))
+    first = cli(tmp_path, "run", str(suite), "--case", "leave")
+    assert first.returncode == 0, first.stdout + first.stderr  # nothing to compare with yet
+    same = cli(tmp_path, "run", str(suite), "--case", "leave")
+    assert same.returncode == 0, same.stdout
+    assert "PASS cost per case up 0%" in same.stdout
+    pricier = cli(tmp_path, "run", str(suite), "--case", "leave", price=1.2)
+    assert pricier.returncode == 1, pricier.stdout
+    assert "FAIL cost per case up 20% against the baseline" in pricier.stdout
+    # a flag stricter than the suite wins; a looser one does not loosen it
+    loose = cli(tmp_path, "run", str(suite), "--case", "leave", "--baseline", "latest~2",
+                "--max-cost-increase", "50%", price=1.2)  # fmt: skip
+    assert loose.returncode == 1, loose.stdout
+
+
+@pytest.mark.parametrize(
+    "value",
+    [{"cost": "10%"}, {"cost_per_case": "ten"}, {"p95_latency": -1}, "10%", {}],
+)
+def test_bad_suite_cost_gates_name_the_file_and_line(tmp_path: Path, value: Any) -> None:
+    suite, _ = make_project(tmp_path)
+    data = yaml.safe_load(suite.read_text())
+    data["cost_gates"] = value
+    suite.write_text(yaml.safe_dump(data, allow_unicode=True))
+    done = cli(tmp_path, "run", str(suite))
+    assert done.returncode == 2, done.stdout
+    assert "costs.eval.yaml:" in done.stderr and "cost_gates" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -119,9 +119,9 @@ def test_every_problem_is_reported_with_its_line(tmp_path: Path) -> None:
     assert problems_of(path) == [
         "L3: trials: expected a positive integer, got 0",
         "L4: gatee: unknown key 'gatee' (did you mean 'gate'?); allowed: suite, description, "
-        "cases, datasets, expect, judge, tags, metadata, checks, agent, agent_options, model, "
-        "judge_model, tools, tool_modes, real_tools, mocks, trials, pass_rule, gate, judge_when, "
-        "judge_inconclusive, judge_sees_agent, settings, retries, timeout",
+        "cases, datasets, expect, judge, tags, metadata, checks, cost_gates, agent, agent_options, "
+        "model, judge_model, tools, tool_modes, real_tools, mocks, trials, pass_rule, gate, "
+        "judge_when, judge_inconclusive, judge_sees_agent, settings, retries, timeout",
         "L7: cases[0].input: 'input' must be a string, got an integer",
         "L9: cases[0].expect.tools_called[0]: unknown tool 'multiply_number' (did you mean "
         "'multiply_numbers'?); the agent's tools are: cancel_order, crash, get_leave_balance, "

@@ -517,7 +517,9 @@ def _cost_options(
     ]
     cost = estimate_cost(planned, cases if isinstance(cases, list) else [])
     estimate = None if cost is None else (cost, run.info.id)
-    return gates, estimate, run.report if args.baseline is not None else None
+    # Suites with cost_gates: are compared with the last run of them unless --baseline says.
+    gated = args.baseline is not None or any(s.cost_gates is not None for s in suites)
+    return gates, estimate, run.report if gated else None
 
 
 def _start_log(suites: list[Suite], args: argparse.Namespace) -> RunLog | None:

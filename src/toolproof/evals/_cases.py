@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from toolproof._agent import Agent
     from toolproof._tools import Tool
     from toolproof._toolset import Toolset
+    from toolproof.evals._costs import CostGates
     from toolproof.models.fake import ScriptItem
 
 __all__ = [
@@ -277,12 +278,14 @@ class Suite:
         file: Its file.
         cases: Its cases, in file order.
         description: Its description.
+        cost_gates: How much latency and cost may grow over a baseline run (``cost_gates:``).
     """
 
     name: str
     file: Path
     cases: list[Case]
     description: str | None = None
+    cost_gates: CostGates | None = None
 
 
 def _providers(created: Any, source: str) -> list[Any]:

@@ -26,7 +26,9 @@ __all__ = [
     "case_costs",
     "compare_costs",
     "estimate_cost",
+    "gate_settings",
     "parse_increase",
+    "strictest",
     "suite_costs",
 ]
 
@@ -60,6 +62,39 @@ def parse_increase(text: str, option: str) -> float:
     if not math.isfinite(value) or value < 0:
         raise UserError(f"{option}: expected a percentage of 0% or more, got {text!r}")
     return value
+
+
+def gate_settings(value: Any) -> CostGates:
+    """The ``cost_gates:`` of a suite: ``{p95_latency: 20%, cost_per_case: 10%}``.
+
+    Raises:
+        ValueError: Not a mapping of those keys to percentages of 0% or more.
+    """
+    from toolproof.errors import UserError
+
+    keys = ("p95_latency", "cost_per_case")
+    if not isinstance(value, Mapping) or not value or set(value) - set(keys):
+        raise ValueError(
+            "expected {p95_latency: 20%, cost_per_case: 10%} (either or both: how much each "
+            "may grow over the baseline run)"
+        )
+    found: dict[str, float] = {}
+    for key, limit in value.items():
+        try:
+            found[key] = parse_increase(str(limit), key)
+        except UserError as exc:
+            raise ValueError(str(exc)) from None
+    return CostGates(**found)
+
+
+def strictest(gates: Iterable[CostGates | None]) -> CostGates | None:
+    """One gate of each kind: the smallest limit any of ``gates`` sets."""
+    chosen = [g for g in gates if g is not None]
+    if not chosen:
+        return None
+    latency = [g.p95_latency for g in chosen if g.p95_latency is not None]
+    cost = [g.cost_per_case for g in chosen if g.cost_per_case is not None]
+    return CostGates(min(latency) if latency else None, min(cost) if cost else None)
 
 
 # -- figures ------------------------------------------------------------------------------------

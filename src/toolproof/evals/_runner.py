@@ -44,6 +44,7 @@ from toolproof.evals._costs import (
     case_entries,
     estimate_cost,
     run_costs,
+    strictest,
 )
 from toolproof.evals._results import (
     CaseResult,
@@ -851,7 +852,9 @@ async def evaluate_async(
             or path) or an eval report as data; the comparison is in
             ``report.costs["comparison"]`` and in every report.
         cost_gates: Limits on how much the p95 latency and the cost per case may grow over
-            ``baseline``; a gate that fails makes ``report.exit_code`` 1.
+            ``baseline``, over the suites' own ``cost_gates:`` (the strictest limit wins);
+            a gate that fails makes ``report.exit_code`` 1. Without a baseline the suites'
+            gates have nothing to compare with and are not applied.
         cost_estimate: What the run was expected to cost (reported with its error); by
             default estimated from ``baseline``.
 
@@ -889,6 +892,8 @@ async def evaluate_async(
     if cost_gates is not None and baseline is None:
         raise UserError("cost and latency gates compare with a baseline run: pass baseline=")
     before = None if baseline is None else baseline_cases(baseline)
+    # The suites' own cost_gates apply too (the strictest limit of each kind wins).
+    cost_gates = strictest([cost_gates, *(suite.cost_gates for suite in loaded)])
     started_at = _now()
     clock = time.perf_counter()
     slots: dict[str, _Slot] = {}

@@ -341,7 +341,7 @@ class _Builder:
         # Cases from `datasets:` (toolproof.evals._dataset): each row of a file through a
         # template; problems name the file, the row and the key.
         if data.get("datasets") is None:
-            return Suite(name=name, file=self.file, cases=cases, description=description)
+            return Suite(name, self.file, cases, description, _gates(data))
         from toolproof.evals._dataset import dataset_cases
 
         case_args = (name, defaults, suite_origin, suite_expect or {}, suite_judge, suite_tags)
@@ -352,7 +352,7 @@ class _Builder:
             else:
                 taken.add(case.name)
                 cases.append(case)
-        return Suite(name=name, file=self.file, cases=cases, description=description)
+        return Suite(name, self.file, cases, description, _gates(data))
 
     # -- case -----------------------------------------------------------------------------------
 
@@ -689,3 +689,10 @@ def _in_order(checks: list[Check], expect: Mapping[str, Any]) -> list[Check]:
 def _lines(value: Any) -> list[str]:
     """Judge lines or tags as written: a string or a list of them (already checked)."""
     return [value] if isinstance(value, str) else list(value)
+
+
+def _gates(data: Mapping[str, Any]) -> Any:
+    """The suite's ``cost_gates:`` (a ``CostGates``), or ``None``."""
+    from toolproof.evals._costs import gate_settings
+
+    return None if data.get("cost_gates") is None else gate_settings(data["cost_gates"])

@@ -82,6 +82,8 @@ SUITE_KEYS: dict[str, str] = {
     "tags": "a list of tags given to every case",
     "metadata": "a mapping merged into every case's metadata",
     "checks": "modules that register your own checks (import paths such as 'mypkg.checks')",
+    "cost_gates": "how much the p95 latency and the cost per case may grow over the baseline "
+    "run: {p95_latency: 20%, cost_per_case: 10%}",
     **DEFAULT_KEYS,
 }
 
@@ -624,6 +626,7 @@ class SuiteFile(_Defaults):
     tags: Tags = None
     metadata: dict[Any, Any] | None = Field(None, description=SUITE_KEYS["metadata"])
     checks: list[str] | None = Field(None, description=SUITE_KEYS["checks"])
+    cost_gates: dict[str, Any] | None = Field(None, description=SUITE_KEYS["cost_gates"])
 
     @classmethod
     def allowed_keys(cls) -> list[str]:
@@ -655,6 +658,17 @@ class SuiteFile(_Defaults):
         if not isinstance(value, list) or not value:
             got = "an empty list" if value == [] else describe_type(value)
             raise problem(f"expected a list of {{file, template}}, got {got}")
+        return value
+
+    @field_validator("cost_gates", mode="before")
+    @classmethod
+    def _cost_gates(cls, value: Any) -> Any:
+        from toolproof.evals._costs import gate_settings
+
+        try:
+            gate_settings(value)
+        except ValueError as exc:
+            raise problem(str(exc)) from None
         return value
 
     @field_validator("checks", mode="before")
