@@ -416,7 +416,7 @@ def _spread_text(figures: Mapping[str, Any] | None, key: str, unit: str) -> str:
     if unit == "$":
         return f"{_money(found['p50'])}/{_money(found['p95'])}/{_money(found['max'])}"
     if unit == "s":
-        return f"{found['p50']:.2f}/{found['p95']:.2f}/{found['max']:.2f} s"
+        return f"{found['p50']:.3g}/{found['p95']:.3g}/{found['max']:.3g} s"
     return f"{found['p50']:g}/{found['p95']:g}/{found['max']:g}"
 
 
@@ -448,7 +448,7 @@ def cost_lines(costs: Mapping[str, Any] | None) -> list[str]:
         parts = [f"against the baseline ({comparison['cases']} cases in both)"]
         if latency["change"] is not None:
             parts.append(
-                f"p95 latency {latency['baseline']:.2f} s -> {latency['current']:.2f} s "
+                f"p95 latency {latency['baseline']:.3g} s -> {latency['current']:.3g} s "
                 f"({latency['change']:+.0%})"
             )
         if cost["change"] is not None:
