@@ -519,3 +519,60 @@ def test_an_existing_file_is_not_overwritten_without_force(tmp_path: Path) -> No
     assert refused.returncode == 2 and suite.read_text() == "mine\n"
     assert cli(tmp_path, *args, "--force").returncode == 0
     assert "promoted_from" in suite.read_text()
+
+
+# -- every promoted recording passes on its own recording ----------------------------------------
+
+_CALLS = [
+    lambda rng: call("get_leave_balance", employee_id=rng.choice(["E001", "E002", "E003", "E999"])),
+    lambda rng: call("multiply_numbers", a=rng.randrange(-50, 500), b=rng.choice([3, 2.5, 0.1])),
+    lambda rng: call("get_weather", city=rng.choice(["北京", "上海", "Atlantis"])),
+    lambda rng: call("get_salary", employee_id="E001"),  # a tool the agent does not have
+]
+
+
+def _answers(rng: random.Random) -> list[Any]:
+    """One turn of the scripted model: 0-3 steps of 1-2 calls each, then an answer."""
+    steps: list[Any] = []
+    for _ in range(rng.randrange(0, 4)):
+        calls = [rng.choice(_CALLS)(rng) for _ in range(rng.randrange(1, 3))]
+        steps.append(calls[0] if len(calls) == 1 else calls)
+    steps.append(rng.choice(["Done.", "E003 has 12 days.", "The total is 7,021.", "It is 晴."]))
+    return steps
+
+
+@pytest.mark.timeout(300)
+def test_every_generated_recording_passes_as_a_promoted_case(tmp_path: Path) -> None:
+    """Generated runs: parallel calls, tool errors, unknown tools, repeats, several turns."""
+    from examples.hr_assistant.agent import build_agent
+
+    rng = random.Random(2026)
+    store = tmp_path / "traces.db"
+    recorder = Recorder(str(store))
+    try:
+        for _ in range(30):
+            turns = rng.randrange(1, 3)
+            script = [item for _ in range(turns) for item in _answers(rng)]
+            session = build_agent(ScriptedModel(script), recorder=recorder).session()
+            for turn in range(turns):
+                session.run_sync(f"question {turn}: leave, sums and weather; mail a@b{turn}.io")
+    finally:
+        recorder.close()
+    with TraceStore(str(store)) as opened:
+        recorded = list(opened.query())
+    assert len(recorded) >= 40
+    assert any(r.status == "error" for t in recorded for r in t.tool_results)
+    assert any(len(s.response.tool_calls) > 1 for t in recorded for s in t.steps)
+    assert any(t.history for t in recorded)
+    suite = tmp_path / "generated.eval.yaml"
+    done = cli(tmp_path, "traces", "promote", "--store", str(store), "-o", str(suite),
+               "--agent", AGENT)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    ran = cli(tmp_path, "run", str(suite), "--no-log", "--report", "json:r.json")
+    assert (tmp_path / "r.json").exists(), ran.stdout + ran.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    failing = [(c["name"], c["reason"]) for c in report["cases"] if c["verdict"] != "pass"]
+    assert failing == [], failing
+    assert ran.returncode == 0
+    assert report["summary"]["cases"] == len(recorded)
+    assert "a@b0.io" not in suite.read_text()

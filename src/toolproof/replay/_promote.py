@@ -10,6 +10,7 @@ rules catch).
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +25,10 @@ if TYPE_CHECKING:
     from toolproof.replay._redact import Redactor
 
 __all__ = ["Promoted", "Signals", "distinct", "promote_traces", "signals_of", "write_promoted"]
+
+#: Errors the agent's toolset returns without running a tool: no fixture answers them, and
+#: the scripted call is sent as recorded (it need not fit the schema).
+_REFUSED = frozenset({"UnknownTool", "InvalidArguments", "ValidationError", "Rejected"})
 
 #: A string argument longer than this, or with this many words, is free text (a query, a
 #: message): models word it differently each time, so it is no key argument.
@@ -88,6 +93,11 @@ def promote_traces(
             fixtures[path] = {"version": 1, "assert_all_used": False, "fixtures": _order(entries)}
             case["mocks"] = [path]
         cases.append(case)
+        if "earlier_turns" in case["metadata"]["promoted_from"]:
+            notes.append(
+                f"{case['name']}: an earlier turn of the conversation ended without an answer, "
+                "so the case replays the last turn alone"
+            )
         if trace.stop_reason != "final":
             notes.append(
                 f"{case['name']}: the recording stopped with {trace.stop_reason}; the draft "
@@ -133,16 +143,38 @@ def _dump(yaml: Any, data: Any) -> str:
 # -- one case -----------------------------------------------------------------------------------
 
 
+def _unfinished(history: Sequence[Message]) -> bool:
+    """Whether an earlier turn ended without an answer (a limit stopped it).
+
+    Its last response is not in the history, so replaying the turns could not follow it.
+    """
+    for before, message in itertools.pairwise(history):
+        if message.role == "user" and not (before.role == "assistant" and not before.tool_calls):
+            return True
+    return bool(history) and (history[-1].role != "assistant" or bool(history[-1].tool_calls))
+
+
 def _case(trace: Trace, mask: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    dropped = _unfinished(trace.history)
+    if dropped:
+        import dataclasses
+
+        trace = dataclasses.replace(trace, history=[])
     turns: list[str] = [m.content or "" for m in trace.history if m.role == "user"]
     turns.append(trace.input)
     responses = [m for m in trace.history if m.role == "assistant"]
     responses += [step.response for step in trace.steps]
-    results = {m.tool_call_id: m for m in trace.history if m.role == "tool" and m.tool_call_id}
     recorded: list[tuple[ToolCall, ToolResult | Message | None]] = []
-    for message in trace.history:
-        for call in message.tool_calls:
-            recorded.append((call, results.get(call.id)))
+    pending: dict[str, int] = {}  # call id -> its place in `recorded`, in the current group
+    for message in trace.history:  # (ids repeat across turns: pair within each group)
+        if message.tool_calls:
+            pending = {}
+            for call in message.tool_calls:
+                pending[call.id] = len(recorded)
+                recorded.append((call, None))
+        elif message.role == "tool" and message.tool_call_id in pending:
+            place = pending.pop(message.tool_call_id)
+            recorded[place] = (recorded[place][0], message)
     recorded.extend(trace.calls_and_results())
 
     case: dict[str, Any] = {"name": _name(trace)}
@@ -151,17 +183,41 @@ def _case(trace: Trace, mask: str) -> tuple[dict[str, Any], list[dict[str, Any]]
     else:
         case["turns"] = turns
     metadata: dict[str, Any] = {"promoted_from": _origin(trace)}
+    if dropped:
+        metadata["promoted_from"]["earlier_turns"] = (
+            "not replayed: one of them ended without an answer"
+        )
     if trace.metadata:
         metadata["recorded"] = trace.metadata
     case["metadata"] = metadata
     if trace.tags:
         case["tags"] = list(dict.fromkeys(trace.tags))
-    case["expect"] = _expect(trace, recorded, mask)
-    script = [item for item in (_script_item(m, mask) for m in responses) if item is not None]
+    offered = {tool.name for tool in trace.tools}
+    refused = {
+        id(call)
+        for call, result in recorded
+        if _refused(result) or (offered and call.name not in offered)
+    }
+    kept = [(call, result) for call, result in recorded if id(call) not in refused]
+    case["expect"] = _expect(trace, recorded, kept, mask)
+    script = [
+        item for item in (_script_item(m, mask, refused) for m in responses) if item is not None
+    ]
     if script:
         case["script"] = script
-    fixtures = [_fixture(call, result) for call, result in recorded]
+    # (a call without a result never ran: the run stopped first)
+    fixtures = [_fixture(call, result) for call, result in kept if result is not None]
     return case, fixtures
+
+
+def _refused(result: ToolResult | Message | None) -> bool:
+    if result is None or result.status != "error":
+        return False
+    kind = getattr(result, "error_type", None)
+    if kind is None:  # a tool message of the history: its text names the kind
+        match = re.match(r"Error \(([^)]*)\)", result.content or "")
+        kind = match.group(1) if match else None
+    return kind in _REFUSED
 
 
 def _origin(trace: Trace) -> dict[str, Any]:
@@ -181,9 +237,12 @@ def _name(trace: Trace) -> str:
 
 
 def _expect(
-    trace: Trace, recorded: list[tuple[ToolCall, ToolResult | Message | None]], mask: str
+    trace: Trace,
+    recorded: list[tuple[ToolCall, ToolResult | Message | None]],
+    kept: list[tuple[ToolCall, ToolResult | Message | None]],
+    mask: str,
 ) -> dict[str, Any]:
-    calls = [call for call, _ in recorded]
+    calls = [call for call, _ in kept]
     expect: dict[str, Any] = {}
     counts: dict[str, int] = {}
     for call in calls:
@@ -197,19 +256,19 @@ def _expect(
             args[name] = specs[0] if len(specs) == 1 else specs
     if args:
         expect["args"] = args
-    if all(result is not None and result.status != "error" for _, result in recorded):
+    if all(result is None or result.status != "error" for _, result in recorded):
         expect["no_tool_errors"] = True
     if trace.stop_reason != "final":
         expect["stop_reason"] = trace.stop_reason
     if trace.output:
         evidence = trace_evidence(trace)
-        grounding = check_grounding(trace.output, evidence, check_small_numbers=False)
+        ungrounded = check_grounding(trace.output, evidence).ungrounded
         ids, numbers = extract_claims(trace.output)
-        facts = [t for t in dict.fromkeys([*ids, *numbers]) if t not in grounding.ungrounded]
+        facts = [t for t in dict.fromkeys([*ids, *numbers]) if t not in ungrounded]
         facts = [t for t in facts if mask not in t]
         if facts:
             expect["final_contains"] = facts
-        if grounding.ok:
+        if not ungrounded:
             expect["grounded"] = True
     return expect
 
@@ -263,23 +322,23 @@ def _key_value(value: Any, mask: str) -> bool:
     return False  # lists and objects: left to the fixture (and to a person)
 
 
-def _script_item(message: Message, mask: str) -> Any:
+def _script_item(message: Message, mask: str, refused: set[int]) -> Any:
     if message.tool_calls:
-        calls = [_script_call(call, mask) for call in message.tool_calls]
+        calls = [_script_call(call, mask, id(call) in refused) for call in message.tool_calls]
         return calls[0] if len(calls) == 1 else calls
     if message.content is not None:
         return message.content
     return None
 
 
-def _script_call(call: ToolCall, mask: str) -> dict[str, Any]:
+def _script_call(call: ToolCall, mask: str, refused: bool) -> dict[str, Any]:
     body: dict[str, Any] = {"name": call.name}
     if call.arguments_error is not None and call.raw_arguments is not None:
         body["arguments"] = call.raw_arguments  # malformed as recorded
     else:
         body["arguments"] = call.arguments
-        if _holds(call.arguments, mask):
-            body["unchecked"] = True  # a redacted value need not fit the schema
+    if refused or _holds(call.arguments, mask):
+        body["unchecked"] = True  # sent as recorded: it need not fit the tool's schema
     return {"call": body}
 
 
@@ -293,11 +352,9 @@ def _holds(value: Any, mask: str) -> bool:
     return False
 
 
-def _fixture(call: ToolCall, result: ToolResult | Message | None) -> dict[str, Any]:
+def _fixture(call: ToolCall, result: ToolResult | Message) -> dict[str, Any]:
     entry: dict[str, Any] = {"tool": call.name, "arguments": call.arguments}
-    if result is None:
-        entry["raises"] = {"type": "ToolError", "message": "no result was recorded"}
-    elif result.status == "error":
+    if result.status == "error":
         text = result.content or ""
         match = re.match(r"Error \(([^)]*)\): (.*)", text, re.S)
         entry["raises"] = {"type": "ToolError", "message": match.group(2) if match else text}
@@ -401,9 +458,7 @@ def _canonical(value: Any) -> str:
 def _features(trace: Trace) -> frozenset[str]:
     """What two near-duplicate runs share: their calls, errors, ending and input words."""
     features = {f"call:{name}" for name in trace.tool_names}
-    features.update(
-        f"path:{a}>{b}" for a, b in zip(trace.tool_names, trace.tool_names[1:], strict=False)
-    )
+    features.update(f"path:{a}>{b}" for a, b in itertools.pairwise(trace.tool_names))
     features.update(f"error:{r.name}:{r.error_type}" for r in trace.tool_results if not r.ok)
     features.add(f"stop:{trace.stop_reason}")
     features.update(f"word:{w}" for w in re.findall(r"[a-z]{3,}", trace.input.lower()))
