@@ -276,14 +276,28 @@ def test_cost_gate_against_a_baseline_and_the_estimate_with_its_error(tmp_path: 
         "10%",
         "--report",
         "json:second.json",
+        "--report",
+        "html:second.html",
+        "--report",
+        "markdown:second.md",
+        "--report",
+        "junit:second.xml",
         "--case",
         "leave",
         price=1.5,
     )
     assert pricier.returncode == 1, pricier.stdout + pricier.stderr
-    assert "cost per case up 50% against the baseline (more than the 10% allowed)" in (
-        pricier.stdout
-    )
+    failed = "cost per case up 50% against the baseline (more than the 10% allowed)"
+    assert failed in pricier.stdout
+    assert failed in (tmp_path / "second.html").read_text()
+    assert failed in (tmp_path / "second.md").read_text()
+    assert "estimated $" in (tmp_path / "second.md").read_text()
+    xml = ET.parse(tmp_path / "second.xml").getroot()
+    (gated,) = [c for c in xml.iter("testcase") if c.get("name") == "cost_per_case"]
+    failure = gated.find("failure")
+    assert failure is not None and failed in (failure.get("message") or "")
+    (leave_suite,) = [s for s in xml.iter("testsuite") if s.get("name") == "costs"]
+    assert {p.get("name") for p in leave_suite.iter("property")} >= {"cost_per_case"}
     second = json.loads((tmp_path / "second.json").read_text())
     assert second["exit_code"] == 1
     (gate,) = second["summary"]["costs"]["comparison"]["gates"]

@@ -357,6 +357,30 @@ def junit_suites(report: EvalReport, spool: IO[bytes] | None = None) -> list[JUn
         elif result.verdict in ("skipped", "not_run"):
             item.skipped = result.reason
         suite.cases.append(item)
+    costs = report.costs or {}
+    for figures in costs.get("suites") or []:
+        if figures["suite"] in suites:
+            suites[figures["suite"]].properties = {
+                **case_properties(figures),
+                **(
+                    {}
+                    if figures["cost_per_case"] is None
+                    else {"cost_per_case": f"{figures['cost_per_case']:g}"}
+                ),
+            }
+    gates = (costs.get("comparison") or {}).get("gates") or []
+    if gates:  # a gate that fails the run fails a test case, so CI shows why
+        checked = JUnitSuite("cost and latency gates", timestamp=report.started_at)
+        for gate in gates:
+            checked.cases.append(
+                JUnitCase(
+                    name=gate["name"],
+                    classname="cost and latency gates",
+                    failure=None if gate["passed"] else gate["message"],
+                    system_out=gate["message"],
+                )
+            )
+        suites[checked.name] = checked
     return list(suites.values())
 
 
