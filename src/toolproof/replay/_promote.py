@@ -123,16 +123,18 @@ def write_promoted(promoted: Promoted, suite_path: Path) -> None:
         "# matters. `model: scripted` replays the recorded answers; run it with\n"
         "# `--model MODEL` to test a model against the recorded tool results.\n"
     )
-    suite_path.parent.mkdir(parents=True, exist_ok=True)
+    from toolproof._reporting import open_output
+
+    # Each file atomically (as every file toolproof writes), the suite last: a suite never
+    # names a fixture file that is not there.
     for relative, data in promoted.fixtures.items():
-        path = suite_path.parent / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(
-            "# The recorded tool results of a promoted trace (toolproof traces promote).\n"
-            + _dump(yaml, data),
-            encoding="utf-8",
-        )
-    suite_path.write_text(header + _dump(yaml, promoted.suite), encoding="utf-8")
+        with open_output(suite_path.parent / relative) as out:
+            out.write(
+                "# The recorded tool results of a promoted trace (toolproof traces promote).\n"
+            )
+            out.write(_dump(yaml, data))
+    with open_output(suite_path) as out:
+        out.write(header + _dump(yaml, promoted.suite))
 
 
 def _dump(yaml: Any, data: Any) -> str:
