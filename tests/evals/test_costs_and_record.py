@@ -499,3 +499,61 @@ def test_bad_suite_cost_gates_name_the_file_and_line(tmp_path: Path, value: Any)
     assert done.returncode == 2, done.stdout
     assert "costs.eval.yaml:" in done.stderr and "cost_gates" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+RECORD_CHILD = r"""
+import json, resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG)
+sys.path[:0] = [sys.argv[3], sys.argv[4]]
+from toolproof.evals import evaluate
+from toolproof.replay import TraceStore
+
+store = sys.argv[1]
+with TraceStore(store) as opened:  # the file exists; it may grow a little, then no more
+    pass
+import os
+resource.setrlimit(resource.RLIMIT_FSIZE, (os.path.getsize(store) + int(sys.argv[5]), -1))
+report = evaluate(sys.argv[2], record=store, cache=False, concurrency=2)
+resource.setrlimit(resource.RLIMIT_FSIZE, (-1, -1))
+with TraceStore(store) as opened:
+    stored = [t.metadata["eval"]["case_id"] for t in opened.query()]
+print(json.dumps({"exit": report.exit_code, "unwritten": report.unwritten, "stored": stored,
+                  "trials": sum(len(c.trials) for c in report.cases)}))
+"""
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("room", [0, 20_000, 150_000])
+def test_a_record_store_that_stops_growing_does_not_stop_the_run(tmp_path: Path, room: int) -> None:
+    """The disk refuses the store partway: the run finishes, says so, keeps what it wrote."""
+    import subprocess
+    import sys
+
+    suite = tmp_path / "big.eval.yaml"
+    suite.write_text(
+        yaml.safe_dump(
+            {
+                "suite": "big",
+                "agent": "examples.hr_assistant.agent:build_agent",
+                "model": "scripted",
+                "trials": 10,
+                "cases": [
+                    {"name": f"c{i}", "input": f"question {i} " + "y" * 3000,
+                     "script": ["x" * 4000]}
+                    for i in range(6)
+                ],
+            }
+        )
+    )  # fmt: skip
+    store = tmp_path / "evals.db"
+    done = subprocess.run(
+        [sys.executable, "-c", RECORD_CHILD, str(store), str(suite), str(ROOT),
+         str(tmp_path), str(room)],
+        capture_output=True, text=True, timeout=240, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["exit"] == 0 and found["trials"] == 60
+    assert len(found["stored"]) < 60
+    (message,) = found["unwritten"]
+    assert "not recorded" in message

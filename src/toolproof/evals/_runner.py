@@ -110,6 +110,7 @@ class _Runner:
         self.lines: dict[int, list[bytes | None]] = {}
         self.blocks: dict[int, tuple[int, int]] = {}
         self.spool_error: str | None = None
+        self.record_error: str | None = None  # why --record stopped keeping traces
         self.waiting: _Waiting | None = None
 
     # -- the run --------------------------------------------------------------------------------
@@ -186,7 +187,7 @@ class _Runner:
         Written before the next trial starts, so an interrupted run keeps what finished.
         """
         store = self.options.record
-        if store is None or not trial.traces:
+        if store is None or not trial.traces or self.record_error is not None:
             return
         case = plan.case
         verdict = {
@@ -203,7 +204,13 @@ class _Runner:
             }
             if "eval" not in trace.tags:
                 trace.tags = [*trace.tags, "eval"]
-        store.add_many(trial.traces)
+        try:
+            store.add_many(trial.traces)
+        except Exception as exc:  # (a full disk, a store gone): the run goes on, and says so
+            self.record_error = (
+                f"traces of the trials not recorded from {trial.traces[0].id} on: "
+                f"{type(exc).__name__}: {exc}"
+            )
 
     def record(self, plan: _Plan, trial: TrialResult) -> None:
         plan.results[trial.index] = trial
@@ -983,6 +990,8 @@ async def evaluate_async(
             report.unwritten = write_reports(report, specs, runner.spool, runner.blocks)
             if runner.spool_error is not None:
                 report.unwritten.insert(0, runner.spool_error)
+        if runner.record_error is not None:
+            report.unwritten.append(runner.record_error)
         if crash is not None:
             raise crash
     finally:
