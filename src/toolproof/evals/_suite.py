@@ -532,7 +532,11 @@ class _Builder:
         if "agent" not in bad:
             options = checked.agent_options if "agent_options" not in bad else {}
             if isinstance(agent_source, Mapping):
-                agent = _external_agent(agent_source, self.file)
+                try:
+                    agent = _external_agent(agent_source, self.file)
+                except UserError as exc:  # (a command with an unclosed quote)
+                    self.add(where_of("agent"), str(exc))
+                    ok = False
             else:
                 resolved = self.resolver.agent(agent_source, dict(options), self.file)
                 if isinstance(resolved, str):
