@@ -440,6 +440,8 @@ def test_distinct_keeps_one_trace_per_kind_of_failure(tmp_path: Path) -> None:
             str(suite),
             "--agent",
             AGENT,
+            "--since",
+            "7d",
             "--failed",
             "--errors",
             "--distinct",
@@ -493,6 +495,9 @@ def test_new_tools_promotes_runs_that_call_a_tool_the_suite_never_names(tmp_path
         (["-o", "x.eval.yaml", "--distinct", "0"], "--distinct"),
         (["-o", "x.eval.yaml", "--failed"], "no trace matches"),
         (["-o", "x.eval.yaml", "--new-tools", "missing/"], "no suite file"),
+        (["-o", "x.eval.yaml", "--min-cost", "-1"], "--min-cost"),
+        (["-o", "x.eval.yaml", "--min-latency", "nan"], "--min-latency"),
+        (["-o", "x.eval.yaml", "--since", "soon"], "'soon' is neither an age"),
     ],
 )
 def test_bad_promote_options_are_one_line_errors(

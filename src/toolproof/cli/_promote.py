@@ -83,6 +83,9 @@ def _promote(args: argparse.Namespace) -> int:
     fixtures_dir = output.name.removesuffix(".yaml").removesuffix(".yml") + ".fixtures"
     if not args.force and (output.exists() or (output.parent / fixtures_dir).exists()):
         raise UserError(f"-o {args.output}: it exists; choose another file or pass --force")
+    for flag, value in (("--min-cost", args.min_cost), ("--min-latency", args.min_latency)):
+        if value is not None and not value >= 0:
+            raise UserError(f"{flag} must be a number of 0 or more, got {value}")
     if args.distinct is not None and args.distinct < 1:
         raise UserError(f"--distinct must be at least 1, got {args.distinct}")
     wanted = Signals(

@@ -116,9 +116,7 @@ class ExternalAgent(Agent):
             raise UserError("ExternalAgent needs exactly one of command=... or http=...")
         super().__init__(model, name=name)
         try:
-            self.command = (
-                shlex.split(command) if isinstance(command, str) else list(command or [])
-            )
+            self.command = shlex.split(command) if isinstance(command, str) else list(command or [])
         except ValueError as exc:  # an unclosed quote
             raise UserError(f"ExternalAgent(command={command!r}): {exc}") from None
         if command is not None and not self.command:
