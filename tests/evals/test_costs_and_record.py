@@ -557,3 +557,46 @@ def test_a_record_store_that_stops_growing_does_not_stop_the_run(tmp_path: Path,
     assert len(found["stored"]) < 60
     (message,) = found["unwritten"]
     assert "not recorded" in message
+
+
+SLOW_MODULE = '''
+import os, time
+from toolproof import Agent, tool
+
+
+@tool
+def lookup(key: str) -> str:
+    """Look a key up.
+
+    Args:
+        key: The key.
+    """
+    time.sleep(float(os.environ.get("TEST_SLEEP", "0")))
+    return "found " + key
+
+
+def build(model, tools=None, **options):
+    return Agent(model, [lookup] if tools is None else tools, **options)
+'''
+
+
+@pytest.mark.timeout(120)
+def test_a_latency_gate_fails_a_run_whose_p95_grew_past_it(tmp_path: Path) -> None:
+    """The tool sleeps 0 s in the baseline and 0.4 s a call after: far past any noise."""
+    (tmp_path / "slowagent.py").write_text(SLOW_MODULE)
+    suite = tmp_path / "slow.eval.yaml"
+    suite.write_text(
+        "suite: slow\nagent: slowagent:build\nmodel: scripted\ntools: real\ntrials: 2\n"
+        "cases:\n  - name: a\n    input: look up k\n    script:\n"
+        "      - call: {name: lookup, arguments: {key: k}}\n      - found k\n"
+    )
+
+    def run(sleep: str, *args: str) -> Any:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLPROOF_")}
+        env.update(TEST_SLEEP=sleep, TOOLPROOF_LOG_DIR=str(tmp_path / "runs"))
+        return run_cli("run", str(suite), *args, cwd=tmp_path, env=env, paths=[ROOT])
+
+    assert run("0").returncode == 0
+    slower = run("0.4", "--baseline", "latest", "--max-latency-increase", "300%")
+    assert slower.returncode == 1, slower.stdout
+    assert "FAIL p95 latency up" in slower.stdout and "more than the 300% allowed" in slower.stdout
