@@ -581,3 +581,34 @@ def test_every_generated_recording_passes_as_a_promoted_case(tmp_path: Path) -> 
     assert ran.returncode == 0
     assert report["summary"]["cases"] == len(recorded)
     assert "a@b0.io" not in suite.read_text()
+
+
+@pytest.mark.parametrize("count", [1, 5, 40])
+def test_distinct_computes_at_most_count_distances_per_trace(
+    count: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bounded work on a large pool: counted, not timed."""
+    from toolproof.replay import _promote
+
+    rng = random.Random(count)
+    traces = [
+        _trace(i, kind=rng.choice(["leave", "weather", "math"]), variant=rng.randrange(1, 99),
+               signal=rng.choice([None, "errors", "failed", "retries"]))
+        for i in range(2000)
+    ]  # fmt: skip
+    calls = 0
+    real = _promote._distance
+
+    def counted(a: frozenset[str], b: frozenset[str]) -> float:
+        nonlocal calls
+        calls += 1
+        return real(a, b)
+
+    monkeypatch.setattr(_promote, "_distance", counted)
+    kept = _promote.distinct(traces, count)
+    assert 1 <= len(kept) <= count
+    assert calls <= len(kept) * len(traces)
+    features = [_promote._features(t) for t in kept]
+    for i, a in enumerate(features):  # no two kept traces are near-duplicates
+        for b in features[i + 1 :]:
+            assert real(a, b) >= 0.2
