@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-__all__ = ["register"]
+__all__ = ["add_parser", "promote"]
 
 EPILOG = """examples:
   toolproof traces promote 3fa9c0 -o evals/regressions.eval.yaml --agent app.agent:build
@@ -18,11 +18,12 @@ then: toolproof run evals/regressions.eval.yaml   (model: scripted replays the r
 """
 
 
-def register(commands: Any) -> None:
-    """Add ``traces promote`` to the ``traces`` subcommands."""
-    from toolproof.cli._traces import add_filter_arguments, add_store_argument
+def add_parser(commands: Any) -> argparse.ArgumentParser:
+    """Add ``traces promote`` to the ``traces`` subcommands.
 
-    parser = commands.add_parser(
+    The store and filter arguments and the handler are the ``traces`` command's to add.
+    """
+    parser: argparse.ArgumentParser = commands.add_parser(
         "promote",
         help="turn recorded traces into eval cases (with fixtures of their tool results)",
         description=(
@@ -34,7 +35,6 @@ def register(commands: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_store_argument(parser)
     parser.add_argument("trace_ids", nargs="*", metavar="ID", help="trace ids (or prefixes)")
     parser.add_argument("-o", "--output", required=True, metavar="FILE", help="the suite to write")
     parser.add_argument(
@@ -42,7 +42,6 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("--suite-name", help="the suite's name (default: the file's name)")
     parser.add_argument("--force", action="store_true", help="overwrite FILE and its fixtures")
-    add_filter_arguments(parser)
     signals = parser.add_argument_group("signals (a trace showing any of them is promoted)")
     signals.add_argument(
         "--failed", action="store_true", help="no final answer, or a check or the judge failed it"
@@ -67,11 +66,11 @@ def register(commands: Any) -> None:
         help="keep the N most different traces, collapsing near-duplicates",
     )
     parser.add_argument("--redact", metavar="FILE", help="redaction rules (YAML)")
-    parser.set_defaults(handler=_promote)
+    return parser
 
 
-def _promote(args: argparse.Namespace) -> int:
-    from toolproof.cli._traces import filter_from_args, store_path
+def promote(args: argparse.Namespace, filter_from_args: Any, store: str) -> int:
+    """Handle ``toolproof traces promote`` (``filter_from_args`` reads the trace filters)."""
     from toolproof.errors import UserError
     from toolproof.replay._promote import Signals, distinct, promote_traces, signals_of
     from toolproof.replay._redact import Redactor
@@ -98,18 +97,18 @@ def _promote(args: argparse.Namespace) -> int:
     )
     redactor = Redactor.from_file(args.redact) if args.redact else Redactor()
     args.ids = [*args.ids, *args.trace_ids]
-    with open_store(store_path(args)) as store:
+    with open_store(store) as opened:
         if args.trace_ids:
-            traces = [store.get(one) for one in args.trace_ids]
+            traces = [opened.get(one) for one in args.trace_ids]
             args.ids = []
             found = filter_from_args(args)
             if _narrowed(args):
-                keep = {t.id for t in store.query(found)}
+                keep = {t.id for t in opened.query(found)}
                 traces = [t for t in traces if t.id in keep]
         else:
             traces = [
                 t
-                for t in store.query(filter_from_args(args))
+                for t in opened.query(filter_from_args(args))
                 if signals_of(t, wanted) or not wanted.any
             ]
     if wanted.any:

@@ -160,7 +160,12 @@ def register(subparsers: Any) -> None:
 
     from toolproof.cli import _promote
 
-    _promote.register(commands)
+    promote = _promote.add_parser(commands)
+    add_store_argument(promote)
+    add_filter_arguments(promote)
+    promote.set_defaults(
+        handler=lambda args: _promote.promote(args, filter_from_args, store_path(args))
+    )
 
     prune = commands.add_parser("prune", help="delete expired traces")
     add_store_argument(prune)
