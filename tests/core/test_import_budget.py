@@ -73,6 +73,7 @@ LOADED_CLI = LOADED_BARE | {
     "toolproof.cli._formats",
     "toolproof.cli._mcp",
     "toolproof.cli._mocks",
+    "toolproof.cli._promote",
     "toolproof.cli._replay",
     "toolproof.cli._run",
     "toolproof.cli._runs",
