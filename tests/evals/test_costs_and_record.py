@@ -92,9 +92,9 @@ def suite_text(secrets: list[str]) -> str:
     )
 
 
-def make_project(tmp_path: Path, seed: int = 0) -> tuple[Path, list[str]]:
-    rng = random.Random(seed)
-    secrets = [email(rng, seed), card(rng, seed), phone(rng, seed), api_key(rng, seed)]
+def make_project(tmp_path: Path, draw: int = 0) -> tuple[Path, list[str]]:
+    rng = random.Random(draw)
+    secrets = [email(rng, draw), card(rng, draw), phone(rng, draw), api_key(rng, draw)]
     (tmp_path / "costagent.py").write_text(AGENT_MODULE)
     suite = tmp_path / "costs.eval.yaml"
     suite.write_text(suite_text(secrets), encoding="utf-8")
@@ -111,11 +111,11 @@ def cli(tmp_path: Path, *args: str, price: float = 1.0) -> Any:
 # -- --record: every trial's traces, with the run, the case and the verdict ----------------------
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("draw", range(4))
 def test_run_record_keeps_each_trial_trace_redacted_with_run_case_and_verdict(
-    tmp_path: Path, seed: int
+    tmp_path: Path, draw: int
 ) -> None:
-    suite, secrets = make_project(tmp_path, seed)
+    suite, secrets = make_project(tmp_path, draw)
     store = tmp_path / "evals.db"
     done = cli(
         tmp_path,
@@ -386,9 +386,9 @@ def _run(
     return entries, drawn
 
 
-@pytest.mark.parametrize("seed", range(40))
-def test_gates_fail_exactly_when_the_growth_passes_the_limit(seed: int) -> None:
-    rng = random.Random(seed)
+@pytest.mark.parametrize("draw", range(40))
+def test_gates_fail_exactly_when_the_growth_passes_the_limit(draw: int) -> None:
+    rng = random.Random(draw)
     latency_factor, cost_factor = rng.uniform(0.5, 2.0), rng.uniform(0.5, 2.0)
     limits = CostGates(p95_latency=rng.uniform(0, 0.6), cost_per_case=rng.uniform(0, 0.6))
     baseline, drawn = _run(rng, rng.randrange(2, 12), 1.0, 1.0)
@@ -417,9 +417,9 @@ def test_a_gate_without_anything_to_compare_fails_with_the_reason() -> None:
     assert gate["passed"] is False and "no case of the baseline" in gate["message"]
 
 
-@pytest.mark.parametrize("seed", range(20))
-def test_spread_and_estimate_over_generated_values(seed: int) -> None:
-    rng = random.Random(seed)
+@pytest.mark.parametrize("draw", range(20))
+def test_spread_and_estimate_over_generated_values(draw: int) -> None:
+    rng = random.Random(draw)
     values = [rng.uniform(0, 100) for _ in range(rng.randrange(1, 60))]
     found = spread(values)
     assert found is not None
