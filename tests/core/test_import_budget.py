@@ -75,6 +75,7 @@ LOADED_CLI = LOADED_BARE | {
     "toolproof.cli._mcp",
     "toolproof.cli._mocks",
     "toolproof.cli._planning",
+    "toolproof.cli._promote",
     "toolproof.cli._replay",
     "toolproof.cli._run",
     "toolproof.cli._runs",

@@ -119,8 +119,8 @@ def test_every_problem_is_reported_with_its_line(tmp_path: Path) -> None:
     assert problems_of(path) == [
         "L3: trials: expected a positive integer, or {max: N, until: decided}, got 0",
         "L4: gatee: unknown key 'gatee' (did you mean 'gate'?); allowed: suite, description, "
-        "cases, datasets, expect, judge, tags, metadata, checks, statistics, attacks, agent, "
-        "agent_options, model, judge_model, tools, tool_modes, real_tools, mocks, trials, "
+        "cases, datasets, expect, judge, tags, metadata, checks, statistics, attacks, cost_gates, "
+        "agent, agent_options, model, judge_model, tools, tool_modes, real_tools, mocks, trials, "
         "pass_rule, gate, judge_when, judge_inconclusive, judge_sees_agent, settings, retries, "
         "timeout",
         "L7: cases[0].input: 'input' must be a string, got an integer",

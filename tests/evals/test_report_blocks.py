@@ -30,6 +30,10 @@ _VARYING = re.compile(
 
 def _normalized(text: str) -> str:
     text = _VARYING.sub(r'"\1": _', text)
+    # latency spreads (p50/p95/max) in JSON, JUnit properties and Markdown
+    text = re.sub(r'"latency_s": \{[^}]*\}', '"latency_s": _', text)
+    text = re.sub(r'(latency_s\.\w+" value=)"[^"]*"', r"\1_", text)
+    text = re.sub(r"latency [\d./e+-]+ s", "latency _", text)
     text = re.sub(r"\b[0-9a-f]{32}\b", "_", text)  # trace ids in transcripts
     text = re.sub(r'time="[\d.]+"', 'time="_"', text)  # JUnit
     text = re.sub(r'timestamp="[^"]*"', 'timestamp="_"', text)  # JUnit, to the second

@@ -150,6 +150,7 @@ def test_the_summary_agrees_with_the_cases_figures(
         "judged_checks": judged,
         "quality": report.quality(),
         "attacks": [],  # (no suite here has attacks: see test_attacks.py)
+        "costs": None,  # (computed by the run: evaluate sets report.costs)
         "duration_s": 1.235,
         "exit_code": report.exit_code,
     }

@@ -172,6 +172,30 @@ def register(subparsers: Any) -> None:
         "(all of them when there is none)",
     )
     add_statistics_arguments(parser)
+    parser.add_argument(
+        "--record",
+        metavar="STORE",
+        help="keep every trial's traces (redacted) in this trace store, with the run id, the "
+        "case id and the verdict, for replay and toolproof traces promote",
+    )
+    costs = parser.add_argument_group("cost and latency")
+    costs.add_argument(
+        "--baseline",
+        metavar="RUN",
+        help="compare cost and latency with this run log (id, prefix, latest, path); "
+        "also what the cost estimate is made from (default: the last run of these suites)",
+    )
+    costs.add_argument(
+        "--max-latency-increase",
+        metavar="PCT",
+        help="fail the run when the p95 agent latency grew more than this over --baseline "
+        "(e.g. 20%%)",
+    )
+    costs.add_argument(
+        "--max-cost-increase",
+        metavar="PCT",
+        help="fail the run when the cost per case grew more than this over --baseline (e.g. 10%%)",
+    )
     add_log_arguments(parser)
     add_redaction_arguments(parser)
     parser.set_defaults(handler=run_command)
@@ -438,6 +462,12 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
     if args.last_failed:
         console = report_console(stderr=stdout_taken)
         suites = _last_failed(suites, args, console)
+    gates, estimate, baseline = _cost_options(suites, args)
+    if estimate is not None:
+        if console is None:
+            console = report_console(stderr=stdout_taken)
+        cost, source = estimate
+        console.print(f"estimate: this run will cost about ${cost:.4g} (from run {source})")
     log = _start_log(suites, args)
     reports = list(specs)
     if log is not None:
@@ -468,6 +498,11 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
                 redactor=redactor,
                 statistics=statistics,
                 max_attack_success=args.max_attack_success,
+                record=args.record,
+                run_id=None if log is None else log.info.id,
+                baseline=baseline,
+                cost_gates=gates,
+                cost_estimate=None if estimate is None else estimate[0],
             )
         )
     except BaseException as exc:
@@ -534,6 +569,66 @@ def _suite_files(suites: list[Suite]) -> list[str]:
     from pathlib import Path
 
     return sorted({str(Path(suite.file).resolve()) for suite in suites})
+
+
+def _cost_options(
+    suites: list[Suite], args: argparse.Namespace
+) -> tuple[Any, tuple[float, str] | None, dict[str, Any] | None]:
+    """The cost gates, the estimate (cost, from which run) and the baseline report."""
+    from toolproof.errors import UserError
+    from toolproof.evals._costs import CostGates, estimate_cost, parse_increase
+    from toolproof.evals._suite import select_cases
+
+    gates = None
+    if args.max_latency_increase is not None or args.max_cost_increase is not None:
+        if args.baseline is None:
+            raise UserError(
+                "--max-latency-increase and --max-cost-increase compare with a baseline run: "
+                "add --baseline RUN (a run id, or latest)"
+            )
+        gates = CostGates(
+            p95_latency=None
+            if args.max_latency_increase is None
+            else parse_increase(args.max_latency_increase, "--max-latency-increase"),
+            cost_per_case=None
+            if args.max_cost_increase is None
+            else parse_increase(args.max_cost_increase, "--max-cost-increase"),
+        )
+    if args.baseline is None and args.no_log:
+        return gates, None, None  # (estimates come from run logs)
+    from toolproof._runlog import list_runs, load_run
+
+    run = None
+    if args.baseline is not None:
+        run = load_run(args.baseline, args.log_dir, kind="run")
+        if run.report is None:
+            raise UserError(f"--baseline {args.baseline}: run {run.info.id} has no report")
+    else:
+        files = set(_suite_files(suites))
+        last = next(
+            (
+                r
+                for r in list_runs(args.log_dir)
+                if r.kind == "run" and r.has_report and files & set(r.suites)
+            ),
+            None,
+        )
+        if last is not None:
+            with contextlib.suppress(UserError):
+                run = load_run(str(last.path), args.log_dir)
+    if run is None or run.report is None:
+        return gates, None, None
+    cases = run.report.get("cases")
+    planned = [
+        (f"{c.suite}::{c.name}", args.trials or c.config.trials)
+        for c in select_cases(suites, cases=args.case, tags=args.tag)
+        if not c.skip
+    ]
+    cost = estimate_cost(planned, cases if isinstance(cases, list) else [])
+    estimate = None if cost is None else (cost, run.info.id)
+    # Suites with cost_gates: are compared with the last run of them unless --baseline says.
+    gated = args.baseline is not None or any(s.cost_gates is not None for s in suites)
+    return gates, estimate, run.report if gated else None
 
 
 def _start_log(

@@ -103,6 +103,16 @@ def register(subparsers: Any) -> None:
         help="how per-case changes are corrected for testing many cases: bh "
         "(Benjamini-Hochberg, the default) or holm",
     )
+    compare.add_argument(
+        "--max-latency-increase",
+        metavar="PCT",
+        help="eval runs: exit 1 when B's p95 agent latency is more than this over A's (e.g. 20%%)",
+    )
+    compare.add_argument(
+        "--max-cost-increase",
+        metavar="PCT",
+        help="eval runs: exit 1 when B's cost per case is more than this over A's (e.g. 10%%)",
+    )
     compare.set_defaults(handler=_compare)
 
 
@@ -238,6 +248,9 @@ def _compare(args: argparse.Namespace) -> int:
     changes = compare_runs(old, new)
     comparison = paired(old.report, new.report, level=args.confidence, correction=args.correction)
     data = _as_json(old, new, changes, comparison)
+    costs = _costs(old, new, args)
+    if costs is not None:
+        data["costs"] = costs
     for spec in specs:
         with open_output(spec.path) as out:
             if spec.format == "json":
@@ -250,7 +263,38 @@ def _compare(args: argparse.Namespace) -> int:
         stdout_taken = any(spec.to_stdout for spec in specs)
         console = report_console(stderr=stdout_taken)
         _print(old, new, changes, comparison, console, show_all=args.all)
-    return exit_code(comparison)
+        from rich.text import Text
+
+        from toolproof.evals._costs import cost_lines
+
+        for line in cost_lines({"comparison": costs}):
+            console.print(Text(line, style="red" if line.startswith("FAIL ") else "dim"))
+    failed_gates = costs is not None and not all(g["passed"] for g in costs["gates"])
+    code = exit_code(comparison)
+    return 1 if failed_gates and code == 0 else code
+
+
+def _costs(old: Run, new: Run, args: argparse.Namespace) -> dict[str, Any] | None:
+    """Cost and latency of two eval runs over the cases both ran (``None`` for replays)."""
+    from toolproof.errors import UserError
+    from toolproof.evals._costs import CostGates, compare_costs, parse_increase
+
+    gated = args.max_latency_increase is not None or args.max_cost_increase is not None
+    if old.report is None or new.report is None or new.info.kind != "run":
+        if gated:
+            raise UserError("cost and latency gates compare eval runs that have reports")
+        return None
+    gates = CostGates(
+        p95_latency=None
+        if args.max_latency_increase is None
+        else parse_increase(args.max_latency_increase, "--max-latency-increase"),
+        cost_per_case=None
+        if args.max_cost_increase is None
+        else parse_increase(args.max_cost_increase, "--max-cost-increase"),
+    )
+    cases = [c for c in new.report.get("cases") or [] if isinstance(c, dict)]
+    before = [c for c in old.report.get("cases") or [] if isinstance(c, dict)]
+    return compare_costs(cases, before, gates if gated else None)
 
 
 def _counts(changes: list[CaseChange]) -> dict[str, int]:

@@ -23,6 +23,7 @@ EPILOG = """examples:
   toolproof traces import runs.jsonl
   toolproof traces import gpt-4o-airline.json --tools tools.json --model openai:gpt-4o
   toolproof traces prune --older-than 90d
+  toolproof traces promote --since 7d --failed --distinct 20 -o week.eval.yaml --agent app:build
 """
 
 _STATUSES = "ok, failed, final, max_steps, budget, repeated_call, cancelled, error"
@@ -156,6 +157,15 @@ def register(subparsers: Any) -> None:
     )
     importer.add_argument("--replace", action="store_true", help="overwrite traces with same id")
     importer.set_defaults(handler=_import)
+
+    from toolproof.cli import _promote
+
+    promote = _promote.add_parser(commands)
+    add_store_argument(promote)
+    add_filter_arguments(promote)
+    promote.set_defaults(
+        handler=lambda args: _promote.promote(args, filter_from_args, store_path(args))
+    )
 
     prune = commands.add_parser("prune", help="delete expired traces")
     add_store_argument(prune)

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from toolproof._tools import Tool
     from toolproof._toolset import Toolset
     from toolproof.evals._attacks import AttackPlan
+    from toolproof.evals._costs import CostGates
     from toolproof.models.fake import ScriptItem
 
 __all__ = [
@@ -286,6 +287,7 @@ class Suite:
         description: Its description.
         statistics: Its ``statistics:`` mapping (confidence, interval, max_failure_rate,
             gate_mode), when it has one.
+        cost_gates: How much latency and cost may grow over a baseline run (``cost_gates:``).
     """
 
     name: str
@@ -293,6 +295,7 @@ class Suite:
     cases: list[Case]
     description: str | None = None
     statistics: dict[str, Any] | None = None
+    cost_gates: CostGates | None = None
 
 
 def _providers(created: Any, source: str) -> list[Any]:

@@ -56,6 +56,8 @@ class _Options:
     executor: Executor | None = None  # None: this process
     redactor: Any = None  # redacts what the reports and run log hold (None: nothing)
     statistics: StatsOptions = field(default_factory=StatsOptions)
+    record: Any = None  # a TraceStore that keeps every trial's traces (None: not kept)
+    run_id: str = ""  # the run the recorded traces belong to
 
 
 def _as_suites(suites: Sequence[Suite] | Sequence[str | Path] | str | Path) -> list[Suite]:

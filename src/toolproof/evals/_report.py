@@ -21,6 +21,7 @@ The JSON report (``format: toolproof-eval-report``, ``version: 1``) is the compl
                           grounding?: {answers, ungrounded_answers, claims, ungrounded_claims},
                           faithfulness?: {answers, claims, supported, contradicted, not_found,
                                           hallucination_rate, macro_hallucination_rate}}],
+               costs: {suites, comparison, estimate} | null,
                duration_s, exit_code},
      suites: [{name, file, cases}],
      cases: [{suite, name, id, file, line, description, tags, gate, pass_rule,
@@ -28,8 +29,10 @@ The JSON report (``format: toolproof-eval-report``, ``version: 1``) is the compl
               scripted, verdict, reason, passes, failures, errors, stats: {n, c, pass_rate,
               pass_at_k, pass_hat_k, classification},
               intervals: null | {pass_rate: <interval>, pass_hat_k: {k, <interval>}},
+              costs,
               trials: [{index, status, attempts, duration_ms, usage, cost, model_calls,
-                        cached_calls, error: {type, message} | null,
+                        cached_calls, agent_ms, judge: {usage, cost, duration_ms},
+                        error: {type, message} | null,
                         checks: [{check, kind, status, reason, turn?, criterion?,
                                   metrics?}],
                         traces: [<toolproof trace>...]}]}]}
@@ -68,6 +71,8 @@ from toolproof._reporting import (
     write_junit,
 )
 from toolproof._stats_text import gate_line, show
+from toolproof.evals._costs import case_costs, cost_lines
+from toolproof.evals._costs import case_properties as cost_properties
 from toolproof.evals._results import CaseResult, EvalReport, TrialResult
 from toolproof.evals._stats_report import drop_line
 
@@ -360,6 +365,7 @@ def junit_suites(report: EvalReport, spool: IO[bytes] | None = None) -> list[JUn
             properties={
                 **_interval_properties(result),
                 **(case_properties(result) or figures.get((case.suite, case.name), {})),
+                **cost_properties(case_costs([t.head() for t in result.trials])),
             },
         )
         advisory = "" if result.blocking else "[advisory, gate: advise] "
@@ -376,7 +382,32 @@ def junit_suites(report: EvalReport, spool: IO[bytes] | None = None) -> list[JUn
     if suites:
         summary = report.summary()
         first = next(iter(suites.values()))
-        first.properties = _suite_properties(summary)
+        first.properties = {**first.properties, **_suite_properties(summary)}
+    costs = report.costs or {}
+    for spent in costs.get("suites") or []:
+        if spent["suite"] in suites:
+            suites[spent["suite"]].properties = {
+                **suites[spent["suite"]].properties,
+                **cost_properties(spent),
+                **(
+                    {}
+                    if spent["cost_per_case"] is None
+                    else {"cost_per_case": f"{spent['cost_per_case']:g}"}
+                ),
+            }
+    gates = (costs.get("comparison") or {}).get("gates") or []
+    if gates:  # a gate that fails the run fails a test case, so CI shows why
+        checked = JUnitSuite("cost and latency gates", timestamp=report.started_at)
+        for gate in gates:
+            checked.cases.append(
+                JUnitCase(
+                    name=gate["name"],
+                    classname="cost and latency gates",
+                    failure=None if gate["passed"] else gate["message"],
+                    system_out=gate["message"],
+                )
+            )
+        suites[checked.name] = checked
     return list(suites.values())
 
 
@@ -436,6 +467,8 @@ def _headline(report: EvalReport, summary: dict[str, Any]) -> str:
     if summary["blocking_failed"]:
         n = summary["blocking_failed"]
         return f"❌ toolproof evals: {n} blocking case{'s' if n != 1 else ''} failed"
+    if report.cost_gates_failed:
+        return "❌ toolproof evals: " + "; ".join(report.cost_gates_failed)
     if report.count("error", blocking=True):
         n = report.count("error", blocking=True)
         cases = f"{n} case{'s' if n != 1 else ''}"
@@ -604,6 +637,9 @@ def markdown_report(
     from toolproof.evals._attacks import attack_markdown
 
     lines += attack_markdown(summary["attacks"])
+    costs = cost_lines(summary.get("costs"))
+    if costs:
+        lines += ["### Cost and latency", "", *(f"- {md_escape(line)}" for line in costs), ""]
     attention = [c for c in report.cases if c.verdict in ("fail", "error", "not_run")]
     flaky = [
         c
@@ -769,6 +805,9 @@ def print_summary(
 
     for line in attack_lines(summary["attacks"], cases=True):
         console.print(escape(printable(line)), highlight=False)
+    for line in cost_lines(summary.get("costs")):
+        style = "red" if line.startswith("FAIL ") else "dim"
+        console.print(f"[{style}]{escape(printable(line))}[/]", highlight=False)
     real = real_tools_summary(report)
     if real is not None:
         console.print(f"[yellow]{escape(real)}[/]", highlight=False)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from toolproof._messages import Usage
 from toolproof._stats_text import gate_dict
 from toolproof.evals._checks import CheckResult
+from toolproof.evals._costs import case_costs
 from toolproof.evals._stats import CaseStats, SuiteStats, case_stats, suite_stats
 from toolproof.evals._stats_report import (
     EXIT_UNDECIDED,
@@ -77,6 +78,12 @@ class TrialResult:
         cost: Cost of the last attempt in USD, when prices are known.
         model_calls: Model requests the last attempt sent.
         cached_calls: Model responses the last attempt took from the response cache.
+        agent_ms: Time the agent's runs of the last attempt took (the trial's
+            ``duration_ms`` also counts checks and the judge).
+        judge_usage: Tokens the judge's requests of the last attempt used (cached verdicts
+            cost nothing).
+        judge_cost: Their cost in USD, when the judge model's price is known.
+        judge_ms: Time the judge's requests took.
         traces: The traces of the last attempt (one per turn), when the run keeps them.
         traceback: When a bug in user code (a tool, a factory, a mock) stopped the trial, the
             traceback of the user's frames (shown by ``--traceback`` and pytest).
@@ -93,6 +100,10 @@ class TrialResult:
     cost: float | None = None
     model_calls: int = 0
     cached_calls: int = 0
+    agent_ms: float = 0.0
+    judge_usage: Usage = field(default_factory=Usage)
+    judge_cost: float | None = None
+    judge_ms: float = 0.0
     traces: list[Trace] | None = None
     spool: tuple[int, int] | None = field(default=None, repr=False)
     traceback: str | None = field(default=None, repr=False)
@@ -120,6 +131,16 @@ class TrialResult:
             "cost": self.cost,
             "model_calls": self.model_calls,
             "cached_calls": self.cached_calls,
+            "agent_ms": round(self.agent_ms, 3),
+            "judge": {
+                "usage": {
+                    "input_tokens": self.judge_usage.input_tokens,
+                    "output_tokens": self.judge_usage.output_tokens,
+                    "requests": self.judge_usage.requests,
+                },
+                "cost": self.judge_cost,
+                "duration_ms": round(self.judge_ms, 3),
+            },
             "error": None
             if self.error is None
             else {"type": self.error_type, "message": self.error},
@@ -230,6 +251,7 @@ class CaseResult:
                 self.passes, self.passes + self.failures, self.statistics or StatsOptions()
             ),
             "attack": case.attack.head() if case.attack and case.attack.attacked else None,
+            "costs": case_costs([t.head() for t in self.trials]),
         }
 
 
@@ -249,6 +271,9 @@ class EvalReport:
         unwritten: The reports that could not be written (a full disk, a file-size limit),
             one message each; the others were written and the verdict stands.
         statistics: The level and method of the intervals, and the eval gate.
+        costs: Cost, latency and tokens per suite, the comparison with a baseline run and
+            its gates, and the cost estimate made before the run (see
+            :mod:`toolproof.evals._costs`); a failed cost gate fails the run (exit code 1).
     """
 
     cases: list[CaseResult]
@@ -260,6 +285,13 @@ class EvalReport:
     judge_calls: int = 0
     unwritten: list[str] = field(default_factory=list)
     statistics: StatsOptions = field(default_factory=StatsOptions)
+    costs: dict[str, Any] | None = None
+
+    @property
+    def cost_gates_failed(self) -> list[str]:
+        """The messages of the cost and latency gates that failed."""
+        comparison = (self.costs or {}).get("comparison") or {}
+        return [g["message"] for g in comparison.get("gates", []) if not g["passed"]]
 
     def count(self, verdict: Verdict, *, blocking: bool | None = None) -> int:
         """Cases with ``verdict`` (only blocking or advisory ones when ``blocking`` is set)."""
@@ -286,7 +318,7 @@ class EvalReport:
         """
         return _exit_code(
             self.interrupted,
-            self.count("fail", blocking=True),
+            self.count("fail", blocking=True) + len(self.cost_gates_failed),
             self.count("error", blocking=True),
             self.ran,
             self.gate(),
@@ -413,9 +445,14 @@ class EvalReport:
             "judged_checks": judged,
             "quality": quality_of(gathered, level=self.statistics.level),
             "attacks": attack_summary(self.cases),
+            "costs": self.costs,
             "duration_s": round(self.duration_s, 3),
             "exit_code": _exit_code(
-                self.interrupted, verdicts["fail"][0], verdicts["error"][0], ran, decision
+                self.interrupted,
+                verdicts["fail"][0] + len(self.cost_gates_failed),
+                verdicts["error"][0],
+                ran,
+                decision,
             ),
         }
 

@@ -16,6 +16,7 @@ import contextlib
 import json
 import tempfile
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -36,6 +37,14 @@ from toolproof.evals._checks import (
     SessionRecord,
     check_timeout,
     run_check,
+)
+from toolproof.evals._costs import (
+    CostGates,
+    baseline_cases,
+    case_entries,
+    estimate_cost,
+    run_costs,
+    strictest,
 )
 from toolproof.evals._results import (
     CaseResult,
@@ -64,6 +73,7 @@ from toolproof.evals._trial_models import (
     _Infra,
     _LimitedModel,
     _MappingMocks,
+    _Metered,
     _Slot,
     _trial_tools,
     _TrialModel,
@@ -101,6 +111,7 @@ class _Runner:
         self.lines: dict[int, list[bytes | None]] = {}
         self.blocks: dict[int, tuple[int, int]] = {}
         self.spool_error: str | None = None
+        self.record_error: str | None = None  # why --record stopped keeping traces
         self.waiting: _Waiting | None = None
 
     # -- the run --------------------------------------------------------------------------------
@@ -168,6 +179,7 @@ class _Runner:
                     plan = units[number][0]
                     self.judge_calls += judge_calls
                     _redact_trial(trial, self.options.redactor)
+                    self.store_traces(plan, trial)
                     if self.spool is not None:
                         self.hold(plan, trial)
                     if not self.options.keep_traces:
@@ -176,6 +188,37 @@ class _Runner:
         except asyncio.CancelledError:
             return True
         return False
+
+    def store_traces(self, plan: _Plan, trial: TrialResult) -> None:
+        """Keep the trial's (redacted) traces in the record store, with the run and verdict.
+
+        Written before the next trial starts, so an interrupted run keeps what finished.
+        """
+        store = self.options.record
+        if store is None or not trial.traces or self.record_error is not None:
+            return
+        case = plan.case
+        verdict = {
+            "run": self.options.run_id,
+            "case_id": case.id,
+            "status": trial.status,
+            "failed_checks": [c.label for c in trial.failed_checks],
+        }
+        for trace in trial.traces:
+            eval_info = trace.metadata.get("eval")
+            trace.metadata["eval"] = {
+                **(eval_info if isinstance(eval_info, dict) else {}),
+                **verdict,
+            }
+            if "eval" not in trace.tags:
+                trace.tags = [*trace.tags, "eval"]
+        try:
+            store.add_many(trial.traces)
+        except Exception as exc:  # (a full disk, a store gone): the run goes on, and says so
+            self.record_error = (
+                f"traces of the trials not recorded from {trial.traces[0].id} on: "
+                f"{type(exc).__name__}: {exc}"
+            )
 
     def record(self, plan: _Plan, trial: TrialResult) -> None:
         plan.results[trial.index] = trial
@@ -265,6 +308,7 @@ class _Runner:
                 await asyncio.sleep(self.backoff(attempts, infra.retry_after))
                 continue
             _redact_trial(trial, self.options.redactor)
+            self.store_traces(plan, trial)
             if self.spool is not None:
                 self.hold(plan, trial)
             keep = self.options.keep_traces or (
@@ -383,8 +427,10 @@ class _Runner:
             trial.traceback = _user_traceback(exc)
             return trial, None
         if case.judge or _graded(case):
+            meter = None if plan.judge_slot is None else _Metered(plan.judge_slot)
+            counters.judge = meter
             try:
-                checks.extend(await self.judge(plan, record, checks))
+                checks.extend(await self.judge(plan, record, checks, meter))
             except ModelError as exc:
                 infra = infrastructure_error(exc)
                 assert infra is not None
@@ -415,14 +461,23 @@ class _Runner:
         if usage is not None:
             trial.usage = usage
         trial.cost = cost if traces else None
+        trial.agent_ms = sum(trace.duration_ms for trace in traces)
         trial.traces = traces
+        if counters.judge is not None:
+            trial.judge_usage = counters.judge.usage
+            trial.judge_cost = counters.judge.cost
+            trial.judge_ms = counters.judge.ms
         trial.model_calls = counters.model_calls
         trial.cached_calls = counters.cached_calls
         trial.duration_ms = (time.perf_counter() - started) * 1000
         return trial
 
     async def judge(
-        self, plan: _Plan, record: SessionRecord, objective: list[CheckResult]
+        self,
+        plan: _Plan,
+        record: SessionRecord,
+        objective: list[CheckResult],
+        meter: _Metered | None = None,
     ) -> list[CheckResult]:
         from toolproof.evals._judge import judge
 
@@ -450,7 +505,7 @@ class _Runner:
             return [
                 CheckResult("judge", "skip", reason, kind="judged", criterion=c) for c in case.judge
             ] + [CheckResult(c.name, "skip", reason, kind="judged") for c in _graded(case)]
-        model = _LimitedModel(plan.judge_slot)
+        model: Model = meter if meter is not None else _LimitedModel(plan.judge_slot)
         outcomes = await asyncio.gather(
             *(
                 _contained(
@@ -823,6 +878,11 @@ async def evaluate_async(
     redactor: Any = None,
     statistics: StatsOptions | None = None,
     max_attack_success: float | None = None,
+    record: str | Path | None = None,
+    run_id: str | None = None,
+    baseline: str | Path | Mapping[str, Any] | None = None,
+    cost_gates: CostGates | None = None,
+    cost_estimate: float | None = None,
 ) -> EvalReport:
     """Run eval suites and return the report (the engine of ``toolproof run``).
 
@@ -865,6 +925,20 @@ async def evaluate_async(
         max_attack_success: Gate every attack case (suites with ``attacks:``): each attack
             may succeed in at most this share of its trials (``0``: never); overrides the
             suites' ``max_success_rate``.
+        record: A trace store (a SQLite file or a ``postgresql://`` URL) that keeps every
+            trial's traces, redacted with ``redactor``, each with the run id, the case id
+            and the trial's verdict in ``metadata["eval"]`` and the tag ``eval``, so that
+            replay and ``toolproof traces promote`` work on eval runs.
+        run_id: The run id the recorded traces carry (default: a new one).
+        baseline: A run to compare cost and latency with: a run log (id, prefix, ``latest``
+            or path) or an eval report as data; the comparison is in
+            ``report.costs["comparison"]`` and in every report.
+        cost_gates: Limits on how much the p95 latency and the cost per case may grow over
+            ``baseline``, over the suites' own ``cost_gates:`` (the strictest limit wins);
+            a gate that fails makes ``report.exit_code`` 1. Without a baseline the suites'
+            gates have nothing to compare with and are not applied.
+        cost_estimate: What the run was expected to cost (reported with its error); by
+            default estimated from ``baseline``.
 
     Returns:
         The report; ``report.exit_code`` is what ``toolproof run`` exits with.
@@ -905,6 +979,11 @@ async def evaluate_async(
         from toolproof.evals._attacks import with_attack_limit
 
         selected = with_attack_limit(selected, max_attack_success)
+    if cost_gates is not None and baseline is None:
+        raise UserError("cost and latency gates compare with a baseline run: pass baseline=")
+    before = None if baseline is None else baseline_cases(baseline)
+    # The suites' own cost_gates apply too (the strictest limit of each kind wins).
+    cost_gates = strictest([cost_gates, *(suite.cost_gates for suite in loaded)])
     started_at = _now()
     clock = time.perf_counter()
     slots: dict[str, _Slot] = {}
@@ -931,6 +1010,11 @@ async def evaluate_async(
             spool = tempfile.TemporaryFile(prefix="toolproof-trials-")  # noqa: SIM115 - closed below
         except OSError as exc:  # (a full disk: the reports go without the traces)
             spool_error = f"traces left out of the reports: {exc.strerror or exc}"
+    store = None
+    if record is not None:
+        from toolproof.replay._store import open_store
+
+        store = open_store(record, create=True)
     runner = _Runner(
         plans,
         _Options(
@@ -940,7 +1024,9 @@ async def evaluate_async(
             exitfirst=exitfirst,
             retry_backoff=retry_backoff,
             executor=None if isinstance(runs_on, LocalExecutor) else runs_on,
-            redactor=_report_redactor(redactor) if specs else None,
+            redactor=_report_redactor(redactor) if specs or store is not None else None,
+            record=store,
+            run_id=run_id or uuid.uuid4().hex[:12],
             statistics=statistics,
         ),
         cache=response_cache,
@@ -978,17 +1064,31 @@ async def evaluate_async(
             judge_calls=runner.judge_calls,
             statistics=statistics,
         )
+        if before is not None and cost_estimate is None:
+            cost_estimate = estimate_cost(
+                [
+                    (f"{p.case.suite}::{p.case.name}", p.trials)
+                    for p in plans
+                    if p.result is None or p.result.verdict != "skipped"
+                ],
+                before,
+            )
+        report.costs = run_costs(case_entries(report.cases), before, cost_gates, cost_estimate)
         if specs:
             from toolproof.evals._report import write_reports
 
             report.unwritten = write_reports(report, specs, runner.spool, runner.blocks)
             if runner.spool_error is not None:
                 report.unwritten.insert(0, runner.spool_error)
+        if runner.record_error is not None:
+            report.unwritten.append(runner.record_error)
         if crash is not None:
             raise crash
     finally:
         if spool is not None:
             spool.close()
+        if store is not None:
+            store.close()
         if response_cache is not None:
             response_cache.close()
         for slot in slots.values():

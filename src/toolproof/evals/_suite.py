@@ -342,7 +342,9 @@ class _Builder:
         # Cases from `datasets:` (toolproof.evals._dataset): each row of a file through a
         # template; problems name the file, the row and the key.
         if data.get("datasets") is None:
-            return self.attacked(Suite(name, self.file, cases, description, statistics), data)
+            return self.attacked(
+                Suite(name, self.file, cases, description, statistics, _gates(data)), data
+            )
         from toolproof.evals._dataset import dataset_cases
 
         case_args = (name, defaults, suite_origin, suite_expect or {}, suite_judge, suite_tags)
@@ -353,7 +355,9 @@ class _Builder:
             else:
                 taken.add(case.name)
                 cases.append(case)
-        return self.attacked(Suite(name, self.file, cases, description, statistics), data)
+        return self.attacked(
+            Suite(name, self.file, cases, description, statistics, _gates(data)), data
+        )
 
     def attacked(self, suite: Suite, data: Mapping[str, Any]) -> Suite:
         """The suite with an attack case per case, template and goal of its ``attacks:``."""
@@ -549,7 +553,11 @@ class _Builder:
         if "agent" not in bad:
             options = checked.agent_options if "agent_options" not in bad else {}
             if isinstance(agent_source, Mapping):
-                agent = _external_agent(agent_source, self.file)
+                try:
+                    agent = _external_agent(agent_source, self.file)
+                except UserError as exc:  # (a command with an unclosed quote)
+                    self.add(where_of("agent"), str(exc))
+                    ok = False
             else:
                 resolved = self.resolver.agent(agent_source, dict(options), self.file)
                 if isinstance(resolved, str):
@@ -712,3 +720,10 @@ def _in_order(checks: list[Check], expect: Mapping[str, Any]) -> list[Check]:
 def _lines(value: Any) -> list[str]:
     """Judge lines or tags as written: a string or a list of them (already checked)."""
     return [value] if isinstance(value, str) else list(value)
+
+
+def _gates(data: Mapping[str, Any]) -> Any:
+    """The suite's ``cost_gates:`` (a ``CostGates``), or ``None``."""
+    from toolproof.evals._costs import gate_settings
+
+    return None if data.get("cost_gates") is None else gate_settings(data["cost_gates"])

@@ -87,6 +87,8 @@ SUITE_KEYS: dict[str, str] = {
     "statistics": "intervals and the eval gate: {confidence, interval, max_failure_rate, "
     "gate_mode}",
     "attacks": "attacks through tool results: injections, goals, templates (see attacks.md)",
+    "cost_gates": "how much the p95 latency and the cost per case may grow over the baseline "
+    "run: {p95_latency: 20%, cost_per_case: 10%}",
     **DEFAULT_KEYS,
 }
 
@@ -673,6 +675,7 @@ class SuiteFile(_Defaults):
     checks: list[str] | None = Field(None, description=SUITE_KEYS["checks"])
     statistics: StatisticsSpec | None = Field(None, description=SUITE_KEYS["statistics"])
     attacks: AttacksSpec | None = Field(None, description=SUITE_KEYS["attacks"])
+    cost_gates: dict[str, Any] | None = Field(None, description=SUITE_KEYS["cost_gates"])
 
     @classmethod
     def allowed_keys(cls) -> list[str]:
@@ -704,6 +707,17 @@ class SuiteFile(_Defaults):
         if not isinstance(value, list) or not value:
             got = "an empty list" if value == [] else describe_type(value)
             raise problem(f"expected a list of {{file, template}}, got {got}")
+        return value
+
+    @field_validator("cost_gates", mode="before")
+    @classmethod
+    def _cost_gates(cls, value: Any) -> Any:
+        from toolproof.evals._costs import gate_settings
+
+        try:
+            gate_settings(value)
+        except ValueError as exc:
+            raise problem(str(exc)) from None
         return value
 
     @field_validator("checks", mode="before")

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from toolproof._messages import Message, ModelResponse, ModelSettings, ToolDefinition
+from toolproof._messages import Message, ModelResponse, ModelSettings, ToolDefinition, Usage
 from toolproof._toolset import Toolset, mock_context
 from toolproof.errors import (
     AgentRunError,
@@ -37,6 +37,7 @@ SCRIPTED = "scripted"
 class _Counters:
     model_calls: int = 0
     cached_calls: int = 0
+    judge: _Metered | None = None  # the judge's usage, cost and time in this attempt
 
 
 @dataclass(slots=True)
@@ -148,6 +149,38 @@ class _LimitedModel(Model):
         settings: ModelSettings,
     ) -> ModelResponse:
         return await _limited_request(self.slot, messages, tools, settings)
+
+
+class _Metered(_LimitedModel):
+    """The judge of one trial: its requests' tokens, cost (at the known list price) and time."""
+
+    def __init__(self, slot: _Slot) -> None:
+        super().__init__(slot)
+        self.usage = Usage()
+        self.cost: float | None = None
+        self.ms = 0.0
+
+    async def request(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolDefinition],
+        settings: ModelSettings,
+    ) -> ModelResponse:
+        import time
+
+        from toolproof._pricing import DEFAULT_PRICES, find_price
+
+        started = time.perf_counter()
+        try:
+            response = await super().request(messages, tools, settings)
+        finally:
+            self.ms += (time.perf_counter() - started) * 1000
+        used = response.usage
+        self.usage = self.usage + (used if used.requests else used + Usage(requests=1))
+        price = find_price(DEFAULT_PRICES, self.name, response.model_name)
+        if price is not None:
+            self.cost = (self.cost or 0.0) + price.cost(used)
+        return response
 
 
 async def _limited_request(

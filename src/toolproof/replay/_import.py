@@ -266,6 +266,9 @@ def read_trace_file(
     for ordinal, (number, record) in enumerate(records, 1):
         kind = format if format != "auto" else _kind(record)
         where = f"{path}:{number}" if number else str(path)
+        if format != "openai" and _is_eval_report(record):
+            yield from _eval_report_traces(record, where)
+            continue
         if kind == "toolproof":
             if not isinstance(record, dict):
                 raise UserError(f"{where}: expected a toolproof trace object")
@@ -383,3 +386,32 @@ def _conversation_record(
 
 def _first(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def _is_eval_report(record: Any) -> bool:
+    return isinstance(record, Mapping) and record.get("format") == "toolproof-eval-report"
+
+
+def _eval_report_traces(report: Mapping[str, Any], where: str) -> Iterator[Trace]:
+    """The traces of an eval run's JSON report, each with its case and trial's verdict."""
+    cases = report.get("cases")
+    for number, case in enumerate(cases if isinstance(cases, list) else [], 1):
+        trials = case.get("trials") if isinstance(case, Mapping) else None
+        for trial in trials if isinstance(trials, list) else []:
+            traces = trial.get("traces") if isinstance(trial, Mapping) else None
+            for data in traces if isinstance(traces, list) else []:
+                try:
+                    trace = Trace.from_dict(data)
+                except (UserError, ValueError) as exc:
+                    raise UserError(
+                        f"{where}: cases[{number - 1}]: not a valid toolproof trace ({_first(exc)})"
+                    ) from None
+                verdict = trace.metadata.get("eval")
+                trace.metadata["eval"] = {
+                    **(verdict if isinstance(verdict, dict) else {}),
+                    "case_id": case.get("id"),
+                    "status": trial.get("status"),
+                }
+                if "eval" not in trace.tags:
+                    trace.tags = [*trace.tags, "eval"]
+                yield trace

@@ -115,7 +115,10 @@ class ExternalAgent(Agent):
         if (command is None) == (http is None):
             raise UserError("ExternalAgent needs exactly one of command=... or http=...")
         super().__init__(model, name=name)
-        self.command = shlex.split(command) if isinstance(command, str) else list(command or [])
+        try:
+            self.command = shlex.split(command) if isinstance(command, str) else list(command or [])
+        except ValueError as exc:  # an unclosed quote
+            raise UserError(f"ExternalAgent(command={command!r}): {exc}") from None
         if command is not None and not self.command:
             raise UserError("ExternalAgent(command=...) is empty")
         self.http = http

@@ -679,6 +679,50 @@ def _quality(data: dict[str, Any]) -> str:
     )
 
 
+def _costs(data: dict[str, Any]) -> str:
+    """Cost, latency and tokens per suite (p50/p95/max over trials), agent and judge apart."""
+    from toolproof.evals._costs import cost_lines
+
+    costs = (data.get("summary") or {}).get("costs") or {}
+    suites = costs.get("suites") or []
+    if not suites:
+        return ""
+
+    def cell(figures: Any, key: str, fmt: str) -> str:
+        found = (figures or {}).get(key)
+        if not found:
+            return "<td>—</td>"
+        text = " / ".join(format(found[k], fmt) for k in ("p50", "p95", "max"))
+        return f"<td>{e(text)}</td>"
+
+    rows = []
+    for suite in suites:
+        for who in ("agent", "judge"):
+            figures = suite.get(who)
+            if not figures:
+                continue
+            per_case = suite.get("cost_per_case") if who == "agent" else None
+            rows.append(
+                f"<tr><td>{e(suite.get('suite'))}</td><td>{e(who)}</td>"
+                + cell(figures, "latency_s", ".2f")
+                + cell(figures, "tokens", "g")
+                + cell(figures, "cost", ".4g")
+                + f"<td>{e(_cost(per_case)) if per_case is not None else '—'}</td></tr>"
+            )
+    head = "".join(
+        f'<th scope="col">{e(h)}</th>'
+        for h in ("suite", "who", "latency (s)", "tokens", "cost ($)", "cost per case")
+    )
+    notes = cost_lines({**costs, "suites": []})  # the comparison, its gates, the estimate
+    listed = "".join(f"<li>{e(line)}</li>" for line in notes)
+    return (
+        '<section id="costs" aria-labelledby="costs-h"><h2 id="costs-h">Cost and latency</h2>'
+        '<p class="muted">p50 / p95 / max over the trials that ran</p>'
+        f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        f"{f'<ul>{listed}</ul>' if listed else ''}</section>"
+    )
+
+
 def render_eval(data: dict[str, Any], *, nav: str = "") -> str:
     """The HTML page of an eval report (``format: toolproof-eval-report``)."""
     title = "toolproof eval report"
@@ -690,7 +734,7 @@ def render_eval(data: dict[str, Any], *, nav: str = "") -> str:
     from toolproof.evals._attacks import attack_html
 
     attacks = attack_html((data.get("summary") or {}).get("attacks") or [])
-    body = head + _eval_summary(data) + _quality(data) + attacks + _eval_cases(data)
+    body = head + _eval_summary(data) + _quality(data) + attacks + _costs(data) + _eval_cases(data)
     return page(f"{title}: {suites}", body, data=compact_eval_data(data), nav=nav)
 
 
@@ -742,6 +786,8 @@ def expand_eval_data(embedded: dict[str, Any]) -> dict[str, Any]:
 
 def render_trace_page(trace: dict[str, Any], *, nav: str = "") -> str:
     """A page with one trace's step view (the viewer's trace store pages)."""
+    import shlex
+
     facts = [
         ("id", trace.get("id")),
         ("model", trace.get("model")),
@@ -755,6 +801,9 @@ def render_trace_page(trace: dict[str, Any], *, nav: str = "") -> str:
         f'<header class="top"><h1>trace <code>{e(str(trace.get("id", ""))[:12])}</code></h1>'
         f'<p class="reason">{e(trace.get("input"))}</p></header>'
         f'<dl class="facts">{"".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in facts)}</dl>'
+        '<p class="muted">make it a regression case: <code>'
+        f"toolproof traces promote {e(shlex.quote(str(trace.get('id', ''))))} -o FILE.eval.yaml "
+        "--agent MODULE:FACTORY</code></p>"
         '<div class="trace-slot" data-trace="1"><noscript><p class="muted">The step view needs '
         "JavaScript.</p></noscript></div>"
     )
