@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from toolproof._agent import Agent
     from toolproof._tools import Tool
     from toolproof._toolset import Toolset
+    from toolproof.evals._users import UserPlan
     from toolproof.models.fake import ScriptItem
 
 __all__ = [
@@ -241,6 +242,8 @@ class Case:
         config: Effective settings.
         description: A description.
         skip: Why the case is skipped, when it is.
+        user: The user who converses with the agent, when the case has one (``turns``
+            then stays empty).
     """
 
     suite: str
@@ -256,6 +259,7 @@ class Case:
     config: CaseConfig
     description: str | None = None
     skip: str | None = None
+    user: UserPlan | None = None
 
     @property
     def id(self) -> str:
