@@ -666,6 +666,10 @@ def _completion(
                 + (f" (at {where})" if where else ""),
             )
         ]
+    if not record.traces:
+        return [
+            CheckResult("completed", "fail", "no turn ran: the user ended before its first message")
+        ]
     if expects_stop:
         return []
     for number, trace in enumerate(record.traces, 1):

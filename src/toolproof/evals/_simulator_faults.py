@@ -82,9 +82,7 @@ def simulator_faults(
     faults: list[SimulatorFault] = []
     given = profile.texts()
     agent_said: list[str] = []
-    stated: dict[str, tuple[str, int]] = {}  # slot -> (value, turn)
-    for slot, value in _known_slots(profile):
-        stated.setdefault(slot, (value, 0))
+    stated: list[_Stated] = [_Stated(slot, value, 0) for slot, value in _known_slots(profile)]
     revealed: set[str] = set()
     turn = 0
     for message in conversation:
@@ -109,7 +107,30 @@ def simulator_faults(
                         f"turn {turn} gives {name} ({value!r}) before the agent asked for it",
                     )
                 )
-        invented = _invented(text, [*given, *agent_said])
+        changed: list[str] = []  # values of contradictions: not invented as well
+        for slot, value in _statements(text):
+            before = next((s for s in stated if _same_slot(s.slot, slot)), None)
+            if before is None:
+                stated.append(_Stated(slot, value, turn))
+                continue
+            if _same(before.value, value) or _mentions(text, before.value):
+                continue
+            where = "its instructions" if before.turn == 0 else f"turn {before.turn}"
+            faults.append(
+                SimulatorFault(
+                    "contradicted",
+                    turn,
+                    f"turn {turn} says the {slot} is {value!r}; {where} said {before.value!r}",
+                )
+            )
+            changed.append(value)
+            stated.remove(before)
+            stated.append(_Stated(before.slot, value, turn))
+        invented = [
+            token
+            for token in _invented(text, [*given, *agent_said])
+            if not any(_mentions(value, token) for value in changed)
+        ]
         if invented:
             shown = ", ".join(repr(token) for token in invented[:3])
             faults.append(
@@ -120,22 +141,6 @@ def simulator_faults(
                     "agent mentioned",
                 )
             )
-        for slot, value in _statements(text):
-            before = stated.get(slot)
-            if before is None:
-                stated[slot] = (value, turn)
-                continue
-            if _same(before[0], value) or _mentions(text, before[0]):
-                continue
-            where = "its instructions" if before[1] == 0 else f"turn {before[1]}"
-            faults.append(
-                SimulatorFault(
-                    "contradicted",
-                    turn,
-                    f"turn {turn} says the {slot} is {value!r}; {where} said {before[0]!r}",
-                )
-            )
-            stated[slot] = (value, turn)
     last_simulated = simulated is None or (0 < turn <= len(simulated) and simulated[turn - 1])
     if ended_by == "user" and turn and last_simulated:
         last = conversation[-1]
@@ -320,6 +325,24 @@ def _statements(text: str) -> Iterable[tuple[str, str]]:
         if value.casefold() in _NOT_VALUES or not re.search(r"\d|[A-Z]", value):
             continue  # only ids, numbers, dates and names are checked
         yield slot, value
+
+
+@dataclass(slots=True)
+class _Stated:
+    slot: str
+    value: str
+    turn: int  # 0: the user's instructions
+
+
+#: Words that name the kind of a fact, not which fact ("order number", "order id").
+_GENERIC = frozenset(["number", "code", "id", "name", "my", "the", "our", "of"])
+
+
+def _same_slot(a: str, b: str) -> bool:
+    """Whether two fact names name the same fact ("order id", "order number")."""
+    wa, wb = {_stem(w) for w in a.split()}, {_stem(w) for w in b.split()}
+    sa, sb = wa - _GENERIC, wb - _GENERIC
+    return bool(sa & sb) if sa and sb else wa == wb
 
 
 def _known_slots(profile: UserProfile) -> Iterable[tuple[str, str]]:
