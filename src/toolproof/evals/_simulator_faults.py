@@ -245,10 +245,11 @@ _COMMON = frozenset(
 def _names(text: str) -> list[str]:
     """Capitalised words that are not the first word of a sentence."""
     out = []
-    for match in re.finditer(r"(?<![.!?:\n])(?<=\s)([A-Z][a-z]+(?:'[a-z]+)?)\b", text):
+    for match in re.finditer(r"(?<=\s)([A-Z][a-z]+(?:'[a-z]+)?)\b", text):
         start = match.start()
-        before = text[:start].rstrip()
-        if not before or before[-1] in ".!?:\"'(":
+        while start > 0 and text[start - 1].isspace():  # (one space, as a rule)
+            start -= 1
+        if start == 0 or text[start - 1] in ".!?:\"'(":
             continue
         word = match.group(1)
         if word.casefold() not in _COMMON:
