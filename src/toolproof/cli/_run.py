@@ -587,6 +587,10 @@ def _list_cases(cases: list[Case], console: Console, args: argparse.Namespace) -
             console.print(f"  {label}: {escape(turn.input)}")
             for check in turn.checks:
                 console.print(f"    expect {check.name}: {escape(check.describe)}")
+        if case.user is not None:
+            console.print("  " + escape(case.user.describe()))
+            for check in case.user.checks:
+                console.print(f"    expect {check.name}: {escape(check.describe)}")
         for check in case.checks:
             console.print(f"  expect {check.name}: {escape(check.describe)}")
         for line in case.judge:

@@ -245,6 +245,20 @@ class UserPlan:
             self.recorded is not None and self.on_divergence == "simulate"
         )
 
+    def describe(self) -> str:
+        """The user in a line (``toolproof run --list``)."""
+        kinds = {"say": "fixed", "reply": "function", "simulate": "simulated"}
+        turns = [kinds.get(s.kind, s.kind) for s in self.steps]
+        parts = [f"user: {len(turns)} step{'s' if len(turns) != 1 else ''}"]
+        if turns:
+            parts[0] += f" ({', '.join(dict.fromkeys(turns))})"
+        if self.needs_model:
+            parts.append(f"user_model={self.user_model or '(set --user-model)'}")
+        parts.append(f"max_turns={self.max_turns}")
+        if self.end_tools:
+            parts.append("end_tools=" + ",".join(self.end_tools))
+        return "  ".join(parts)
+
     @property
     def checks(self) -> list[Check]:
         """Every check between turns (their turns are set when the conversation runs)."""
