@@ -367,8 +367,8 @@ class _Runner:
         bound = CHECK_TIMEOUT if config.timeout is None else None
         try:
             checks.extend(_completion(case, record, run_error))
-            if conversation is not None:
-                checks.extend(conversation_checks(case, conversation, traces))
+            if conversation is not None and case.user is not None:
+                checks.extend(conversation_checks(case.user, conversation, traces))
             for one in [
                 *(check for check in case.checks if check.grade is None),
                 *(check for turn in case.turns for check in turn.checks),

@@ -27,15 +27,26 @@ The rules read English and the facts people type (ids, numbers, names):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from toolproof._grounding import check_grounding
 
 if TYPE_CHECKING:
     from toolproof._messages import Message
-    from toolproof.evals._users import UserProfile
+
+
+class UserProfile(Protocol):
+    """What the user was told (``toolproof.evals._users.UserProfile``)."""
+
+    @property
+    def knows(self) -> Mapping[str, str]: ...
+
+    @property
+    def reveal_when_asked(self) -> Sequence[str]: ...
+
+    def texts(self) -> list[str]: ...
 
 __all__ = ["FAULT_KINDS", "SimulatorFault", "simulator_faults"]
 

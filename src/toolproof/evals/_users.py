@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from toolproof._agent import Session
     from toolproof._tools import Tool
     from toolproof._trace import Trace
-    from toolproof.evals._cases import Case
     from toolproof.evals._checks import CheckResult
     from toolproof.evals._simulator_faults import SimulatorFault
     from toolproof.models._base import Model
@@ -606,7 +605,7 @@ def _shown(calls: Sequence[tuple[str, str]]) -> str:
 
 
 def conversation_checks(
-    case: Case, conversation: Conversation, traces: Sequence[Trace]
+    plan: UserPlan, conversation: Conversation, traces: Sequence[Trace]
 ) -> list[CheckResult]:
     """What the conversation itself says: the simulator's mistakes, a departed recording.
 
@@ -617,8 +616,6 @@ def conversation_checks(
     from toolproof.evals._checks import CheckResult
     from toolproof.evals._simulator_faults import simulator_faults
 
-    plan = case.user
-    assert plan is not None
     out: list[CheckResult] = []
     if conversation.diverged is not None:
         if conversation.ended_by == "diverged":
