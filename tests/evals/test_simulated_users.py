@@ -198,6 +198,7 @@ def test_a_simulator_fault_is_kept_apart_in_every_report(tmp_path: Path) -> None
 def test_the_cli_shows_simulator_faults_apart(tmp_path: Path) -> None:
     path = suite(tmp_path, SIMULATED)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.getcwd()])}
+    env["COLUMNS"] = "400"  # the reason on one line of the table
     done = subprocess.run(
         [
             sys.executable,
