@@ -48,6 +48,7 @@ class UserProfile(Protocol):
 
     def texts(self) -> list[str]: ...
 
+
 __all__ = ["FAULT_KINDS", "SimulatorFault", "simulator_faults"]
 
 FaultKind = Literal["revealed", "invented", "contradicted", "ended_early"]
