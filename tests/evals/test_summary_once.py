@@ -134,6 +134,7 @@ def test_the_summary_agrees_with_the_cases_figures(
         "trials_passed": sum(c.passes for c in results),
         "trials_failed": sum(c.failures for c in results),
         "trials_errored": sum(c.errors for c in results),
+        "trials_simulator_fault": sum(c.simulator_faults for c in results),
         "scripted_cases": sum(1 for c in results if c.scripted),
         "stats": report.stats.to_dict(),
         "intervals": intervals,

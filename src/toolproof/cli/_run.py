@@ -84,6 +84,12 @@ def register(subparsers: Any) -> None:
         help="model that grades the 'judge:' rubric lines (a model string or MODULE:ATTR)",
     )
     parser.add_argument(
+        "--user-model",
+        metavar="MODEL",
+        help="model that plays the simulated users of cases with a 'user:' (a model string or "
+        "MODULE:ATTR); with --model scripted it lets simulated users run",
+    )
+    parser.add_argument(
         "--case",
         "-k",
         action="append",
@@ -456,6 +462,9 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
     )
     if isinstance(judge_model, str) and judge_model.strip().lower() == "scripted":
         raise UserError("--judge-model needs a model that can grade, not 'scripted'")
+    user_model = (
+        load_model_spec(args.user_model, option="--user-model") if args.user_model else None
+    )
     stdout_taken = any(spec.to_stdout for spec in specs)
     # The console (rich) is made when first needed: with -q, after the trials.
     console: Console | None = None
@@ -482,6 +491,7 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
                 suites,
                 model=model,
                 judge_model=judge_model,
+                user_model=user_model,
                 cases=args.case,
                 tags=args.tag,
                 trials=args.trials,
@@ -782,6 +792,10 @@ def _list_cases(cases: list[Case], console: Console, args: argparse.Namespace) -
             label = f"turn {number}" if len(case.turns) > 1 else "input"
             console.print(f"  {label}: {escape(turn.input)}")
             for check in turn.checks:
+                console.print(f"    expect {check.name}: {escape(check.describe)}")
+        if case.user is not None:
+            console.print("  " + escape(case.user.describe()))
+            for check in case.user.checks:
                 console.print(f"    expect {check.name}: {escape(check.describe)}")
         for check in case.checks:
             console.print(f"  expect {check.name}: {escape(check.describe)}")

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from toolproof._toolset import Toolset
     from toolproof.evals._attacks import AttackPlan
     from toolproof.evals._costs import CostGates
+    from toolproof.evals._users import UserPlan
     from toolproof.models.fake import ScriptItem
 
 __all__ = [
@@ -248,6 +249,8 @@ class Case:
         skip: Why the case is skipped, when it is.
         attack: In a suite with ``attacks:``, what the case plants in its tool results
             (an attack case: the template, the goal and the payload).
+        user: The user who converses with the agent, when the case has one (``turns``
+            then stays empty).
     """
 
     suite: str
@@ -264,6 +267,7 @@ class Case:
     description: str | None = None
     skip: str | None = None
     attack: AttackPlan | None = None
+    user: UserPlan | None = None
 
     @property
     def id(self) -> str:

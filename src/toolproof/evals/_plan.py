@@ -37,6 +37,7 @@ class _Plan:
     slot: _Slot | None = None
     scripted: bool = False
     judge_slot: _Slot | None = None
+    user_slot: _Slot | None = None
     skip: str | None = None
     results: list[TrialResult | None] = field(default_factory=list)
     remaining: int = 0
@@ -89,6 +90,7 @@ def _plan(
     judge_model: str | Model | None,
     trials: int | None,
     slots: dict[str, _Slot],
+    user_model: str | Model | None = None,
     rpm: float | None,
     tpm: float | None,
 ) -> list[_Plan]:
@@ -123,6 +125,21 @@ def _plan(
         else:
             plan.slot = slot_for(chosen, "model")
             plan.model_name = plan.slot.model.name
+        user = case.user
+        if user is not None and user.needs_model and plan.skip is None:
+            chosen_user = user_model if user_model is not None else user.user_model
+            if plan.scripted and user_model is None:
+                plan.skip = (
+                    "its user is simulated by a model: a scripted run has no model (give "
+                    "--user-model, or a user script of fixed and function turns)"
+                )
+            elif chosen_user is None:
+                raise UserError(
+                    f"{case.id}: its user is simulated by a model: set 'user_model' in its "
+                    "'user:' or pass --user-model"
+                )
+            else:
+                plan.user_slot = slot_for(chosen_user, "user model")
         if (case.judge or graded(case)) and plan.skip is None:
             judge_choice: str | Model | None = (
                 judge_model if judge_model is not None else case.config.judge_model

@@ -127,7 +127,7 @@ class RichProgress:
         self.task = self.progress.add_task(
             "evals", total=0, passed=0, failed=0, errors=0, cases=0, cases_done=0, start=False
         )
-        self.counts = {"pass": 0, "fail": 0, "error": 0}
+        self.counts = {"pass": 0, "fail": 0, "error": 0, "simulator_fault": 0}
         self.cases_done = 0
 
     def start(self, cases: int, trials: int) -> None:

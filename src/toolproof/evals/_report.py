@@ -305,7 +305,12 @@ def _copy_cases(
 def _trial_lines(result: CaseResult) -> list[str]:
     lines = []
     for trial in result.trials:
-        mark = {"pass": "PASS", "fail": "FAIL", "error": "ERROR"}[trial.status]
+        mark = {
+            "pass": "PASS",
+            "fail": "FAIL",
+            "error": "ERROR",
+            "simulator_fault": "SIMULATOR FAULT",
+        }[trial.status]
         retries = f", {trial.attempts} attempts" if trial.attempts > 1 else ""
         lines.append(f"trial {trial.index + 1}: {mark} ({trial.duration_ms / 1000:.2f} s{retries})")
         if trial.status == "error" and trial.error:
@@ -487,6 +492,9 @@ def _figures(report: EvalReport, summary: dict[str, Any]) -> str:
     stats = report.stats
     intervals = summary["intervals"]
     parts = [f"{summary['trials_passed']}/{summary['trials']} trials passed"]
+    faulted = summary.get("trials_simulator_fault")
+    if faulted:
+        parts.append(f"{faulted} with simulator faults (not counted for the agent)")
     if report.scripted:
         parts.append("scripted: checks the wiring (tools, mocks, checks), not the model")
     else:
@@ -622,6 +630,8 @@ def markdown_report(
         ["errors", str(summary["errors"])],
         ["skipped", str(summary["skipped"] + summary["not_run"])],
     ]
+    if summary["trials_simulator_fault"]:
+        counts.append(["simulator faults (trials)", str(summary["trials_simulator_fault"])])
     lines += [
         md_table([c[0] for c in counts], [[c[1] for c in counts]]),
         "",

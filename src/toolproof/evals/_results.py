@@ -56,7 +56,7 @@ EXIT_INFRASTRUCTURE = 3
 EXIT_NOTHING_RAN = 5
 EXIT_INTERRUPTED = 130
 
-TrialStatus = Literal["pass", "fail", "error"]
+TrialStatus = Literal["pass", "fail", "error", "simulator_fault"]
 Verdict = Literal["pass", "fail", "error", "skipped", "not_run"]
 
 
@@ -66,8 +66,10 @@ class TrialResult:
 
     Attributes:
         index: 0-based trial number.
-        status: ``"pass"``, ``"fail"`` (the agent failed a check) or ``"error"``
-            (infrastructure errors prevented a verdict, even after retries).
+        status: ``"pass"``, ``"fail"`` (the agent failed a check), ``"error"``
+            (infrastructure errors prevented a verdict, even after retries) or
+            ``"simulator_fault"`` (the simulated user broke its instructions, so the trial
+            says nothing about the agent; its checks are kept).
         checks: Every check's result, objective first, then judged.
         error: For ``"error"``, what prevented a verdict; for a run that stopped on an
             error of the agent or its tools, that error.
@@ -199,6 +201,11 @@ class CaseResult:
         return sum(1 for t in self.trials if t.status == "error")
 
     @property
+    def simulator_faults(self) -> int:
+        """Trials whose simulated user broke its instructions (no verdict on the agent)."""
+        return sum(1 for t in self.trials if t.status == "simulator_fault")
+
+    @property
     def stats(self) -> CaseStats | None:
         """Pass rate, pass@k, pass^k and class over the trials that have a verdict."""
         passes = self.passes
@@ -246,6 +253,7 @@ class CaseResult:
             "passes": self.passes,
             "failures": self.failures,
             "errors": self.errors,
+            "simulator_faults": self.simulator_faults,
             "stats": None if stats is None else stats.to_dict(),
             "intervals": case_statistics(
                 self.passes, self.passes + self.failures, self.statistics or StatsOptions()
@@ -365,7 +373,7 @@ class EvalReport:
         judged = {"pass": 0, "fail": 0, "inconclusive": 0, "skip": 0}
         # One pass over the cases and their trials (reports ask for this on large runs).
         verdicts = {v: [0, 0] for v in ("pass", "fail", "error", "skipped", "not_run")}
-        trials = passed = failed = errored = scripted = 0
+        trials = passed = failed = errored = scripted = faulted = 0
         figures: list[CaseStats] = []
         blocking: list[tuple[int, int]] = []
         from toolproof.evals._attacks import attack_summary
@@ -383,6 +391,8 @@ class EvalReport:
                     failures += 1
                 elif status == "error":
                     errors += 1
+                else:
+                    faulted += 1
                 for check in trial.checks:
                     if check.kind == "judged":
                         judged[check.status] += 1
@@ -429,6 +439,7 @@ class EvalReport:
             "trials_passed": passed,
             "trials_failed": failed,
             "trials_errored": errored,
+            "trials_simulator_fault": faulted,
             "scripted_cases": scripted,
             "stats": figured.to_dict(),
             "intervals": intervals,
@@ -514,6 +525,18 @@ def describe_failures(trials: Sequence[TrialResult], limit: int = 3) -> str:
         parts.append(f"{label} (x{n}): {first[label]}")
     more = len(counts) - limit
     return "; ".join(parts) + (f"; and {more} more checks" if more > 0 else "")
+
+
+def describe_faults(trials: Sequence[TrialResult]) -> str:
+    """The first simulator fault of each trial that had one, with counts."""
+    counts: dict[str, int] = {}
+    for trial in trials:
+        if trial.status != "simulator_fault":
+            continue
+        first = next((c for c in trial.checks if c.check == "simulated_user"), None)
+        text = first.reason if first is not None else "the simulated user broke its instructions"
+        counts[text] = counts.get(text, 0) + 1
+    return "; ".join(f"{text} (x{n})" if n > 1 else text for text, n in counts.items())
 
 
 def describe_errors(trials: Sequence[TrialResult]) -> str:

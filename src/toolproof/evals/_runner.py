@@ -52,9 +52,11 @@ from toolproof.evals._results import (
     TrialResult,
     describe_errors,
     describe_failures,
+    describe_faults,
 )
 from toolproof.evals._stats_report import StatsOptions
 from toolproof.evals._suite import Case, Suite, select_cases
+from toolproof.evals._users import Conversation, conversation_checks, converse
 from toolproof.models._base import Model
 
 if TYPE_CHECKING:
@@ -370,7 +372,21 @@ class _Runner:
                 "eval": {"suite": case.suite, "case": case.name, "trial": index},
             }
             run_error: AgentRunError | None = None
+            conversation: Conversation | None = None
             try:
+                if case.user is not None:
+                    conversation = Conversation()  # kept when a turn stops on an error
+                    user_model = None
+                    if plan.user_slot is not None:
+                        user_model = _TrialModel(plan.user_slot, index, counters, self.cache)
+                    conversation = await converse(
+                        case.user,
+                        session,
+                        user_model=user_model,
+                        metadata=metadata,
+                        tags=case.tags,
+                        settings=config.settings,
+                    )
                 for turn in case.turns:
                     await session.run(
                         turn.input, metadata=metadata, tags=case.tags, settings=config.settings
@@ -390,6 +406,21 @@ class _Runner:
                     )
                     return trial, infra
                 run_error = exc
+            except ModelError as exc:  # the user model failed: no verdict on the agent
+                infra = infrastructure_error(exc) or _Infra(type(exc).__name__, str(exc), False)
+                infra.message = f"the user model failed: {infra.message}"
+                trial = TrialResult(
+                    index, "error", error=infra.message, error_type=infra.error_type
+                )
+                return self.finish(trial, session.traces, counters, started), infra
+            except Exception as exc:  # a bug in a user function: the case fails
+                if case.user is None:
+                    raise
+                message = f"the user's turn failed: {type(exc).__name__}: {exc}"
+                trial = TrialResult(index, "fail", [CheckResult("user", "fail", message)], message)
+                trial.error_type = type(exc).__name__
+                trial.traceback = _user_traceback(exc)
+                return self.finish(trial, session.traces, counters, started), None
         traces = list(session.traces)
         record = SessionRecord(traces, mocks)
         checks: list[CheckResult] = checking.results
@@ -399,9 +430,12 @@ class _Runner:
         bound = CHECK_TIMEOUT if config.timeout is None else None
         try:
             checks.extend(_completion(case, record, run_error))
+            if conversation is not None and case.user is not None:
+                checks.extend(conversation_checks(case.user, conversation, traces))
             for one in [
                 *(check for check in case.checks if check.grade is None),
                 *(check for turn in case.turns for check in turn.checks),
+                *(conversation.checks if conversation is not None else ()),
             ]:
                 checking.check = one
                 checks.append(await run_check(one, record, bound))
@@ -444,6 +478,8 @@ class _Runner:
                 return trial, infra
         failed = any(c.status in ("fail", "inconclusive") for c in checks)
         trial = TrialResult(index, "fail" if failed else "pass", checks)
+        if conversation is not None and conversation.faults:
+            trial.status = "simulator_fault"  # the user's mistake: no verdict on the agent
         if run_error is not None:
             root = run_error.__cause__ or run_error
             trial.error, trial.error_type = str(run_error), type(root).__name__
@@ -708,6 +744,10 @@ def _completion(
                 + (f" (at {where})" if where else ""),
             )
         ]
+    if not record.traces:
+        return [
+            CheckResult("completed", "fail", "no turn ran: the user ended before its first message")
+        ]
     if expects_stop:
         return []
     for number, trace in enumerate(record.traces, 1):
@@ -804,9 +844,12 @@ def _case_result(
     passes = sum(1 for t in trials if t.status == "pass")
     failures = sum(1 for t in trials if t.status == "fail")
     errors = sum(1 for t in trials if t.status == "error")
+    faulted = sum(1 for t in trials if t.status == "simulator_fault")
     rule = case.config.pass_rule
-    decision = rule.decide(plan.trials, passes, failures)
-    counts = f"{passes}/{plan.trials} trials passed"
+    # A trial whose simulated user broke its instructions is no trial of the agent.
+    judged = plan.trials - faulted
+    decision = rule.decide(judged, passes, failures) if judged else None
+    counts = f"{passes}/{judged} trials passed"
     stopped = None
     if plan.decided is not None and len(trials) < plan.trials:
         level = f"{100 * (statistics or StatsOptions()).level:g}%"
@@ -815,12 +858,14 @@ def _case_result(
             f"{passes}/{len(trials)} trials passed, stopped after {len(trials)} of "
             f"{plan.trials} (until: decided, {level})"
         )
+    if faulted:
+        counts += f" ({faulted} more with simulator faults: {describe_faults(trials)})"
     if decision == "pass":
         verdict, reason = "pass", f"{counts} (pass_rule: {rule.describe()})"
         if failures:
             reason += "; failing: " + describe_failures(trials)
     elif decision == "fail":
-        needed = rule.needed(plan.trials)
+        needed = rule.needed(judged)
         verdict = "fail"
         reason = f"{counts}, {needed} needed (pass_rule: {rule.describe()}): " + (
             describe_failures(trials) or "no trial passed"
@@ -828,6 +873,9 @@ def _case_result(
     elif interrupted and len(trials) < plan.trials:
         verdict = "not_run"
         reason = f"interrupted after {len(trials)} of {plan.trials} trials"
+    elif not judged:
+        verdict = "error"
+        reason = f"every trial's simulated user broke its instructions: {describe_faults(trials)}"
     else:
         verdict = "error"
         reason = (
@@ -859,6 +907,7 @@ async def evaluate_async(
     *,
     model: str | Model | None = None,
     judge_model: str | Model | None = None,
+    user_model: str | Model | None = None,
     cases: Sequence[str] = (),
     tags: Sequence[str] = (),
     trials: int | None = None,
@@ -891,6 +940,8 @@ async def evaluate_async(
         model: Overrides every case's model: a model string, ``"scripted"`` (each case's
             script), or a :class:`~toolproof.models.Model` instance.
         judge_model: Overrides the judge model (a string or a model).
+        user_model: Overrides the model that plays the simulated users of cases with a
+            ``user:`` (a string or a model); in a scripted run, it lets simulated users run.
         cases: Case name patterns to select (``fnmatch``; ``suite::name`` also works).
         tags: Select cases having any of these tags.
         trials: Overrides every case's number of trials.
@@ -991,6 +1042,7 @@ async def evaluate_async(
         selected,
         model=model,
         judge_model=judge_model,
+        user_model=user_model,
         trials=trials,
         slots=slots,
         rpm=requests_per_minute,

@@ -431,9 +431,16 @@ class _Builder:
                 )
             else:
                 turns_data = data["turns"]
-        else:
+        elif "user" not in data:
             self.add(path, f"case {name!r} needs an 'input' (or 'turns' for a conversation)")
         tools = agent.tools if agent is not None and not agent.external else None
+        user = None
+        if "user" in data:
+            from toolproof.evals._users import parse_user
+
+            if turns_data:
+                self.add((*path, "user"), "give 'input', 'turns' or 'user', not several")
+            user = parse_user(self, data["user"], (*path, "user"), tools)
 
         # Checks: suite expectations under the case's own.
         expect = dict(suite_expect)
@@ -527,6 +534,7 @@ class _Builder:
             config=config,
             description=description,
             skip=skip,
+            user=user,
         )
 
     # -- settings -------------------------------------------------------------------------------

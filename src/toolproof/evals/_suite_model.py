@@ -97,6 +97,10 @@ CASE_KEYS: dict[str, str] = {
     "description": "a string",
     "input": "the user's message",
     "turns": "user messages of a multi-turn conversation (strings or {input, expect})",
+    "user": (
+        "a user who converses with the agent: persona, instructions, knows, user_model, "
+        "max_turns, script (fixed, function and simulated turns)"
+    ),
     "expect": "objective checks",
     "judge": "rubric lines for the judge model (a string or a list of strings)",
     "script": "responses of the scripted model: text, {call: {name, arguments}}, a list of calls",
@@ -560,6 +564,7 @@ class CaseEntry(_Defaults):
             "description": CASE_KEYS["turns"],
         },
     )
+    user: Any = Field(None, json_schema_extra={"x-ref": "UserEntry"})
     expect: ExpectSpec = Field(None, description=CASE_KEYS["expect"])
     judge: Judge = None
     script: Any = Field(
@@ -742,10 +747,11 @@ def suite_json_schema(*, strict_checks: bool = False) -> dict[str, Any]:
             every built-in check.
     """
     from toolproof.evals._checks import registered
+    from toolproof.evals._users import UserEntry
 
     schema = SuiteFile.model_json_schema()
     definitions: dict[str, Any] = dict(schema.pop("$defs", {}))
-    for model in (CaseEntry, TurnEntry, DatasetEntry):
+    for model in (CaseEntry, TurnEntry, DatasetEntry, UserEntry):
         part = model.model_json_schema()
         definitions.update(part.pop("$defs", {}))
         definitions[model.__name__] = part

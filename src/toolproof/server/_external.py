@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import shlex
 import signal
@@ -81,13 +82,15 @@ class ExternalAgent(Agent):
     URL, runs the agent, and grades the trajectory read off the wire.
 
     The contract of a ``command`` agent: it gets the user input on stdin (or as the
-    ``{input}`` argument when its command has one), reads ``OPENAI_BASE_URL`` and
+    ``{input}`` argument when its command has one), and the earlier turns of a
+    conversation as a JSON file named by ``TOOLPROOF_HISTORY_FILE`` (a list of ``{role,
+    content}``, empty on the first turn), reads ``OPENAI_BASE_URL`` and
     ``OPENAI_API_KEY`` (also ``TOOLPROOF_BASE_URL``) from its environment, prints the final
     answer on stdout (at most ``MAX_OUTPUT`` bytes) and exits 0. Its environment holds only
     the variables in ``INHERITED`` (and ``LC_*``), the server's, and ``env``: no credential
     of toolproof's environment reaches it. When the run ends (answered, failed or timed
     out), every process it started in its process group is killed. An ``http`` agent gets
-    ``POST {"input": ..., "base_url": ..., "api_key": ...}`` (also the headers
+    ``POST {"input": ..., "history": [...], "base_url": ..., "api_key": ...}`` (also the headers
     ``X-Toolproof-Base-Url`` and ``X-Toolproof-Api-Key``) and answers JSON with an
     ``output`` field, or plain text (at most ``MAX_OUTPUT`` bytes).
 
@@ -163,11 +166,12 @@ class ExternalAgent(Agent):
         key = f"tp-{channel.id}"
         problem: str | None = None
         output: str | None = None
+        earlier = _history(history)
         try:
             if self.http is not None:
-                output, problem = await self._post(input, base_url, key, limit)
+                output, problem = await self._post(input, earlier, base_url, key, limit)
             else:
-                output, problem = await self._spawn(input, base_url, key, limit)
+                output, problem = await self._spawn(input, earlier, base_url, key, limit)
         finally:
             await server.aclose()
         traces = channel.traces()
@@ -215,7 +219,24 @@ class ExternalAgent(Agent):
         return env
 
     async def _spawn(
-        self, input: str, base_url: str, key: str, limit: float | None
+        self,
+        input: str,
+        history: list[dict[str, str]],
+        base_url: str,
+        key: str,
+        limit: float | None,
+    ) -> tuple[str | None, str | None]:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="toolproof-history-") as folder:
+            file = Path(folder) / "history.json"
+            file.write_text(json.dumps(history, ensure_ascii=False), encoding="utf-8")
+            env = self._environment(base_url, key)
+            env["TOOLPROOF_HISTORY_FILE"] = str(file)
+            return await self._run_program(input, env, limit)
+
+    async def _run_program(
+        self, input: str, env: dict[str, str], limit: float | None
     ) -> tuple[str | None, str | None]:
         as_argument = any("{input}" in part for part in self.command)
         if as_argument and "\x00" in input:
@@ -233,7 +254,7 @@ class ExternalAgent(Agent):
             transport, program = await loop.subprocess_exec(
                 _Program,
                 *argv,
-                env=self._environment(base_url, key),
+                env=env,
                 cwd=self.cwd,
                 start_new_session=os.name == "posix",  # its own group: killed whole at the end
             )
@@ -248,12 +269,17 @@ class ExternalAgent(Agent):
             transport.close()
 
     async def _post(
-        self, input: str, base_url: str, key: str, limit: float | None
+        self,
+        input: str,
+        history: list[dict[str, str]],
+        base_url: str,
+        key: str,
+        limit: float | None,
     ) -> tuple[str | None, str | None]:
         import aiohttp
 
         assert self.http is not None
-        body = {"input": input, "base_url": base_url, "api_key": key}
+        body = {"input": input, "history": history, "base_url": base_url, "api_key": key}
         headers = {"X-Toolproof-Base-Url": base_url, "X-Toolproof-Api-Key": key}
         try:
             async with (
@@ -269,8 +295,6 @@ class ExternalAgent(Agent):
                 if response.status >= 400:
                     return None, f"{self.http} answered HTTP {response.status}: {text[-300:]}"
                 if response.content_type == "application/json":
-                    import json
-
                     data = json.loads(text)
                     if isinstance(data, dict) and "output" in data:
                         return str(data["output"] or ""), None
@@ -280,6 +304,15 @@ class ExternalAgent(Agent):
             return None, f"{self.http} did not answer within {limit:g} s"
         except (aiohttp.ClientError, ValueError) as exc:
             return None, f"could not reach {self.http}: {type(exc).__name__}: {exc}"
+
+
+def _history(history: Sequence[Message]) -> list[dict[str, str]]:
+    """The earlier turns an agent is given: the user's messages and the agent's answers."""
+    return [
+        {"role": m.role, "content": m.content or ""}
+        for m in history
+        if m.role in ("user", "assistant") and m.content
+    ]
 
 
 def _limit_text() -> str:

@@ -43,7 +43,12 @@ BAR_CASES = 40
 GRID_CASES = 1200
 SERIES_TRIALS = 400
 
-_COLORS = {"pass": "var(--pass)", "fail": "var(--fail)", "error": "var(--error)"}
+_COLORS = {
+    "pass": "var(--pass)",
+    "fail": "var(--fail)",
+    "error": "var(--error)",
+    "simulator_fault": "var(--muted)",
+}
 
 
 def e(value: Any) -> str:
@@ -241,6 +246,11 @@ def _eval_summary(data: dict[str, Any]) -> str:
             e(
                 f"{_int(s.get('failed'))} failed · {_int(s.get('errors'))} errors · "
                 f"{_int(s.get('skipped'))} skipped"
+                + (
+                    f" · {_int(s.get('trials_simulator_fault'))} trials with simulator faults"
+                    if s.get("trials_simulator_fault")
+                    else ""
+                )
             ),
         ),
         _tile(
