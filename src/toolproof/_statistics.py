@@ -315,6 +315,8 @@ def mean_interval(
     m = len(values)
     if m == 0:
         raise ValueError("a mean needs at least one value, got none")
+    if m > 1 and min(values) == max(values):  # no spread: the mean is the value itself
+        return Interval(values[0], values[0], values[0], level, "student-t", m, m)
     mean = math.fsum(values) / m
     if m == 1:
         return Interval(mean, bounds[0], bounds[1], level, "student-t", 1, 1)

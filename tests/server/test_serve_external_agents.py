@@ -43,6 +43,21 @@ async def test_a_streaming_openai_sdk_program_passes_one_case_and_fails_the_othe
 STDLIB = [sys.executable, str(AGENTS / "stdlib_agent.py")]
 
 
+#: The tool an HTTP agent of these tests offers its model (a script may call only that).
+GET_PRICE = {
+    "type": "function",
+    "function": {
+        "name": "get_price",
+        "description": "The price of an item in euros.",
+        "parameters": {
+            "type": "object",
+            "properties": {"item": {"type": "string"}},
+            "required": ["item"],
+        },
+    },
+}
+
+
 def one_case(tmp_path: Path, agent: dict[str, object], question: str, **extra: str) -> Path:
     """A suite of one scripted case for ``agent``."""
     lines = [
@@ -116,7 +131,7 @@ async def test_an_http_agent_gets_its_base_url_in_the_request(tmp_path: Path) ->
             for _ in range(4):
                 async with session.post(
                     body["base_url"] + "/chat/completions",
-                    json={"model": "m", "messages": messages},
+                    json={"model": "m", "messages": messages, "tools": [GET_PRICE]},
                     headers=headers,
                 ) as reply:
                     message = (await reply.json())["choices"][0]["message"]

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from _suites import suite, toolproof
+from _stat_suites import suite, toolproof
 
 from toolproof._statistics import gate, suite_rate_interval
 

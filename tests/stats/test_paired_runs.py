@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from _suites import generated_rates, suite, toolproof
+from _stat_suites import generated_rates, suite, toolproof
 
 from toolproof._statistics import compare_runs
 

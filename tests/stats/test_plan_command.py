@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from _suites import generated_rates, suite, toolproof
+from _stat_suites import generated_rates, suite, toolproof
 
 from toolproof._statistics import cases_needed, detectable_effect, intra_case_correlation
 

@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from _suites import generated_rates, suite, toolproof
+from _stat_suites import generated_rates, suite, toolproof
 
 from toolproof._statistics import (
     binomial_interval,

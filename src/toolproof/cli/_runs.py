@@ -184,7 +184,7 @@ def _list(args: argparse.Namespace) -> int:
     table.add_column("time", justify="right", no_wrap=True)
     unfinished = any(info.status != "finished" for info in runs)
     if unfinished:
-        table.add_column("status", overflow="fold")
+        table.add_column("status", no_wrap=True, min_width=7)  # died, running: never folded away
     for info in runs:
         code = "-" if info.exit_code is None else str(info.exit_code)
         style = "green" if info.exit_code == 0 else "red" if info.exit_code == 1 else "yellow"

@@ -1138,7 +1138,8 @@ async def evaluate_async(
             raise crash
     finally:
         if spool is not None:
-            spool.close()
+            with contextlib.suppress(OSError):  # (a full disk: the reports are written)
+                spool.close()
         if store is not None:
             store.close()
         if response_cache is not None:
