@@ -173,25 +173,23 @@ def fifo(tmp_path: Path) -> Iterator[tuple[Path, list[bytes]]]:
     path = tmp_path / "pipe"
     os.mkfifo(path)
     received: list[bytes] = []
+    stop = threading.Event()
 
     def read() -> None:
-        while True:
+        while not stop.is_set():
             with open(path, "rb") as handle:  # reopened: each writer opens and closes it
-                data = handle.read()
-            if data == b"" and received and received[-1] == b"":
-                return
-            received.append(data)
+                received.append(handle.read())
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     try:
         yield path, received
     finally:
-        with open(path, "wb"):  # two empty writes end the reader
-            pass
-        with open(path, "wb"):
+        stop.set()
+        with open(path, "wb"):  # wakes the reader's open (or ends its read): it sees stop
             pass
         reader.join(timeout=10)
+        assert not reader.is_alive(), "the FIFO's reader did not stop"
 
 
 @pytest.mark.timeout(120)
