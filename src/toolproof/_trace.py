@@ -481,6 +481,9 @@ KEPT, NUMBER, TEXT, JSON = "kept", "number", "text", "json"
 
 #: Per trace class, what each of its fields holds (every field is named).
 TRACE_SHAPE: dict[type, dict[str, Any]] = {
+    # A tool's description is text a client may send (``serve --mode record``): redacted. Its
+    # name, parameters and hash are kept: replay validates recorded calls against them.
+    ToolInfo: {"name": KEPT, "description": TEXT, "parameters": KEPT, "schema_hash": KEPT},
     ToolCall: {
         "name": KEPT,
         "arguments": JSON,
@@ -532,7 +535,7 @@ TRACE_SHAPE: dict[type, dict[str, Any]] = {
         "system_prompt_hash": KEPT,
         "model": KEPT,
         "settings": JSON,
-        "tools": KEPT,
+        "tools": [ToolInfo],
         "tool_mode": KEPT,
         "steps": [Step],
         "output": TEXT,

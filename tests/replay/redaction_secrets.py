@@ -373,6 +373,14 @@ def clean_trace_data() -> dict[str, Any]:
         "error": {"type": "RuntimeError", "message": "it broke", "tool_name": "lookup"},
         "metadata": {"region": "eu"},
         "tags": ["prod"],
+        "tools": [
+            {
+                "name": "lookup",
+                "description": "Look a user up.",
+                "parameters": {"type": "object", "properties": {"user_id": {"type": "integer"}}},
+                "schema_hash": "kept",
+            }
+        ],
     }
 
 
@@ -399,6 +407,7 @@ DATA_FIELDS: list[tuple[str, ...]] = [
     ("steps", 0, "response", "tool_calls", 0, "arguments_error"),
     ("steps", 0, "tool_results", 0, "content"),
     ("steps", 0, "tool_results", 0, "value"),
+    ("tools", 0, "description"),
 ]
 
 
