@@ -266,7 +266,10 @@ class ExternalAgent(Agent):
             return None, f"{argv[0]} did not finish within {limit:g} s"
         finally:
             program.kill(transport)  # and whatever it left running
-            transport.close()
+            try:  # its exit is awaited, so no process object is dropped while it runs
+                await asyncio.wait((program.exited,), timeout=_GRACE)
+            finally:
+                transport.close()
 
     async def _post(
         self,
