@@ -412,10 +412,9 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> int:
-    import asyncio
-
     from toolproof._loading import load_model_spec
     from toolproof._reporting import parse_report_specs
+    from toolproof._thread_loop import run_to_end
     from toolproof.cli import report_console
     from toolproof.errors import UserError
     from toolproof.evals._progress import default_progress
@@ -486,7 +485,7 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
     progress = default_progress(quiet=args.quiet)
     trials_start()
     try:
-        report = asyncio.run(
+        report = run_to_end(
             _run(
                 suites,
                 model=model,

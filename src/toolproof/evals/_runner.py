@@ -22,7 +22,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from toolproof._agent import Session
 from toolproof._reporting import ReportSpec, check_output, parse_report_specs, utf8
+from toolproof._thread_loop import blocking
 from toolproof._toolset import _contained, _Exited
 from toolproof.errors import (
     AgentRunError,
@@ -366,7 +368,7 @@ class _Runner:
                 trial = TrialResult(index, "fail", [check], message, type(exc).__name__)
                 trial.traceback = _user_traceback(exc)
                 return trial, None
-            session = agent.session()
+            session = Session(agent)
             metadata = {
                 **case.metadata,
                 "eval": {"suite": case.suite, "case": case.name, "trial": index},
@@ -1155,10 +1157,11 @@ async def evaluate_async(
     return report
 
 
-def evaluate(
-    suites: Sequence[Suite] | Sequence[str | Path] | str | Path, **options: Any
-) -> EvalReport:
-    """Run eval suites from synchronous code; see :func:`evaluate_async` for the options.
+evaluate = blocking(
+    evaluate_async,
+    "evaluate",
+    "`await evaluate_async(...)`",
+    doc="""Run eval suites from synchronous code; see :func:`evaluate_async` for the options.
 
     Example:
         ```python
@@ -1167,8 +1170,5 @@ def evaluate(
         report = evaluate("examples/hr_assistant/hr.eval.yaml", model="scripted")
         assert report.exit_code == 0, [c.reason for c in report.cases]
         ```
-    """
-    from toolproof._agent import no_running_loop
-
-    no_running_loop("evaluate", "`await evaluate_async(...)`")
-    return asyncio.run(evaluate_async(suites, **options))
+    """,
+)

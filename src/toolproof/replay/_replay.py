@@ -14,15 +14,15 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import time
-from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
 from toolproof._executor import Executor, LocalExecutor, Work, executor_from_string
+from toolproof._thread_loop import blocking
 from toolproof._tools import Tool
 from toolproof._toolset import Toolset, factory_name, mock_context, unknown_tool
 from toolproof._trace import ToolInfo, Trace
@@ -250,40 +250,17 @@ async def areplay(
     return report
 
 
-def _blocking(
-    function: Callable[P, Coroutine[Any, Any, R]], name: str, instead: str
-) -> Callable[P, R]:
-    """A blocking twin of ``function`` with the very same parameters (one definition)."""
-
-    @functools.wraps(function)
-    def run(*args: P.args, **kwargs: P.kwargs) -> R:
-        import asyncio
-
-        from toolproof._agent import no_running_loop
-
-        no_running_loop(name, instead)
-        found: list[R] = []
-
-        async def main() -> None:
-            # The result is kept here, not as the task's result: asyncio.run (3.11) formats
-            # its main task, result included, in full when it restores the SIGINT handler;
-            # with a report of 10,000 samples that repr cost more than grading them.
-            found.append(await function(*args, **kwargs))
-
-        asyncio.run(main())
-        return found[0]
-
-    run.__name__ = run.__qualname__ = name
-    return run
-
-
-replay = _blocking(areplay, "replay", "`await areplay(...)`")
-replay.__doc__ = """Replay recorded samples and grade them (see :func:`areplay` for the arguments).
+replay = blocking(
+    areplay,
+    "replay",
+    "`await areplay(...)`",
+    doc="""Replay recorded samples and grade them (see :func:`areplay` for the arguments).
 
     Raises:
         UserError: Called from a running event loop (use ``await areplay(...)``), or a
             misconfiguration (see :func:`areplay`).
-    """
+    """,
+)
 
 
 async def _run_model_mode(
