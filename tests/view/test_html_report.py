@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from html.parser import HTMLParser
@@ -12,10 +13,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from toolproof._html import embed_json
 from toolproof._reporting import parse_report_specs
+from toolproof.evals._html import (
+    compact_eval_data,
+    expand_eval_data,
+    page_trial,
+    write_eval_page,
+)
+from toolproof.replay._html import calls_diff, word_diff
 from toolproof.view import render_report
-from toolproof.view._html import embed_json, expand_eval_data
-from toolproof.view._html_replay import calls_diff, word_diff
 
 
 class Elements(HTMLParser):
@@ -180,3 +187,57 @@ def test_any_text_anywhere_stays_text(
     embedded = json.loads(parsed.data_block)
     assert expand_eval_data(embedded) == data
     assert "</script" not in embed_json(data).lower()
+
+
+def test_the_streamed_page_is_the_page_of_the_json_report(eval_reports: dict[str, Any]) -> None:
+    # written case by case from the run's spool, without the JSON report in between
+    assert eval_reports["html"].read_text(encoding="utf-8") == render_report(eval_reports["data"])
+
+
+_words = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=8)
+_results = st.fixed_dictionaries(
+    {
+        "status": st.sampled_from(["ok", "error", "<b>"]),
+        "mocked": st.booleans(),
+        "error_type": st.none() | _words,
+        "content": _words,
+    }
+)
+_traces = st.fixed_dictionaries(
+    {
+        "id": _words,
+        "tools": st.lists(st.fixed_dictionaries({"name": _words}), max_size=2),
+        "steps": st.lists(
+            st.fixed_dictionaries({"tool_results": st.lists(_results, max_size=3)}), max_size=3
+        ),
+    }
+)
+_trials = st.fixed_dictionaries(
+    {
+        "index": st.integers(0, 3),
+        "status": st.sampled_from(["pass", "fail", "error"]),
+        "duration_ms": st.floats(0, 1e4),
+        "traces": st.lists(_traces, max_size=2),
+    }
+)
+_cases = st.fixed_dictionaries(
+    {"id": _words, "verdict": st.sampled_from(["pass", "fail"]), "trials": st.lists(_trials)}
+)
+
+
+@settings(max_examples=60)
+@given(cases=st.lists(_cases, max_size=4), started=_words)
+def test_a_page_written_case_by_case_is_the_page_of_the_whole_data(
+    cases: list[dict[str, Any]], started: str
+) -> None:
+    data = {"format": "toolproof-eval-report", "started_at": started, "cases": cases}
+    whole = render_report(data)
+    light = {
+        **data,
+        "cases": [{**c, "trials": [page_trial(t) for t in c["trials"]]} for c in cases],
+    }
+    out = io.StringIO()
+    write_eval_page(out, light, lambda: iter(cases))
+    assert out.getvalue() == whole
+    # the data embedded case by case is the whole data's, compacted at once
+    assert parse(whole).data_block == embed_json(compact_eval_data(data))

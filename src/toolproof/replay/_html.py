@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import difflib
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from toolproof._html import badge, chart_svg, count, e, figure, page, pct, secs, tile
 
-if TYPE_CHECKING:
-    from toolproof.replay._report import ReplayReport
-
-__all__ = ["calls_diff", "render_replay", "replay_data", "word_diff", "write_replay_html"]
+__all__ = ["calls_diff", "render_replay", "word_diff"]
 
 
 def _calls(trace: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -295,41 +292,3 @@ def _both_runs(n: int, result: dict[str, Any], embedded: dict[str, dict[str, Any
         f'<details class="rtrace" data-s="{n}"><summary>both runs, step by step</summary>'
         f'<div class="answers">{slots}</div></details>'
     )
-
-
-def replay_data(report: ReplayReport) -> dict[str, Any]:
-    """The replay report's JSON data with each warn and fail sample's traces added.
-
-    The new run's trace comes from the sample (model mode); the recorded one from the store
-    the samples came from, when it can still be read.
-    """
-    data = report.to_dict()
-    wanted = {s.trace_id for s in report.samples if s.grade in ("warn", "fail")}
-    recorded: dict[str, dict[str, Any]] = {}
-    if wanted and report.source:
-        try:
-            from toolproof.replay._store import TraceStore
-
-            with TraceStore(report.source, create=False) as store:
-                for trace_id in wanted:
-                    try:
-                        recorded[trace_id] = json.loads(store.get_json(trace_id))
-                    except Exception:
-                        continue
-        except Exception:
-            recorded = {}
-    for sample, out in zip(report.samples, data["results"], strict=True):
-        if sample.trace_id in recorded:
-            out["recorded_trace"] = recorded[sample.trace_id]
-        if sample.new_trace is not None and sample.grade in ("warn", "fail"):
-            out["new_trace"] = sample.new_trace.to_dict()
-    return data
-
-
-def write_replay_html(path: str, report: ReplayReport) -> None:
-    """Write the HTML report of a replay: counts, the gate, findings and side-by-side diffs."""
-    from toolproof._reporting import open_output
-
-    text = render_replay(replay_data(report))
-    with open_output(path) as out:
-        out.write(text)
