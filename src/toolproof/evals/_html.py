@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import json
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import IO, Any
 
 from toolproof._html import (
@@ -401,13 +401,27 @@ def _cells(trials: Sequence[dict[str, Any]]) -> str:
     )
 
 
-def _eval_cases(data: dict[str, Any]) -> str:
+def _eval_cases(data: dict[str, Any], whole: Iterable[dict[str, Any]]) -> Iterator[str]:
+    """The case list, a case at a time: ``whole`` gives each case with its whole trials."""
     cases = data.get("cases") or []
     total_trials = sum(len(c.get("trials") or []) for c in cases)
     full = total_trials <= FULL_CHECKS_LIMIT
     tags = sorted({str(t) for c in cases for t in c.get("tags") or []})
-    rows = []
-    for n, case in enumerate(cases):
+    tag_options = "".join(f'<option value="{e(t)}">{e(t)}</option>' for t in tags)
+    filters = (
+        '<form class="filters" id="filters" hidden role="search">'
+        '<label>show <select id="f-state"><option value="">all cases</option>'
+        '<option value="failing">failing (fail or error)</option>'
+        '<option value="flaky">flaky</option><option value="pass">passing</option></select></label>'
+        f'<label>tag <select id="f-tag"><option value="">any</option>{tag_options}</select></label>'
+        '<label>search <input id="f-text" type="search" placeholder="case name, tag…"></label>'
+        '<span id="f-count" class="muted" aria-live="polite"></span></form>'
+    )
+    yield (
+        f'<section id="cases" aria-labelledby="cases-h"><h2 id="cases-h">Cases '
+        f'<span class="muted">({len(cases)})</span></h2>{filters}<div class="rows">'
+    )
+    for n, case in enumerate(whole):
         verdict = str(case.get("verdict"))
         klass = _case_class(case)
         trials = case.get("trials") or []
@@ -439,7 +453,7 @@ def _eval_cases(data: dict[str, Any]) -> str:
             meta.append((f"pass^{k}", pct(st["pass_hat_k"][k])))
         dl = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in meta)
         body = "".join(_trial_block(n, t, full) for t in trials)
-        rows.append(
+        yield (
             f'<details class="case" id="case-{n}" data-c="{n}" data-verdict="{e(verdict)}" '
             f'data-class="{e(klass)}" data-tags="{e(chr(31).join(case_tags))}" '
             f'data-search="{e(search)}"><summary>{badge(verdict)} '
@@ -448,21 +462,7 @@ def _eval_cases(data: dict[str, Any]) -> str:
             f'<span class="reason">{e(case.get("reason"))}</span> {tag_html}</summary>'
             f'<div class="case-body"><dl class="meta">{dl}</dl>{body}</div></details>'
         )
-    tag_options = "".join(f'<option value="{e(t)}">{e(t)}</option>' for t in tags)
-    filters = (
-        '<form class="filters" id="filters" hidden role="search">'
-        '<label>show <select id="f-state"><option value="">all cases</option>'
-        '<option value="failing">failing (fail or error)</option>'
-        '<option value="flaky">flaky</option><option value="pass">passing</option></select></label>'
-        f'<label>tag <select id="f-tag"><option value="">any</option>{tag_options}</select></label>'
-        '<label>search <input id="f-text" type="search" placeholder="case name, tag…"></label>'
-        '<span id="f-count" class="muted" aria-live="polite"></span></form>'
-    )
-    return (
-        f'<section id="cases" aria-labelledby="cases-h"><h2 id="cases-h">Cases '
-        f'<span class="muted">({len(cases)})</span></h2>{filters}'
-        f'<div class="rows">{"".join(rows)}</div></section>'
-    )
+    yield "</div></section>"
 
 
 def _quality(data: dict[str, Any]) -> str:
@@ -551,9 +551,10 @@ def write_eval_page(
 
     Args:
         out: Where the page goes.
-        data: The report's data; its trials may hold only what the page's body reads of
-            their traces (see :func:`page_trial`).
-        cases: The report's cases with their whole traces, read as they are embedded.
+        data: The report's data; its trials may hold only what the summary and the charts
+            read (see :func:`page_trial`).
+        cases: The report's cases with their whole trials, read twice: as the case list is
+            rendered, and as they are embedded.
         nav: The viewer's navigation bar.
     """
     title = "toolproof eval report"
@@ -563,7 +564,8 @@ def write_eval_page(
         f"{e(data.get('started_at', ''))}</p></header>"
     )
     out.write(page_start(f"{title}: {suites}", nav))
-    out.write(head + _eval_summary(data) + _quality(data) + _eval_cases(data))
+    out.write(head + _eval_summary(data) + _quality(data))
+    out.writelines(_eval_cases(data, cases()))
     out.write(DATA_START)
     # {"kind": "eval", ...the report..., "cases": [...], "tool_sets": [...]}, case by case
     rest = {k: v for k, v in data.items() if k != "cases"}
@@ -577,7 +579,8 @@ def write_eval_page(
 
 
 def page_trial(trial: dict[str, Any]) -> dict[str, Any]:
-    """What the page's body reads of a trial: its traces reduced to their tool results."""
+    """What the summary and the charts read of a trial: no checks, traces as tool results."""
+    trial = {k: v for k, v in trial.items() if k != "checks"}
     traces = trial.get("traces")
     if not traces:
         return trial
