@@ -18,6 +18,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
     from toolproof._trace import Trace
     from toolproof.evals._cache import ResponseCache
     from toolproof.evals._progress import Progress
+    from toolproof.replay._store import TraceStore
 
 __all__ = ["evaluate", "evaluate_async"]
 
@@ -334,17 +336,7 @@ class _Runner:
         config = case.config
         started = time.perf_counter()
         counters = _Counters()
-        model: Model
-        if plan.scripted:
-            from toolproof.models.fake import ScriptedModel
-
-            # An agent whose tools are known only from its requests has its scripted calls
-            # checked there; the suite checked the others' when it loaded.
-            external = config.agent.external
-            model = ScriptedModel(case.script or [], name=SCRIPTED, check_calls=external)
-        else:
-            assert plan.slot is not None
-            model = _TrialModel(plan.slot, index, counters, self.cache, self.waiting)
+        model = self.trial_model(plan, index, counters)
         mocks: list[Any] = []
         step = "creating the mocks"
         with contextlib.ExitStack() as isolation:
@@ -424,9 +416,33 @@ class _Runner:
                 trial.traceback = _user_traceback(exc)
                 return self.finish(trial, session.traces, counters, started), None
         traces = list(session.traces)
-        record = SessionRecord(traces, mocks)
-        checks: list[CheckResult] = checking.results
         checking.traces, checking.counters = traces, counters
+        return await self.grade(plan, index, SessionRecord(traces, mocks), checking, run_error)
+
+    def trial_model(self, plan: _Plan, index: int, counters: _Counters) -> Model:
+        """The model of one trial: the case's script, or the case's model (cached, limited)."""
+        if plan.scripted:
+            from toolproof.models.fake import ScriptedModel
+
+            # An agent whose tools are known only from its requests has its scripted calls
+            # checked there; the suite checked the others' when it loaded.
+            external = plan.case.config.agent.external
+            return ScriptedModel(plan.case.script or [], name=SCRIPTED, check_calls=external)
+        assert plan.slot is not None
+        return _TrialModel(plan.slot, index, counters, self.cache, self.waiting)
+
+    async def grade(
+        self,
+        plan: _Plan,
+        index: int,
+        record: SessionRecord,
+        checking: _Checking,
+        run_error: AgentRunError | None,
+    ) -> tuple[TrialResult, _Infra | None]:
+        """The trial's checks, then (when they pass) the judge; a failing check fails it."""
+        case, config = plan.case, plan.case.config
+        traces, counters, started = record.traces, checking.counters, checking.started
+        checks: list[CheckResult] = checking.results
         # Checks of yours run in threads, each within CHECK_TIMEOUT, or within the trial's
         # timeout when the case has one (trial() then fails the check it interrupted).
         bound = CHECK_TIMEOUT if config.timeout is None else None
@@ -665,6 +681,7 @@ class _Checking:
         self.results: list[CheckResult] = []
         self.traces: list[Trace] = []
         self.counters = _Counters()
+        self.started = time.perf_counter()
 
 
 def _warm_spool() -> None:
@@ -1015,13 +1032,7 @@ async def evaluate_async(
         raise UserError(f"concurrency must be at least 1, got {concurrency}")
     if trials is not None and trials < 1:
         raise UserError(f"trials must be at least 1, got {trials}")
-    specs: list[ReportSpec] = [
-        *(r for r in reports if isinstance(r, ReportSpec)),
-        *parse_report_specs([r for r in reports if isinstance(r, str)]),
-    ]
-    for spec in specs:  # a report that cannot be written is found before anything runs
-        if not spec.to_stdout:
-            check_output(spec.path)
+    specs = _report_specs(reports)
     loaded = _as_suites(suites)
     if statistics is None:
         from toolproof.evals._stats_report import resolve_options
@@ -1034,11 +1045,13 @@ async def evaluate_async(
         selected = with_attack_limit(selected, max_attack_success)
     if cost_gates is not None and baseline is None:
         raise UserError("cost and latency gates compare with a baseline run: pass baseline=")
-    before = None if baseline is None else baseline_cases(baseline)
     # The suites' own cost_gates apply too (the strictest limit of each kind wins).
-    cost_gates = strictest([cost_gates, *(suite.cost_gates for suite in loaded)])
-    started_at = _now()
-    clock = time.perf_counter()
+    costs = _CostPlan(
+        None if baseline is None else baseline_cases(baseline),
+        strictest([cost_gates, *(suite.cost_gates for suite in loaded)]),
+        cost_estimate,
+    )
+    started_at, clock = _now(), time.perf_counter()
     slots: dict[str, _Slot] = {}
     plans = _plan(
         selected,
@@ -1055,15 +1068,7 @@ async def evaluate_async(
         from toolproof.evals._cache import ResponseCache
 
         response_cache = ResponseCache(Path(cache_dir))
-    # Trials (with their traces) stream to this file for the reports (the JSON report holds
-    # every trace; JUnit and Markdown show the transcripts of failing trials).
-    spool: IO[bytes] | None = None
-    spool_error = None
-    if specs:
-        try:
-            spool = tempfile.TemporaryFile(prefix="toolproof-trials-")  # noqa: SIM115 - closed below
-        except OSError as exc:  # (a full disk: the reports go without the traces)
-            spool_error = f"traces left out of the reports: {exc.strerror or exc}"
+    spool, spool_error = _open_spool(specs)
     store = None
     if record is not None:
         from toolproof.replay._store import open_store
@@ -1089,72 +1094,132 @@ async def evaluate_async(
     )
     runner.spool_error = spool_error
     cancelled = False
-    crash: Exception | None = None
     try:
-        try:
-            interrupted = await runner.run()
-        except asyncio.CancelledError:
-            interrupted = cancelled = True
-        except Exception as exc:  # still write the reports of what finished, then raise
-            interrupted, crash = True, exc
-        finally:
-            runner.progress.finish()
-        runner.write_pending()
-        for plan in plans:
-            if plan.result is None:
-                plan.result = _case_result(
-                    plan,
-                    interrupted=True,
-                    redactor=runner.options.redactor,
-                    statistics=statistics,
-                )
-        report = EvalReport(
-            [p.result for p in plans if p.result is not None],
-            started_at=started_at,
-            duration_s=time.perf_counter() - clock,
-            interrupted=interrupted,
-            model_calls=runner.model_calls,
-            cached_calls=runner.cached_calls,
-            judge_calls=runner.judge_calls,
-            statistics=statistics,
-        )
-        if before is not None and cost_estimate is None:
-            cost_estimate = estimate_cost(
-                [
-                    (f"{p.case.suite}::{p.case.name}", p.trials)
-                    for p in plans
-                    if p.result is None or p.result.verdict != "skipped"
-                ],
-                before,
-            )
-        report.costs = run_costs(case_entries(report.cases), before, cost_gates, cost_estimate)
-        if specs:
-            from toolproof.evals._report import write_reports
-
-            report.unwritten = write_reports(report, specs, runner.spool, runner.blocks)
-            if runner.spool_error is not None:
-                report.unwritten.insert(0, runner.spool_error)
-        if runner.record_error is not None:
-            report.unwritten.append(runner.record_error)
-        if crash is not None:
-            raise crash
+        cancelled, report = await _run_and_report(runner, specs, started_at, clock, costs)
     finally:
-        if spool is not None:
-            with contextlib.suppress(OSError):  # (a full disk: the reports are written)
-                spool.close()
-        if store is not None:
-            store.close()
-        if response_cache is not None:
-            response_cache.close()
-        for slot in slots.values():
-            if slot.owned:
-                with contextlib.suppress(Exception):  # closing is best effort
-                    await slot.model.aclose()
+        await _close(spool, store, response_cache, slots)
     if runner.interrupted and not partial_on_cancel:
         raise KeyboardInterrupt  # (the user's code raised it; the reports are written)
     if cancelled and not partial_on_cancel:
         raise asyncio.CancelledError
     return report
+
+
+def _report_specs(reports: Sequence[str | ReportSpec]) -> list[ReportSpec]:
+    """The reports to write; one that cannot be written is found before anything runs."""
+    specs: list[ReportSpec] = [
+        *(r for r in reports if isinstance(r, ReportSpec)),
+        *parse_report_specs([r for r in reports if isinstance(r, str)]),
+    ]
+    for spec in specs:
+        if not spec.to_stdout:
+            check_output(spec.path)
+    return specs
+
+
+def _open_spool(specs: Sequence[ReportSpec]) -> tuple[IO[bytes] | None, str | None]:
+    """The file the trials (with their traces) stream to for the reports, if any are written.
+
+    The JSON report holds every trace; JUnit and Markdown show the transcripts of failing
+    trials. A spool that cannot be made (a full disk) leaves the traces out of the reports.
+    """
+    if not specs:
+        return None, None
+    try:
+        return tempfile.TemporaryFile(prefix="toolproof-trials-"), None
+    except OSError as exc:
+        return None, f"traces left out of the reports: {exc.strerror or exc}"
+
+
+@dataclass(frozen=True, slots=True)
+class _CostPlan:
+    """What a run's costs are compared with: the baseline's cases, the gates, the estimate."""
+
+    before: list[dict[str, Any]] | None
+    gates: CostGates | None
+    estimate: float | None
+
+    def of(self, report: EvalReport, plans: Sequence[_Plan]) -> dict[str, Any]:
+        """The report's cost, latency and token figures, compared with the baseline."""
+        estimate = self.estimate
+        if self.before is not None and estimate is None:
+            ran = [p for p in plans if p.result is None or p.result.verdict != "skipped"]
+            estimate = estimate_cost(
+                [(f"{p.case.suite}::{p.case.name}", p.trials) for p in ran], self.before
+            )
+        return run_costs(case_entries(report.cases), self.before, self.gates, estimate)
+
+
+async def _run_and_report(
+    runner: _Runner,
+    specs: Sequence[ReportSpec],
+    started_at: str,
+    clock: float,
+    costs: _CostPlan,
+) -> tuple[bool, EvalReport]:
+    """Run the trials, then write the reports of what finished; whether it was cancelled.
+
+    The reports are written however the run ended (cancelled, or crashed: the crash is
+    raised after them).
+    """
+    cancelled = False
+    crash: Exception | None = None
+    try:
+        interrupted = await runner.run()
+    except asyncio.CancelledError:
+        interrupted = cancelled = True
+    except Exception as exc:  # still write the reports of what finished, then raise
+        interrupted, crash = True, exc
+    finally:
+        runner.progress.finish()
+    runner.write_pending()
+    statistics = runner.options.statistics
+    for plan in runner.plans:
+        if plan.result is None:
+            plan.result = _case_result(
+                plan, interrupted=True, redactor=runner.options.redactor, statistics=statistics
+            )
+    report = EvalReport(
+        [p.result for p in runner.plans if p.result is not None],
+        started_at=started_at,
+        duration_s=time.perf_counter() - clock,
+        interrupted=interrupted,
+        model_calls=runner.model_calls,
+        cached_calls=runner.cached_calls,
+        judge_calls=runner.judge_calls,
+        statistics=statistics,
+    )
+    report.costs = costs.of(report, runner.plans)
+    if specs:
+        from toolproof.evals._report import write_reports
+
+        report.unwritten = write_reports(report, specs, runner.spool, runner.blocks)
+        if runner.spool_error is not None:
+            report.unwritten.insert(0, runner.spool_error)
+    if runner.record_error is not None:
+        report.unwritten.append(runner.record_error)
+    if crash is not None:
+        raise crash
+    return cancelled, report
+
+
+async def _close(
+    spool: IO[bytes] | None,
+    store: TraceStore | None,
+    cache: ResponseCache | None,
+    slots: Mapping[str, _Slot],
+) -> None:
+    if spool is not None:
+        with contextlib.suppress(OSError):  # (a full disk: the reports are written)
+            spool.close()
+    if store is not None:
+        store.close()
+    if cache is not None:
+        cache.close()
+    for slot in slots.values():
+        if slot.owned:
+            with contextlib.suppress(Exception):  # closing is best effort
+                await slot.model.aclose()
 
 
 evaluate = blocking(

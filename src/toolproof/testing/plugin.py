@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from toolproof._thread_loop import blocking
 from toolproof.testing._live import LIVE_ENV, is_live
 
 if TYPE_CHECKING:
@@ -304,12 +303,12 @@ class AgentRunner:
         self.traces.append(result.trace)
         return result
 
-    __call__ = blocking(
-        run,
-        "run_agent",
-        "`await run_agent.run(...)`",
-        doc="Run ``agent`` on ``input`` from a synchronous test (the arguments of :meth:`run`).",
-    )
+    def __call__(self, agent: Runnable, input: str, **options: Any) -> RunResult:
+        """Run ``agent`` on ``input`` from a synchronous test (the arguments of :meth:`run`)."""
+        from toolproof._thread_loop import blocking  # (loaded with the first run)
+
+        run = blocking(AgentRunner.run, "run_agent", "`await run_agent.run(...)`")
+        return run(self, agent, input, **options)
 
 
 @pytest.fixture
