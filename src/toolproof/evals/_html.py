@@ -31,7 +31,6 @@ from toolproof._html import (
 )
 
 __all__ = [
-    "compact_eval_data",
     "expand_eval_data",
     "page_trial",
     "render_eval",
@@ -598,19 +597,6 @@ def page_trial(trial: dict[str, Any]) -> dict[str, Any]:
     return {**trial, "traces": slim}
 
 
-def compact_eval_data(data: dict[str, Any]) -> dict[str, Any]:
-    """The report's data for the page, each distinct list of offered tools stored once.
-
-    Every trace of a run usually offers the same tools with the same schemas; the page keeps
-    them in ``tool_sets`` and each trace names its set in ``tools_ref`` (the script puts them
-    back). Everything else is the JSON report's data as it is; ``data`` is not changed.
-    """
-    sets: list[Any] = []
-    index: dict[str, int] = {}
-    cases = [_compact_case(case, sets, index) for case in data.get("cases") or []]
-    return {"kind": "eval", **data, "cases": cases, "tool_sets": sets}
-
-
 def _compact_case(case: dict[str, Any], sets: list[Any], index: dict[str, int]) -> dict[str, Any]:
     """``case`` with each trace's tools replaced by the number of its set in ``sets``."""
     trials = []
@@ -633,7 +619,11 @@ def _compact_case(case: dict[str, Any], sets: list[Any], index: dict[str, int]) 
 
 
 def expand_eval_data(embedded: dict[str, Any]) -> dict[str, Any]:
-    """The inverse of :func:`compact_eval_data` (what the script does; used by tests)."""
+    """The report's data from the page's (what the script does; used by tests).
+
+    The page keeps each distinct list of offered tools once, in ``tool_sets``, and each trace
+    names its set in ``tools_ref``; this puts them back.
+    """
     sets = embedded.get("tool_sets") or []
     out = {k: v for k, v in embedded.items() if k not in ("kind", "tool_sets")}
     for case in out.get("cases") or []:
