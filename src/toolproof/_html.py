@@ -161,6 +161,8 @@ def figure(title: str, svg: str, caption: str = "") -> str:
 
 def render_trace_page(trace: dict[str, Any], *, nav: str = "") -> str:
     """A page with one trace's step view (the viewer's trace store pages)."""
+    import shlex
+
     facts = [
         ("id", trace.get("id")),
         ("model", trace.get("model")),
@@ -174,6 +176,9 @@ def render_trace_page(trace: dict[str, Any], *, nav: str = "") -> str:
         f'<header class="top"><h1>trace <code>{e(str(trace.get("id", ""))[:12])}</code></h1>'
         f'<p class="reason">{e(trace.get("input"))}</p></header>'
         f'<dl class="facts">{"".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in facts)}</dl>'
+        '<p class="muted">make it a regression case: <code>'
+        f"toolproof traces promote {e(shlex.quote(str(trace.get('id', ''))))} -o FILE.eval.yaml "
+        "--agent MODULE:FACTORY</code></p>"
         '<div class="trace-slot" data-trace="1"><noscript><p class="muted">The step view needs '
         "JavaScript.</p></noscript></div>"
     )

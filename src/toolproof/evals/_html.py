@@ -29,6 +29,7 @@ from toolproof._html import (
     secs,
     tile,
 )
+from toolproof._stats_text import gate_line
 
 __all__ = [
     "expand_eval_data",
@@ -46,7 +47,12 @@ BAR_CASES = 40
 GRID_CASES = 1200
 SERIES_TRIALS = 400
 
-_COLORS = {"pass": "var(--pass)", "fail": "var(--fail)", "error": "var(--error)"}
+_COLORS = {
+    "pass": "var(--pass)",
+    "fail": "var(--fail)",
+    "error": "var(--error)",
+    "simulator_fault": "var(--muted)",
+}
 
 
 # -- eval reports -------------------------------------------------------------------------
@@ -69,6 +75,33 @@ def _trial_tokens(trial: dict[str, Any]) -> tuple[int, int]:
     return int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
 
 
+def _interval_text(interval: Any) -> str | None:
+    """``"63.3% (95% cluster-wilson interval 26.2%–89.4%)"``, or None when absent."""
+    if not isinstance(interval, dict):
+        return None
+    try:
+        level = f"{100 * float(interval['level']):g}%"
+        low, high = pct(interval["low"]), pct(interval["high"])
+        return f"{level} {interval['method']} interval {low}–{high}"
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _interval_meta(intervals: Any) -> list[tuple[str, str]]:
+    """A case's pass rate and pass^k with their intervals, for its facts."""
+    if not isinstance(intervals, dict):
+        return []
+    out = []
+    rate = _interval_text(intervals.get("pass_rate"))
+    if rate is not None:
+        out.append(("pass rate", f"{pct(intervals['pass_rate'].get('estimate'))} ({rate})"))
+    hat = intervals.get("pass_hat_k")
+    text = _interval_text(hat)
+    if text is not None and isinstance(hat, dict):
+        out.append((f"pass^{hat.get('k')} interval", text))
+    return out
+
+
 def _eval_summary(data: dict[str, Any]) -> str:
     s = data.get("summary") or {}
     cases = data.get("cases") or []
@@ -79,6 +112,7 @@ def _eval_summary(data: dict[str, Any]) -> str:
         1: ("fail", "failed"),
         3: ("error", "undecided: the model provider failed"),
         5: ("skipped", "nothing ran"),
+        6: ("error", "undecided: too few samples for the release gate"),
     }
     kind, verdict = verdicts.get(
         code if isinstance(code, int) else -1, ("error", f"exit code {code}")
@@ -93,6 +127,12 @@ def _eval_summary(data: dict[str, Any]) -> str:
         hat_note = f"pass^{e(k)} over {count(stats.get('cases'))} model cases"
     else:
         pass_hat, hat_note = "—", "no model cases (scripted runs are not counted)"
+    intervals = s.get("intervals") or {}
+    rate_note = _interval_text(intervals.get("pass_rate"))
+    hat_interval = _interval_text(intervals.get("pass_hat_k"))
+    if hat_interval is not None:
+        hat_note += f" · {e(hat_interval)}"
+    gate = s.get("gate")
     models = sorted({str(c.get("model")) for c in cases if c.get("model")})
     judges = sorted({str(c.get("judge_model")) for c in cases if c.get("judge_model")})
     real = sorted({str(n) for c in cases for n in c.get("real_tools") or []})
@@ -105,12 +145,22 @@ def _eval_summary(data: dict[str, Any]) -> str:
             e(
                 f"{count(s.get('failed'))} failed · {count(s.get('errors'))} errors · "
                 f"{count(s.get('skipped'))} skipped"
+                + (
+                    f" · {count(s.get('trials_simulator_fault'))} trials with simulator faults"
+                    if s.get("trials_simulator_fault")
+                    else ""
+                )
             ),
         ),
         tile(
             "trial pass rate",
             pct((s.get("trials_passed") or 0) / trials if trials else None),
             e(f"{count(s.get('trials_passed'))} of {count(trials)} trials"),
+        ),
+        tile(
+            "pass rate (mean over cases)",
+            pct((intervals.get("pass_rate") or {}).get("estimate")),
+            e(rate_note or "no model cases"),
         ),
         tile("pass^k", pass_hat, hat_note),
         tile(
@@ -123,7 +173,8 @@ def _eval_summary(data: dict[str, Any]) -> str:
             "gate",
             e(verdict),
             e(
-                f"{count(s.get('blocking_failed'))} blocking failed · "
+                (gate_line(gate, "cases") if isinstance(gate, dict) else "")
+                or f"{count(s.get('blocking_failed'))} blocking failed · "
                 f"{count(s.get('advisory_failed'))} advisory · exit code {code}"
             ),
             kind,
@@ -450,6 +501,7 @@ def _eval_cases(data: dict[str, Any], whole: Iterable[dict[str, Any]]) -> Iterat
         if st.get("pass_hat_k"):
             k = max(st["pass_hat_k"], key=lambda key: int(key))
             meta.append((f"pass^{k}", pct(st["pass_hat_k"][k])))
+        meta += _interval_meta(case.get("intervals"))
         dl = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in meta)
         body = "".join(_trial_block(n, t, full) for t in trials)
         yield (
@@ -471,8 +523,17 @@ def _quality(data: dict[str, Any]) -> str:
         return ""
     from toolproof.rag._metrics import METRICS
 
-    def cell(value: Any) -> str:
-        return f"<td>{e(f'{value:.3f}')}</td>" if isinstance(value, (int, float)) else "<td>—</td>"
+    def cell(value: Any, interval: Any = None) -> str:
+        if not isinstance(value, (int, float)):
+            return "<td>—</td>"
+        shown = _interval_text(interval)
+        title = f' title="{e(shown)}"' if shown else ""
+        bounds = (
+            f' <span class="muted">[{interval["low"]:.3f}, {interval["high"]:.3f}]</span>'
+            if shown
+            else ""
+        )
+        return f"<td{title}>{e(f'{value:.3f}')}{bounds}</td>"
 
     rows, tiles = [], []
     for entry in quality:
@@ -480,11 +541,12 @@ def _quality(data: dict[str, Any]) -> str:
         for item in entry.get("retrieval") or []:
             k = item.get("k")
             macro, micro = item.get("macro") or {}, item.get("micro") or {}
+            bounds = item.get("intervals") or {}
             rows.append(
                 f"<tr><td>{e(suite)}</td><td><code>{e(item.get('tool'))}</code></td>"
                 f"<td>{e(k if k is not None else 'all')}</td><td>{count(item.get('queries'))}"
                 f"</td><td>{count(item.get('undefined'))}</td>"
-                + "".join(cell(macro.get(m)) for m in METRICS)
+                + "".join(cell(macro.get(m), bounds.get(m)) for m in METRICS)
                 + cell(micro.get("recall"))
                 + "</tr>"
             )
@@ -532,6 +594,50 @@ def _quality(data: dict[str, Any]) -> str:
     )
 
 
+def _costs(data: dict[str, Any]) -> str:
+    """Cost, latency and tokens per suite (p50/p95/max over trials), agent and judge apart."""
+    from toolproof.evals._costs import cost_lines
+
+    costs = (data.get("summary") or {}).get("costs") or {}
+    suites = costs.get("suites") or []
+    if not suites:
+        return ""
+
+    def cell(figures: Any, key: str, fmt: str) -> str:
+        found = (figures or {}).get(key)
+        if not found:
+            return "<td>—</td>"
+        text = " / ".join(format(found[k], fmt) for k in ("p50", "p95", "max"))
+        return f"<td>{e(text)}</td>"
+
+    rows = []
+    for suite in suites:
+        for who in ("agent", "judge"):
+            figures = suite.get(who)
+            if not figures:
+                continue
+            per_case = suite.get("cost_per_case") if who == "agent" else None
+            rows.append(
+                f"<tr><td>{e(suite.get('suite'))}</td><td>{e(who)}</td>"
+                + cell(figures, "latency_s", ".2f")
+                + cell(figures, "tokens", "g")
+                + cell(figures, "cost", ".4g")
+                + f"<td>{e(cost(per_case)) if per_case is not None else '—'}</td></tr>"
+            )
+    head = "".join(
+        f'<th scope="col">{e(h)}</th>'
+        for h in ("suite", "who", "latency (s)", "tokens", "cost ($)", "cost per case")
+    )
+    notes = cost_lines({**costs, "suites": []})  # the comparison, its gates, the estimate
+    listed = "".join(f"<li>{e(line)}</li>" for line in notes)
+    return (
+        '<section id="costs" aria-labelledby="costs-h"><h2 id="costs-h">Cost and latency</h2>'
+        '<p class="muted">p50 / p95 / max over the trials that ran</p>'
+        f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        f"{f'<ul>{listed}</ul>' if listed else ''}</section>"
+    )
+
+
 def render_eval(data: dict[str, Any], *, nav: str = "") -> str:
     """The HTML page of an eval report (``format: toolproof-eval-report``)."""
     out = io.StringIO()
@@ -563,7 +669,10 @@ def write_eval_page(
         f"{e(data.get('started_at', ''))}</p></header>"
     )
     out.write(page_start(f"{title}: {suites}", nav))
-    out.write(head + _eval_summary(data) + _quality(data))
+    from toolproof.evals._attacks import attack_html
+
+    attacks = attack_html((data.get("summary") or {}).get("attacks") or [])
+    out.write(head + _eval_summary(data) + _quality(data) + attacks + _costs(data))
     out.writelines(_eval_cases(data, cases()))
     out.write(DATA_START)
     # {"kind": "eval", ...the report..., "cases": [...], "tool_sets": [...]}, case by case

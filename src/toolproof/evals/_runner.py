@@ -417,6 +417,7 @@ class _Runner:
                 return self.finish(trial, session.traces, counters, started), None
         traces = list(session.traces)
         checking.traces, checking.counters = traces, counters
+        checking.conversation = conversation
         return await self.grade(plan, index, SessionRecord(traces, mocks), checking, run_error)
 
     def trial_model(self, plan: _Plan, index: int, counters: _Counters) -> Model:
@@ -443,6 +444,7 @@ class _Runner:
         case, config = plan.case, plan.case.config
         traces, counters, started = record.traces, checking.counters, checking.started
         checks: list[CheckResult] = checking.results
+        conversation = checking.conversation
         # Checks of yours run in threads, each within CHECK_TIMEOUT, or within the trial's
         # timeout when the case has one (trial() then fails the check it interrupted).
         bound = CHECK_TIMEOUT if config.timeout is None else None
@@ -682,6 +684,8 @@ class _Checking:
         self.traces: list[Trace] = []
         self.counters = _Counters()
         self.started = time.perf_counter()
+        #: The conversation with the case's user, when it has one (its checks are graded).
+        self.conversation: Conversation | None = None
 
 
 def _warm_spool() -> None:

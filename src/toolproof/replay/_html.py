@@ -172,6 +172,16 @@ def render_replay(data: dict[str, Any], *, nav: str = "") -> str:
     passed = bool(gate.get("passed"))
     samples = data.get("results") or []
     kind, verdict = ("pass", "gate passed") if passed else ("fail", "gate failed")
+    if gate.get("verdict") == "undecided":
+        kind = "pass" if passed else "error"
+        verdict = "gate undecided" + (" (advisory: not blocking)" if passed else "")
+    interval = gate.get("interval")
+    rate_note = f"weighted {pct(data.get('weighted_fail_rate'))}"
+    if isinstance(interval, dict) and isinstance(interval.get("level"), (int, float)):
+        rate_note = (
+            f"{100 * interval['level']:g}% {interval.get('method')} interval "
+            f"{pct(interval.get('low'))}–{pct(interval.get('high'))} · {rate_note}"
+        )
     if not samples:
         kind, verdict = "skipped", "nothing replayed"
     tiles = [
@@ -184,12 +194,16 @@ def render_replay(data: dict[str, Any], *, nav: str = "") -> str:
         tile(
             "failure rate",
             pct(data.get("fail_rate")),
-            e(f"weighted {pct(data.get('weighted_fail_rate'))}"),
+            e(rate_note),
         ),
         tile(
             "gate",
             e(verdict),
-            e(f"threshold {pct(gate.get('threshold'))} · rate {pct(gate.get('rate'))}"),
+            e(
+                f"{gate.get('mode') or 'advisory'} · threshold {pct(gate.get('threshold'))} · "
+                f"rate {pct(gate.get('rate'))}"
+                + (f" · about {gate['needed']} samples would decide" if gate.get("needed") else "")
+            ),
             kind,
         ),
         tile(

@@ -152,7 +152,7 @@ class ExternalAgent(BaseAgent):
         key = f"tp-{channel.id}"
         problem: str | None = None
         output: str | None = None
-        earlier = _history(history)
+        earlier = _history(options.history)
         try:
             if self.http is not None:
                 output, problem = await self._post(input, earlier, base_url, key, limit)
