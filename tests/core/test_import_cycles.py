@@ -6,6 +6,10 @@ together), except under ``if TYPE_CHECKING:``, which never runs. A module import
 package (``toolproof.models.openai`` reading ``toolproof.models.ALLOW_MODEL_REQUESTS``) is
 left out: Python has always loaded a package before its submodules, so that import never
 loads anything. The circles named in ``EXCUSED`` below remain, each with its reason.
+
+At import time the rule is stricter: a module that runs ``from package import name`` while
+it loads goes through that package, so the package must not be loading it (a name the
+package has not bound yet is an ImportError that depends on which module came first).
 """
 
 from __future__ import annotations
@@ -54,7 +58,35 @@ def _imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
     return found
 
 
-def import_graph() -> dict[str, set[str]]:
+def _load_time_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    """The import statements that run while the module loads (not those in functions)."""
+    found: list[ast.Import | ast.ImportFrom] = []
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                found.append(node)
+            elif isinstance(node, ast.If):
+                if "TYPE_CHECKING" not in ast.unparse(node.test):
+                    visit(node.body)
+                visit(node.orelse)
+            elif isinstance(node, ast.Try):
+                for part in (node.body, *(h.body for h in node.handlers), node.orelse):
+                    visit(part)
+                visit(node.finalbody)
+            elif isinstance(node, ast.With):
+                visit(node.body)
+
+    visit(tree.body)
+    return found
+
+
+def import_graph(*, load_time: bool = False) -> dict[str, set[str]]:
+    """Module -> the modules it imports.
+
+    With ``load_time``, only the imports that run while a module loads, and a
+    ``from package import name`` goes through ``package`` even from inside it.
+    """
     modules = _modules()
 
     def known(name: str) -> str | None:
@@ -65,7 +97,8 @@ def import_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in _imports(ast.parse(path.read_text(encoding="utf-8"))):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in _load_time_imports(tree) if load_time else _imports(tree):
             if isinstance(node, ast.Import):
                 targets = [known(alias.name) for alias in node.names]
             else:
@@ -79,9 +112,13 @@ def import_graph() -> dict[str, set[str]]:
                     else known(base)
                     for alias in node.names
                 ]
+                if load_time:
+                    targets.append(known(base))
             for target in targets:
-                if target is None or name == target or name.startswith(target + "."):
-                    continue  # itself, or its own package (loaded before it)
+                if target is None or name == target:
+                    continue
+                if name.startswith(target + ".") and not (load_time and target == known(base)):
+                    continue  # its own package, loaded before it
                 graph[name].add(target)
     return graph
 
@@ -136,6 +173,26 @@ def test_no_import_circle_in_the_package() -> None:
     circles = [sorted(group) for group in found if group not in EXCUSED]
     assert not circles, f"import circles: {circles}"
     assert set(EXCUSED) <= set(found), "an excused circle is gone: remove it from EXCUSED"
+
+
+def test_no_module_imports_through_a_package_that_is_loading_it() -> None:
+    circles = [sorted(group) for group in cycles(import_graph(load_time=True))]
+    assert not circles, f"import circles while the package loads: {circles}"
+
+
+def test_the_load_time_graph_goes_through_the_package_a_name_is_taken_from() -> None:
+    graph = import_graph(load_time=True)
+    # `toolproof.evals` loads the runner while it loads; `from toolproof.evals import x`
+    # in a module it loads would go through the package that is loading it
+    assert "toolproof.evals._runner" in graph["toolproof.evals"]
+    assert all(
+        "toolproof.evals" not in graph[name]
+        for name in graph
+        if name.startswith("toolproof.evals.")
+    )
+    # an import in a function runs later: not in the load-time graph
+    assert "toolproof.events" not in graph["toolproof._run"]
+    assert "toolproof.events" in import_graph()["toolproof._run"]
 
 
 def test_the_graph_sees_imports_in_functions_and_not_under_type_checking() -> None:

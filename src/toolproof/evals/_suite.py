@@ -29,11 +29,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+import toolproof.evals._builtins  # noqa: F401 (registers the built-in checks)
 from toolproof._filemodel import validate
 from toolproof._yaml import DocPath, Locator, Problems, load_yaml
 from toolproof._yaml import describe_type as _type
 from toolproof.errors import ConfigError, UserError
-from toolproof.evals import _builtins  # noqa: F401 (registers the built-in checks)
 from toolproof.evals._cases import (
     AgentSpec,
     Case,
