@@ -150,13 +150,8 @@ class Budget:
 class RunOptions:
     """What one run is given besides its input: every entry point of an agent takes these.
 
-    Attributes:
-        history: Earlier conversation (without system prompt), e.g. from a session.
-        metadata: Free-form data recorded in the trace.
-        tags: Labels recorded in the trace.
-        settings: Generation settings for this run, over the agent's.
-        memory_state: Memory calibration and summary to carry across runs.
-        budget: Limits of this run, instead of the agent's.
+    The fields are the keyword arguments of the same names of :meth:`toolproof.Agent.run`
+    (see there what each one does).
     """
 
     history: Sequence[Message] = ()

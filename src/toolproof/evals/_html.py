@@ -102,24 +102,48 @@ def _interval_meta(intervals: Any) -> list[tuple[str, str]]:
     return out
 
 
+_VERDICTS = {
+    0: ("pass", "passed"),
+    1: ("fail", "failed"),
+    3: ("error", "undecided: the model provider failed"),
+    5: ("skipped", "nothing ran"),
+    6: ("error", "undecided: too few samples for the release gate"),
+}
+
+
 def _eval_summary(data: dict[str, Any]) -> str:
     s = data.get("summary") or {}
     cases = data.get("cases") or []
-    stats = s.get("stats") or {}
     code = data.get("exit_code", s.get("exit_code"))
-    verdicts = {
-        0: ("pass", "passed"),
-        1: ("fail", "failed"),
-        3: ("error", "undecided: the model provider failed"),
-        5: ("skipped", "nothing ran"),
-        6: ("error", "undecided: too few samples for the release gate"),
-    }
-    kind, verdict = verdicts.get(
+    kind, verdict = _VERDICTS.get(
         code if isinstance(code, int) else -1, ("error", f"exit code {code}")
     )
     if data.get("interrupted"):
         verdict += " (interrupted: the cases finished so far)"
-    flaky = sum(1 for c in cases if _case_class(c) == "flaky")
+    gate = s.get("gate")
+    gate_tile = tile(
+        "gate",
+        e(verdict),
+        e(
+            (gate_line(gate, "cases") if isinstance(gate, dict) else "")
+            or f"{count(s.get('blocking_failed'))} blocking failed · "
+            f"{count(s.get('advisory_failed'))} advisory · exit code {code}"
+        ),
+        kind,
+    )
+    tiles = [*_rate_tiles(s, cases), gate_tile, *_run_tiles(data, s)]
+    dl = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in _summary_facts(data, s, cases))
+    return (
+        f'<section id="summary" aria-labelledby="summary-h"><h2 id="summary-h">Summary '
+        f"{badge(kind, verdict)}</h2>"
+        f'<div class="tiles">{"".join(tiles)}</div><dl class="facts">{dl}</dl>'
+        f'<div class="charts">{_eval_charts(cases)}</div></section>'
+    )
+
+
+def _rate_tiles(s: dict[str, Any], cases: list[dict[str, Any]]) -> list[str]:
+    """The summary's tiles of outcomes: cases, trials, pass rate, pass^k, flaky cases."""
+    stats = s.get("stats") or {}
     hat = stats.get("pass_hat_k") or {}
     if hat and stats.get("cases"):
         k = max(hat, key=lambda key: int(key))
@@ -132,24 +156,17 @@ def _eval_summary(data: dict[str, Any]) -> str:
     hat_interval = _interval_text(intervals.get("pass_hat_k"))
     if hat_interval is not None:
         hat_note += f" · {e(hat_interval)}"
-    gate = s.get("gate")
-    models = sorted({str(c.get("model")) for c in cases if c.get("model")})
-    judges = sorted({str(c.get("judge_model")) for c in cases if c.get("judge_model")})
-    real = sorted({str(n) for c in cases for n in c.get("real_tools") or []})
-    usage = s.get("usage") or {}
+    flaky = sum(1 for c in cases if _case_class(c) == "flaky")
     trials = s.get("trials") or 0
-    tiles = [
+    faults = s.get("trials_simulator_fault")
+    return [
         tile(
             "cases passed",
             f"{count(s.get('passed'))} / {count(s.get('cases'))}",
             e(
                 f"{count(s.get('failed'))} failed · {count(s.get('errors'))} errors · "
                 f"{count(s.get('skipped'))} skipped"
-                + (
-                    f" · {count(s.get('trials_simulator_fault'))} trials with simulator faults"
-                    if s.get("trials_simulator_fault")
-                    else ""
-                )
+                + (f" · {count(faults)} trials with simulator faults" if faults else "")
             ),
         ),
         tile(
@@ -169,16 +186,13 @@ def _eval_summary(data: dict[str, Any]) -> str:
             "some trials passed, some did not",
             "flaky" if flaky else "",
         ),
-        tile(
-            "gate",
-            e(verdict),
-            e(
-                (gate_line(gate, "cases") if isinstance(gate, dict) else "")
-                or f"{count(s.get('blocking_failed'))} blocking failed · "
-                f"{count(s.get('advisory_failed'))} advisory · exit code {code}"
-            ),
-            kind,
-        ),
+    ]
+
+
+def _run_tiles(data: dict[str, Any], s: dict[str, Any]) -> list[str]:
+    """The summary's tiles of what the run took: cost, tokens, duration."""
+    usage = s.get("usage") or {}
+    return [
         tile(
             "cost",
             e(cost(s.get("cost"))),
@@ -197,24 +211,27 @@ def _eval_summary(data: dict[str, Any]) -> str:
             "duration", e(secs(data.get("duration_s"))), e(f"started {data.get('started_at', '')}")
         ),
     ]
+
+
+def _summary_facts(
+    data: dict[str, Any], s: dict[str, Any], cases: list[dict[str, Any]]
+) -> list[tuple[str, str]]:
+    """The summary's facts: models, judge, tool calls, real tools, suites, versions."""
+    models = sorted({str(c.get("model")) for c in cases if c.get("model")})
+    judges = sorted({str(c.get("judge_model")) for c in cases if c.get("judge_model")})
+    real = sorted({str(n) for c in cases for n in c.get("real_tools") or []})
     facts = [
         ("models", ", ".join(models) or "—"),
         ("judge", ", ".join(judges) or "none"),
+        *_call_facts(cases),
         ("real tools", ", ".join(real) or "none named (tools a mocked case runs for real)"),
         ("suites", ", ".join(str(x.get("name")) for x in data.get("suites") or []) or "—"),
         ("toolproof", f"{data.get('toolproof', '')} · report v{data.get('version', '')}"),
     ]
-    facts[2:2] = _call_facts(cases)
     scripted = s.get("scripted_cases") or 0
     if scripted:
         facts.append(("scripted", f"{scripted} cases checked the wiring, not a model"))
-    dl = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in facts)
-    return (
-        f'<section id="summary" aria-labelledby="summary-h"><h2 id="summary-h">Summary '
-        f"{badge(kind, verdict)}</h2>"
-        f'<div class="tiles">{"".join(tiles)}</div><dl class="facts">{dl}</dl>'
-        f'<div class="charts">{_eval_charts(cases)}</div></section>'
-    )
+    return facts
 
 
 def _call_facts(cases: list[dict[str, Any]]) -> list[tuple[str, str]]:

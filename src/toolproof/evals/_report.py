@@ -696,50 +696,8 @@ def markdown_report(
         for c in report.cases
         if c.verdict == "pass" and c.stats is not None and c.stats.classification == "flaky"
     ]
-    if attention:
-        lines += ["### Needs attention", ""]
-        rows = []
-        for result in attention:
-            gate = "" if result.blocking else " (advisory)"
-            rows.append(
-                [
-                    f"{_ICON[result.verdict]} {md_escape(result.verdict)}{gate}",
-                    f"{md_code(result.case.id)}",
-                    f"{result.passes}/{len(result.trials)}",
-                    _case_interval(result),
-                    md_escape(result.reason, limit=300),
-                ]
-            )
-        head = ["verdict", "case", "passed", "pass rate [interval]", "reason"]
-        lines += [md_table(head, rows), ""]
-        for number, result in enumerate(attention):
-            body = "\n".join(_trial_lines(result))
-            if body:
-                lines += [
-                    md_details(f"{result.case.id}: trials", md_pre(body)),
-                    "",
-                ]
-            if number < MARKDOWN_TRANSCRIPT_CASES:
-                transcripts = _transcripts(result, spool, MARKDOWN_TRANSCRIPT_LIMIT)
-                if transcripts:
-                    lines += [
-                        md_details(f"{result.case.id}: transcript", md_pre(transcripts)),
-                        "",
-                    ]
-    if flaky:
-        lines += ["### Flaky (passed by pass_rule, but not every trial)", ""]
-        rows = [
-            [
-                f"{md_code(c.case.id)}",
-                f"{c.passes}/{len(c.trials)}",
-                _case_interval(c),
-                md_escape(c.case.config.pass_rule.describe()),
-                md_escape(c.reason, limit=200),
-            ]
-            for c in flaky
-        ]
-        head = ["case", "passed", "pass rate [interval]", "pass_rule", "failing checks"]
-        lines += [md_table(head, rows), ""]
+    lines += _attention_markdown(attention, spool)
+    lines += _flaky_markdown(flaky)
     passing = [c for c in report.cases if c.verdict == "pass" and c not in flaky]
     if passing:
         body = "\n".join(
@@ -753,6 +711,53 @@ def markdown_report(
         lines += [md_details(f"{len(skipped)} skipped cases", body), ""]
     lines.append(f"<sub>exit code {report.exit_code} · toolproof run</sub>")
     return md_truncate("\n".join(lines) + "\n", limit)
+
+
+def _attention_markdown(attention: list[CaseResult], spool: IO[bytes] | None) -> list[str]:
+    """The failing, erroring and unrun cases: a table, then each one's trials and transcript."""
+    if not attention:
+        return []
+    rows = []
+    for result in attention:
+        gate = "" if result.blocking else " (advisory)"
+        rows.append(
+            [
+                f"{_ICON[result.verdict]} {md_escape(result.verdict)}{gate}",
+                f"{md_code(result.case.id)}",
+                f"{result.passes}/{len(result.trials)}",
+                _case_interval(result),
+                md_escape(result.reason, limit=300),
+            ]
+        )
+    head = ["verdict", "case", "passed", "pass rate [interval]", "reason"]
+    lines = ["### Needs attention", "", md_table(head, rows), ""]
+    for number, result in enumerate(attention):
+        body = "\n".join(_trial_lines(result))
+        if body:
+            lines += [md_details(f"{result.case.id}: trials", md_pre(body)), ""]
+        if number < MARKDOWN_TRANSCRIPT_CASES:
+            transcripts = _transcripts(result, spool, MARKDOWN_TRANSCRIPT_LIMIT)
+            if transcripts:
+                lines += [md_details(f"{result.case.id}: transcript", md_pre(transcripts)), ""]
+    return lines
+
+
+def _flaky_markdown(flaky: list[CaseResult]) -> list[str]:
+    """The cases that passed by their pass_rule, but not in every trial."""
+    if not flaky:
+        return []
+    rows = [
+        [
+            f"{md_code(c.case.id)}",
+            f"{c.passes}/{len(c.trials)}",
+            _case_interval(c),
+            md_escape(c.case.config.pass_rule.describe()),
+            md_escape(c.reason, limit=200),
+        ]
+        for c in flaky
+    ]
+    head = ["case", "passed", "pass rate [interval]", "pass_rule", "failing checks"]
+    return ["### Flaky (passed by pass_rule, but not every trial)", "", md_table(head, rows), ""]
 
 
 # -- console ----------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from toolproof._agent import Session
+from toolproof._agent import Runnable, Session
 from toolproof._reporting import ReportSpec, check_output, parse_report_specs, utf8
 from toolproof._thread_loop import blocking
 from toolproof._toolset import _contained, _Exited
@@ -333,58 +333,20 @@ class _Runner:
         self, plan: _Plan, index: int, checking: _Checking
     ) -> tuple[TrialResult, _Infra | None]:
         case = plan.case
-        config = case.config
         started = time.perf_counter()
         counters = _Counters()
         model = self.trial_model(plan, index, counters)
         mocks: list[Any] = []
-        step = "creating the mocks"
         with contextlib.ExitStack() as isolation:
-            try:
-                for spec in config.mocks:
-                    mocks.extend(spec.create())
-                providers = [_MappingMocks(m) if isinstance(m, Mapping) else m for m in mocks]
-                toolset = isolation.enter_context(_trial_tools(case, providers))
-                step = "building the agent"
-                agent = config.agent.build(model, toolset)
-            except MockBypassed:
-                raise  # a configuration error: stop the whole run, nothing ran for real
-            except Exception as exc:  # a bug in the user's mocks or factory: the case fails
-                from toolproof._tracebacks import user_location
-
-                where = user_location(exc)
-                message = f"{step} failed: {type(exc).__name__}: {exc}" + (
-                    f" ({where})" if where else ""
-                )
-                check = CheckResult("setup", "fail", message)
-                trial = TrialResult(index, "fail", [check], message, type(exc).__name__)
-                trial.traceback = _user_traceback(exc)
-                return trial, None
+            agent = _trial_agent(plan, index, model, mocks, isolation)
+            if isinstance(agent, TrialResult):
+                return agent, None
             session = Session(agent)
-            metadata = {
-                **case.metadata,
-                "eval": {"suite": case.suite, "case": case.name, "trial": index},
-            }
             run_error: AgentRunError | None = None
-            conversation: Conversation | None = None
+            # an empty conversation is kept when a turn stops on an error
+            conversation = None if case.user is None else Conversation()
             try:
-                if case.user is not None:
-                    conversation = Conversation()  # kept when a turn stops on an error
-                    user_model = None
-                    if plan.user_slot is not None:
-                        user_model = _TrialModel(plan.user_slot, index, counters, self.cache)
-                    conversation = await converse(
-                        case.user,
-                        session,
-                        user_model=user_model,
-                        metadata=metadata,
-                        tags=case.tags,
-                        settings=config.settings,
-                    )
-                for turn in case.turns:
-                    await session.run(
-                        turn.input, metadata=metadata, tags=case.tags, settings=config.settings
-                    )
+                conversation = await self.play(plan, index, session, counters)
             except MockBypassed:
                 raise
             except AgentRunError as exc:
@@ -419,6 +381,32 @@ class _Runner:
         checking.traces, checking.counters = traces, counters
         checking.conversation = conversation
         return await self.grade(plan, index, SessionRecord(traces, mocks), checking, run_error)
+
+    async def play(
+        self, plan: _Plan, index: int, session: Session, counters: _Counters
+    ) -> Conversation | None:
+        """The case's conversation with the agent: its user's, then its scripted turns."""
+        case, settings = plan.case, plan.case.config.settings
+        metadata = {
+            **case.metadata,
+            "eval": {"suite": case.suite, "case": case.name, "trial": index},
+        }
+        conversation = None
+        if case.user is not None:
+            user_model = None
+            if plan.user_slot is not None:
+                user_model = _TrialModel(plan.user_slot, index, counters, self.cache)
+            conversation = await converse(
+                case.user,
+                session,
+                user_model=user_model,
+                metadata=metadata,
+                tags=case.tags,
+                settings=settings,
+            )
+        for turn in case.turns:
+            await session.run(turn.input, metadata=metadata, tags=case.tags, settings=settings)
+        return conversation
 
     def trial_model(self, plan: _Plan, index: int, counters: _Counters) -> Model:
         """The model of one trial: the case's script, or the case's model (cached, limited)."""
@@ -673,6 +661,40 @@ class _Runner:
         for plan in self.plans:
             if id(plan) in self.lines:
                 self.write_lines(plan)
+
+
+def _trial_agent(
+    plan: _Plan,
+    index: int,
+    model: Model,
+    mocks: list[Any],
+    isolation: contextlib.ExitStack,
+) -> Runnable | TrialResult:
+    """The trial's agent over its mocks (added to ``mocks``), or the failed trial.
+
+    A bug in the user's mocks or factory fails the case; a tool whose real code was about
+    to run (:class:`MockBypassed`) stops the whole run, since nothing ran for real.
+    """
+    config = plan.case.config
+    step = "creating the mocks"
+    try:
+        for spec in config.mocks:
+            mocks.extend(spec.create())
+        providers = [_MappingMocks(m) if isinstance(m, Mapping) else m for m in mocks]
+        toolset = isolation.enter_context(_trial_tools(plan.case, providers))
+        step = "building the agent"
+        return config.agent.build(model, toolset)
+    except MockBypassed:
+        raise
+    except Exception as exc:
+        from toolproof._tracebacks import user_location
+
+        where = user_location(exc)
+        message = f"{step} failed: {type(exc).__name__}: {exc}" + (f" ({where})" if where else "")
+        check = CheckResult("setup", "fail", message)
+        trial = TrialResult(index, "fail", [check], message, type(exc).__name__)
+        trial.traceback = _user_traceback(exc)
+        return trial
 
 
 class _Checking:
@@ -1047,14 +1069,7 @@ async def evaluate_async(
         from toolproof.evals._attacks import with_attack_limit
 
         selected = with_attack_limit(selected, max_attack_success)
-    if cost_gates is not None and baseline is None:
-        raise UserError("cost and latency gates compare with a baseline run: pass baseline=")
-    # The suites' own cost_gates apply too (the strictest limit of each kind wins).
-    costs = _CostPlan(
-        None if baseline is None else baseline_cases(baseline),
-        strictest([cost_gates, *(suite.cost_gates for suite in loaded)]),
-        cost_estimate,
-    )
+    costs = _CostPlan.make(loaded, baseline, cost_gates, cost_estimate)
     started_at, clock = _now(), time.perf_counter()
     slots: dict[str, _Slot] = {}
     plans = _plan(
@@ -1073,11 +1088,7 @@ async def evaluate_async(
 
         response_cache = ResponseCache(Path(cache_dir))
     spool, spool_error = _open_spool(specs)
-    store = None
-    if record is not None:
-        from toolproof.replay._store import open_store
-
-        store = open_store(record, create=True)
+    store = None if record is None else _open_store(record)
     runner = _Runner(
         plans,
         _Options(
@@ -1121,6 +1132,13 @@ def _report_specs(reports: Sequence[str | ReportSpec]) -> list[ReportSpec]:
     return specs
 
 
+def _open_store(record: str | Path) -> TraceStore:
+    """The trace store that keeps the trials' traces (``record=``)."""
+    from toolproof.replay._store import open_store
+
+    return open_store(record, create=True)
+
+
 def _open_spool(specs: Sequence[ReportSpec]) -> tuple[IO[bytes] | None, str | None]:
     """The file the trials (with their traces) stream to for the reports, if any are written.
 
@@ -1142,6 +1160,24 @@ class _CostPlan:
     before: list[dict[str, Any]] | None
     gates: CostGates | None
     estimate: float | None
+
+    @classmethod
+    def make(
+        cls,
+        suites: Sequence[Suite],
+        baseline: str | Path | Mapping[str, Any] | None,
+        gates: CostGates | None,
+        estimate: float | None,
+    ) -> _CostPlan:
+        """The plan of a run of ``suites``; their own cost_gates apply too (the strictest wins).
+
+        Raises:
+            UserError: Gates without a baseline to compare with.
+        """
+        if gates is not None and baseline is None:
+            raise UserError("cost and latency gates compare with a baseline run: pass baseline=")
+        before = None if baseline is None else baseline_cases(baseline)
+        return cls(before, strictest([gates, *(suite.cost_gates for suite in suites)]), estimate)
 
     def of(self, report: EvalReport, plans: Sequence[_Plan]) -> dict[str, Any]:
         """The report's cost, latency and token figures, compared with the baseline."""

@@ -167,6 +167,39 @@ def _findings(result: dict[str, Any]) -> str:
 
 def render_replay(data: dict[str, Any], *, nav: str = "") -> str:
     """The HTML page of a replay report (``toolproof replay --report json``)."""
+    samples = data.get("results") or []
+    embedded: dict[str, dict[str, Any]] = {}
+    order = {"fail": 0, "error": 1, "warn": 2, "pass": 3}
+    rows = [
+        _sample_row(n, result, data.get("mode"), len(samples), embedded)
+        for n, result in sorted(
+            enumerate(samples), key=lambda item: order.get(str(item[1].get("grade")), 4)
+        )
+    ]
+    filters = (
+        '<form class="filters" id="filters" hidden role="search">'
+        '<label>show <select id="f-state"><option value="">all samples</option>'
+        '<option value="failing">failing (fail or error)</option><option value="warn">warn</option>'
+        '<option value="pass">passing</option></select></label>'
+        '<label>search <input id="f-text" type="search" placeholder="trace id, input…"></label>'
+        '<span id="f-count" class="muted" aria-live="polite"></span></form>'
+    )
+    cases = (
+        f'<section id="cases" aria-labelledby="cases-h"><h2 id="cases-h">Samples '
+        f'<span class="muted">({len(samples)})</span></h2>{filters}'
+        f'<div class="rows">{"".join(rows)}</div></section>'
+    )
+    head = (
+        f'<header class="top"><h1>toolproof replay report ({e(data.get("mode"))})</h1>'
+        f'<p class="muted">{e(data.get("started_at", ""))}</p></header>'
+    )
+    data_block = {"kind": "replay", "samples": embedded}
+    body = head + _replay_summary(data) + cases
+    return page("toolproof replay report", body, data=data_block, nav=nav)
+
+
+def _replay_summary(data: dict[str, Any]) -> str:
+    """The summary: the gate's verdict, the tiles, the facts and the grades' chart."""
     counts = data.get("counts") or {}
     gate = data.get("gate") or {}
     passed = bool(gate.get("passed"))
@@ -191,11 +224,7 @@ def render_replay(data: dict[str, Any], *, nav: str = "") -> str:
             e(f"{counts.get('pass', 0)} / {counts.get('warn', 0)} / {counts.get('fail', 0)}"),
             e(f"pass / warn / fail · {counts.get('error', 0)} errors"),
         ),
-        tile(
-            "failure rate",
-            pct(data.get("fail_rate")),
-            e(rate_note),
-        ),
+        tile("failure rate", pct(data.get("fail_rate")), e(rate_note)),
         tile(
             "gate",
             e(verdict),
@@ -217,7 +246,17 @@ def render_replay(data: dict[str, Any], *, nav: str = "") -> str:
         ("store", data.get("source") or "—"),
         ("aging", json.dumps(data.get("aging"), default=str) if data.get("aging") else "—"),
     ]
-    total = max(len(samples), 1)
+    return (
+        f'<section id="summary" aria-labelledby="summary-h"><h2 id="summary-h">Summary '
+        f'{badge(kind, verdict)}</h2><div class="tiles">{"".join(tiles)}</div>'
+        f'<dl class="facts">{"".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in facts)}</dl>'
+        f'<div class="charts">{_grades_chart(counts, len(samples))}</div></section>'
+    )
+
+
+def _grades_chart(counts: dict[str, Any], samples: int) -> str:
+    """A stacked bar of the samples by grade."""
+    total = max(samples, 1)
     x = 0.0
     bars = []
     for grade in ("pass", "warn", "fail", "error"):
@@ -231,63 +270,42 @@ def render_replay(data: dict[str, Any], *, nav: str = "") -> str:
             f"<title>{e(grade)}: {n}</title></rect>"
         )
         x += w
-    chart = figure(
+    return figure(
         "samples by grade",
         chart_svg(
             "samples by grade", "Stacked bar: pass, warn, fail, error.", 600, 22, "".join(bars)
         ),
         ", ".join(f"{g} {counts.get(g, 0)}" for g in ("pass", "warn", "fail", "error")),
     )
-    summary = (
-        f'<section id="summary" aria-labelledby="summary-h"><h2 id="summary-h">Summary '
-        f'{badge(kind, verdict)}</h2><div class="tiles">{"".join(tiles)}</div>'
-        f'<dl class="facts">{"".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in facts)}</dl>'
-        f'<div class="charts">{chart}</div></section>'
+
+
+def _sample_row(
+    n: int,
+    result: dict[str, Any],
+    mode: Any,
+    samples: int,
+    embedded: dict[str, dict[str, Any]],
+) -> str:
+    """One sample, folded: its grade, findings, the diff of a warn or fail, both runs."""
+    grade = str(result.get("grade"))
+    diff = _side_by_side(result, mode) if grade in ("warn", "fail") else ""
+    notes = "".join(f"<li>{e(x)}</li>" for x in result.get("notes") or [])
+    search = f"{result.get('trace_id', '')} {result.get('input', '')}".lower()
+    first = (result.get("findings") or [{}])[0].get("message", "")
+    return (
+        f'<details class="case sample" id="sample-{n}" data-c="{n}" data-verdict="{e(grade)}" '
+        f'data-class="" data-tags="" data-search="{e(search)}"'
+        f"{' open' if grade == 'fail' and samples <= 50 else ''}><summary>{badge(grade)} "
+        f'<code class="name">{e(str(result.get("trace_id", ""))[:12])}</code> '
+        f'<span class="reason">{e(result.get("input"))}</span> '
+        f'<span class="muted">{e(first)}</span></summary><div class="case-body">'
+        f'<dl class="meta"><dt>trace</dt><dd>{e(result.get("trace_id"))}</dd>'
+        f"<dt>recorded model</dt><dd>{e(result.get('recorded_model'))}</dd>"
+        f"<dt>age</dt><dd>{e(result.get('age_days'))} days "
+        f"(weight {e(result.get('weight'))})</dd></dl>"
+        f"{'<ul class=notes>' + notes + '</ul>' if notes else ''}"
+        f"{_findings(result)}{diff}{_both_runs(n, result, embedded)}</div></details>"
     )
-    rows = []
-    embedded: dict[str, dict[str, Any]] = {}
-    order = {"fail": 0, "error": 1, "warn": 2, "pass": 3}
-    for n, result in sorted(
-        enumerate(samples), key=lambda item: order.get(str(item[1].get("grade")), 4)
-    ):
-        grade = str(result.get("grade"))
-        diff = _side_by_side(result, data.get("mode")) if grade in ("warn", "fail") else ""
-        notes = "".join(f"<li>{e(x)}</li>" for x in result.get("notes") or [])
-        search = f"{result.get('trace_id', '')} {result.get('input', '')}".lower()
-        first = (result.get("findings") or [{}])[0].get("message", "")
-        rows.append(
-            f'<details class="case sample" id="sample-{n}" data-c="{n}" data-verdict="{e(grade)}" '
-            f'data-class="" data-tags="" data-search="{e(search)}"'
-            f"{' open' if grade == 'fail' and len(samples) <= 50 else ''}><summary>{badge(grade)} "
-            f'<code class="name">{e(str(result.get("trace_id", ""))[:12])}</code> '
-            f'<span class="reason">{e(result.get("input"))}</span> '
-            f'<span class="muted">{e(first)}</span></summary><div class="case-body">'
-            f'<dl class="meta"><dt>trace</dt><dd>{e(result.get("trace_id"))}</dd>'
-            f"<dt>recorded model</dt><dd>{e(result.get('recorded_model'))}</dd>"
-            f"<dt>age</dt><dd>{e(result.get('age_days'))} days "
-            f"(weight {e(result.get('weight'))})</dd></dl>"
-            f"{'<ul class=notes>' + notes + '</ul>' if notes else ''}"
-            f"{_findings(result)}{diff}{_both_runs(n, result, embedded)}</div></details>"
-        )
-    filters = (
-        '<form class="filters" id="filters" hidden role="search">'
-        '<label>show <select id="f-state"><option value="">all samples</option>'
-        '<option value="failing">failing (fail or error)</option><option value="warn">warn</option>'
-        '<option value="pass">passing</option></select></label>'
-        '<label>search <input id="f-text" type="search" placeholder="trace id, input…"></label>'
-        '<span id="f-count" class="muted" aria-live="polite"></span></form>'
-    )
-    cases = (
-        f'<section id="cases" aria-labelledby="cases-h"><h2 id="cases-h">Samples '
-        f'<span class="muted">({len(samples)})</span></h2>{filters}'
-        f'<div class="rows">{"".join(rows)}</div></section>'
-    )
-    head = (
-        f'<header class="top"><h1>toolproof replay report ({e(data.get("mode"))})</h1>'
-        f'<p class="muted">{e(data.get("started_at", ""))}</p></header>'
-    )
-    data_block = {"kind": "replay", "samples": embedded}
-    return page("toolproof replay report", head + summary + cases, data=data_block, nav=nav)
 
 
 def _both_runs(n: int, result: dict[str, Any], embedded: dict[str, dict[str, Any]]) -> str:

@@ -214,15 +214,31 @@ async def areplay(
         executor=executor,
     )
     if mode == "tools":
-        built = _build_agent(agent, None) if agent is not None else None
-        if tools is None:
-            if built is None:
-                raise UserError(
-                    "tools mode needs today's tools: pass tools=... (or --tools), or an agent "
-                    "(--agent module:factory) whose tools are used"
-                )
-            tools = built.toolset
-        return await replay_tools(source, tools, options, run_mocks=run_mocks)
+        return await replay_tools(source, _todays_tools(tools, agent), options, run_mocks=run_mocks)
+    agent = _model_mode_agent(agent, model)
+    return await replay_model(source, agent, model, options, judge=judge, keep_traces=keep_traces)
+
+
+def _todays_tools(
+    tools: Toolset | Sequence[Tool[..., Any] | ToolInfo] | Mapping[str, Any] | None,
+    agent: Runnable | AgentFactory | None,
+) -> Toolset | Sequence[Tool[..., Any] | ToolInfo] | Mapping[str, Any]:
+    """Tools mode's tools: those given, else the agent's (a factory is built to get them)."""
+    built = _build_agent(agent, None) if agent is not None else None
+    if tools is not None:
+        return tools
+    if built is None:
+        raise UserError(
+            "tools mode needs today's tools: pass tools=... (or --tools), or an agent "
+            "(--agent module:factory) whose tools are used"
+        )
+    return built.toolset
+
+
+def _model_mode_agent(
+    agent: Runnable | AgentFactory | None, model: Model | str | None
+) -> Runnable | AgentFactory:
+    """Model mode's agent, checked: an agent, or a factory with the model that answers."""
     if agent is None:
         raise UserError(
             "model mode needs today's agent: pass agent=... (an Agent or a factory "
@@ -233,7 +249,7 @@ async def areplay(
             "model mode with an agent factory needs the model that answers: pass model=... "
             "(a Model, a model string, or 'recorded'; on the command line --model)"
         )
-    return await replay_model(source, agent, model, options, judge=judge, keep_traces=keep_traces)
+    return agent
 
 
 async def replay_tools(
