@@ -250,3 +250,62 @@ def test_a_page_written_case_by_case_is_the_page_of_the_whole_data(
             if t["tools"]
         }
     )
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def attack_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A scripted run with attacks, so its summary has every section: intervals, the gate,
+    attack figures, cost and latency."""
+    from toolproof.evals import evaluate
+
+    out = tmp_path_factory.mktemp("attacks") / "report.json"
+    suite = ROOT / "examples" / "inbox_attacks" / "defended.eval.yaml"
+    report = evaluate(suite, model="scripted", cache=False, reports=[f"json:{out}"])
+    assert report.exit_code == 0
+    data: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    summary = data["summary"]
+    assert summary["attacks"] and summary["costs"]["suites"] and summary["intervals"]
+    return data
+
+
+def _planted(value: Any, text: str) -> Any:
+    """``value`` with every string in it (but the report's format) replaced by ``text``."""
+    if isinstance(value, dict):
+        return {k: v if k == "format" else _planted(v, text) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_planted(v, text) for v in value]
+    return text if isinstance(value, str) else value
+
+
+_MARKED = hostile_text.map(lambda text: f"{text}<b id=planted>")
+
+
+@settings(
+    deadline=None, max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(text=_MARKED)
+def test_every_text_of_an_eval_report_stays_text(attack_report: dict[str, Any], text: str) -> None:
+    # every section of the summary (intervals, gate, attacks, costs), every case and trace
+    data = _planted(attack_report, text)
+    page = render_report(data)
+    parsed = assert_inert(page)
+    assert ("b", {"id": "planted"}) not in parsed.tags
+    assert "&lt;b id=planted&gt;" in page
+    assert expand_eval_data(json.loads(parsed.data_block)) == data
+
+
+@settings(
+    deadline=None, max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(text=_MARKED)
+def test_every_text_of_a_replay_report_stays_text(
+    replay_reports: dict[str, Any], text: str
+) -> None:
+    data = _planted(replay_reports["data"], text)
+    page = render_report(data)
+    parsed = assert_inert(page)
+    assert ("b", {"id": "planted"}) not in parsed.tags
+    assert "&lt;b id=planted&gt;" in page
