@@ -118,6 +118,26 @@ def register(subparsers: Any) -> None:
     export.add_argument("-o", "--output", default="-", help="the file (default: stdout)")
     export.set_defaults(handler=_export)
 
+    _add_import_parser(commands)
+
+    from toolproof.cli import _promote
+
+    promote = _promote.add_parser(commands)
+    add_store_argument(promote)
+    add_filter_arguments(promote)
+    promote.set_defaults(
+        handler=lambda args: _promote.promote(args, filter_from_args, store_path(args))
+    )
+
+    prune = commands.add_parser("prune", help="delete expired traces")
+    add_store_argument(prune)
+    prune.add_argument("--older-than", required=True, metavar="AGE", help="e.g. 90d")
+    prune.add_argument("--dry-run", action="store_true", help="only count them")
+    prune.set_defaults(handler=_prune)
+
+
+def _add_import_parser(commands: Any) -> None:
+    """``traces import``: its files, formats and redaction."""
     importer = commands.add_parser(
         "import",
         help="import JSONL exports or OpenAI-format conversations",
@@ -157,21 +177,6 @@ def register(subparsers: Any) -> None:
     )
     importer.add_argument("--replace", action="store_true", help="overwrite traces with same id")
     importer.set_defaults(handler=_import)
-
-    from toolproof.cli import _promote
-
-    promote = _promote.add_parser(commands)
-    add_store_argument(promote)
-    add_filter_arguments(promote)
-    promote.set_defaults(
-        handler=lambda args: _promote.promote(args, filter_from_args, store_path(args))
-    )
-
-    prune = commands.add_parser("prune", help="delete expired traces")
-    add_store_argument(prune)
-    prune.add_argument("--older-than", required=True, metavar="AGE", help="e.g. 90d")
-    prune.add_argument("--dry-run", action="store_true", help="only count them")
-    prune.set_defaults(handler=_prune)
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -278,18 +283,14 @@ def _export(args: argparse.Namespace) -> int:
 def _import(args: argparse.Namespace) -> int:
     from pydantic_core import to_json
 
+    from toolproof.cli._options import redactor_from_args
     from toolproof.errors import UserError
-    from toolproof.replay import Redactor, TraceStore
+    from toolproof.replay import TraceStore
     from toolproof.replay._import import read_trace_file
     from toolproof.replay._schema_check import load_schema_file
     from toolproof.replay._store import row_from_dict
 
-    if args.no_redact:
-        redactor = Redactor.none()
-    elif args.redact:
-        redactor = Redactor.from_file(args.redact)
-    else:
-        redactor = Redactor()
+    redactor = redactor_from_args(args)
     tools = load_schema_file(args.tools) if args.tools else []
     if args.format == "otel":
         try:

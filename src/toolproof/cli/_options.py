@@ -1,0 +1,241 @@
+"""Options several commands take, each declared once, and what they turn into.
+
+``toolproof run``, ``replay``, ``plan`` and ``runs compare`` share these: the statistics
+options, reports, run logs, redaction and where the work runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from toolproof._runlog import RunLog
+
+__all__ = [
+    "add_confidence_argument",
+    "add_executor_argument",
+    "add_log_arguments",
+    "add_redaction_arguments",
+    "add_report_argument",
+    "add_statistics_arguments",
+    "check_report_paths",
+    "cost_gates",
+    "finish_log",
+    "logged",
+    "positive_int",
+    "rate",
+    "redactor_from_args",
+    "start_log",
+]
+
+
+def positive_int(text: str) -> int:
+    """A whole number of at least 1 (an argparse ``type``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def rate(text: str) -> float:
+    """A rate between 0 and 1 (an argparse ``type``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a rate such as 0.1, got {text!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be a rate between 0 and 1, got {text}")
+    return value
+
+
+def _level(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number such as 0.95, got {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (e.g. 0.95), got {text}")
+    return value
+
+
+def add_statistics_arguments(parser: Any, *, gate: bool = True) -> None:
+    """Add ``--confidence``, ``--interval``, ``--gate-mode`` and ``--max-failure-rate``.
+
+    ``toolproof replay`` shares them but has its own limit (``--gate``): ``gate=False``.
+    """
+    add_confidence_argument(parser, default=None)
+    parser.add_argument(
+        "--interval",
+        choices=("wilson", "clopper-pearson"),
+        help="interval of a case's pass rate and of a failure rate (default: the suites' "
+        "setting, else wilson)",
+    )
+    if gate:
+        parser.add_argument(
+            "--max-failure-rate",
+            type=rate,
+            metavar="RATE",
+            help="gate the run on the blocking cases' failure rate (e.g. 0.1) instead of on "
+            "each blocking case's verdict",
+        )
+    parser.add_argument(
+        "--gate-mode",
+        choices=("advisory", "release"),
+        help="advisory (default): fail only when the failure rate is clearly above the limit; "
+        "release: pass only when it is clearly below (undecided exits 6)",
+    )
+
+
+def add_confidence_argument(parser: Any, default: float | None = 0.95) -> None:
+    """``--confidence LEVEL`` (shared by the commands that print intervals or decide)."""
+    shown = "the suites' setting, else 0.95" if default is None else f"{default:g}"
+    parser.add_argument(
+        "--confidence",
+        type=_level,
+        default=default,
+        metavar="LEVEL",
+        help=f"confidence level of intervals and decisions, between 0 and 1 (default {shown})",
+    )
+
+
+def add_executor_argument(parser: Any, *, units: str) -> None:
+    """``--executor local|ray[:ADDRESS]``: where the ``units`` (trials, samples) run."""
+    parser.add_argument(
+        "--executor",
+        default="local",
+        metavar="local|ray[:ADDRESS]",
+        help=f"where {units} run: this process (default) or a Ray cluster (toolproof[ray])",
+    )
+
+
+def add_report_argument(parser: Any, *, metavar: str = "FORMAT[:PATH]") -> None:
+    """``--report FORMAT[:PATH]`` (repeatable): the reports of a run or a replay."""
+    parser.add_argument(
+        "--report",
+        action="append",
+        default=[],
+        metavar=metavar,
+        help="write a report: json, junit, markdown or html, to PATH or '-' for stdout "
+        "(repeatable)",
+    )
+
+
+def check_report_paths(specs: Any) -> None:
+    """Fail before anything runs when a report cannot be written where it should go.
+
+    Raises:
+        UserError: A report's path is a folder or a read-only file, or its folder cannot be
+            created or written.
+    """
+    from toolproof._reporting import check_output
+    from toolproof.errors import UserError
+
+    for spec in specs:
+        if spec.to_stdout:
+            continue
+        try:
+            check_output(spec.path)
+        except UserError as exc:
+            raise UserError(f"--report {spec.format}:{spec.path}: {exc}") from None
+
+
+def add_redaction_arguments(parser: Any) -> None:
+    """``--redact FILE`` and ``--no-redact`` (shared with ``toolproof replay``)."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--redact",
+        metavar="FILE",
+        help="redaction rules (YAML) for what the reports and the run log hold (default: "
+        "mask credentials, e-mail addresses, phone and card numbers)",
+    )
+    group.add_argument(
+        "--no-redact",
+        action="store_true",
+        help="write the reports and the run log as the run saw them",
+    )
+
+
+def redactor_from_args(args: argparse.Namespace) -> Any:
+    """The redactor of ``--redact`` and ``--no-redact`` (by default, the default rules)."""
+    from toolproof.replay._redact import Redactor
+
+    if args.no_redact:
+        return Redactor.none()
+    return Redactor.from_file(args.redact) if args.redact else Redactor()
+
+
+def add_log_arguments(parser: Any) -> None:
+    """Add ``--log-dir`` and ``--no-log`` (shared with ``toolproof replay``)."""
+    parser.add_argument(
+        "--log-dir",
+        metavar="PATH",
+        help="where run logs go (default .toolproof/runs, or $TOOLPROOF_LOG_DIR)",
+    )
+    parser.add_argument("--no-log", action="store_true", help="do not write a run log of this run")
+
+
+def start_log(args: argparse.Namespace, kind: str, **details: Any) -> RunLog | None:
+    """The run log of this command (``None`` with ``--no-log``); ``details`` as ``RunLog``."""
+    if args.no_log:
+        return None
+    from toolproof._runlog import RunLog
+
+    return RunLog.start(args.log_dir, kind, argv=getattr(args, "argv", None), **details)
+
+
+def finish_log(log: RunLog | None, exc: BaseException) -> None:
+    """Record in the run log how a command that raised ended.
+
+    A configuration error found before anything ran leaves no run log at all.
+    """
+    from toolproof.errors import UserError
+
+    if log is None:
+        return
+    if isinstance(exc, UserError) and not log.report_path.exists():
+        log.discard()
+        return
+    if isinstance(exc, KeyboardInterrupt):
+        log.finish(status="interrupted", exit_code=130, interrupted=True)
+        return
+    from toolproof._tracebacks import user_location
+
+    code = 2 if isinstance(exc, UserError) or user_location(exc) is not None else 4
+    log.finish(status="crashed", exit_code=code, interrupted=True)
+
+
+@contextlib.contextmanager
+def logged(*logs: RunLog | None) -> Iterator[None]:
+    """Inside: work whose raising ends each run log as :func:`finish_log` says."""
+    try:
+        yield
+    except BaseException as exc:
+        for log in logs:
+            finish_log(log, exc)
+        raise
+
+
+def cost_gates(args: argparse.Namespace) -> Any:
+    """The ``CostGates`` of ``--max-latency-increase`` and ``--max-cost-increase`` (or None).
+
+    Raises:
+        UserError: A limit is not a percentage such as 20%.
+    """
+    if args.max_latency_increase is None and args.max_cost_increase is None:
+        return None
+    from toolproof.evals._costs import CostGates, parse_increase
+
+    return CostGates(
+        p95_latency=None
+        if args.max_latency_increase is None
+        else parse_increase(args.max_latency_increase, "--max-latency-increase"),
+        cost_per_case=None
+        if args.max_cost_increase is None
+        else parse_increase(args.max_cost_increase, "--max-cost-increase"),
+    )
