@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from toolproof._runlog import RunLog
+
+N = TypeVar("N", int, float)
 
 __all__ = [
     "add_confidence_argument",
@@ -25,6 +27,7 @@ __all__ = [
     "cost_gates",
     "finish_log",
     "logged",
+    "number_type",
     "positive_int",
     "rate",
     "redactor_from_args",
@@ -32,36 +35,44 @@ __all__ = [
 ]
 
 
-def positive_int(text: str) -> int:
-    """A whole number of at least 1 (an argparse ``type``)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+def number_type(
+    parse: Callable[[str], N], expected: str, fits: Callable[[N], bool], problem: str
+) -> Callable[[str], N]:
+    """An argparse ``type``: ``parse`` the text, and check the number ``fits``.
+
+    Args:
+        parse: Reads the number (raises ``ValueError`` on other text).
+        expected: What was expected, said when the text is not a number.
+        fits: Whether the number is within the option's range.
+        problem: Said when it is not (``{text}`` and ``{value}`` are filled in).
+    """
+
+    def convert(text: str) -> N:
+        try:
+            value = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        if not fits(value):
+            raise argparse.ArgumentTypeError(problem.format(text=text, value=value))
+        return value
+
+    return convert
 
 
-def rate(text: str) -> float:
-    """A rate between 0 and 1 (an argparse ``type``)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a rate such as 0.1, got {text!r}") from None
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"must be a rate between 0 and 1, got {text}")
-    return value
-
-
-def _level(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number such as 0.95, got {text!r}") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (e.g. 0.95), got {text}")
-    return value
+#: A whole number of at least 1.
+positive_int = number_type(
+    int, "a whole number", lambda v: v >= 1, "must be at least 1, got {value}"
+)
+#: A rate between 0 and 1.
+rate = number_type(
+    float, "a rate such as 0.1", lambda v: 0 <= v <= 1, "must be a rate between 0 and 1, got {text}"
+)
+_level = number_type(
+    float,
+    "a number such as 0.95",
+    lambda v: 0 < v < 1,
+    "must be between 0 and 1 (e.g. 0.95), got {text}",
+)
 
 
 def add_statistics_arguments(parser: Any, *, gate: bool = True) -> None:

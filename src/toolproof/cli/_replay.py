@@ -14,6 +14,7 @@ from toolproof.cli._options import (
     add_statistics_arguments,
     check_report_paths,
     logged,
+    number_type,
     redactor_from_args,
     start_log,
 )
@@ -129,16 +130,12 @@ def _add_grading_arguments(parser: Any) -> None:
     )
 
 
-def _rate(text: str) -> float:
-    try:
-        value = float(text.rstrip("%")) / (100 if text.endswith("%") else 1)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a rate such as 0.05 or 5%, got {text!r}"
-        ) from None
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"a rate is between 0 and 1, got {text!r}")
-    return value
+_rate = number_type(
+    lambda text: float(text.rstrip("%")) / (100 if text.endswith("%") else 1),
+    "a rate such as 0.05 or 5%",
+    lambda v: 0 <= v <= 1,
+    "a rate is between 0 and 1, got {text!r}",
+)
 
 
 def _replay(args: argparse.Namespace) -> int:

@@ -30,6 +30,7 @@ from toolproof.cli._options import (
     check_report_paths,
     cost_gates,
     logged,
+    number_type,
     positive_int,
     redactor_from_args,
     start_log,
@@ -231,24 +232,16 @@ def _add_cost_arguments(parser: Any) -> None:
     )
 
 
-def _attack_rate(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"expected a rate with 0 <= rate < 1, got {text!r}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-    return value
+_attack_rate = number_type(
+    float,
+    "a rate with 0 <= rate < 1",
+    lambda v: 0 <= v < 1,
+    "expected a rate with 0 <= rate < 1, got {text!r}",
+)
+# (NaN is not refused here: the rate limiter reads it as no limit)
+_positive_float = number_type(
+    float, "a number", lambda v: not v <= 0, "must be positive, got {text}"
+)
 
 
 #: Allocations between two collections of the youngest generation while ``toolproof run``
