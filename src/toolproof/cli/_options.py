@@ -1,13 +1,15 @@
 """Options several commands take, each declared once, and what they turn into.
 
-``toolproof run``, ``replay``, ``plan`` and ``runs compare`` share these: the statistics
-options, reports, run logs, redaction and where the work runs.
+``toolproof run``, ``replay``, ``plan``, ``runs``, ``traces``, ``view`` and ``serve`` share
+these: the statistics options, reports, run logs, redaction, where the work runs, and the
+trace store and which of its traces.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -19,12 +21,15 @@ N = TypeVar("N", int, float)
 __all__ = [
     "add_confidence_argument",
     "add_executor_argument",
+    "add_filter_arguments",
     "add_log_arguments",
     "add_redaction_arguments",
     "add_report_argument",
     "add_statistics_arguments",
+    "add_store_argument",
     "check_report_paths",
     "cost_gates",
+    "filter_from_args",
     "finish_log",
     "logged",
     "number_type",
@@ -32,6 +37,7 @@ __all__ = [
     "rate",
     "redactor_from_args",
     "start_log",
+    "store_path",
 ]
 
 
@@ -249,4 +255,66 @@ def cost_gates(args: argparse.Namespace) -> Any:
         cost_per_case=None
         if args.max_cost_increase is None
         else parse_increase(args.max_cost_increase, "--max-cost-increase"),
+    )
+
+
+_STATUSES = "ok, failed, final, max_steps, budget, repeated_call, cancelled, error"
+
+
+def store_path(args: argparse.Namespace) -> str:
+    """The store given with ``--store``, else ``$TOOLPROOF_STORE``, else the default."""
+    from toolproof.replay._store import DEFAULT_STORE_PATH
+
+    return str(args.store or os.environ.get("TOOLPROOF_STORE") or DEFAULT_STORE_PATH)
+
+
+def add_store_argument(parser: argparse.ArgumentParser) -> None:
+    """``--store PATH|URL``."""
+    parser.add_argument(
+        "--store",
+        metavar="PATH|URL",
+        help="trace store: a SQLite file or a postgresql:// URL "
+        "(default: $TOOLPROOF_STORE or .toolproof/traces.db)",
+    )
+
+
+def add_filter_arguments(
+    parser: argparse.ArgumentParser, *, model_flag: str = "--model", limit: int | None = None
+) -> None:
+    """The trace filters shared by ``traces`` and ``replay``."""
+    group = parser.add_argument_group("which traces")
+    group.add_argument("--since", help="started at or after: an age (7d, 12h) or an ISO date")
+    group.add_argument("--until", help="started before: an age (7d, 12h) or an ISO date")
+    group.add_argument(
+        "--tool", action="append", default=[], help="called this tool (repeatable: any of them)"
+    )
+    group.add_argument(
+        model_flag, dest="filter_model", metavar="MODEL", help="recorded with this model (globs)"
+    )
+    group.add_argument(
+        "--tag", action="append", default=[], help="carries this tag (repeatable: all of them)"
+    )
+    group.add_argument("--status", help=f"outcome: {_STATUSES}")
+    group.add_argument("--id", action="append", default=[], dest="ids", help="this trace id")
+    group.add_argument(
+        "--limit",
+        type=int,
+        default=limit,
+        help="at most this many, most recent first" + (f" (default {limit})" if limit else ""),
+    )
+
+
+def filter_from_args(args: argparse.Namespace) -> Any:
+    """The ``TraceFilter`` the filter arguments describe."""
+    from toolproof.replay import TraceFilter
+
+    return TraceFilter(
+        since=args.since,
+        until=args.until,
+        tools=list(args.tool),
+        model=args.filter_model,
+        tags=list(args.tag),
+        status=args.status,
+        ids=list(args.ids),
+        limit=args.limit,
     )

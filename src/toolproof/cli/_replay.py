@@ -8,20 +8,18 @@ from typing import TYPE_CHECKING, Any
 
 from toolproof.cli._options import (
     add_executor_argument,
+    add_filter_arguments,
     add_log_arguments,
     add_redaction_arguments,
     add_report_argument,
     add_statistics_arguments,
+    add_store_argument,
     check_report_paths,
+    filter_from_args,
     logged,
     number_type,
     redactor_from_args,
     start_log,
-)
-from toolproof.cli._traces import (
-    add_filter_arguments,
-    add_store_argument,
-    filter_from_args,
     store_path,
 )
 

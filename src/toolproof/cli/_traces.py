@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from toolproof._text import clip
 from toolproof.cli import show_help
+from toolproof.cli._options import (
+    add_filter_arguments,
+    add_store_argument,
+    filter_from_args,
+    store_path,
+)
 
 if TYPE_CHECKING:
     from toolproof._trace import Trace
 
-__all__ = ["add_filter_arguments", "filter_from_args", "register", "store_path"]
+__all__ = ["register"]
 
 EPILOG = """examples:
   toolproof traces list --since 7d --tool query_users --status failed
@@ -25,67 +30,6 @@ EPILOG = """examples:
   toolproof traces prune --older-than 90d
   toolproof traces promote --since 7d --failed --distinct 20 -o week.eval.yaml --agent app:build
 """
-
-_STATUSES = "ok, failed, final, max_steps, budget, repeated_call, cancelled, error"
-
-
-def store_path(args: argparse.Namespace) -> str:
-    """The store given with ``--store``, else ``$TOOLPROOF_STORE``, else the default."""
-    from toolproof.replay._store import DEFAULT_STORE_PATH
-
-    return str(args.store or os.environ.get("TOOLPROOF_STORE") or DEFAULT_STORE_PATH)
-
-
-def add_store_argument(parser: argparse.ArgumentParser) -> None:
-    """``--store PATH|URL``."""
-    parser.add_argument(
-        "--store",
-        metavar="PATH|URL",
-        help="trace store: a SQLite file or a postgresql:// URL "
-        "(default: $TOOLPROOF_STORE or .toolproof/traces.db)",
-    )
-
-
-def add_filter_arguments(
-    parser: argparse.ArgumentParser, *, model_flag: str = "--model", limit: int | None = None
-) -> None:
-    """The trace filters shared by ``traces`` and ``replay``."""
-    group = parser.add_argument_group("which traces")
-    group.add_argument("--since", help="started at or after: an age (7d, 12h) or an ISO date")
-    group.add_argument("--until", help="started before: an age (7d, 12h) or an ISO date")
-    group.add_argument(
-        "--tool", action="append", default=[], help="called this tool (repeatable: any of them)"
-    )
-    group.add_argument(
-        model_flag, dest="filter_model", metavar="MODEL", help="recorded with this model (globs)"
-    )
-    group.add_argument(
-        "--tag", action="append", default=[], help="carries this tag (repeatable: all of them)"
-    )
-    group.add_argument("--status", help=f"outcome: {_STATUSES}")
-    group.add_argument("--id", action="append", default=[], dest="ids", help="this trace id")
-    group.add_argument(
-        "--limit",
-        type=int,
-        default=limit,
-        help="at most this many, most recent first" + (f" (default {limit})" if limit else ""),
-    )
-
-
-def filter_from_args(args: argparse.Namespace) -> Any:
-    """The ``TraceFilter`` the filter arguments describe."""
-    from toolproof.replay import TraceFilter
-
-    return TraceFilter(
-        since=args.since,
-        until=args.until,
-        tools=list(args.tool),
-        model=args.filter_model,
-        tags=list(args.tag),
-        status=args.status,
-        ids=list(args.ids),
-        limit=args.limit,
-    )
 
 
 def register(subparsers: Any) -> None:
