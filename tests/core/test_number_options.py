@@ -38,8 +38,7 @@ LEVEL = (
     lambda v: 0 < v < 1,
     "must be between 0 and 1 (e.g. 0.95), got {text}",
 )
-# (--rpm nan and --tpm nan are taken, and the rate limiter reads NaN as no limit)
-POSITIVE = (float, "a number", lambda v: not v <= 0, "must be positive, got {text}")
+POSITIVE = (float, "a number", lambda v: v > 0, "must be positive, got {text}")
 ATTACK = (
     float,
     "a rate with 0 <= rate < 1",

@@ -240,7 +240,7 @@ _attack_rate = number_type(
 )
 # (NaN is not refused here: the rate limiter reads it as no limit)
 _positive_float = number_type(
-    float, "a number", lambda v: not v <= 0, "must be positive, got {text}"
+    float, "a number", lambda v: v > 0, "must be positive, got {text}"
 )
 
 
