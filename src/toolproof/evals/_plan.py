@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -125,31 +125,10 @@ def _plan(
         else:
             plan.slot = slot_for(chosen, "model")
             plan.model_name = plan.slot.model.name
-        user = case.user
-        if user is not None and user.needs_model and plan.skip is None:
-            chosen_user = user_model if user_model is not None else user.user_model
-            if plan.scripted and user_model is None:
-                plan.skip = (
-                    "its user is simulated by a model: a scripted run has no model (give "
-                    "--user-model, or a user script of fixed and function turns)"
-                )
-            elif chosen_user is None:
-                raise UserError(
-                    f"{case.id}: its user is simulated by a model: set 'user_model' in its "
-                    "'user:' or pass --user-model"
-                )
-            else:
-                plan.user_slot = slot_for(chosen_user, "user model")
-        if (case.judge or graded(case)) and plan.skip is None:
-            judge_choice: str | Model | None = (
-                judge_model if judge_model is not None else case.config.judge_model
-            )
-            if plan.scripted and judge_model is None:
-                judge_choice = None  # a scripted run is offline: judge only with --judge-model
-            if judge_choice is not None and not _is_scripted(judge_choice):
-                plan.judge_slot = slot_for(judge_choice, "judge model")
-            elif judge_choice is None and plan.slot is not None and _judges_itself(plan.slot):
-                plan.judge_slot = plan.slot  # the case's own (real) model judges
+        if plan.skip is None:
+            _choose_user_model(plan, user_model, slot_for)
+        if plan.skip is None:
+            _choose_judge(plan, judge_model, slot_for)
         if plan.skip is not None:
             plan.remaining = 0
             plan.results = []
@@ -166,6 +145,44 @@ def _plan(
         )
     _dry_build(plans)
     return plans
+
+
+def _choose_user_model(
+    plan: _Plan, user_model: str | Model | None, slot_for: Callable[[str | Model, str], _Slot]
+) -> None:
+    """The model that plays the case's simulated user, if it has one (or why it is skipped)."""
+    user = plan.case.user
+    if user is None or not user.needs_model:
+        return
+    chosen_user = user_model if user_model is not None else user.user_model
+    if plan.scripted and user_model is None:
+        plan.skip = (
+            "its user is simulated by a model: a scripted run has no model (give "
+            "--user-model, or a user script of fixed and function turns)"
+        )
+    elif chosen_user is None:
+        raise UserError(
+            f"{plan.case.id}: its user is simulated by a model: set 'user_model' in its "
+            "'user:' or pass --user-model"
+        )
+    else:
+        plan.user_slot = slot_for(chosen_user, "user model")
+
+
+def _choose_judge(
+    plan: _Plan, judge_model: str | Model | None, slot_for: Callable[[str | Model, str], _Slot]
+) -> None:
+    """The model that grades the case's judged checks, if it has any."""
+    case = plan.case
+    if not (case.judge or graded(case)):
+        return
+    judge_choice = judge_model if judge_model is not None else case.config.judge_model
+    if plan.scripted and judge_model is None:
+        judge_choice = None  # a scripted run is offline: judge only with --judge-model
+    if judge_choice is not None and not _is_scripted(judge_choice):
+        plan.judge_slot = slot_for(judge_choice, "judge model")
+    elif judge_choice is None and plan.slot is not None and _judges_itself(plan.slot):
+        plan.judge_slot = plan.slot  # the case's own (real) model judges
 
 
 def _is_scripted(spec: str | Model) -> bool:
