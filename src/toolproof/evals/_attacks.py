@@ -52,13 +52,21 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ATTACK_KEYS",
+    "SEPARATOR",
     "AttackPlan",
     "AttacksSpec",
     "Goal",
     "InjectionPoint",
     "attack_cases",
+    "attack_html",
+    "attack_lines",
+    "attack_markdown",
     "attack_outcome",
     "attack_summary",
+    "case_properties",
+    "goal_reached",
+    "junit_properties",
+    "plant",
     "plant_tools",
     "with_attack_limit",
 ]

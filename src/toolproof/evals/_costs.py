@@ -23,11 +23,16 @@ from typing import Any
 
 __all__ = [
     "CostGates",
+    "baseline_cases",
     "case_costs",
+    "case_entries",
+    "case_properties",
     "compare_costs",
+    "cost_lines",
     "estimate_cost",
     "gate_settings",
     "parse_increase",
+    "run_costs",
     "strictest",
     "suite_costs",
 ]

@@ -46,6 +46,9 @@ __all__ = [
     "TrialResult",
     "TrialStatus",
     "Verdict",
+    "describe_errors",
+    "describe_failures",
+    "describe_faults",
 ]
 
 #: Exit codes of ``toolproof run``, the same as ``toolproof replay``'s (docs/evals.md).

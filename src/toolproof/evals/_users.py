@@ -44,6 +44,7 @@ __all__ = [
     "DONE_MARKER",
     "USER_KEYS",
     "Conversation",
+    "UserEntry",
     "UserPlan",
     "UserProfile",
     "conversation_checks",
