@@ -25,7 +25,8 @@ from toolproof.evals._stats_report import (
     suite_statistics,
 )
 
-#: ``case_stats(n, c)`` by ``(n, c)``: a few pairs in any run (trials per case are few).
+#: ``case_stats(n, c)`` by ``(n, c)``: a few pairs in any run (trials per case are few), and
+#: reports ask for each case's figures several times (summary, headline, figures...).
 _CASE_STATS: dict[tuple[int, int], CaseStats] = {}
 
 if TYPE_CHECKING:
@@ -457,8 +458,10 @@ class _Tally:
                 if check.metrics is not None and check.check in CHECKS:
                     per = self.quality.setdefault(case.case.suite, {})
                     per.setdefault(check.check, []).append(check.metrics)
-            for key in self.usage:
-                self.usage[key] += getattr(trial.usage, key)
+            usage = trial.usage
+            self.usage["input_tokens"] += usage.input_tokens
+            self.usage["output_tokens"] += usage.output_tokens
+            self.usage["cached_tokens"] += usage.cached_tokens
             if trial.cost is not None:
                 self.cost = (self.cost or 0.0) + trial.cost
         if case.blocking and passes + failures:
