@@ -109,7 +109,7 @@ def simulator_faults(
         faults += _revealed(profile, text, turn, agent_said, revealed)
         contradicted, changed = _contradicted(text, turn, stated)
         faults += contradicted
-        faults += _invented_fault(text, turn, [*given, *agent_said], changed)
+        faults += _invented(text, turn, [*given, *agent_said], changed)
     last_simulated = simulated is None or (0 < turn <= len(simulated) and simulated[turn - 1])
     if ended_by == "user" and turn and last_simulated:
         faults += _ended_early(conversation[-1], turn)
@@ -230,24 +230,16 @@ def _names(text: str) -> list[str]:
     return out
 
 
-def _invented(text: str, evidence: list[str]) -> list[str]:
+def _invented(
+    text: str, turn: int, evidence: list[str], changed: Sequence[str]
+) -> list[SimulatorFault]:
+    """The turn's facts found nowhere in ``evidence`` (a ``changed`` value is a contradiction)."""
     found = list(check_grounding(text, evidence).ungrounded)
     known = {w for item in evidence for w in _words(item)}
     for name in _names(text):
         if _stem(name.casefold()) not in {_stem(w) for w in known} and name not in found:
             found.append(name)
-    return found
-
-
-def _invented_fault(
-    text: str, turn: int, evidence: list[str], changed: Sequence[str]
-) -> list[SimulatorFault]:
-    """The turn's facts found nowhere in ``evidence`` (a ``changed`` value is a contradiction)."""
-    invented = [
-        token
-        for token in _invented(text, evidence)
-        if not any(_mentions(value, token) for value in changed)
-    ]
+    invented = [t for t in found if not any(_mentions(value, t) for value in changed)]
     if not invented:
         return []
     shown = ", ".join(repr(token) for token in invented[:3])

@@ -553,10 +553,10 @@ async def converse(
             "turns": len(out.sources),
             **({"diverged": out.diverged} if out.diverged else {}),
         }
-    at = 0
+    previous = 0
     for index, step in enumerate(plan.steps):
-        turn = last_turn[index] or at + 1  # a step that never ran: its turn did not run
-        at = last_turn[index] or at
+        turn = last_turn[index] or previous + 1  # a step that never ran: its turn did not run
+        previous = last_turn[index] or previous
         out.checks.extend(dataclasses.replace(check, turn=turn) for check in step.checks)
     return out
 
