@@ -8,7 +8,8 @@ the agent. :class:`EvalReport` holds every case and computes the summary and exi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -533,21 +534,26 @@ def describe_failures(trials: Sequence[TrialResult], limit: int = 3) -> str:
 
 def describe_faults(trials: Sequence[TrialResult]) -> str:
     """The first simulator fault of each trial that had one, with counts."""
-    counts: dict[str, int] = {}
-    for trial in trials:
-        if trial.status != "simulator_fault":
-            continue
-        first = next((c for c in trial.checks if c.check == "simulated_user"), None)
-        text = first.reason if first is not None else "the simulated user broke its instructions"
-        counts[text] = counts.get(text, 0) + 1
-    return "; ".join(f"{text} (x{n})" if n > 1 else text for text, n in counts.items())
+    return _with_counts(
+        next(
+            (c.reason for c in t.checks if c.check == "simulated_user"),
+            "the simulated user broke its instructions",
+        )
+        for t in trials
+        if t.status == "simulator_fault"
+    )
 
 
 def describe_errors(trials: Sequence[TrialResult]) -> str:
     """Distinct infrastructure errors of the trials, with counts."""
-    counts: dict[str, int] = {}
-    for trial in trials:
-        if trial.status == "error" and trial.error:
-            text = f"{trial.error_type}: {trial.error}" if trial.error_type else trial.error
-            counts[text] = counts.get(text, 0) + 1
+    return _with_counts(
+        f"{t.error_type}: {t.error}" if t.error_type else t.error
+        for t in trials
+        if t.status == "error" and t.error
+    )
+
+
+def _with_counts(texts: Iterable[str]) -> str:
+    """Distinct texts in the order first seen, each with its count when above one."""
+    counts = Counter(texts)
     return "; ".join(f"{text} (x{n})" if n > 1 else text for text, n in counts.items())
