@@ -1041,6 +1041,14 @@ def _attack_row(result: CaseResult, template: str, goal: str, one: _Tally) -> di
 # -- rendering (every report reads the summary above) -----------------------------------------
 
 
+#: The three rates of an entry, with their names in reports.
+_RATES = {
+    "benign_utility": "benign utility",
+    "utility_under_attack": "utility under attack",
+    "attack_success_rate": "attack success",
+}
+
+
 def _pct(entry: Mapping[str, Any] | None) -> str:
     if not entry:
         return "-"
@@ -1061,18 +1069,16 @@ def attack_lines(summary: Sequence[Mapping[str, Any]], *, cases: bool = False) -
                 "passed" if gate["passed"] else f"{gate['failed_attacks']} attacks over it"
             )
         lines.append(
-            f"{entry['suite']}: attacks: benign utility {_pct(entry['benign_utility'])} · "
-            f"utility under attack {_pct(entry['utility_under_attack'])} · attack success "
-            f"{_pct(entry['attack_success_rate'])} ({entry['trials']} trials, payload delivered in "
-            f"{entry['delivered']}){verdict}"
+            f"{entry['suite']}: attacks: {_rates_text(entry)} ({entry['trials']} trials, payload "
+            f"delivered in {entry['delivered']}){verdict}"
         )
         for case in entry["cases"] if cases else ():
-            lines.append(
-                f"  {case['case']}: benign utility {_pct(case['benign_utility'])} · utility "
-                f"under attack {_pct(case['utility_under_attack'])} · attack success "
-                f"{_pct(case['attack_success_rate'])}"
-            )
+            lines.append(f"  {case['case']}: {_rates_text(case)}")
     return lines
+
+
+def _rates_text(entry: Mapping[str, Any]) -> str:
+    return " · ".join(f"{name} {_pct(entry[key])}" for key, name in _RATES.items())
 
 
 def attack_markdown(summary: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -1086,16 +1092,10 @@ def attack_markdown(summary: Sequence[Mapping[str, Any]]) -> list[str]:
     lines.append("")
     for entry in summary:
         rows = [
-            [
-                md_code(f"{entry['suite']}::{case['case']}"),
-                _pct(case["benign_utility"]),
-                _pct(case["utility_under_attack"]),
-                _pct(case["attack_success_rate"]),
-            ]
+            [md_code(f"{entry['suite']}::{case['case']}"), *(_pct(case[k]) for k in _RATES)]
             for case in entry["cases"]
         ]
-        head = ["case", "benign utility", "utility under attack", "attack success"]
-        lines += [md_table(head, rows), ""]
+        lines += [md_table(["case", *_RATES.values()], rows), ""]
         attacks = [
             [
                 md_code(row["template"]),
@@ -1115,7 +1115,7 @@ def attack_markdown(summary: Sequence[Mapping[str, Any]]) -> list[str]:
 def junit_properties(entry: Mapping[str, Any]) -> dict[str, str]:
     """The figures of one suite (or one case of its ``cases``) as JUnit ``<property>`` values."""
     out: dict[str, str] = {}
-    for key in ("benign_utility", "utility_under_attack", "attack_success_rate"):
+    for key in _RATES:
         rate = entry.get(key)
         if rate:
             out[key] = f"{rate['rate']:.4f}"
@@ -1161,18 +1161,10 @@ def attack_html(summary: Sequence[Mapping[str, Any]]) -> str:
     for entry in summary:
         parts.append(f"<p>{escape(attack_lines([entry])[0])}</p>")
         rows = "".join(
-            "<tr>"
-            + cell(case["case"])
-            + cell(_pct(case["benign_utility"]))
-            + cell(_pct(case["utility_under_attack"]))
-            + cell(_pct(case["attack_success_rate"]))
-            + "</tr>"
+            "<tr>" + cell(case["case"]) + "".join(cell(_pct(case[k])) for k in _RATES) + "</tr>"
             for case in entry["cases"]
         )
-        head = "".join(
-            f'<th scope="col">{escape(h)}</th>'
-            for h in ("case", "benign utility", "utility under attack", "attack success")
-        )
+        head = "".join(f'<th scope="col">{escape(h)}</th>' for h in ("case", *_RATES.values()))
         parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
         attacks = "".join(
             "<tr>"
