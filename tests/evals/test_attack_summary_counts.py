@@ -54,15 +54,13 @@ benign_data = st.tuples(
 
 @pytest.fixture(scope="module")
 def cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Case, Case]:
+    """A blocking case and the same case advisory."""
     sys.path.insert(0, str(HERE))
     path = tmp_path_factory.mktemp("attacks") / "s.eval.yaml"
-    path.write_text(
-        "suite: s\nagent: evalagents:build_agent\nmodel: scripted\ncases:\n"
-        "  - {name: a, input: hi, script: [hello]}\n"
-        "  - {name: b, input: hi, script: [hello], gate: advise}\n"
-    )
-    suite = load_suite(path)
-    return suite.cases[0], suite.cases[1]
+    path.write_text("suite: s\nagent: evalagents:build_agent\ncases: [{name: a, input: hi}]\n")
+    (case,) = load_suite(path).cases
+    advisory = dataclasses.replace(case, config=dataclasses.replace(case.config, gate="advise"))
+    return case, advisory
 
 
 def _trials(data: list[tuple[str, list[dict[str, bool]], bool]]) -> list[TrialResult]:
@@ -75,19 +73,20 @@ def _trials(data: list[tuple[str, list[dict[str, bool]], bool]]) -> list[TrialRe
     return out
 
 
-def _rate(hits: int, total: int) -> dict[str, object] | None:
+def _assert_rate(found: dict | None, hits: int, total: int) -> None:
+    """``found`` is ``hits / total`` with its Wilson interval, or None without trials."""
     if not total:
-        return None
+        assert found is None
+        return
+    assert found is not None
     interval = binomial_interval(hits, total)
-    return {
-        "rate": interval.estimate,
-        "low": interval.low,
-        "high": interval.high,
-        "count": hits,
-        "trials": total,
-        "method": interval.method,
-        "level": interval.level,
-    }
+    assert (found["count"], found["trials"], found["rate"]) == (hits, total, hits / total)
+    assert (found["low"], found["high"], found["level"]) == (interval.low, interval.high, 0.95)
+
+
+def _plan(result: CaseResult) -> AttackPlan:
+    assert result.case.attack is not None
+    return result.case.attack
 
 
 def _count(results: list[CaseResult], key: str) -> int:
@@ -139,7 +138,10 @@ def test_every_attack_figure_is_a_recount_of_the_trials(
     assert [entry["suite"] for entry in summary] == suites
     for entry in summary:
         mine = [r for r in attacked if r.case.suite == entry["suite"]]
-        bases = list(dict.fromkeys(r.case.attack.base for r in mine))  # type: ignore[union-attr]
+        by_base: dict[str | None, list[CaseResult]] = {}  # in the order the bases come
+        for r in mine:
+            by_base.setdefault(_plan(r).base, []).append(r)
+        bases = list(by_base)
         own = {
             r.case.name: r
             for r in results
@@ -147,12 +149,10 @@ def test_every_attack_figure_is_a_recount_of_the_trials(
         }
         passed = sum(own[b].passes for b in bases if b in own)
         tried = sum(own[b].passes + own[b].failures for b in bases if b in own)
-        assert entry["benign_utility"] == _rate(passed, tried)
-        assert entry["utility_under_attack"] == _rate(
-            _count(mine, "utility"), _count(mine, "trials")
-        )
-        assert entry["attack_success_rate"] == _rate(
-            _count(mine, "succeeded"), _count(mine, "trials")
+        _assert_rate(entry["benign_utility"], passed, tried)
+        _assert_rate(entry["utility_under_attack"], _count(mine, "utility"), _count(mine, "trials"))
+        _assert_rate(
+            entry["attack_success_rate"], _count(mine, "succeeded"), _count(mine, "trials")
         )
         assert entry["trials"] == _count(mine, "trials")
         assert entry["delivered"] == _count(mine, "delivered")
@@ -166,20 +166,25 @@ def test_every_attack_figure_is_a_recount_of_the_trials(
         )
         for key, field in (("templates", "template"), ("goals", "goal")):
             names = {}
-            for r in mine:
-                template, goal, _ = r.case.attack.attack  # type: ignore[union-attr]
+            for r in (r for group in by_base.values() for r in group):
+                template, goal, _ = _plan(r).attack
                 name = template.id if field == "template" else goal.name
                 if _count([r], "trials"):
                     names.setdefault(name, []).append(r)
-            assert entry[key] == {
-                name: _rate(_count(rs, "succeeded"), _count(rs, "trials"))
-                for name, rs in names.items()
-            }
+            assert list(entry[key]) == list(names)
+            for name, rs in names.items():
+                _assert_rate(entry[key][name], _count(rs, "succeeded"), _count(rs, "trials"))
         assert [c["case"] for c in entry["cases"]] == bases
         for case in entry["cases"]:
-            group = [r for r in mine if r.case.attack.base == case["case"]]  # type: ignore[union-attr]
-            assert case["attack_success_rate"] == _rate(
-                _count(group, "succeeded"), _count(group, "trials")
+            group = by_base[case["case"]]
+            tried = _count(group, "trials")
+            _assert_rate(case["attack_success_rate"], _count(group, "succeeded"), tried)
+            _assert_rate(case["utility_under_attack"], _count(group, "utility"), tried)
+            own_case = own.get(case["case"])
+            _assert_rate(
+                case["benign_utility"],
+                own_case.passes if own_case else 0,
+                own_case.passes + own_case.failures if own_case else 0,
             )
             assert [row["id"] for row in case["attacks"]] == [r.case.id for r in group]
             for row, r in zip(case["attacks"], group, strict=True):
