@@ -360,11 +360,12 @@ class EvalReport:
     def quality(self) -> list[dict[str, Any]]:
         """Per suite, the retrieval metrics (macro and micro) and grounding / faithfulness.
 
-        Only suites with retrieval checks appear (see :mod:`toolproof.evals._quality`).
+        Only suites with retrieval checks appear (see :mod:`toolproof.evals._quality`); the
+        intervals are at the run's confidence level, as in :meth:`summary`.
         """
         from toolproof.evals._quality import quality_summary
 
-        return quality_summary(self.cases)
+        return quality_summary(self.cases, level=self.statistics.level)
 
     def summary(self) -> dict[str, Any]:
         """Counts and figures for reports."""
