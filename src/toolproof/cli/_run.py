@@ -239,9 +239,7 @@ _attack_rate = number_type(
     "expected a rate with 0 <= rate < 1, got {text!r}",
 )
 # (NaN is not refused here: the rate limiter reads it as no limit)
-_positive_float = number_type(
-    float, "a number", lambda v: v > 0, "must be positive, got {text}"
-)
+_positive_float = number_type(float, "a number", lambda v: v > 0, "must be positive, got {text}")
 
 
 #: Allocations between two collections of the youngest generation while ``toolproof run``
