@@ -89,8 +89,6 @@ ATTACK_KEYS: dict[str, str] = {
 
 #: What a planted field is separated from the text it is appended to with.
 SEPARATOR = "\n\n"
-#: Where a call was refused before its tool ran: it did not happen.
-_NOT_RUN = frozenset({"UnknownTool", "InvalidArguments", "ValidationError", "Rejected"})
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 _PLACEHOLDER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -828,7 +826,7 @@ def goal_reached(goal: Goal, record: SessionRecord) -> tuple[bool, str]:
 
 def _ran(result: ToolResult | None) -> bool:
     """Whether a call reached its tool (refused calls did not happen)."""
-    return result is not None and not (result.status == "error" and result.error_type in _NOT_RUN)
+    return result is not None and result.ran
 
 
 def _shown(call: ToolCall) -> str:
