@@ -323,7 +323,7 @@ class CaseSettings(_Deferred):
     """
 
     agent: Annotated[Any, BeforeValidator(_agent)] = Field(
-        None, validate_default=True, description=_AGENT_WORDS, json_schema_extra=_agent_schema
+        None, description=_AGENT_WORDS, json_schema_extra=_agent_schema
     )
     agent_options: Annotated[dict[Any, Any], Expected("a mapping of keyword arguments", "type")] = (
         Field(

@@ -1,0 +1,103 @@
+"""A setting of a case is one field of ``CaseSettings``, and that field is enough.
+
+Every field must be a key of suites and cases, be listed with its words in the published
+JSON Schema, and reach the loaded case's config as written: from the suite (a default) and
+from the case (its own value), validated once.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from toolproof.cli._formats import suite_schema_text
+from toolproof.evals import load_suite
+from toolproof.evals._cases import CaseConfig
+from toolproof.evals._suite_model import CASE_KEYS, DEFAULT_KEYS, SUITE_KEYS, CaseSettings
+
+HERE = Path(__file__).resolve().parent
+
+#: A value other than the default for each setting (the agent and its mocks resolve to
+#: objects, checked apart). A new setting needs a sample here: the test names it.
+SAMPLES: dict[str, Any] = {
+    "agent_options": {"max_steps": 3},
+    "model": "scripted",
+    "judge_model": "scripted",
+    "tools": "real",
+    "tool_modes": {"multiply_numbers": "real"},
+    "real_tools": ["multiply_numbers", "multiply_numbers"],
+    "trials": 3,
+    "pass_rule": {"rate": 0.5},
+    "gate": "advise",
+    "judge_when": "always",
+    "judge_inconclusive": "pass",
+    "judge_sees_agent": False,
+    "settings": {"temperature": 0.5, "stop": "END"},
+    "retries": 0,
+    "timeout": 12.5,
+}
+RESOLVED = {"agent", "mocks"}
+SETTINGS = sorted(set(CaseSettings.model_fields) - RESOLVED)
+
+
+def test_every_setting_has_a_sample() -> None:
+    assert sorted(SAMPLES) == SETTINGS, "give each setting of CaseSettings a sample above"
+
+
+@pytest.mark.parametrize("key", sorted(CaseSettings.model_fields))
+def test_every_setting_is_a_key_of_suites_and_cases_in_the_schema(key: str) -> None:
+    words = CaseSettings.model_fields[key].description
+    assert words, f"{key}: say in the field's description what it accepts"
+    assert DEFAULT_KEYS[key] == SUITE_KEYS[key] == CASE_KEYS[key] == words
+    schema = json.loads(suite_schema_text())
+    for where in (schema["properties"], schema["$defs"]["CaseEntry"]["properties"]):
+        assert where[key]["description"] == words
+    assert key in CaseConfig.model_fields
+
+
+def _load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suite: dict[str, Any]) -> Any:
+    monkeypatch.syspath_prepend(str(HERE))
+    document = {
+        "suite": "s",
+        "agent": "evalagents:build_agent",
+        **suite,
+        "cases": [
+            {"name": "inherits", "input": "hi"},
+            {"name": "own", "input": "hi", **suite.get("own", {})},
+        ],
+    }
+    document.pop("own", None)
+    path = tmp_path / "s.eval.yaml"
+    path.write_text(yaml.safe_dump(document, allow_unicode=True), encoding="utf-8")
+    return load_suite(path)
+
+
+@pytest.mark.parametrize("key", SETTINGS)
+def test_every_setting_reaches_the_config_from_the_suite_and_from_the_case(
+    key: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    value = SAMPLES[key]
+    expected = getattr(CaseSettings.model_validate({key: value}), key)
+    default = getattr(CaseSettings.model_validate({}), key)
+    assert expected != default, f"{key}: the sample must differ from the default"
+    # From the suite: every case gets it.
+    inherits, own = _load(tmp_path, monkeypatch, {key: value}).cases
+    assert getattr(inherits.config, key) == expected
+    assert getattr(own.config, key) == expected
+    # From a case: only that case.
+    inherits, own = _load(tmp_path, monkeypatch, {"own": {key: value}}).cases
+    assert getattr(inherits.config, key) == default
+    assert getattr(own.config, key) == expected
+    assert isinstance(own.config, CaseSettings)
+
+
+def test_the_agent_and_the_mocks_resolve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    suite = _load(tmp_path, monkeypatch, {"mocks": "evalagents:order_mocks"})
+    config = suite.cases[0].config
+    assert config.agent.source == "evalagents:build_agent"
+    assert "multiply_numbers" in config.agent.tools
+    assert [spec.source for spec in config.mocks] == ["evalagents:order_mocks"]
