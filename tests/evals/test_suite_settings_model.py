@@ -7,6 +7,7 @@ from the case (its own value), validated once.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,14 @@ import yaml
 from toolproof.cli._formats import suite_schema_text
 from toolproof.evals import load_suite
 from toolproof.evals._cases import CaseConfig
-from toolproof.evals._suite_model import CASE_KEYS, DEFAULT_KEYS, SUITE_KEYS, CaseSettings
+from toolproof.evals._suite_model import (
+    CASE_KEYS,
+    DEFAULT_KEYS,
+    SUITE_KEYS,
+    CaseEntry,
+    CaseSettings,
+    SuiteFile,
+)
 
 HERE = Path(__file__).resolve().parent
 
@@ -30,7 +38,7 @@ SAMPLES: dict[str, Any] = {
     "tools": "real",
     "tool_modes": {"multiply_numbers": "real"},
     "real_tools": ["multiply_numbers", "multiply_numbers"],
-    "trials": 3,
+    "trials": {"max": 3, "until": "decided"},
     "pass_rule": {"rate": 0.5},
     "gate": "advise",
     "judge_when": "always",
@@ -56,7 +64,13 @@ def test_every_setting_is_a_key_of_suites_and_cases_in_the_schema(key: str) -> N
     schema = json.loads(suite_schema_text())
     for where in (schema["properties"], schema["$defs"]["CaseEntry"]["properties"]):
         assert where[key]["description"] == words
-    assert key in CaseConfig.model_fields
+    assert key in {f.name for f in dataclasses.fields(CaseConfig)}
+
+
+def test_the_config_has_an_attribute_for_every_setting_and_no_other() -> None:
+    # `trials` also gives `until`; every other attribute is the setting of its name.
+    attributes = {f.name for f in dataclasses.fields(CaseConfig)}
+    assert attributes == {*CaseSettings.model_fields, "until"}
 
 
 def _load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suite: dict[str, Any]) -> Any:
@@ -81,18 +95,28 @@ def test_every_setting_reaches_the_config_from_the_suite_and_from_the_case(
     key: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     value = SAMPLES[key]
-    expected = getattr(CaseSettings.model_validate({key: value}), key)
-    default = getattr(CaseSettings.model_validate({}), key)
+    expected = _as_config(key, getattr(CaseSettings.model_validate({key: value}), key))
+    default = _as_config(key, getattr(CaseSettings.model_validate({}), key))
     assert expected != default, f"{key}: the sample must differ from the default"
     # From the suite: every case gets it.
     inherits, own = _load(tmp_path, monkeypatch, {key: value}).cases
-    assert getattr(inherits.config, key) == expected
-    assert getattr(own.config, key) == expected
+    assert _read(inherits.config, key) == expected
+    assert _read(own.config, key) == expected
     # From a case: only that case.
     inherits, own = _load(tmp_path, monkeypatch, {"own": {key: value}}).cases
-    assert getattr(inherits.config, key) == default
-    assert getattr(own.config, key) == expected
-    assert isinstance(own.config, CaseSettings)
+    assert _read(inherits.config, key) == default
+    assert _read(own.config, key) == expected
+
+
+def _as_config(key: str, validated: Any) -> Any:
+    """A validated setting as the config holds it (tuples for lists, trials as a pair)."""
+    return tuple(validated) if isinstance(validated, list) else validated
+
+
+def _read(config: CaseConfig, key: str) -> Any:
+    if key == "trials":
+        return (config.trials, config.until)
+    return getattr(config, key)
 
 
 def test_the_agent_and_the_mocks_resolve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -101,3 +125,48 @@ def test_the_agent_and_the_mocks_resolve(tmp_path: Path, monkeypatch: pytest.Mon
     assert config.agent.source == "evalagents:build_agent"
     assert "multiply_numbers" in config.agent.tools
     assert [spec.source for spec in config.mocks] == ["evalagents:order_mocks"]
+
+
+@pytest.mark.parametrize(
+    ("model", "keys", "where"),
+    [(SuiteFile, SUITE_KEYS, ()), (CaseEntry, CASE_KEYS, ("$defs", "CaseEntry"))],
+    ids=["suite", "case"],
+)
+def test_every_key_of_suites_and_cases_is_a_field_listed_in_the_schema(
+    model: Any, keys: dict[str, str], where: tuple[str, ...]
+) -> None:
+    assert sorted(model.model_fields) == sorted(keys)
+    schema = json.loads(suite_schema_text())
+    for part in where:
+        schema = schema[part]
+    assert sorted(schema["properties"]) == sorted(keys)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "loaded"),
+    [
+        ("statistics", {"confidence": 0.9, "gate_mode": "release"}, None),
+        ("cost_gates", {"p95_latency": "20%"}, "p95_latency=0.2"),
+    ],
+)
+def test_suite_keys_that_are_not_settings_reach_the_loaded_suite(
+    key: str, value: Any, loaded: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert getattr(_load(tmp_path, monkeypatch, {}), key) is None
+    got = getattr(_load(tmp_path, monkeypatch, {key: value}), key)
+    assert got == value if loaded is None else loaded in repr(got)
+
+
+def test_a_case_user_reaches_the_loaded_case(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(HERE))
+    path = tmp_path / "s.eval.yaml"
+    path.write_text(
+        "suite: s\nagent: evalagents:build_agent\ncases:\n"
+        "  - {name: talks, user: {script: [hi, thanks]}}\n  - {name: plain, input: hi}\n",
+        encoding="utf-8",
+    )
+    talks, plain = load_suite(path).cases
+    assert talks.user is not None and talks.turns == []
+    assert plain.user is None and [t.input for t in plain.turns] == ["hi"]
