@@ -37,12 +37,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import difflib
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
+from toolproof._filemodel import did_you_mean, unknown_key_message
 from toolproof._messages import ToolCall, ToolResult, Usage
 from toolproof._text import clip
 from toolproof._trace import Trace
@@ -360,10 +360,7 @@ class CheckContext:
         if isinstance(name, str) and (self.tools is None or name in self.tools):
             return True
         known = sorted(self.tools or ())
-        hint = ""
-        if isinstance(name, str):
-            close = difflib.get_close_matches(name, known, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+        hint = did_you_mean(name, known) if isinstance(name, str) else ""
         self.problems.add(
             self.at(*keys),
             f"unknown tool {name!r}{hint}; the agent's tools are: {', '.join(known) or '(none)'}",
@@ -442,10 +439,7 @@ def compile_expect(
 
 
 def _unknown_key(ctx: CheckContext, key: Any, allowed: Mapping[str, Any] | Sequence[str]) -> None:
-    names = list(allowed)
-    close = difflib.get_close_matches(str(key), names, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    ctx.problems.add(ctx.at(key), f"unknown key {key!r}{hint}; allowed: {', '.join(names)}")
+    ctx.problems.add(ctx.at(key), unknown_key_message(key, allowed))
 
 
 def _names(ctx: CheckContext, value: Any, key: str) -> list[str] | None:

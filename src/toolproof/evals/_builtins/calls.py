@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from toolproof._filemodel import did_you_mean, unknown_key_message
 from toolproof._yaml import DocPath, format_path
 from toolproof.errors import ConfigError
 
@@ -166,12 +166,7 @@ def _calls(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | 
             continue
         for key in item:
             if key not in CALL_KEYS:
-                close = difflib.get_close_matches(str(key), list(CALL_KEYS), n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
-                ctx.problems.add(
-                    (*where, key),
-                    f"unknown key {key!r}{hint}; allowed: {', '.join(CALL_KEYS)}",
-                )
+                ctx.problems.add((*where, key), unknown_key_message(key, CALL_KEYS))
                 ok = False
         name = item.get("name")
         if name is None:
@@ -216,11 +211,9 @@ def _arguments(
     ok = True
     for name in args:
         if ctx.tools is not None and name not in params:
-            close = difflib.get_close_matches(str(name), params, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
             ctx.problems.add(
                 (*path, name),
-                f"{tool} has no argument {name!r}{hint}; its arguments are: "
+                f"{tool} has no argument {name!r}{did_you_mean(name, params)}; its arguments are: "
                 f"{', '.join(params) or '(none)'}",
             )
             ok = False
