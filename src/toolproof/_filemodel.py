@@ -35,6 +35,7 @@ __all__ = [
     "Expected",
     "FileModel",
     "did_you_mean",
+    "load_error",
     "problem",
     "problems_of",
     "report",
@@ -224,6 +225,24 @@ def where_problems(exc: ValidationError, where: str) -> list[str]:
         joint = "" if not shown or shown.startswith("[") else "."
         out.append(f"{where}{joint}{shown}: {message}")
     return out
+
+
+def load_error(exc: ValidationError, where: str, what: str, *, listed: bool = True) -> Any:
+    """The ``ConfigError`` of data with no lines: every problem as ``where.path: message``.
+
+    Args:
+        exc: The validation error.
+        where: What the data is called in messages (a file, ``rules``).
+        what: What the data is, for a message of several problems (``replay rules``).
+        listed: Whether that message lists the problems (they are in ``problems`` anyway).
+    """
+    from toolproof.errors import ConfigError
+
+    problems = where_problems(exc, where)
+    message = f"invalid {what} {where}"
+    if listed:
+        message += ":\n" + "\n".join(f"  {p}" for p in problems)
+    return ConfigError(problems[0] if len(problems) == 1 else message, problems)
 
 
 def report(

@@ -200,17 +200,20 @@ class Redactor:
         """
         from toolproof.replay._redact_rules import parse_redaction
 
-        settings = parse_redaction(data, where)
-        secret_env = settings.secret_env or SECRET_ENV
-        custom = [PatternRule(name, regex, action) for name, regex, action in settings.custom]
+        rules = parse_redaction(data, where)
+        secret_env = str(rules.secret_env) if rules.secret_env else SECRET_ENV
+        custom = [
+            PatternRule(str(item.name or f"custom{index}"), str(item.regex), item.action)
+            for index, item in enumerate(rules.custom or [])
+        ]
         try:
             return cls(
-                settings.fields,
-                settings.patterns,
+                {str(k): v for k, v in (rules.fields or {}).items()},
+                rules.patterns,
                 custom,
                 secret=os.environ.get(secret_env) or None,
-                mask=settings.mask,
-                default_fields=settings.default_fields,
+                mask=rules.mask,
+                default_fields=bool(rules.default_fields),
             )
         except ConfigError as exc:
             if secret_env != SECRET_ENV and "no secret is set" in str(exc):
