@@ -23,7 +23,7 @@ from typing import Any
 
 from toolproof._text import clip
 from toolproof._yaml import describe_type as _type
-from toolproof.evals._builtins._schemas import _NAME, _NAMES
+from toolproof.evals._builtins._schemas import NAME, NAMES
 from toolproof.evals._checks import Check, CheckContext, CheckStatus, SessionRecord, check
 
 
@@ -241,7 +241,7 @@ def _tool_words(name: str, description: str) -> set[str]:
             {
                 "type": "object",
                 "minProperties": 1,
-                "additionalProperties": {"anyOf": [_NAME, _NAMES]},
+                "additionalProperties": {"anyOf": [NAME, NAMES]},
             },
         ]
     },
