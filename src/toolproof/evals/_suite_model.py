@@ -496,12 +496,18 @@ def _setting_schema(key: str) -> Callable[[dict[str, Any]], None]:
     return fill
 
 
+class _WithSettings(_Deferred):
+    def own_settings(self) -> dict[str, Any]:
+        """The settings written in this mapping, as written."""
+        return {key: getattr(self, key) for key in DEFAULT_KEYS if key in self.model_fields_set}
+
+
 #: The settings as keys of a suite (defaults) or of a case (its own). They take any value
 #: here: :class:`CaseSettings` checks them once merged (a suite default that every case
 #: overrides is never used). The JSON Schema still says what each accepts.
-_Defaults: type[FileModel] = create_model(
+_Defaults: type[_WithSettings] = create_model(
     "_Defaults",
-    __base__=_Deferred,
+    __base__=_WithSettings,
     **{  # type: ignore[call-overload]
         key: (Any, Field(None, json_schema_extra=_setting_schema(key))) for key in DEFAULT_KEYS
     },
@@ -617,10 +623,6 @@ class CaseEntry(_Defaults):  # type: ignore[misc,valid-type]
     def allowed_keys(cls) -> list[str]:
         """The keys of a case, in the order of :data:`CASE_KEYS`."""
         return list(CASE_KEYS)
-
-    def own_settings(self) -> dict[str, Any]:
-        """The settings this case sets itself."""
-        return {key: getattr(self, key) for key in DEFAULT_KEYS if key in self.model_fields_set}
 
 
 #: The keys of one entry of ``datasets:`` (toolproof.evals._dataset reads the files).
@@ -781,10 +783,6 @@ class SuiteFile(_Defaults):  # type: ignore[misc,valid-type]
     def allowed_keys(cls) -> list[str]:
         """The keys of a suite, in the order of :data:`SUITE_KEYS`."""
         return list(SUITE_KEYS)
-
-    def own_settings(self) -> dict[str, Any]:
-        """The settings the suite sets for its cases."""
-        return {key: getattr(self, key) for key in DEFAULT_KEYS if key in self.model_fields_set}
 
 
 def suite_json_schema(*, strict_checks: bool = False) -> dict[str, Any]:
