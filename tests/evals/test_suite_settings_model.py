@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from toolproof.cli._formats import suite_schema_text
+from toolproof.errors import ConfigError
 from toolproof.evals import load_suite
 from toolproof.evals._cases import CaseConfig
 from toolproof.evals._suite_model import (
@@ -170,3 +171,25 @@ def test_a_case_user_reaches_the_loaded_case(
     talks, plain = load_suite(path).cases
     assert talks.user is not None and talks.turns == []
     assert plain.user is None and [t.input for t in plain.turns] == ["hi"]
+
+
+@pytest.mark.parametrize("bad", [{"input": 1}, {"inptu": "hi"}, 3, {"input": "hi", "x": 1}])
+def test_a_bad_turn_does_not_hide_the_problems_of_the_others(
+    bad: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(HERE))
+    turns = [bad, {"input": "then", "expect": {"tools_called": ["no_such_tool"]}}]
+    document = {
+        "suite": "s",
+        "agent": "evalagents:build_agent",
+        "cases": [{"name": "talk", "turns": turns}],
+    }
+    path = tmp_path / "s.eval.yaml"
+    path.write_text(yaml.safe_dump(document), encoding="utf-8")
+    with pytest.raises(ConfigError) as raised:
+        load_suite(path)
+    problems = raised.value.problems or []
+    assert any("cases[0].turns[0]" in p for p in problems), problems
+    assert any(
+        "turns[1].expect.tools_called[0]: unknown tool 'no_such_tool'" in p for p in problems
+    )

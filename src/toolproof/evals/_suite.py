@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from toolproof._filemodel import unknown_key_message, valid_part, validate
 from toolproof._yaml import DocPath, Locator, Problems, load_yaml
 from toolproof._yaml import describe_type as _type
@@ -56,6 +58,7 @@ from toolproof.evals._suite_model import (
     CaseEntry,
     CaseSettings,
     SuiteFile,
+    TurnEntry,
 )
 
 if TYPE_CHECKING:
@@ -363,7 +366,7 @@ class _Builder:
             self.add(path, f"case {entry.name!r} needs an 'input' (or 'turns' for a conversation)")
         tools = agent.tools if agent is not None and not agent.external else None
         checks = self.checks(entry, path, suite, agent, tools)
-        turns = self.turns(entry, path, tools)
+        turns = self.turns(entry, checked.get("turns"), path, tools)
         user = None
         if "user" in data:
             from toolproof.evals._users import parse_user
@@ -431,12 +434,21 @@ class _Builder:
             self.suite_checks[id(agent)] = _in_order(compiled, expect)
         return list(self.suite_checks[id(agent)])
 
-    def turns(self, entry: CaseEntry, path: DocPath, tools: Mapping[str, Any] | None) -> list[Turn]:
-        """The case's user messages, each turn with its own checks."""
+    def turns(
+        self, entry: CaseEntry, raw: Any, path: DocPath, tools: Mapping[str, Any] | None
+    ) -> list[Turn]:
+        """The case's user messages, each turn with its own checks.
+
+        When a turn has a problem, the checks of the others are still compiled (``raw``:
+        the turns as written), so that their problems are reported too.
+        """
         if entry.input is not None:
             return [Turn(entry.input)]
+        items = entry.turns if entry.turns is not None else _good_turns(raw)
         turns: list[Turn] = []
-        for number, item in enumerate(entry.turns or [], 1):
+        for number, item in enumerate(items, 1):
+            if item is None:
+                continue
             if isinstance(item, str):
                 turns.append(Turn(item))
                 continue
@@ -611,6 +623,17 @@ def _in_order(checks: list[Check], expect: Mapping[str, Any]) -> list[Check]:
     order = {key: position for position, key in enumerate(expect)}
     checks.sort(key=lambda c: order.get(c.name, 0))
     return checks
+
+
+def _good_turns(raw: Any) -> list[str | TurnEntry | None]:
+    """Each turn as written that is valid on its own (``None`` for the others)."""
+    good: list[str | TurnEntry | None] = []
+    for item in raw if isinstance(raw, list) else []:
+        try:
+            good.append(item if isinstance(item, str) else TurnEntry.model_validate(item))
+        except ValidationError:
+            good.append(None)
+    return good
 
 
 def _name_fill(
