@@ -366,9 +366,9 @@ class CaseSettings(_Deferred):
             }
         ),
     )
-    trials: Annotated[
-        Trials, BeforeValidator(_trials), WithJsonSchema(_TRIALS_SCHEMA)
-    ] = Field(Trials(1), description=_TRIALS_WORDS)
+    trials: Annotated[Trials, BeforeValidator(_trials), WithJsonSchema(_TRIALS_SCHEMA)] = Field(
+        Trials(1), description=_TRIALS_WORDS
+    )
     pass_rule: Annotated[
         PassRule, BeforeValidator(_pass_rule), WithJsonSchema(_PASS_RULE_SCHEMA)
     ] = Field(PassRule(), description=_PASS_RULE_WORDS)
