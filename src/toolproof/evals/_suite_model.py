@@ -439,22 +439,23 @@ def _tag_list(value: Any) -> list[str]:
     return list(value)
 
 
-def _expect_mapping(value: Any) -> Any:
-    if value is not None and not isinstance(value, Mapping):
-        raise problem(f"expected a mapping of checks, got {describe_type(value)}")
-    return value
+def _only(test: Callable[[Any], bool], words: str) -> BeforeValidator:
+    """A validator refusing a value that fails ``test``: ``{words}, got {its type}``."""
+
+    def check(value: Any) -> Any:
+        if not test(value):
+            raise problem(f"{words}, got {describe_type(value)}")
+        return value
+
+    return BeforeValidator(check)
 
 
-def _text(value: Any) -> Any:
-    if value is not None and not isinstance(value, str):
-        raise problem(f"expected a string, got {describe_type(value)}")
-    return value
+def _optional(kind: type) -> Callable[[Any], bool]:
+    return lambda value: value is None or isinstance(value, kind)
 
 
-def _mapping(value: Any) -> Any:
-    if value is not None and not isinstance(value, Mapping):
-        raise problem(f"expected a mapping, got {describe_type(value)}")
-    return value
+def _filled_list(value: Any) -> bool:
+    return isinstance(value, list) and bool(value)
 
 
 _STRINGS = {"type": "array", "items": {"type": "string"}}
@@ -470,11 +471,11 @@ Tags = Annotated[
 ]
 ExpectSpec = Annotated[
     dict[Any, Any] | None,
-    BeforeValidator(_expect_mapping),
+    _only(_optional(Mapping), "expected a mapping of checks"),
     WithJsonSchema({"x-ref": "Expect"}),  # becomes a $ref in suite_json_schema()
 ]
-Description = Annotated[str | None, BeforeValidator(_text)]
-Metadata = Annotated[dict[Any, Any] | None, BeforeValidator(_mapping)]
+Description = Annotated[str | None, _only(_optional(str), "expected a string")]
+Metadata = Annotated[dict[Any, Any] | None, _only(_optional(Mapping), "expected a mapping")]
 
 
 def _setting_schema(key: str) -> Callable[[dict[str, Any]], None]:
@@ -520,18 +521,6 @@ def _turn(value: Any) -> str | TurnEntry:
     if isinstance(value, Mapping):
         return TurnEntry.model_validate(value)
     raise problem(f"a turn is a string or {{input, expect}}, got {describe_type(value)}")
-
-
-def _turns(value: Any) -> Any:
-    if not isinstance(value, list) or not value:
-        raise problem(f"'turns' must be a non-empty list, got {describe_type(value)}")
-    return value
-
-
-def _input(value: Any) -> Any:
-    if not isinstance(value, str):
-        raise problem(f"'input' must be a string, got {describe_type(value)}")
-    return value
 
 
 class TurnEntry(_Deferred):
@@ -586,11 +575,14 @@ class CaseEntry(_Defaults):  # type: ignore[misc,valid-type]
 
     name: Annotated[str, BeforeValidator(_case_name)] = Field(description=CASE_KEYS["name"])
     description: Description = Field(None, description=CASE_KEYS["description"])
-    input: Annotated[str | None, BeforeValidator(_input)] = Field(
+    input: Annotated[
+        str | None, _only(lambda value: isinstance(value, str), "'input' must be a string")
+    ] = Field(
         None, json_schema_extra=_schema({"type": "string", "description": CASE_KEYS["input"]})
     )
     turns: Annotated[
-        list[Annotated[str | TurnEntry, PlainValidator(_turn)]] | None, BeforeValidator(_turns)
+        list[Annotated[str | TurnEntry, PlainValidator(_turn)]] | None,
+        _only(_filled_list, "'turns' must be a non-empty list"),
     ] = Field(
         None,
         json_schema_extra=_schema(
@@ -724,12 +716,6 @@ def _suite_name(value: Any) -> Any:
     return value
 
 
-def _cases(value: Any) -> Any:
-    if not isinstance(value, list) or not value:
-        raise problem(f"'cases' must be a non-empty list of cases, got {describe_type(value)}")
-    return value
-
-
 def _datasets(value: Any) -> Any:
     if not isinstance(value, list) or not value:
         got = "an empty list" if value == [] else describe_type(value)
@@ -755,9 +741,9 @@ class SuiteFile(_Defaults):  # type: ignore[misc,valid-type]
     suite: Annotated[str, BeforeValidator(_suite_name)] = Field(description=SUITE_KEYS["suite"])
     description: Description = Field(None, description=SUITE_KEYS["description"])
     # Required unless `datasets` is given: the loader reports a suite with neither.
-    cases: Annotated[list[Any] | None, BeforeValidator(_cases)] = Field(
-        None, json_schema_extra=_list_of("CaseEntry", "cases")
-    )
+    cases: Annotated[
+        list[Any] | None, _only(_filled_list, "'cases' must be a non-empty list of cases")
+    ] = Field(None, json_schema_extra=_list_of("CaseEntry", "cases"))
     datasets: Annotated[list[DatasetEntry] | None, BeforeValidator(_datasets)] = Field(
         None, json_schema_extra=_list_of("DatasetEntry", "datasets")
     )
