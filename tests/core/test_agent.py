@@ -789,6 +789,7 @@ def test_a_results_ran_says_whether_the_tools_code_ran_for_every_way_a_call_ends
         call("pay", amount=13),  # rejected by the approver
         call("pay", amount=5),  # runs
         call("pay", amount=-1),  # runs and fails
+        call("pay", amount=5),  # a side-effecting repeat: answered with the earlier result
     ]
     toolset = Toolset([pay], mode="mock", mocks={"pay": lambda amount: ran.append(amount) or "ok"})
     agent, _ = make(
@@ -798,6 +799,7 @@ def test_a_results_ran_says_whether_the_tools_code_ran_for_every_way_a_call_ends
         max_repeated_calls=None,
     )
     results = agent.run_sync("pay").trace.tool_results
-    assert [r.ran for r in results] == [False, False, False, False, True, True]
+    assert [r.ran for r in results] == [False, False, False, False, True, True, False]
+    assert results[-1].error_type == "AlreadyRan"
     assert ran == [5, -1]
     assert all(r.error_type in NOT_RUN_ERRORS for r in results if not r.ran)
