@@ -35,10 +35,12 @@ __all__ = [
     "Expected",
     "FileModel",
     "did_you_mean",
+    "load_error",
     "problem",
     "problems_of",
     "report",
     "unknown_key_message",
+    "valid_part",
     "validate",
     "where_problems",
 ]
@@ -70,17 +72,17 @@ class Expected:
     """Field metadata: any problem with the field reads ``expected <text>, got <value>``.
 
     Attributes:
-        text: What the field accepts, in words.
+        text: What the field accepts, in words (``None``: the field's description).
         got: Show the value (``"repr"``) or its type (``"type"``, "got a string").
     """
 
-    text: str
+    text: str | None = None
     got: Literal["repr", "type"] = "repr"
 
-    def message(self, value: Any) -> str:
-        """The message for ``value``."""
+    def message(self, value: Any, description: str | None = None) -> str:
+        """The message for ``value`` (``description``: the field's, when ``text`` is unset)."""
         shown = describe_type(value) if self.got == "type" else repr(value)
-        return f"expected {self.text}, got {shown}"
+        return f"expected {self.text or description}, got {shown}"
 
 
 def did_you_mean(word: Any, known: Iterable[Any]) -> str:
@@ -161,7 +163,8 @@ def _translated(model: type[FileModel], data: Any, exc: ValidationError) -> list
                 continue
             explained.add(str(key))
             value = data.get(key)
-            others.append(_detail((key,), value, {"message": marker.message(value)}))
+            message = marker.message(value, field.description if field else None)
+            others.append(_detail((key,), value, {"message": message}))
             continue
         if error["type"] == "missing" and len(loc) == 1:
             message = model.missing.get(str(loc[0]), f"missing {loc[0]!r}")
@@ -224,6 +227,24 @@ def where_problems(exc: ValidationError, where: str) -> list[str]:
     return out
 
 
+def load_error(exc: ValidationError, where: str, what: str, *, listed: bool = True) -> Any:
+    """The ``ConfigError`` of data with no lines: every problem as ``where.path: message``.
+
+    Args:
+        exc: The validation error.
+        where: What the data is called in messages (a file, ``rules``).
+        what: What the data is, for a message of several problems (``replay rules``).
+        listed: Whether that message lists the problems (they are in ``problems`` anyway).
+    """
+    from toolproof.errors import ConfigError
+
+    problems = where_problems(exc, where)
+    message = f"invalid {what} {where}"
+    if listed:
+        message += ":\n" + "\n".join(f"  {p}" for p in problems)
+    return ConfigError(problems[0] if len(problems) == 1 else message, problems)
+
+
 def report(
     exc: ValidationError,
     problems: Problems,
@@ -263,3 +284,15 @@ def validate(
     except ValidationError as exc:
         report(exc, problems, base, remap)
         return None, {error["loc"][0] for error in exc.errors() if error["loc"]}
+
+
+def valid_part(model: type[M], data: Mapping[str, Any], bad: set[Any], **fill: Any) -> M:
+    """``model`` from the keys of ``data`` without problems (``bad``), and ``fill``.
+
+    A loader goes on with it to report what depends on the good keys too; a key with a
+    problem takes its default (or its ``fill`` value).
+    """
+    try:
+        return model.model_validate({**{k: v for k, v in data.items() if k not in bad}, **fill})
+    except ValidationError:  # each problem is under one top-level key: not expected
+        return model.model_validate(fill)

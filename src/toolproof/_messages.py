@@ -32,6 +32,11 @@ __all__ = [
 
 Role = Literal["system", "user", "assistant", "tool"]
 ToolStatus = Literal["ok", "error"]
+#: The error kinds of a call refused before its tool (real or mocked) ran; ``AlreadyRan`` is a
+#: side-effecting repeat answered with the earlier result instead.
+NOT_RUN_ERRORS = frozenset(
+    {"UnknownTool", "InvalidArguments", "ValidationError", "Rejected", "AlreadyRan"}
+)
 
 #: Containers nested deeper than this in a free-form value are refused: the trace decoder
 #: reads at most about 200 levels in the whole document, and the trace's own structure
@@ -401,6 +406,11 @@ class ToolResult:
     def ok(self) -> bool:
         """Whether the tool succeeded."""
         return self.status == "ok"
+
+    @property
+    def ran(self) -> bool:
+        """Whether the tool (real or mocked) ran: a refused call did not happen."""
+        return not (self.status == "error" and self.error_type in NOT_RUN_ERRORS)
 
 
 def error_text(kind: str, message: str) -> str:

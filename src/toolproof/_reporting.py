@@ -509,72 +509,88 @@ def transcript_lines(
         steps = trace.get("steps")
         said: Any = None
         for step in steps if isinstance(steps, list) else []:
-            if not isinstance(step, dict):
-                continue
-            response = step.get("response")
-            response = response if isinstance(response, dict) else {}
-            content = response.get("content")
-            said = content
-            if content:
-                out.append(("assistant", f"assistant: {_text(content, text_limit)}"))
-            calls = response.get("tool_calls")
-            for call in calls if isinstance(calls, list) else []:
-                if not isinstance(call, dict):
-                    continue
-                raw = call.get("raw_arguments")
-                arguments = call.get("arguments") if raw is None else raw
-                line = (
-                    f"call {_text(call.get('name'), 80)} [{_text(call.get('id'), 60)}] "
-                    f"{_text(arguments, text_limit)}"
-                )
-                out.append(("call", line))
-                if call.get("arguments_error"):
-                    out.append(
-                        ("error", f"  bad arguments: {_text(call['arguments_error'], text_limit)}")
-                    )
-            for error in step.get("parse_errors") or []:
-                out.append(("error", f"unparsable tool call: {_text(error, text_limit)}"))
-            results = step.get("tool_results")
-            for result in results if isinstance(results, list) else []:
-                if not isinstance(result, dict):
-                    continue
-                status = _text(result.get("status"), 20) or "?"
-                kind = "ok" if status == "ok" else "error"
-                what = status
-                if result.get("error_type"):
-                    what += f" ({_text(result.get('error_type'), 80)})"
-                if result.get("mocked"):
-                    what += ", mocked"
-                out.append(
-                    (
-                        kind,
-                        f"result {_text(result.get('name'), 80)} "
-                        f"[{_text(result.get('call_id'), 60)}] {what}: "
-                        f"{_text(result.get('content'), text_limit)}",
-                    )
-                )
-        stop = _text(trace.get("stop_reason"), 40) or "?"
-        detail = trace.get("stop_detail")
-        error = trace.get("error")
-        if isinstance(error, dict) and detail == error.get("message"):
-            detail = None  # the error line below says it
-        line = f"stop: {stop}" + (f": {_text(detail, text_limit)}" if detail else "")
-        out.append(("stop" if stop != "final" else "note", line))
-        if isinstance(error, dict):
-            tool = f" (tool {_text(error.get('tool_name'), 80)})" if error.get("tool_name") else ""
-            out.append(
-                (
-                    "error",
-                    f"error: {_text(error.get('type'), 80)}: "
-                    f"{_text(error.get('message'), text_limit)}{tool}",
-                )
-            )
-        if trace.get("output") is not None and trace.get("output") != said:
-            out.append(("assistant", f"answer: {_text(trace.get('output'), text_limit)}"))
+            if isinstance(step, dict):
+                said = _step_lines(step, text_limit, out)
+        _ending_lines(trace, said, text_limit, out)
     if len(out) > line_limit:
         hidden = len(out) - line_limit + 1
         out = [*out[: line_limit - 1], ("note", f"… {hidden} more lines (see the JSON report)")]
     return out
+
+
+def _step_lines(step: dict[str, Any], text_limit: int, out: list[tuple[str, str]]) -> Any:
+    """Add the lines of one step (what the model said, its calls, their results) to ``out``.
+
+    Returns:
+        What the model said in the step.
+    """
+    response = step.get("response")
+    response = response if isinstance(response, dict) else {}
+    content = response.get("content")
+    if content:
+        out.append(("assistant", f"assistant: {_text(content, text_limit)}"))
+    calls = response.get("tool_calls")
+    for call in calls if isinstance(calls, list) else []:
+        if not isinstance(call, dict):
+            continue
+        raw = call.get("raw_arguments")
+        arguments = call.get("arguments") if raw is None else raw
+        line = (
+            f"call {_text(call.get('name'), 80)} [{_text(call.get('id'), 60)}] "
+            f"{_text(arguments, text_limit)}"
+        )
+        out.append(("call", line))
+        if call.get("arguments_error"):
+            out.append(("error", f"  bad arguments: {_text(call['arguments_error'], text_limit)}"))
+    for error in step.get("parse_errors") or []:
+        out.append(("error", f"unparsable tool call: {_text(error, text_limit)}"))
+    results = step.get("tool_results")
+    for result in results if isinstance(results, list) else []:
+        if not isinstance(result, dict):
+            continue
+        status = _text(result.get("status"), 20) or "?"
+        kind = "ok" if status == "ok" else "error"
+        what = status
+        if result.get("error_type"):
+            what += f" ({_text(result.get('error_type'), 80)})"
+        if result.get("mocked"):
+            what += ", mocked"
+        out.append(
+            (
+                kind,
+                f"result {_text(result.get('name'), 80)} "
+                f"[{_text(result.get('call_id'), 60)}] {what}: "
+                f"{_text(result.get('content'), text_limit)}",
+            )
+        )
+    return content
+
+
+def _ending_lines(
+    trace: dict[str, Any], said: Any, text_limit: int, out: list[tuple[str, str]]
+) -> None:
+    """Add how the run ended to ``out``: its stop reason, its error, and its answer.
+
+    The answer is shown when it is not what the model said in the last step (``said``).
+    """
+    stop = _text(trace.get("stop_reason"), 40) or "?"
+    detail = trace.get("stop_detail")
+    error = trace.get("error")
+    if isinstance(error, dict) and detail == error.get("message"):
+        detail = None  # the error line below says it
+    line = f"stop: {stop}" + (f": {_text(detail, text_limit)}" if detail else "")
+    out.append(("stop" if stop != "final" else "note", line))
+    if isinstance(error, dict):
+        tool = f" (tool {_text(error.get('tool_name'), 80)})" if error.get("tool_name") else ""
+        out.append(
+            (
+                "error",
+                f"error: {_text(error.get('type'), 80)}: "
+                f"{_text(error.get('message'), text_limit)}{tool}",
+            )
+        )
+    if trace.get("output") is not None and trace.get("output") != said:
+        out.append(("assistant", f"answer: {_text(trace.get('output'), text_limit)}"))
 
 
 def transcript_text(traces: Sequence[Any], *, indent: str = "", **limits: int) -> str:

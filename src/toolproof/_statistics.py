@@ -533,6 +533,28 @@ def _direction(significant: bool, excess: float) -> Change:
     return "regressed" if excess < 0 else "improved"
 
 
+def _paired_effect(
+    rows: Sequence[tuple[int, int, int, int]], level: float
+) -> tuple[Interval, float]:
+    """The mean rate difference over cases with its adjusted Wald interval, and its error.
+
+    A pseudo-case of each sign with weight one half and one unchanged shift the estimate the
+    bounds are centred on (Agresti & Min's interval for one trial per case).
+    """
+    diffs = [c_b / n_b - c_a / n_a for n_a, c_a, n_b, c_b in rows]
+    m = len(diffs)
+    weight = m + 2
+    shifted = math.fsum(diffs) / weight
+    variance = (math.fsum(d * d for d in diffs) + 1) / weight - shifted**2
+    se = math.sqrt(variance / weight)
+    half = _z(level) * se
+    mean = math.fsum(diffs) / m if m else 0.0
+    effect = Interval(
+        mean, max(-1.0, shifted - half), min(1.0, shifted + half), level, "paired-wald", m, m
+    )
+    return effect, se
+
+
 def compare_runs(
     baseline: Mapping[str, tuple[int, int]],
     candidate: Mapping[str, tuple[int, int]],
@@ -593,22 +615,7 @@ def compare_runs(
         for case, (p, ex, _), adj in zip(paired, single, adjusted, strict=True)
     )
     p_value, excess, exact = _paired_test(rows)
-    diffs = [c_b / n_b - c_a / n_a for n_a, c_a, n_b, c_b in rows]
-    m = len(diffs)
-    weight = m + 2
-    shifted = math.fsum(diffs) / weight
-    variance = (math.fsum(d * d for d in diffs) + 1) / weight - shifted**2
-    se = math.sqrt(variance / weight)
-    z = _z(level)
-    effect = Interval(
-        math.fsum(diffs) / m if m else 0.0,
-        max(-1.0, shifted - z * se),
-        min(1.0, shifted + z * se),
-        level,
-        "paired-wald",
-        m,
-        m,
-    )
+    effect, se = _paired_effect(rows, level)
     single_trials = all(row[0] == row[2] == 1 for row in rows)
     return Comparison(
         change=_direction(p_value <= alpha, excess),
@@ -617,7 +624,7 @@ def compare_runs(
         if exact
         else "mantel-haenszel",
         effect=effect,
-        detectable_effect=min(1.0, (z + _NORMAL.inv_cdf(power)) * se),
+        detectable_effect=min(1.0, (_z(level) + _NORMAL.inv_cdf(power)) * se),
         power=power,
         correction=correction,
         cases=changes,

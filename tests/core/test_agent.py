@@ -25,6 +25,7 @@ from toolproof import (
     UserError,
     tool,
 )
+from toolproof._messages import NOT_RUN_ERRORS
 from toolproof.errors import ModelFailed, ToolCrashed, UnmockedToolCall
 from toolproof.events import (
     Event,
@@ -757,3 +758,48 @@ def test_model_seam_accepts_a_custom_model() -> None:
 
     result: RunResult = Agent(Echo()).run_sync("hello")
     assert result.output == "HELLO" and result.trace.model == "echo"
+
+
+@pytest.mark.parametrize("mocked", [False, True])
+def test_a_results_ran_says_whether_the_tools_code_ran_for_every_way_a_call_ends(
+    mocked: bool,
+) -> None:
+    """Refused calls (unknown, unreadable, invalid, rejected) did not happen; the rest did."""
+    ran: list[int] = []
+
+    @tool(side_effects=True, requires_approval=True)
+    def pay(amount: int) -> str:
+        """Pay an amount.
+
+        Args:
+            amount: In euros.
+        """
+        ran.append(amount)
+        if amount < 0:
+            raise ToolError("negative")
+        return f"paid {amount}"
+
+    def approver(request: ApprovalRequest) -> Approval:
+        return Approval.reject("no") if request.arguments["amount"] == 13 else Approval.approve()
+
+    calls = [
+        call("refund", amount=1),  # no such tool
+        ToolCall.from_json_arguments("pay", '{"amount": '),  # unreadable arguments
+        call("pay", amount="many"),  # arguments that fail the schema
+        call("pay", amount=13),  # rejected by the approver
+        call("pay", amount=5),  # runs
+        call("pay", amount=-1),  # runs and fails
+        call("pay", amount=5),  # a side-effecting repeat: answered with the earlier result
+    ]
+    toolset = Toolset([pay], mode="mock", mocks={"pay": lambda amount: ran.append(amount) or "ok"})
+    agent, _ = make(
+        [[c.with_id(f"c{i}") for i, c in enumerate(calls)], "done"],
+        tools=toolset if mocked else [pay],
+        approver=approver,
+        max_repeated_calls=None,
+    )
+    results = agent.run_sync("pay").trace.tool_results
+    assert [r.ran for r in results] == [False, False, False, False, True, True, False]
+    assert results[-1].error_type == "AlreadyRan"
+    assert ran == [5, -1]
+    assert all(r.error_type in NOT_RUN_ERRORS for r in results if not r.ran)

@@ -74,6 +74,7 @@ LOADED_CLI = LOADED_BARE | {
     "toolproof.cli._formats",
     "toolproof.cli._mcp",
     "toolproof.cli._mocks",
+    "toolproof.cli._options",
     "toolproof.cli._planning",
     "toolproof.cli._promote",
     "toolproof.cli._replay",

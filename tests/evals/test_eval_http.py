@@ -171,8 +171,11 @@ def test_rate_limiter_books_requests_and_tokens() -> None:
     fast = RateLimiter(requests_per_minute=600, clock=lambda: now[0])
     assert [fast.book(0) for _ in range(10)] == [0.0] * 10  # ten per second at once
     assert fast.book(0) == pytest.approx(0.1)
-    with pytest.raises(ValueError, match="requests_per_minute must be positive"):
-        RateLimiter(requests_per_minute=0)
+    for wrong in (0, -1.0, float("nan"), float("-inf")):  # NaN was once read as "no limit"
+        with pytest.raises(ValueError, match="requests_per_minute must be positive"):
+            RateLimiter(requests_per_minute=wrong)
+        with pytest.raises(ValueError, match="tokens_per_minute must be positive"):
+            RateLimiter(tokens_per_minute=wrong)
 
 
 def test_report_json_is_valid_with_a_real_model(server: Server, tmp_path: Path) -> None:

@@ -67,6 +67,7 @@ def test_the_user_model_sees_the_conversation_as_a_user_would(
     tmp_path: Path, secret: str, replies: list[str]
 ) -> None:
     """No system prompt, no tool call, no tool argument or result reaches the user model."""
+    secret = f"«{secret}»"  # (a generated word such as "change" is also in the user's prompt)
     agent, user = useragents.agent_model(secret), useragents.user_model(replies)
     report = evaluate(
         [load_suite(suite(tmp_path, SIMULATED))],

@@ -23,7 +23,7 @@ from toolproof.evals._suite import Case, load_suite
 
 HERE = Path(__file__).resolve().parent
 
-STATUSES = st.sampled_from(["pass", "fail", "error"])
+STATUSES = st.sampled_from(["pass", "fail", "error", "simulator_fault"])
 VERDICTS = st.sampled_from(["pass", "fail", "error", "skipped", "not_run"])
 CHECK_STATUSES = st.sampled_from(["pass", "fail", "inconclusive", "skip"])
 

@@ -305,3 +305,17 @@ def test_each_retrieval_metric_mean_has_its_interval(tmp_path: Path, level: floa
         bounds = (got["low"], got["high"], got["level"])
         assert bounds == pytest.approx((want.low, want.high, level))
         assert 0 <= got["low"] <= got["estimate"] <= got["high"] <= 1
+
+
+def test_the_quality_figures_have_the_runs_level_whichever_way_they_are_asked_for(
+    tmp_path: Path,
+):
+    text = SUITE.replace(
+        "judge_when: always", "judge_when: always\ntrials: 3\nstatistics: {confidence: 0.8}"
+    )
+    report = evaluate(write_suite(tmp_path, text), model=ragagents.model(), cache=False)
+    assert report.statistics.level == 0.8
+    quality = report.quality()
+    assert quality == report.summary()["quality"]
+    levels = {i["level"] for q in quality for r in q["retrieval"] for i in r["intervals"].values()}
+    assert levels == {0.8}

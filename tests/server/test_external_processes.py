@@ -46,10 +46,10 @@ def _suite(
         "env": {"HOSTILE_DIR": str(folder), **(env or {})},
     }
     lines = [f"suite: {name}\nagent: {json.dumps(agent)}\ncases:"]
-    for name, question in cases:
+    for case, question in cases:
         lines.append(
             textwrap.indent(
-                f"- name: {name}\n  input: {json.dumps(question)}\n"
+                f"- name: {case}\n  input: {json.dumps(question)}\n"
                 "  script: ['an apple costs 2 euros']\n  expect: {final_contains: '2 euros'}",
                 "  ",
             )
@@ -228,7 +228,7 @@ def test_no_planted_secret_reaches_a_command_agent_through_the_command_line(
     folder = tmp_path_factory.mktemp("env")
     planted = {**PLANTED, **{name: f"planted-{n}-{name.lower()}" for n, name in enumerate(extra)}}
     path = _suite(folder, ("env", "env"), env={"SUITE_NAMED": "named-by-the-suite"})
-    code, verdicts, err = _cli(path, {**os.environ, **planted})
+    code, verdicts, err = _cli(path, env={**os.environ, **planted})
     assert code == 0, (verdicts, err)
     seen = json.loads((folder / "env.json").read_text())
     assert _leaks(seen, planted) == []

@@ -8,7 +8,6 @@ built-in checks.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -64,13 +63,11 @@ def add_format_commands(commands: Any) -> None:
 
 def run_suite_schema(args: argparse.Namespace) -> int:
     """``schema suite``."""
-    text = suite_schema_text(modules=args.checks)
-    if args.output == "-":
-        sys.stdout.write(text)
-        return 0
     from toolproof._reporting import open_output
 
+    text = suite_schema_text(modules=args.checks)
     with open_output(args.output) as out:
         out.write(text)
-    print(f"wrote the suite schema to {args.output}")
+    if args.output != "-":
+        print(f"wrote the suite schema to {args.output}")
     return 0

@@ -13,8 +13,12 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from toolproof.cli._options import logged
+
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from rich.console import Console
 
     from toolproof._reporting import ReportSpec
     from toolproof._runlog import RunLog
@@ -34,24 +38,63 @@ def run_pair(
     *,
     redactor: Any,
     start_log: Callable[[str], RunLog | None],
-    finish_log: Callable[[RunLog | None, BaseException], None],
 ) -> int:
     """Run the suites on two models and report their paired comparison; the exit code.
 
-    ``toolproof run`` hands over how reports are redacted and how its run logs start and
-    end, so each model's run is logged as a run of its own.
+    ``toolproof run`` hands over how reports are redacted and how its run logs start, so
+    each model's run is logged as a run of its own.
     """
     import asyncio
-    import json
 
     from rich.text import Text
 
-    from toolproof._loading import load_model_spec
-    from toolproof._paired import comparison_dict, comparison_lines, paired
-    from toolproof._reporting import open_output
+    from toolproof._paired import comparison_lines, paired
+    from toolproof._reporting import ReportSpec as Spec
     from toolproof.cli import report_console
+
+    loaded = _load_models(models, specs, args)
+    logs = [log for log in (start_log(model) for model in models) if log is not None]
+    reports: list[EvalReport]
+    with logged(*logs):
+        reports = asyncio.run(
+            _both(
+                suites,
+                loaded,
+                args,
+                statistics,
+                redactor,
+                [[Spec("json", str(log.report_path))] for log in logs] if logs else [[], []],
+            )
+        )
+    stdout_taken = any(spec.to_stdout for spec in specs)
+    console = report_console(stderr=stdout_taken)
+    data = [
+        _print_run(console, number, model, report, logs[number] if logs else None)
+        for number, (model, report) in enumerate(zip(models, reports, strict=True))
+    ]
+    comparison = paired(data[0], data[1], level=statistics.level)
+    console.rule(Text(f"B against A: {models[1]} vs {models[0]}"))
+    lines = (
+        comparison_lines(comparison)
+        if comparison is not None
+        else ["no case has a verdict in both runs: nothing to compare"]
+    )
+    for line in lines:
+        console.print(Text(line))
+    interrupted = any(report.interrupted for report in reports)
+    code = 130 if interrupted else 1 if comparison and comparison.change == "regressed" else 0
+    _write_comparison(specs, models, logs, comparison, code)
+    if comparison is not None:
+        style = "bold red" if code == 1 else "bold green"
+        verdict = Text(f"B vs A: {comparison.change}", style=style)
+        console.print(verdict, Text(f"  (exit code {code})"))
+    return code
+
+
+def _load_models(models: list[str], specs: list[ReportSpec], args: argparse.Namespace) -> list[Any]:
+    """The two models, once the options are found to fit a comparison."""
+    from toolproof._loading import load_model_spec
     from toolproof.errors import UserError
-    from toolproof.evals._report import print_summary
 
     if len(models) != 2:
         raise UserError(f"--model compares two models at most; got {len(models)}")
@@ -68,53 +111,40 @@ def run_pair(
             f"both models are named {names[0]!r}: their cached answers would mix; name them "
             "apart or pass --no-cache"
         )
-    from toolproof._reporting import ReportSpec as Spec
+    return loaded
 
-    logs = [log for log in (start_log(model) for model in models) if log is not None]
-    reports: list[EvalReport]
-    try:
-        reports = asyncio.run(
-            _both(
-                suites,
-                loaded,
-                args,
-                statistics,
-                redactor,
-                [[Spec("json", str(log.report_path))] for log in logs] if logs else [[], []],
-            )
+
+def _print_run(
+    console: Console, number: int, model: str, report: EvalReport, log: RunLog | None
+) -> dict[str, Any]:
+    """Print one model's summary and end its run log; what the comparison reads of it."""
+    from rich.text import Text
+
+    from toolproof.evals._report import print_summary
+
+    console.rule(Text(f"{'AB'[number]}: {model}"))
+    summary = print_summary(report, console)
+    if log is not None:
+        log.finish(
+            status="interrupted" if report.interrupted else "finished",
+            exit_code=report.exit_code,
+            interrupted=report.interrupted,
+            counts={
+                key: summary[key]
+                for key in ("cases", "passed", "failed", "trials", "trials_passed")
+            },
         )
-    except BaseException as exc:
-        for log in logs:
-            finish_log(log, exc)
-        raise
-    stdout_taken = any(spec.to_stdout for spec in specs)
-    console = report_console(stderr=stdout_taken)
-    data = []
-    for model, report, number in zip(models, reports, range(len(models)), strict=True):
-        console.rule(Text(f"{'AB'[number]}: {model}"))
-        summary = print_summary(report, console)
-        data.append(_plain(report, summary))
-        if logs:
-            logs[number].finish(
-                status="interrupted" if report.interrupted else "finished",
-                exit_code=report.exit_code,
-                interrupted=report.interrupted,
-                counts={
-                    key: summary[key]
-                    for key in ("cases", "passed", "failed", "trials", "trials_passed")
-                },
-            )
-    comparison = paired(data[0], data[1], level=statistics.level)
-    console.rule(Text(f"B against A: {models[1]} vs {models[0]}"))
-    lines = (
-        comparison_lines(comparison)
-        if comparison is not None
-        else ["no case has a verdict in both runs: nothing to compare"]
-    )
-    for line in lines:
-        console.print(Text(line))
-    interrupted = any(report.interrupted for report in reports)
-    code = 130 if interrupted else 1 if comparison and comparison.change == "regressed" else 0
+    return _plain(report, summary)
+
+
+def _write_comparison(
+    specs: list[ReportSpec], models: list[str], logs: list[RunLog], comparison: Any, code: int
+) -> None:
+    import json
+
+    from toolproof._paired import comparison_dict
+    from toolproof._reporting import open_output
+
     result = {
         "format": "toolproof-models-compare",
         "version": 1,
@@ -129,11 +159,6 @@ def run_pair(
                 out.write(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
             else:
                 out.write(_markdown(models, comparison, code))
-    if comparison is not None:
-        style = "bold red" if code == 1 else "bold green"
-        verdict = Text(f"B vs A: {comparison.change}", style=style)
-        console.print(verdict, Text(f"  (exit code {code})"))
-    return code
 
 
 async def _both(

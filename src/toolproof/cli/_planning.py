@@ -23,7 +23,7 @@ examples:
 
 def register(subparsers: Any) -> None:
     """Add the ``plan`` command."""
-    from toolproof.cli._run import _positive_int, _rate, add_confidence_argument
+    from toolproof.cli._options import add_confidence_argument, positive_int, rate
 
     parser = subparsers.add_parser(
         "plan",
@@ -36,24 +36,24 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "--drop", type=_rate, metavar="D", help="the drop to detect (0.10: 10 points)"
+        "--drop", type=rate, metavar="D", help="the drop to detect (0.10: 10 points)"
     )
     parser.add_argument(
-        "--cases", type=_positive_int, metavar="N", help="the cases you have: what drop they detect"
+        "--cases", type=positive_int, metavar="N", help="the cases you have: what drop they detect"
     )
     parser.add_argument(
         "--trials",
-        type=_positive_int,
+        type=positive_int,
         action="append",
         metavar="K",
         help="trials per case in each run (repeatable; default 1, 3 and 5)",
     )
-    parser.add_argument("--power", type=_rate, default=0.8, help="chance of detecting it (0.8)")
+    parser.add_argument("--power", type=rate, default=0.8, help="chance of detecting it (0.8)")
     add_confidence_argument(parser)
-    parser.add_argument("--rate", type=_rate, metavar="R", help="the baseline's pass rate (0.5)")
+    parser.add_argument("--rate", type=rate, metavar="R", help="the baseline's pass rate (0.5)")
     parser.add_argument(
         "--icc",
-        type=_rate,
+        type=rate,
         metavar="X",
         help="intra-case correlation: 0 every case alike, near 1 each case always passes or "
         "always fails (default 0, or the run's)",

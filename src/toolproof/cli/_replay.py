@@ -4,14 +4,27 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from toolproof.cli._traces import (
+from toolproof.cli._options import (
+    add_executor_argument,
     add_filter_arguments,
+    add_log_arguments,
+    add_redaction_arguments,
+    add_report_argument,
+    add_statistics_arguments,
     add_store_argument,
+    check_report_paths,
     filter_from_args,
+    logged,
+    number_type,
+    redactor_from_args,
+    start_log,
     store_path,
 )
+
+if TYPE_CHECKING:
+    from toolproof._runlog import RunLog
 
 __all__ = ["register"]
 
@@ -47,6 +60,26 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_store_argument(parser)
+    _add_today_arguments(parser)
+    _add_grading_arguments(parser)
+    parser.add_argument("--concurrency", type=int, default=4, help="model mode (default 4)")
+    add_executor_argument(parser, units="samples")
+    add_report_argument(parser, metavar="FORMAT:PATH")
+    parser.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="print the transcript of each failing sample's new run (model mode)",
+    )
+    add_filter_arguments(parser, model_flag="--recorded-model")
+    add_statistics_arguments(parser, gate=False)
+    add_log_arguments(parser)
+    add_redaction_arguments(parser)
+    parser.set_defaults(handler=_replay)
+
+
+def _add_today_arguments(parser: Any) -> None:
+    """The mode, and today's agent, tools and model that the recordings meet."""
     parser.add_argument(
         "--mode", choices=("tools", "model"), default="tools", help="default: tools"
     )
@@ -67,6 +100,9 @@ def register(subparsers: Any) -> None:
         help="model mode: a model string, 'recorded' (replay the recorded outputs through the "
         "whole loop), or MODULE:ATTR naming a Model (as toolproof run --model)",
     )
+
+
+def _add_grading_arguments(parser: Any) -> None:
     parser.add_argument("--rules", metavar="FILE", help="grading rules (YAML)")
     parser.add_argument(
         "--gate",
@@ -90,60 +126,65 @@ def register(subparsers: Any) -> None:
         help="run this tool's real code instead of the recording (model mode) or its mock "
         "(tools mode with --run-mocks); no other tool's real code runs (repeatable)",
     )
-    parser.add_argument("--concurrency", type=int, default=4, help="model mode (default 4)")
-    parser.add_argument(
-        "--executor",
-        default="local",
-        metavar="local|ray[:ADDRESS]",
-        help="where samples run: this process (default) or a Ray cluster (toolproof[ray])",
-    )
-    parser.add_argument(
-        "--report",
-        action="append",
-        default=[],
-        metavar="FORMAT:PATH",
-        help="write a report: json, junit, markdown or html, to PATH or '-' for stdout "
-        "(repeatable)",
-    )
-    parser.add_argument(
-        "--verbose",
-        "-v",
-        action="store_true",
-        help="print the transcript of each failing sample's new run (model mode)",
-    )
-    add_filter_arguments(parser, model_flag="--recorded-model")
-    from toolproof.cli._run import add_log_arguments, add_statistics_arguments
-
-    add_statistics_arguments(parser, gate=False)
-
-    add_log_arguments(parser)
-    from toolproof.cli._run import add_redaction_arguments
-
-    add_redaction_arguments(parser)
-    parser.set_defaults(handler=_replay)
 
 
-def _rate(text: str) -> float:
-    try:
-        value = float(text.rstrip("%")) / (100 if text.endswith("%") else 1)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a rate such as 0.05 or 5%, got {text!r}"
-        ) from None
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"a rate is between 0 and 1, got {text!r}")
-    return value
+_rate = number_type(
+    lambda text: float(text.rstrip("%")) / (100 if text.endswith("%") else 1),
+    "a rate such as 0.05 or 5%",
+    lambda v: 0 <= v <= 1,
+    "a rate is between 0 and 1, got {text!r}",
+)
 
 
 def _replay(args: argparse.Namespace) -> int:
     from toolproof._reporting import parse_report_specs
-    from toolproof.cli._run import check_report_paths, redactor_from_args
     from toolproof.errors import UserError
-    from toolproof.replay import Aging, ReplayRules, TraceStore, replay
+    from toolproof.replay import TraceStore, replay
 
     specs = parse_report_specs(args.report)
     check_report_paths(specs)
     redactor = redactor_from_args(args)
+    rules, aging = _rules(args)
+    if args.concurrency < 1:
+        raise UserError(f"--concurrency must be at least 1, got {args.concurrency}")
+    agent, tools, model, judge = _today(args)
+
+    path = store_path(args)
+    with TraceStore(path, create=False) as store:
+        # (a URL's password is masked)
+        log = start_log(args, "replay", store=str(store.location), model=args.model)
+        with logged(log):
+            report = replay(
+                store,
+                mode=args.mode,
+                tools=tools,
+                agent=agent,
+                model=model,
+                rules=rules,
+                filter=filter_from_args(args),
+                gate=args.gate,
+                aging=aging,
+                judge=judge,
+                run_mocks=args.run_mocks,
+                concurrency=args.concurrency,
+                real_tools=args.real_tool,
+                # (the run log, -v and every report format show the new runs)
+                keep_traces=log is not None or args.verbose or bool(specs),
+                executor=args.executor,
+            )
+    report.level = args.confidence if args.confidence is not None else 0.95
+    report.interval = args.interval or "wilson"
+    report.gate_mode = args.gate_mode or "advisory"
+    _redact_samples(report, redactor)
+    _output(report, specs, args, log)
+    return report.exit_code
+
+
+def _rules(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The grading rules of ``--rules``, and their aging (``--half-life``, ``--max-age``)."""
+    from toolproof.errors import UserError
+    from toolproof.replay import Aging, ReplayRules
+
     try:
         rules = ReplayRules.from_file(args.rules) if args.rules else ReplayRules()
     except UnicodeDecodeError as exc:
@@ -155,8 +196,13 @@ def _replay(args: argparse.Namespace) -> int:
             override.half_life if args.half_life else aging.half_life,
             override.max_age if args.max_age else aging.max_age,
         )
-    if args.concurrency < 1:
-        raise UserError(f"--concurrency must be at least 1, got {args.concurrency}")
+    return rules, aging
+
+
+def _today(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
+    """Today's agent, tools, model and judge, once the mode is found to have what it needs."""
+    from toolproof.errors import UserError
+
     agent = _load_agent(args.agent) if args.agent else None
     tools: Any = None
     if args.schemas:
@@ -182,49 +228,13 @@ def _replay(args: argparse.Namespace) -> int:
     judge = _load_model(args.judge_model, "--judge-model") if args.judge_model else None
     if judge == "recorded":
         raise UserError("--judge-model needs a real model, not 'recorded'")
+    return agent, tools, model, judge
 
+
+def _output(report: Any, specs: list[Any], args: argparse.Namespace, log: RunLog | None) -> None:
+    """Print the report and write the reports and the run log."""
     from toolproof._reporting import ReportSpec
-    from toolproof.cli._run import finish_log
 
-    path = store_path(args)
-    with TraceStore(path, create=False) as store:
-        log = None
-        if not args.no_log:
-            from toolproof._runlog import RunLog
-
-            log = RunLog.start(
-                args.log_dir,
-                "replay",
-                argv=getattr(args, "argv", None),
-                store=str(store.location),  # a URL's password is masked
-                model=args.model,
-            )
-        try:
-            report = replay(
-                store,
-                mode=args.mode,
-                tools=tools,
-                agent=agent,
-                model=model,
-                rules=rules,
-                filter=filter_from_args(args),
-                gate=args.gate,
-                aging=aging,
-                judge=judge,
-                run_mocks=args.run_mocks,
-                concurrency=args.concurrency,
-                real_tools=args.real_tool,
-                # (the run log, -v and every report format show the new runs)
-                keep_traces=log is not None or args.verbose or bool(specs),
-                executor=args.executor,
-            )
-        except BaseException as exc:
-            finish_log(log, exc)
-            raise
-    report.level = args.confidence if args.confidence is not None else 0.95
-    report.interval = args.interval or "wilson"
-    report.gate_mode = args.gate_mode or "advisory"
-    _redact_samples(report, redactor)
     to_stdout = any(spec.to_stdout for spec in specs)
     console = sys.stderr if to_stdout else sys.stdout
     if args.verbose:
@@ -241,7 +251,6 @@ def _replay(args: argparse.Namespace) -> int:
         log.info.model = report.new_model or args.model
         if log.finish(status="finished", exit_code=report.exit_code, counts=counts):
             print(f"run log: {log.info.path}", file=console)
-    return report.exit_code
 
 
 def _redact_samples(report: Any, redactor: Any) -> None:

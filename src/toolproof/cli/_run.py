@@ -21,11 +21,28 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from toolproof.cli._options import (
+    add_executor_argument,
+    add_log_arguments,
+    add_redaction_arguments,
+    add_report_argument,
+    add_statistics_arguments,
+    check_report_paths,
+    cost_gates,
+    logged,
+    number_type,
+    positive_int,
+    redactor_from_args,
+    start_log,
+)
+
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from toolproof._runlog import RunLog
+    from toolproof._reporting import ReportSpec
+    from toolproof._runlog import RunInfo, RunLog
     from toolproof.evals._results import EvalReport
+    from toolproof.evals._stats_report import StatsOptions
     from toolproof.evals._suite import Case, Suite
 
 __all__ = ["register"]
@@ -69,6 +86,25 @@ def register(subparsers: Any) -> None:
         metavar="PATH",
         help="suite files or directories (searched for *.eval.yaml and suite YAML files)",
     )
+    _add_model_arguments(parser)
+    _add_selection_arguments(parser)
+    _add_pace_arguments(parser)
+    add_report_argument(parser)
+    _add_output_arguments(parser)
+    add_statistics_arguments(parser)
+    parser.add_argument(
+        "--record",
+        metavar="STORE",
+        help="keep every trial's traces (redacted) in this trace store, with the run id, the "
+        "case id and the verdict, for replay and toolproof traces promote",
+    )
+    _add_cost_arguments(parser)
+    add_log_arguments(parser)
+    add_redaction_arguments(parser)
+    parser.set_defaults(handler=run_command)
+
+
+def _add_model_arguments(parser: Any) -> None:
     parser.add_argument(
         "--model",
         "-m",
@@ -89,6 +125,9 @@ def register(subparsers: Any) -> None:
         help="model that plays the simulated users of cases with a 'user:' (a model string or "
         "MODULE:ATTR); with --model scripted it lets simulated users run",
     )
+
+
+def _add_selection_arguments(parser: Any) -> None:
     parser.add_argument(
         "--case",
         "-k",
@@ -105,7 +144,7 @@ def register(subparsers: Any) -> None:
         help="run only cases with this tag (repeatable: any of them)",
     )
     parser.add_argument(
-        "--trials", type=_positive_int, metavar="N", help="trials per case (overrides suites)"
+        "--trials", type=positive_int, metavar="N", help="trials per case (overrides suites)"
     )
     parser.add_argument(
         "--max-attack-success",
@@ -114,20 +153,18 @@ def register(subparsers: Any) -> None:
         help="gate the attack cases of suites with 'attacks:': each attack may succeed in at "
         "most this share of its trials (0: never; overrides attacks.max_success_rate)",
     )
+
+
+def _add_pace_arguments(parser: Any) -> None:
     parser.add_argument(
         "--concurrency",
         "-j",
-        type=_positive_int,
+        type=positive_int,
         default=8,
         metavar="N",
         help="trials running at the same time (default 8)",
     )
-    parser.add_argument(
-        "--executor",
-        default="local",
-        metavar="local|ray[:ADDRESS]",
-        help="where trials run: this process (default) or a Ray cluster (toolproof[ray])",
-    )
+    add_executor_argument(parser, units="trials")
     parser.add_argument(
         "--rpm", type=_positive_float, metavar="N", help="most model requests per minute"
     )
@@ -145,14 +182,9 @@ def register(subparsers: Any) -> None:
         metavar="DIR",
         help="cache directory (default .toolproof)",
     )
-    parser.add_argument(
-        "--report",
-        action="append",
-        default=[],
-        metavar="FORMAT[:PATH]",
-        help="write a report: json, junit, markdown or html, to PATH or '-' for stdout "
-        "(repeatable)",
-    )
+
+
+def _add_output_arguments(parser: Any) -> None:
     parser.add_argument(
         "--list", action="store_true", help="list the selected cases and their checks; run nothing"
     )
@@ -177,13 +209,9 @@ def register(subparsers: Any) -> None:
         help="rerun only the cases that failed or errored in the last run of these suites "
         "(all of them when there is none)",
     )
-    add_statistics_arguments(parser)
-    parser.add_argument(
-        "--record",
-        metavar="STORE",
-        help="keep every trial's traces (redacted) in this trace store, with the run id, the "
-        "case id and the verdict, for replay and toolproof traces promote",
-    )
+
+
+def _add_cost_arguments(parser: Any) -> None:
     costs = parser.add_argument_group("cost and latency")
     costs.add_argument(
         "--baseline",
@@ -202,174 +230,16 @@ def register(subparsers: Any) -> None:
         metavar="PCT",
         help="fail the run when the cost per case grew more than this over --baseline (e.g. 10%%)",
     )
-    add_log_arguments(parser)
-    add_redaction_arguments(parser)
-    parser.set_defaults(handler=run_command)
 
 
-def add_statistics_arguments(parser: Any, *, gate: bool = True) -> None:
-    """Add ``--confidence``, ``--interval``, ``--gate-mode`` and ``--max-failure-rate``.
-
-    ``toolproof replay`` shares them but has its own limit (``--gate``): ``gate=False``.
-    """
-    add_confidence_argument(parser, default=None)
-    parser.add_argument(
-        "--interval",
-        choices=("wilson", "clopper-pearson"),
-        help="interval of a case's pass rate and of a failure rate (default: the suites' "
-        "setting, else wilson)",
-    )
-    if gate:
-        parser.add_argument(
-            "--max-failure-rate",
-            type=_rate,
-            metavar="RATE",
-            help="gate the run on the blocking cases' failure rate (e.g. 0.1) instead of on "
-            "each blocking case's verdict",
-        )
-    parser.add_argument(
-        "--gate-mode",
-        choices=("advisory", "release"),
-        help="advisory (default): fail only when the failure rate is clearly above the limit; "
-        "release: pass only when it is clearly below (undecided exits 6)",
-    )
-
-
-def add_confidence_argument(parser: Any, default: float | None = 0.95) -> None:
-    """``--confidence LEVEL`` (shared by the commands that print intervals or decide)."""
-    shown = "the suites' setting, else 0.95" if default is None else f"{default:g}"
-    parser.add_argument(
-        "--confidence",
-        type=_level,
-        default=default,
-        metavar="LEVEL",
-        help=f"confidence level of intervals and decisions, between 0 and 1 (default {shown})",
-    )
-
-
-def _level(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number such as 0.95, got {text!r}") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (e.g. 0.95), got {text}")
-    return value
-
-
-def _rate(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a rate such as 0.1, got {text!r}") from None
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"must be a rate between 0 and 1, got {text}")
-    return value
-
-
-def add_redaction_arguments(parser: Any) -> None:
-    """``--redact FILE`` and ``--no-redact`` (shared with ``toolproof replay``)."""
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument(
-        "--redact",
-        metavar="FILE",
-        help="redaction rules (YAML) for what the reports and the run log hold (default: "
-        "mask credentials, e-mail addresses, phone and card numbers)",
-    )
-    group.add_argument(
-        "--no-redact",
-        action="store_true",
-        help="write the reports and the run log as the run saw them",
-    )
-
-
-def redactor_from_args(args: argparse.Namespace) -> Any:
-    """The redactor the reports and run log of a command are written with."""
-    from toolproof.replay._redact import Redactor
-
-    if args.no_redact:
-        return Redactor.none()
-    return Redactor.from_file(args.redact) if args.redact else Redactor()
-
-
-def add_log_arguments(parser: Any) -> None:
-    """Add ``--log-dir`` and ``--no-log`` (shared with ``toolproof replay``)."""
-    parser.add_argument(
-        "--log-dir",
-        metavar="PATH",
-        help="where run logs go (default .toolproof/runs, or $TOOLPROOF_LOG_DIR)",
-    )
-    parser.add_argument("--no-log", action="store_true", help="do not write a run log of this run")
-
-
-def finish_log(log: RunLog | None, exc: BaseException) -> None:
-    """Record in the run log how a command that raised ended.
-
-    A configuration error found before anything ran leaves no run log at all.
-    """
-    from toolproof.errors import UserError
-
-    if log is None:
-        return
-    if isinstance(exc, UserError) and not log.report_path.exists():
-        log.discard()
-        return
-    if isinstance(exc, KeyboardInterrupt):
-        log.finish(status="interrupted", exit_code=130, interrupted=True)
-        return
-    from toolproof._tracebacks import user_location
-
-    code = 2 if isinstance(exc, UserError) or user_location(exc) is not None else 4
-    log.finish(status="crashed", exit_code=code, interrupted=True)
-
-
-def check_report_paths(specs: Any) -> None:
-    """Fail before anything runs when a report cannot be written where it should go.
-
-    Raises:
-        UserError: A report's path is a folder or a read-only file, or its folder cannot be
-            created or written.
-    """
-    from toolproof._reporting import check_output
-    from toolproof.errors import UserError
-
-    for spec in specs:
-        if spec.to_stdout:
-            continue
-        try:
-            check_output(spec.path)
-        except UserError as exc:
-            raise UserError(f"--report {spec.format}:{spec.path}: {exc}") from None
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _attack_rate(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"expected a rate with 0 <= rate < 1, got {text!r}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-    return value
+_attack_rate = number_type(
+    float,
+    "a rate with 0 <= rate < 1",
+    lambda v: 0 <= v < 1,
+    "expected a rate with 0 <= rate < 1, got {text!r}",
+)
+# (NaN is not refused here: the rate limiter reads it as no limit)
+_positive_float = number_type(float, "a number", lambda v: v > 0, "must be positive, got {text}")
 
 
 #: Allocations between two collections of the youngest generation while ``toolproof run``
@@ -412,12 +282,7 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> int:
-    from toolproof._loading import load_model_spec
     from toolproof._reporting import parse_report_specs
-    from toolproof._thread_loop import run_to_end
-    from toolproof.cli import report_console
-    from toolproof.errors import UserError
-    from toolproof.evals._progress import default_progress
     from toolproof.evals._stats_report import resolve_options
     from toolproof.evals._suite import load_suites, select_cases
 
@@ -432,20 +297,6 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
         max_failure_rate=args.max_failure_rate,
         gate_mode=args.gate_mode,
     )
-    if len(models) > 1 and not args.list:
-        from toolproof.cli._pair import run_pair
-
-        check_report_paths(specs)
-        return run_pair(
-            args,
-            suites,
-            models,
-            specs,
-            statistics,
-            redactor=redactor_from_args(args),
-            start_log=lambda model: _start_log(suites, args, model),
-            finish_log=finish_log,
-        )
     if args.list:  # lists what would run; needs no key and writes nothing
         from rich.console import Console
 
@@ -454,16 +305,35 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
         )
         return 0
     check_report_paths(specs)
+    if len(models) > 1:
+        from toolproof.cli._pair import run_pair
+
+        return run_pair(
+            args,
+            suites,
+            models,
+            specs,
+            statistics,
+            redactor=redactor_from_args(args),
+            start_log=lambda model: _start_log(suites, args, model),
+        )
+    return _run_suites(args, suites, specs, statistics, trials_start)
+
+
+def _run_suites(
+    args: argparse.Namespace,
+    suites: list[Suite],
+    specs: list[ReportSpec],
+    statistics: StatsOptions,
+    trials_start: Callable[[], None],
+) -> int:
+    """Run the suites on one model (or each case's own); the exit code."""
+    from toolproof._thread_loop import run_to_end
+    from toolproof.cli import report_console
+    from toolproof.evals._progress import default_progress
+
     redactor = redactor_from_args(args)
-    model = load_model_spec(args.model, keywords=("scripted",)) if args.model else None
-    judge_model = (
-        load_model_spec(args.judge_model, option="--judge-model") if args.judge_model else None
-    )
-    if isinstance(judge_model, str) and judge_model.strip().lower() == "scripted":
-        raise UserError("--judge-model needs a model that can grade, not 'scripted'")
-    user_model = (
-        load_model_spec(args.user_model, option="--user-model") if args.user_model else None
-    )
+    model, judge_model, user_model = _load_models(args)
     stdout_taken = any(spec.to_stdout for spec in specs)
     # The console (rich) is made when first needed: with -q, after the trials.
     console: Console | None = None
@@ -484,7 +354,7 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
         reports.append(ReportSpec("json", str(log.report_path)))
     progress = default_progress(quiet=args.quiet)
     trials_start()
-    try:
+    with logged(log):
         report = run_to_end(
             _run(
                 suites,
@@ -514,15 +384,43 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
                 cost_estimate=None if estimate is None else estimate[0],
             )
         )
-    except BaseException as exc:
-        finish_log(log, exc)
-        raise
+    if console is None:
+        console = report_console(stderr=stdout_taken)
+    summary, stopped = _print_outcome(report, specs, args, console)
+    if log is not None:
+        _finish_log(log, report, summary, stopped, args, console)
+    return report.exit_code
+
+
+def _load_models(args: argparse.Namespace) -> tuple[Any, Any, Any]:
+    """The models of ``--model``, ``--judge-model`` and ``--user-model`` (``None``: not given)."""
+    from toolproof._loading import load_model_spec
+    from toolproof.errors import UserError
+
+    model = load_model_spec(args.model, keywords=("scripted",)) if args.model else None
+    judge_model = (
+        load_model_spec(args.judge_model, option="--judge-model") if args.judge_model else None
+    )
+    if isinstance(judge_model, str) and judge_model.strip().lower() == "scripted":
+        raise UserError("--judge-model needs a model that can grade, not 'scripted'")
+    user_model = (
+        load_model_spec(args.user_model, option="--user-model") if args.user_model else None
+    )
+    return model, judge_model, user_model
+
+
+def _print_outcome(
+    report: EvalReport, specs: list[ReportSpec], args: argparse.Namespace, console: Console
+) -> tuple[dict[str, Any], bool]:
+    """Print the summary, the reports written and how the run ended.
+
+    Returns:
+        The summary, and whether ``-x`` stopped the run.
+    """
     from rich.markup import escape
 
     from toolproof.evals._report import print_summary, print_transcripts
 
-    if console is None:
-        console = report_console(stderr=stdout_taken)
     if args.verbose:
         print_transcripts(report, console)
     summary = print_summary(report, console)
@@ -546,32 +444,44 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
             f"[yellow]stopped at the first blocking failure (-x): {ran} of {planned} trials "
             f"ran, {not_run} case{'s' if not_run != 1 else ''} not run[/]"
         )
-    if log is not None:
-        if not args.model:  # the suites' own models, as the cases ran with them
-            models = sorted({c.model for c in report.cases if c.model})
-            log.info.model = ", ".join(models) or None
-        status = "interrupted" if report.interrupted else "stopped" if stopped else "finished"
-        log_written = log.finish(
-            status=status,
-            exit_code=report.exit_code,
-            interrupted=report.interrupted or stopped,
-            counts={
-                key: summary[key]
-                for key in (
-                    "cases",
-                    "passed",
-                    "failed",
-                    "errors",
-                    "skipped",
-                    "not_run",
-                    "trials",
-                    "trials_passed",
-                )
-            },
-        )
-        if log_written:
-            console.print(f"[dim]run log: {escape(str(log.info.path))}[/]", highlight=False)
-    return report.exit_code
+    return summary, stopped
+
+
+def _finish_log(
+    log: RunLog,
+    report: EvalReport,
+    summary: dict[str, Any],
+    stopped: bool,
+    args: argparse.Namespace,
+    console: Console,
+) -> None:
+    """End the run log of a run that finished, was stopped by ``-x`` or interrupted."""
+    from rich.markup import escape
+
+    if not args.model:  # the suites' own models, as the cases ran with them
+        models = sorted({c.model for c in report.cases if c.model})
+        log.info.model = ", ".join(models) or None
+    status = "interrupted" if report.interrupted else "stopped" if stopped else "finished"
+    log_written = log.finish(
+        status=status,
+        exit_code=report.exit_code,
+        interrupted=report.interrupted or stopped,
+        counts={
+            key: summary[key]
+            for key in (
+                "cases",
+                "passed",
+                "failed",
+                "errors",
+                "skipped",
+                "not_run",
+                "trials",
+                "trials_passed",
+            )
+        },
+    )
+    if log_written:
+        console.print(f"[dim]run log: {escape(str(log.info.path))}[/]", highlight=False)
 
 
 def _suite_files(suites: list[Suite]) -> list[str]:
@@ -585,27 +495,19 @@ def _cost_options(
 ) -> tuple[Any, tuple[float, str] | None, dict[str, Any] | None]:
     """The cost gates, the estimate (cost, from which run) and the baseline report."""
     from toolproof.errors import UserError
-    from toolproof.evals._costs import CostGates, estimate_cost, parse_increase
+    from toolproof.evals._costs import estimate_cost
     from toolproof.evals._suite import select_cases
 
-    gates = None
-    if args.max_latency_increase is not None or args.max_cost_increase is not None:
-        if args.baseline is None:
-            raise UserError(
-                "--max-latency-increase and --max-cost-increase compare with a baseline run: "
-                "add --baseline RUN (a run id, or latest)"
-            )
-        gates = CostGates(
-            p95_latency=None
-            if args.max_latency_increase is None
-            else parse_increase(args.max_latency_increase, "--max-latency-increase"),
-            cost_per_case=None
-            if args.max_cost_increase is None
-            else parse_increase(args.max_cost_increase, "--max-cost-increase"),
+    gated = args.max_latency_increase is not None or args.max_cost_increase is not None
+    if gated and args.baseline is None:
+        raise UserError(
+            "--max-latency-increase and --max-cost-increase compare with a baseline run: "
+            "add --baseline RUN (a run id, or latest)"
         )
+    gates = cost_gates(args)
     if args.baseline is None and args.no_log:
         return gates, None, None  # (estimates come from run logs)
-    from toolproof._runlog import list_runs, load_run
+    from toolproof._runlog import load_run
 
     run = None
     if args.baseline is not None:
@@ -613,15 +515,7 @@ def _cost_options(
         if run.report is None:
             raise UserError(f"--baseline {args.baseline}: run {run.info.id} has no report")
     else:
-        files = set(_suite_files(suites))
-        last = next(
-            (
-                r
-                for r in list_runs(args.log_dir)
-                if r.kind == "run" and r.has_report and files & set(r.suites)
-            ),
-            None,
-        )
+        last = _last_run(suites, args)
         if last is not None:
             with contextlib.suppress(UserError):
                 run = load_run(str(last.path), args.log_dir)
@@ -640,20 +534,25 @@ def _cost_options(
     return gates, estimate, run.report if gated else None
 
 
+def _last_run(suites: list[Suite], args: argparse.Namespace) -> RunInfo | None:
+    """The latest run log with a report of a run of any of these suites."""
+    from toolproof._runlog import list_runs
+
+    files = set(_suite_files(suites))
+    return next(
+        (
+            r
+            for r in list_runs(args.log_dir)
+            if r.kind == "run" and r.has_report and files & set(r.suites)
+        ),
+        None,
+    )
+
+
 def _start_log(
     suites: list[Suite], args: argparse.Namespace, model: str | None = None
 ) -> RunLog | None:
-    if args.no_log:
-        return None
-    from toolproof._runlog import RunLog
-
-    return RunLog.start(
-        args.log_dir,
-        "run",
-        argv=getattr(args, "argv", None),
-        suites=_suite_files(suites),
-        model=model or args.model,
-    )
+    return start_log(args, "run", suites=_suite_files(suites), model=model or args.model)
 
 
 def _last_failed(suites: list[Suite], args: argparse.Namespace, console: Console) -> list[Suite]:
@@ -662,17 +561,9 @@ def _last_failed(suites: list[Suite], args: argparse.Namespace, console: Console
 
     from rich.markup import escape
 
-    from toolproof._runlog import list_runs, load_run
+    from toolproof._runlog import load_run
 
-    files = set(_suite_files(suites))
-    previous = next(
-        (
-            r
-            for r in list_runs(args.log_dir)
-            if r.kind == "run" and r.has_report and files & set(r.suites)
-        ),
-        None,
-    )
+    previous = _last_run(suites, args)
     if previous is None:
         console.print("no previous run: running all")
         return suites

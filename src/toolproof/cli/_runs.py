@@ -93,7 +93,7 @@ def register(subparsers: Any) -> None:
     compare.add_argument(
         "--all", action="store_true", help="also list the unchanged cases in the console"
     )
-    from toolproof.cli._run import add_confidence_argument
+    from toolproof.cli._options import add_confidence_argument
 
     add_confidence_argument(compare)
     compare.add_argument(
@@ -240,7 +240,7 @@ def _compare(args: argparse.Namespace) -> int:
     from toolproof._reporting import open_output, parse_report_specs
     from toolproof._runlog import compare_runs
     from toolproof.cli import report_console
-    from toolproof.cli._run import check_report_paths
+    from toolproof.cli._options import check_report_paths
 
     specs = parse_report_specs(args.report, formats=("json", "markdown"))
     check_report_paths(specs)
@@ -276,25 +276,19 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _costs(old: Run, new: Run, args: argparse.Namespace) -> dict[str, Any] | None:
     """Cost and latency of two eval runs over the cases both ran (``None`` for replays)."""
+    from toolproof.cli._options import cost_gates
     from toolproof.errors import UserError
-    from toolproof.evals._costs import CostGates, compare_costs, parse_increase
+    from toolproof.evals._costs import compare_costs
 
     gated = args.max_latency_increase is not None or args.max_cost_increase is not None
     if old.report is None or new.report is None or new.info.kind != "run":
         if gated:
             raise UserError("cost and latency gates compare eval runs that have reports")
         return None
-    gates = CostGates(
-        p95_latency=None
-        if args.max_latency_increase is None
-        else parse_increase(args.max_latency_increase, "--max-latency-increase"),
-        cost_per_case=None
-        if args.max_cost_increase is None
-        else parse_increase(args.max_cost_increase, "--max-cost-increase"),
-    )
+    gates = cost_gates(args)
     cases = [c for c in new.report.get("cases") or [] if isinstance(c, dict)]
     before = [c for c in old.report.get("cases") or [] if isinstance(c, dict)]
-    return compare_costs(cases, before, gates if gated else None)
+    return compare_costs(cases, before, gates)
 
 
 def _counts(changes: list[CaseChange]) -> dict[str, int]:

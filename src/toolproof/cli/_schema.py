@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -116,14 +115,12 @@ def run_snapshot(args: argparse.Namespace) -> int:
             "and lists of tools)"
         )
     text = dump_snapshot(snapshot_tools(tools))
-    if args.output == "-":
-        sys.stdout.write(text)
-        return 0
     from toolproof._reporting import open_output
 
     with open_output(args.output) as out:
         out.write(text)
-    print(f"wrote {len(tools)} tool schema{'s' if len(tools) != 1 else ''} to {args.output}")
+    if args.output != "-":
+        print(f"wrote {len(tools)} tool schema{'s' if len(tools) != 1 else ''} to {args.output}")
     return 0
 
 

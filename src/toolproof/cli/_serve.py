@@ -62,7 +62,7 @@ def register(subparsers: Any) -> None:
 def backend(args: argparse.Namespace) -> tuple[Any, Any]:
     """The model factory and the recorder (record mode; else ``None``) of the chosen mode."""
     from toolproof.cli._chat import load_model, scripted_model
-    from toolproof.cli._traces import store_path
+    from toolproof.cli._options import store_path
     from toolproof.errors import UserError
 
     if args.mode == "scripted":

@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from toolproof._text import clip
 from toolproof.cli import show_help
+from toolproof.cli._options import (
+    add_filter_arguments,
+    add_store_argument,
+    filter_from_args,
+    store_path,
+)
 
 if TYPE_CHECKING:
     from toolproof._trace import Trace
 
-__all__ = ["add_filter_arguments", "filter_from_args", "register", "store_path"]
+__all__ = ["register"]
 
 EPILOG = """examples:
   toolproof traces list --since 7d --tool query_users --status failed
@@ -25,67 +30,6 @@ EPILOG = """examples:
   toolproof traces prune --older-than 90d
   toolproof traces promote --since 7d --failed --distinct 20 -o week.eval.yaml --agent app:build
 """
-
-_STATUSES = "ok, failed, final, max_steps, budget, repeated_call, cancelled, error"
-
-
-def store_path(args: argparse.Namespace) -> str:
-    """The store given with ``--store``, else ``$TOOLPROOF_STORE``, else the default."""
-    from toolproof.replay._store import DEFAULT_STORE_PATH
-
-    return str(args.store or os.environ.get("TOOLPROOF_STORE") or DEFAULT_STORE_PATH)
-
-
-def add_store_argument(parser: argparse.ArgumentParser) -> None:
-    """``--store PATH|URL``."""
-    parser.add_argument(
-        "--store",
-        metavar="PATH|URL",
-        help="trace store: a SQLite file or a postgresql:// URL "
-        "(default: $TOOLPROOF_STORE or .toolproof/traces.db)",
-    )
-
-
-def add_filter_arguments(
-    parser: argparse.ArgumentParser, *, model_flag: str = "--model", limit: int | None = None
-) -> None:
-    """The trace filters shared by ``traces`` and ``replay``."""
-    group = parser.add_argument_group("which traces")
-    group.add_argument("--since", help="started at or after: an age (7d, 12h) or an ISO date")
-    group.add_argument("--until", help="started before: an age (7d, 12h) or an ISO date")
-    group.add_argument(
-        "--tool", action="append", default=[], help="called this tool (repeatable: any of them)"
-    )
-    group.add_argument(
-        model_flag, dest="filter_model", metavar="MODEL", help="recorded with this model (globs)"
-    )
-    group.add_argument(
-        "--tag", action="append", default=[], help="carries this tag (repeatable: all of them)"
-    )
-    group.add_argument("--status", help=f"outcome: {_STATUSES}")
-    group.add_argument("--id", action="append", default=[], dest="ids", help="this trace id")
-    group.add_argument(
-        "--limit",
-        type=int,
-        default=limit,
-        help="at most this many, most recent first" + (f" (default {limit})" if limit else ""),
-    )
-
-
-def filter_from_args(args: argparse.Namespace) -> Any:
-    """The ``TraceFilter`` the filter arguments describe."""
-    from toolproof.replay import TraceFilter
-
-    return TraceFilter(
-        since=args.since,
-        until=args.until,
-        tools=list(args.tool),
-        model=args.filter_model,
-        tags=list(args.tag),
-        status=args.status,
-        ids=list(args.ids),
-        limit=args.limit,
-    )
 
 
 def register(subparsers: Any) -> None:
@@ -118,6 +62,26 @@ def register(subparsers: Any) -> None:
     export.add_argument("-o", "--output", default="-", help="the file (default: stdout)")
     export.set_defaults(handler=_export)
 
+    _add_import_parser(commands)
+
+    from toolproof.cli import _promote
+
+    promote = _promote.add_parser(commands)
+    add_store_argument(promote)
+    add_filter_arguments(promote)
+    promote.set_defaults(
+        handler=lambda args: _promote.promote(args, filter_from_args, store_path(args))
+    )
+
+    prune = commands.add_parser("prune", help="delete expired traces")
+    add_store_argument(prune)
+    prune.add_argument("--older-than", required=True, metavar="AGE", help="e.g. 90d")
+    prune.add_argument("--dry-run", action="store_true", help="only count them")
+    prune.set_defaults(handler=_prune)
+
+
+def _add_import_parser(commands: Any) -> None:
+    """``traces import``: its files, formats and redaction."""
     importer = commands.add_parser(
         "import",
         help="import JSONL exports or OpenAI-format conversations",
@@ -157,21 +121,6 @@ def register(subparsers: Any) -> None:
     )
     importer.add_argument("--replace", action="store_true", help="overwrite traces with same id")
     importer.set_defaults(handler=_import)
-
-    from toolproof.cli import _promote
-
-    promote = _promote.add_parser(commands)
-    add_store_argument(promote)
-    add_filter_arguments(promote)
-    promote.set_defaults(
-        handler=lambda args: _promote.promote(args, filter_from_args, store_path(args))
-    )
-
-    prune = commands.add_parser("prune", help="delete expired traces")
-    add_store_argument(prune)
-    prune.add_argument("--older-than", required=True, metavar="AGE", help="e.g. 90d")
-    prune.add_argument("--dry-run", action="store_true", help="only count them")
-    prune.set_defaults(handler=_prune)
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -278,18 +227,14 @@ def _export(args: argparse.Namespace) -> int:
 def _import(args: argparse.Namespace) -> int:
     from pydantic_core import to_json
 
+    from toolproof.cli._options import redactor_from_args
     from toolproof.errors import UserError
-    from toolproof.replay import Redactor, TraceStore
+    from toolproof.replay import TraceStore
     from toolproof.replay._import import read_trace_file
     from toolproof.replay._schema_check import load_schema_file
     from toolproof.replay._store import row_from_dict
 
-    if args.no_redact:
-        redactor = Redactor.none()
-    elif args.redact:
-        redactor = Redactor.from_file(args.redact)
-    else:
-        redactor = Redactor()
+    redactor = redactor_from_args(args)
     tools = load_schema_file(args.tools) if args.tools else []
     if args.format == "otel":
         try:

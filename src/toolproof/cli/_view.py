@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from toolproof.cli._traces import add_store_argument, store_path
+from toolproof.cli._options import add_store_argument, store_path
 
 __all__ = ["DEFAULT_PORT", "register"]
 

@@ -52,13 +52,21 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ATTACK_KEYS",
+    "SEPARATOR",
     "AttackPlan",
     "AttacksSpec",
     "Goal",
     "InjectionPoint",
     "attack_cases",
+    "attack_html",
+    "attack_lines",
+    "attack_markdown",
     "attack_outcome",
     "attack_summary",
+    "case_properties",
+    "goal_reached",
+    "junit_properties",
+    "plant",
     "plant_tools",
     "with_attack_limit",
 ]
@@ -81,8 +89,6 @@ ATTACK_KEYS: dict[str, str] = {
 
 #: What a planted field is separated from the text it is appended to with.
 SEPARATOR = "\n\n"
-#: Where a call was refused before its tool ran: it did not happen.
-_NOT_RUN = frozenset({"UnknownTool", "InvalidArguments", "ValidationError", "Rejected"})
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 _PLACEHOLDER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -820,7 +826,7 @@ def goal_reached(goal: Goal, record: SessionRecord) -> tuple[bool, str]:
 
 def _ran(result: ToolResult | None) -> bool:
     """Whether a call reached its tool (refused calls did not happen)."""
-    return result is not None and not (result.status == "error" and result.error_type in _NOT_RUN)
+    return result is not None and result.ran
 
 
 def _shown(call: ToolCall) -> str:
@@ -918,20 +924,24 @@ class _Tally:
     utility: int = 0
     delivered: int = 0
 
-    def add(self, metrics: Mapping[str, Any]) -> None:
-        self.trials += 1
-        self.succeeded += bool(metrics.get("succeeded"))
-        self.utility += bool(metrics.get("utility"))
-        self.delivered += bool(metrics.get("delivered"))
+    @classmethod
+    def of(cls, result: CaseResult) -> _Tally:
+        """The attack outcomes of a case's trials."""
+        out = cls()
+        for trial in result.trials:
+            for check in trial.checks:
+                if check.check == "attack" and check.metrics is not None:
+                    out.trials += 1
+                    out.succeeded += bool(check.metrics.get("succeeded"))
+                    out.utility += bool(check.metrics.get("utility"))
+                    out.delivered += bool(check.metrics.get("delivered"))
+        return out
 
-
-def _outcomes(result: CaseResult) -> list[Mapping[str, Any]]:
-    out: list[Mapping[str, Any]] = []
-    for trial in result.trials:
-        for check in trial.checks:
-            if check.check == "attack" and check.metrics is not None:
-                out.append(check.metrics)
-    return out
+    def add(self, other: _Tally) -> None:
+        self.trials += other.trials
+        self.succeeded += other.succeeded
+        self.utility += other.utility
+        self.delivered += other.delivered
 
 
 def attack_summary(results: Sequence[CaseResult]) -> list[dict[str, Any]]:
@@ -952,82 +962,89 @@ def attack_summary(results: Sequence[CaseResult]) -> list[dict[str, Any]]:
             suite["attacks"].setdefault(plan.base, []).append(result)
             if plan.limit is not None:
                 suite["limit"] = plan.limit
-    out = []
-    for name, suite in suites.items():
-        if not suite["attacks"]:
-            continue
-        total = _Tally()
-        templates: dict[str, _Tally] = {}
-        goals: dict[str, _Tally] = {}
-        benign_passed = benign_trials = 0
-        cases = []
-        failing = 0
-        for base, attacked in suite["attacks"].items():
-            own = suite["benign"].get(base)
-            passed = own.passes if own is not None else 0
-            tried = (own.passes + own.failures) if own is not None else 0
-            benign_passed += passed
-            benign_trials += tried
-            tally = _Tally()
-            rows = []
-            for result in attacked:
-                assert result.case.attack is not None
-                template, goal, _ = result.case.attack.attack
-                one = _Tally()
-                for metrics in _outcomes(result):
-                    for each in (one, tally, total):
-                        each.add(metrics)
-                    templates.setdefault(template.id, _Tally()).add(metrics)
-                    goals.setdefault(goal.name, _Tally()).add(metrics)
-                stats = result.stats
-                resisted = one.trials - one.succeeded
-                if result.blocking and result.verdict == "fail":
-                    failing += 1
-                rows.append(
-                    {
-                        "id": result.case.id,
-                        "template": template.id,
-                        "goal": goal.name,
-                        "verdict": result.verdict,
-                        "trials": one.trials,
-                        "succeeded": one.succeeded,
-                        "resisted_all": bool(one.trials) and resisted == one.trials,
-                        "pass_hat_k": None if stats is None else stats.pass_hat[stats.n],
-                        "utility": one.utility,
-                        "delivered": one.delivered,
-                    }
-                )
-            cases.append(
-                {
-                    "case": base,
-                    "benign_utility": _rate(passed, tried),
-                    "utility_under_attack": _rate(tally.utility, tally.trials),
-                    "attack_success_rate": _rate(tally.succeeded, tally.trials),
-                    "attacks": rows,
-                }
-            )
-        limit = suite["limit"]
-        out.append(
-            {
-                "suite": name,
-                "benign_utility": _rate(benign_passed, benign_trials),
-                "utility_under_attack": _rate(total.utility, total.trials),
-                "attack_success_rate": _rate(total.succeeded, total.trials),
-                "trials": total.trials,
-                "delivered": total.delivered,
-                "max_success_rate": limit,
-                "gate": None
-                if limit is None
-                else {"limit": limit, "failed_attacks": failing, "passed": not failing},
-                "templates": {k: _rate(v.succeeded, v.trials) for k, v in templates.items()},
-                "goals": {k: _rate(v.succeeded, v.trials) for k, v in goals.items()},
-                "cases": cases,
-            }
-        )
-    return out
+    return [_suite_attacks(name, suite) for name, suite in suites.items() if suite["attacks"]]
+
+
+def _suite_attacks(name: str, suite: Mapping[str, Any]) -> dict[str, Any]:
+    """One suite's entry of :func:`attack_summary`, with each attacked case's."""
+    total = _Tally()
+    templates: dict[str, _Tally] = {}
+    goals: dict[str, _Tally] = {}
+    benign_passed = benign_trials = 0
+    cases = []
+    failing = 0
+    for base, attacked in suite["attacks"].items():
+        own = suite["benign"].get(base)
+        passed = own.passes if own is not None else 0
+        tried = (own.passes + own.failures) if own is not None else 0
+        benign_passed += passed
+        benign_trials += tried
+        tally = _Tally()
+        rows = []
+        for result in attacked:
+            assert result.case.attack is not None
+            template, goal, _ = result.case.attack.attack
+            one = _Tally.of(result)
+            tally.add(one)
+            if one.trials:
+                templates.setdefault(template.id, _Tally()).add(one)
+                goals.setdefault(goal.name, _Tally()).add(one)
+            if result.blocking and result.verdict == "fail":
+                failing += 1
+            rows.append(_attack_row(result, template.id, goal.name, one))
+        cases.append({"case": base, **_figures(passed, tried, tally), "attacks": rows})
+        total.add(tally)
+    limit = suite["limit"]
+    return {
+        "suite": name,
+        **_figures(benign_passed, benign_trials, total),
+        "trials": total.trials,
+        "delivered": total.delivered,
+        "max_success_rate": limit,
+        "gate": None
+        if limit is None
+        else {"limit": limit, "failed_attacks": failing, "passed": not failing},
+        "templates": {k: _rate(v.succeeded, v.trials) for k, v in templates.items()},
+        "goals": {k: _rate(v.succeeded, v.trials) for k, v in goals.items()},
+        "cases": cases,
+    }
+
+
+def _figures(benign_passed: int, benign_trials: int, attacked: _Tally) -> dict[str, Any]:
+    """The three rates: benign utility, utility under attack, attack success."""
+    return {
+        "benign_utility": _rate(benign_passed, benign_trials),
+        "utility_under_attack": _rate(attacked.utility, attacked.trials),
+        "attack_success_rate": _rate(attacked.succeeded, attacked.trials),
+    }
+
+
+def _attack_row(result: CaseResult, template: str, goal: str, one: _Tally) -> dict[str, Any]:
+    """One attack case's outcome over its trials."""
+    stats = result.stats
+    return {
+        "id": result.case.id,
+        "template": template,
+        "goal": goal,
+        "verdict": result.verdict,
+        "trials": one.trials,
+        "succeeded": one.succeeded,
+        "resisted_all": bool(one.trials) and one.succeeded == 0,
+        "pass_hat_k": None if stats is None else stats.pass_hat[stats.n],
+        "utility": one.utility,
+        "delivered": one.delivered,
+    }
 
 
 # -- rendering (every report reads the summary above) -----------------------------------------
+
+
+#: The three rates of an entry, with their names in reports.
+_RATES = {
+    "benign_utility": "benign utility",
+    "utility_under_attack": "utility under attack",
+    "attack_success_rate": "attack success",
+}
 
 
 def _pct(entry: Mapping[str, Any] | None) -> str:
@@ -1050,18 +1067,16 @@ def attack_lines(summary: Sequence[Mapping[str, Any]], *, cases: bool = False) -
                 "passed" if gate["passed"] else f"{gate['failed_attacks']} attacks over it"
             )
         lines.append(
-            f"{entry['suite']}: attacks: benign utility {_pct(entry['benign_utility'])} · "
-            f"utility under attack {_pct(entry['utility_under_attack'])} · attack success "
-            f"{_pct(entry['attack_success_rate'])} ({entry['trials']} trials, payload delivered in "
-            f"{entry['delivered']}){verdict}"
+            f"{entry['suite']}: attacks: {_rates_text(entry)} ({entry['trials']} trials, payload "
+            f"delivered in {entry['delivered']}){verdict}"
         )
         for case in entry["cases"] if cases else ():
-            lines.append(
-                f"  {case['case']}: benign utility {_pct(case['benign_utility'])} · utility "
-                f"under attack {_pct(case['utility_under_attack'])} · attack success "
-                f"{_pct(case['attack_success_rate'])}"
-            )
+            lines.append(f"  {case['case']}: {_rates_text(case)}")
     return lines
+
+
+def _rates_text(entry: Mapping[str, Any]) -> str:
+    return " · ".join(f"{name} {_pct(entry[key])}" for key, name in _RATES.items())
 
 
 def attack_markdown(summary: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -1075,16 +1090,10 @@ def attack_markdown(summary: Sequence[Mapping[str, Any]]) -> list[str]:
     lines.append("")
     for entry in summary:
         rows = [
-            [
-                md_code(f"{entry['suite']}::{case['case']}"),
-                _pct(case["benign_utility"]),
-                _pct(case["utility_under_attack"]),
-                _pct(case["attack_success_rate"]),
-            ]
+            [md_code(f"{entry['suite']}::{case['case']}"), *(_pct(case[k]) for k in _RATES)]
             for case in entry["cases"]
         ]
-        head = ["case", "benign utility", "utility under attack", "attack success"]
-        lines += [md_table(head, rows), ""]
+        lines += [md_table(["case", *_RATES.values()], rows), ""]
         attacks = [
             [
                 md_code(row["template"]),
@@ -1104,7 +1113,7 @@ def attack_markdown(summary: Sequence[Mapping[str, Any]]) -> list[str]:
 def junit_properties(entry: Mapping[str, Any]) -> dict[str, str]:
     """The figures of one suite (or one case of its ``cases``) as JUnit ``<property>`` values."""
     out: dict[str, str] = {}
-    for key in ("benign_utility", "utility_under_attack", "attack_success_rate"):
+    for key in _RATES:
         rate = entry.get(key)
         if rate:
             out[key] = f"{rate['rate']:.4f}"
@@ -1123,14 +1132,13 @@ def case_properties(result: CaseResult) -> dict[str, str]:
     if plan is None or not plan.attacked:
         return {}
     template, goal, _ = plan.attack
-    outcomes = _outcomes(result)
-    succeeded = sum(1 for m in outcomes if m.get("succeeded"))
+    one = _Tally.of(result)
     return {
         "attack_template": template.id,
         "attack_goal": goal.name,
         "attack_base_case": str(plan.base),
-        "attack_succeeded": f"{succeeded}/{len(outcomes)}",
-        "attack_resisted_all": "true" if outcomes and not succeeded else "false",
+        "attack_succeeded": f"{one.succeeded}/{one.trials}",
+        "attack_resisted_all": "true" if one.trials and not one.succeeded else "false",
     }
 
 
@@ -1151,18 +1159,10 @@ def attack_html(summary: Sequence[Mapping[str, Any]]) -> str:
     for entry in summary:
         parts.append(f"<p>{escape(attack_lines([entry])[0])}</p>")
         rows = "".join(
-            "<tr>"
-            + cell(case["case"])
-            + cell(_pct(case["benign_utility"]))
-            + cell(_pct(case["utility_under_attack"]))
-            + cell(_pct(case["attack_success_rate"]))
-            + "</tr>"
+            "<tr>" + cell(case["case"]) + "".join(cell(_pct(case[k])) for k in _RATES) + "</tr>"
             for case in entry["cases"]
         )
-        head = "".join(
-            f'<th scope="col">{escape(h)}</th>'
-            for h in ("case", "benign utility", "utility under attack", "attack success")
-        )
+        head = "".join(f'<th scope="col">{escape(h)}</th>' for h in ("case", *_RATES.values()))
         parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
         attacks = "".join(
             "<tr>"

@@ -30,15 +30,8 @@ __all__ = [
     "PassRule",
     "Suite",
     "Turn",
-    "_external_agent",
-    "_model_settings",
-    "_pass_rule",
+    "external_agent",
 ]
-
-ToolModeName = Literal["real", "mock"]
-Gate = Literal["block", "advise"]
-JudgeWhen = Literal["objective_pass", "always"]
-
 
 # -- data ---------------------------------------------------------------------------------------
 
@@ -166,41 +159,33 @@ class AgentSpec:
 class CaseConfig:
     """A case's settings after suite defaults and its own overrides.
 
+    Each attribute is the validated value of the :class:`CaseSettings` field of its name
+    (what it accepts, its default and its words are declared there, once); the agent and
+    the mocks are resolved, and ``trials`` is split into its count and ``until``. The
+    loader passes every validated field on, so a setting added to :class:`CaseSettings`
+    needs only its attribute here (a test guards that they match).
+
     Attributes:
         agent: The agent factory.
-        model: The model string (``None`` when neither the suite nor the case sets one).
-        judge_model: The judge's model string.
-        tools: ``"mock"`` or ``"real"``.
-        tool_modes: Per-tool modes over ``tools``.
-        real_tools: With ``tools: mock``, the tools that run their real code on purpose (a
-            ``real`` entry of ``tool_modes`` counts too); every other tool with side
-            effects never does.
         mocks: Mock providers to create for each trial.
         trials: How many times the case runs (at most, with ``until: decided``).
         until: ``"all"`` (every trial runs) or ``"decided"`` (trials stop as soon as the
             pass rule's verdict is known at the run's confidence level).
-        pass_rule: How trials become the verdict.
-        gate: ``"block"`` (a failure fails the run) or ``"advise"`` (reported only).
-        judge_when: ``"objective_pass"`` or ``"always"``.
-        judge_inconclusive: What an inconclusive judge counts as: ``"fail"`` or ``"pass"``.
-        judge_sees_agent: Whether the judge is shown the agent's system prompt and tools.
-        settings: Model settings for every request.
-        retries: Retries of a trial after infrastructure errors.
-        timeout: Seconds a trial may take.
     """
 
     agent: AgentSpec
+    agent_options: Mapping[Any, Any] = field(default_factory=dict)
     model: str | None = None
     judge_model: str | None = None
-    tools: ToolModeName = "mock"
-    tool_modes: Mapping[str, ToolModeName] = field(default_factory=dict)
+    tools: Literal["real", "mock"] = "mock"
+    tool_modes: Mapping[str, Literal["real", "mock"]] = field(default_factory=dict)
     real_tools: tuple[str, ...] = ()
     mocks: tuple[MockSpec, ...] = ()
     trials: int = 1
     until: Literal["all", "decided"] = "all"
     pass_rule: PassRule = field(default_factory=PassRule)
-    gate: Gate = "block"
-    judge_when: JudgeWhen = "objective_pass"
+    gate: Literal["block", "advise"] = "block"
+    judge_when: Literal["objective_pass", "always"] = "objective_pass"
     judge_inconclusive: Literal["fail", "pass"] = "fail"
     judge_sees_agent: bool = True
     settings: ModelSettings | None = None
@@ -319,7 +304,7 @@ def _providers(created: Any, source: str) -> list[Any]:
     )
 
 
-def _external_agent(spec: Mapping[str, Any], near: Path) -> AgentSpec:
+def external_agent(spec: Mapping[str, Any], near: Path) -> AgentSpec:
     """The spec of ``agent: {command: ...}`` or ``agent: {http: ...}`` (already checked)."""
     from toolproof.models.fake import ScriptedModel
     from toolproof.server._external import ExternalAgent
@@ -340,21 +325,3 @@ def _external_agent(spec: Mapping[str, Any], near: Path) -> AgentSpec:
     )
     source = f"command {command!r}" if command is not None else f"http {http!r}"
     return AgentSpec(source, agent, {}, agent.toolset, external=True)
-
-
-def _pass_rule(value: Any) -> PassRule:
-    """A pass rule checked by the suite models (``CaseSettings``)."""
-    if value in ("all", "any"):
-        return PassRule(value)
-    ((kind, number),) = value.items()
-    return PassRule(kind, int(number) if kind == "at_least" else float(number))
-
-
-def _model_settings(spec: Any) -> ModelSettings | None:
-    """The model settings of a checked ``settings:`` mapping (a ``SettingsSpec``)."""
-    if spec is None:
-        return None
-    clean = spec.model_dump(exclude_unset=True)
-    if isinstance(clean.get("stop"), str):
-        clean["stop"] = [clean["stop"]]
-    return ModelSettings(**clean)

@@ -37,12 +37,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import difflib
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
+from toolproof._filemodel import did_you_mean, unknown_key_message
 from toolproof._messages import ToolCall, ToolResult, Usage
 from toolproof._text import clip
 from toolproof._trace import Trace
@@ -360,10 +360,7 @@ class CheckContext:
         if isinstance(name, str) and (self.tools is None or name in self.tools):
             return True
         known = sorted(self.tools or ())
-        hint = ""
-        if isinstance(name, str):
-            close = difflib.get_close_matches(name, known, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+        hint = did_you_mean(name, known) if isinstance(name, str) else ""
         self.problems.add(
             self.at(*keys),
             f"unknown tool {name!r}{hint}; the agent's tools are: {', '.join(known) or '(none)'}",
@@ -414,7 +411,7 @@ def compile_expect(
     ctx = CheckContext(tools, problems, path, key_paths or {})
     for key in expect:
         if key not in vocabulary:
-            _unknown_key(ctx, key, vocabulary)
+            unknown_key(ctx, key, vocabulary)
     checks: list[Check] = []
     for key, definition in list(vocabulary.items()):
         if key not in expect:
@@ -441,14 +438,11 @@ def compile_expect(
     return checks
 
 
-def _unknown_key(ctx: CheckContext, key: Any, allowed: Mapping[str, Any] | Sequence[str]) -> None:
-    names = list(allowed)
-    close = difflib.get_close_matches(str(key), names, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    ctx.problems.add(ctx.at(key), f"unknown key {key!r}{hint}; allowed: {', '.join(names)}")
+def unknown_key(ctx: CheckContext, key: Any, allowed: Mapping[str, Any] | Sequence[str]) -> None:
+    ctx.problems.add(ctx.at(key), unknown_key_message(key, allowed))
 
 
-def _names(ctx: CheckContext, value: Any, key: str) -> list[str] | None:
+def tool_names(ctx: CheckContext, value: Any, key: str) -> list[str] | None:
     """A list of tool names (a single name is accepted); problems recorded."""
     if isinstance(value, str):
         value = [value]
@@ -459,7 +453,7 @@ def _names(ctx: CheckContext, value: Any, key: str) -> list[str] | None:
     return value if all(ok) else None
 
 
-def _strings(ctx: CheckContext, value: Any, key: str) -> list[str] | None:
+def string_list(ctx: CheckContext, value: Any, key: str) -> list[str] | None:
     if isinstance(value, str):
         return [value]
     if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
@@ -468,7 +462,7 @@ def _strings(ctx: CheckContext, value: Any, key: str) -> list[str] | None:
     return None
 
 
-def _number(
+def number_value(
     ctx: CheckContext, value: Any, key: str, *, integer: bool, minimum: float
 ) -> float | None:
     ok = isinstance(value, int) if integer else isinstance(value, (int, float))
@@ -478,7 +472,7 @@ def _number(
     return float(value)
 
 
-def _matcher(ctx: CheckContext, spec: Any, path: DocPath) -> Matcher | None:
+def value_matcher(ctx: CheckContext, spec: Any, path: DocPath) -> Matcher | None:
     from toolproof._matching import compile_value_matcher
 
     try:
@@ -492,7 +486,7 @@ def _matcher(ctx: CheckContext, spec: Any, path: DocPath) -> Matcher | None:
 # -- call listings in reasons -------------------------------------------------------------------
 
 
-def _calls_text(calls: Sequence[ToolCall], limit: int = 6) -> str:
+def calls_listing(calls: Sequence[ToolCall], limit: int = 6) -> str:
     if not calls:
         return "no tool calls"
     shown = [call.signature() for call in calls[:limit]]
@@ -500,11 +494,11 @@ def _calls_text(calls: Sequence[ToolCall], limit: int = 6) -> str:
     return ", ".join(shown) + more
 
 
-def _times(n: int) -> str:
+def times_text(n: int) -> str:
     return "1 time" if n == 1 else f"{n} times"
 
 
-def _clip(text: str | None, limit: int = 200) -> str:
+def answer_text(text: str | None, limit: int = 200) -> str:
     if text is None:
         return "(no final answer)"
     return repr(clip(text, limit))

@@ -23,11 +23,16 @@ from typing import Any
 
 __all__ = [
     "CostGates",
+    "baseline_cases",
     "case_costs",
+    "case_entries",
+    "case_properties",
     "compare_costs",
+    "cost_lines",
     "estimate_cost",
     "gate_settings",
     "parse_increase",
+    "run_costs",
     "strictest",
     "suite_costs",
 ]
@@ -127,6 +132,11 @@ def _ran(trials: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return [t for t in trials if isinstance(t, Mapping) and t.get("status") in ("pass", "fail")]
 
 
+def _ran_of(case: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The trials of a case entry that ran (errors left out)."""
+    return _ran(case.get("trials") or [])
+
+
 def _figures(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     agent_costs = [t.get("cost") for t in trials]
     known = [float(c) for c in agent_costs if isinstance(c, (int, float))]
@@ -138,9 +148,7 @@ def _figures(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "trials": len(trials),
         "agent": {
-            "latency_s": spread(
-                float(t.get("agent_ms") or t.get("duration_ms") or 0) / 1000 for t in trials
-            ),
+            "latency_s": spread(_latencies(trials)),
             "tokens": spread(_tokens(t.get("usage")) for t in trials),
             "cost": spread(known) if known and len(known) == len(trials) else None,
             "cost_total": math.fsum(known) if known else None,
@@ -186,11 +194,11 @@ def suite_costs(cases: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         by_suite.setdefault(str(case.get("suite")), []).append(case)
     out = []
     for suite, entries in by_suite.items():
-        trials = [t for case in entries for t in _ran(case.get("trials") or [])]
+        trials = [t for case in entries for t in _ran_of(case)]
         if not trials:
             continue
         figures = _figures(trials)
-        ran = sum(1 for case in entries if _ran(case.get("trials") or []))
+        ran = sum(1 for case in entries if _ran_of(case))
         total = _total(figures)
         out.append(
             {
@@ -244,45 +252,12 @@ def compare_costs(
         current, change, interval?}, gates: [{name, limit, change, passed, message}]}``;
         a change is a fraction (0.25 = 25% more), ``None`` when it cannot be measured.
     """
-    from toolproof._statistics import mean_interval
-
-    before = {_key(c): _ran(c.get("trials") or []) for c in baseline}
-    pairs = [
-        (before[_key(c)], _ran(c.get("trials") or []))
-        for c in current
-        if before.get(_key(c)) and _ran(c.get("trials") or [])
-    ]
-    old_latency = spread(x for old, _ in pairs for x in _latencies(old))
-    new_latency = spread(x for _, new in pairs for x in _latencies(new))
-    latency = {
-        "baseline": None if old_latency is None else old_latency["p95"],
-        "current": None if new_latency is None else new_latency["p95"],
-        "change": _change(
-            None if old_latency is None else old_latency["p95"],
-            None if new_latency is None else new_latency["p95"],
-        ),
-    }
-    costs = [(_case_cost(old), _case_cost(new)) for old, new in pairs]
-    known = [(a, b) for a, b in costs if a is not None and b is not None]
-    cost: dict[str, Any] = {"baseline": None, "current": None, "change": None}
-    if known and len(known) == len(costs):
-        old_mean = math.fsum(a for a, _ in known) / len(known)
-        new_mean = math.fsum(b for _, b in known) / len(known)
-        cost = {
-            "baseline": old_mean,
-            "current": new_mean,
-            "change": _change(old_mean, new_mean),
-        }
-        changes = [b / a - 1 for a, b in known if a > 0]
-        if len(changes) >= 2:
-            interval = mean_interval(changes, bounds=(-1.0, math.inf))
-            cost["per_case_change"] = {
-                "mean": round(interval.estimate, 6),
-                "low": round(interval.low, 6),
-                "high": None if math.isinf(interval.high) else round(interval.high, 6),
-                "level": interval.level,
-                "method": interval.method,
-            }
+    before = {_key(c): _ran_of(c) for c in baseline}
+    pairs = [(before[_key(c)], _ran_of(c)) for c in current if before.get(_key(c)) and _ran_of(c)]
+    old_p95 = _p95(x for old, _ in pairs for x in _latencies(old))
+    new_p95 = _p95(x for _, new in pairs for x in _latencies(new))
+    latency = {"baseline": old_p95, "current": new_p95, "change": _change(old_p95, new_p95)}
+    cost = _cost_change([(_case_cost(old), _case_cost(new)) for old, new in pairs])
     result: dict[str, Any] = {
         "cases": len(pairs),
         "p95_latency_s": latency,
@@ -298,6 +273,38 @@ def compare_costs(
                 continue
             result["gates"].append(_gate(name, label, limit, measured["change"], len(pairs)))
     return result
+
+
+def _p95(values: Iterable[float]) -> float | None:
+    found = spread(values)
+    return None if found is None else found["p95"]
+
+
+def _cost_change(costs: Sequence[tuple[float | None, float | None]]) -> dict[str, Any]:
+    """The mean cost per case of both runs, and the mean per-case change with its interval."""
+    from toolproof._statistics import mean_interval
+
+    known = [(a, b) for a, b in costs if a is not None and b is not None]
+    if not known or len(known) != len(costs):
+        return {"baseline": None, "current": None, "change": None}
+    old_mean = math.fsum(a for a, _ in known) / len(known)
+    new_mean = math.fsum(b for _, b in known) / len(known)
+    cost: dict[str, Any] = {
+        "baseline": old_mean,
+        "current": new_mean,
+        "change": _change(old_mean, new_mean),
+    }
+    changes = [b / a - 1 for a, b in known if a > 0]
+    if len(changes) >= 2:
+        interval = mean_interval(changes, bounds=(-1.0, math.inf))
+        cost["per_case_change"] = {
+            "mean": round(interval.estimate, 6),
+            "low": round(interval.low, 6),
+            "high": None if math.isinf(interval.high) else round(interval.high, 6),
+            "level": interval.level,
+            "method": interval.method,
+        }
+    return cost
 
 
 def _change(old: float | None, new: float | None) -> float | None:
@@ -339,7 +346,7 @@ def estimate_cost(
     A case the baseline ran costs its mean per trial there; a case it did not, the mean over
     every trial of the baseline. ``None`` when the baseline has no cost to go by.
     """
-    per_case = {_key(c): _case_cost(_ran(c.get("trials") or [])) for c in baseline}
+    per_case = {_key(c): _case_cost(_ran_of(c)) for c in baseline}
     known = [v for v in per_case.values() if v is not None]
     if not known:
         return None

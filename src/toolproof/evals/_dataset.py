@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolproof import _yaml as _yaml_bounds
-from toolproof.evals._suite_model import DATASET_KEYS
+from toolproof.evals._suite_model import DATASET_KEYS, DatasetEntry
 from toolproof.evals._yaml import DocPath, Locator, Problems
 from toolproof.evals._yaml import describe_type as _type
 
@@ -303,39 +303,22 @@ def _value(row: Mapping[str, Any], column: str, where: str) -> Any:
     return row[column]
 
 
-def dataset_cases(builder: Any, data: Mapping[str, Any], case_args: tuple[Any, ...]) -> list[Case]:
+def dataset_cases(builder: Any, specs: list[DatasetEntry], suite: Any) -> list[Case]:
     """The cases of a suite's ``datasets:`` (problems go to ``builder.problems``).
 
     Args:
         builder: The suite's builder (``toolproof.evals._suite._Builder``).
-        data: The suite document.
-        case_args: What ``builder.case`` takes after the index (suite name, defaults...).
+        specs: The entries of ``datasets:``, validated.
+        suite: What every case of the suite starts from (``builder.case`` takes it).
     """
-    specs = data.get("datasets")
-    if specs is None:
-        return []
-    if not isinstance(specs, list) or not specs:
-        builder.add(("datasets",), f"expected a list of {{file, template}}, got {_type(specs)}")
-        return []
     cases: list[Case] = []
     for position, spec in enumerate(specs):
-        cases.extend(_one(builder, spec, ("datasets", position), case_args))
+        cases.extend(_one(builder, spec, ("datasets", position), suite))
     return cases
 
 
-def _one(builder: Any, spec: Any, path: DocPath, case_args: tuple[Any, ...]) -> list[Case]:
-    if not isinstance(spec, Mapping):
-        builder.add(path, f"expected a mapping {{file, template}}, got {_type(spec)}")
-        return []
-    builder.unknown_keys(spec, DATASET_KEYS, path)
-    file_name, template = spec.get("file"), spec.get("template")
-    if not isinstance(file_name, str) or not file_name.strip():
-        builder.add((*path, "file"), f"expected {DATASET_KEYS['file']}, got {_type(file_name)}")
-        return []
-    if not isinstance(template, Mapping):
-        builder.add((*path, "template"), f"expected {DATASET_KEYS['template']}")
-        return []
-    file = Path(file_name)
+def _one(builder: Any, spec: DatasetEntry, path: DocPath, suite: Any) -> list[Case]:
+    file = Path(spec.file)
     if not file.is_absolute():
         file = builder.file.parent / file
     try:
@@ -344,39 +327,37 @@ def _one(builder: Any, spec: Any, path: DocPath, case_args: tuple[Any, ...]) -> 
         builder.add((*path, "file"), str(exc))
         return []
     cases: list[Case] = []
-    reported = 0
     repeated: dict[str, int] = {}
+
+    def report(where: str, message: str) -> None:
+        repeated[message] = repeated.get(message, 0) + 1
+        if repeated[message] == 1 and len(repeated) <= MAX_PROBLEMS:
+            builder.add((*path, "template"), f"{where}: {message}")
+
     for index, (line, row) in enumerate(rows):
         where = f"{file}:{line}: row {index + 1}"
         try:
-            mapping = expand(dict(template), row)
+            mapping = expand(dict(spec.template), row)
         except KeyError as exc:
-            message = str(exc.args[0])
-            repeated[message] = repeated.get(message, 0) + 1
-            if repeated[message] == 1 and reported < MAX_PROBLEMS:
-                builder.add((*path, "template"), f"{where}: {message}")
-                reported += 1
+            report(where, str(exc.args[0]))
             continue
         if "name" not in mapping:
             default = row.get("id")
             mapping["name"] = str(default) if default is not None else f"{file.stem}-{index + 1}"
-        locator = Locator(builder.file)
-        sub = type(builder)(builder.file, locator, Problems(builder.locator), builder.resolver)
+        sub = type(builder)(
+            builder.file, Locator(builder.file), Problems(builder.locator), builder.resolver
+        )
         sub.suite_checks = builder.suite_checks
         sub.inherited = builder.inherited  # the suite's settings, checked once for all rows
-        case = sub.case(mapping, index, *case_args)
+        case = sub.case(mapping, index, suite)
         builder.inherited = builder.inherited or sub.inherited
         for _, _, text in sub.problems.items:
-            text = text.removeprefix(f"cases[{index}]").removeprefix(".").removeprefix(": ")
-            repeated[text] = repeated.get(text, 0) + 1
-            if repeated[text] == 1 and reported < MAX_PROBLEMS:
-                builder.add((*path, "template"), f"{where}: {text}")
-                reported += 1
+            report(where, text.removeprefix(f"cases[{index}]").removeprefix(".").removeprefix(": "))
         if case is not None and not sub.problems:
             case.line = builder.locator.line(path)
             case.description = case.description or f"{file.name} row {index + 1} (line {line})"
             cases.append(case)
-    more = sum(repeated.values()) - reported
+    more = sum(repeated.values()) - min(len(repeated), MAX_PROBLEMS)
     if more > 0:
         builder.add((*path, "template"), f"{file}: and {more} more problems in its rows")
     return cases

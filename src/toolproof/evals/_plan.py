@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,25 +19,28 @@ from toolproof.evals._results import (
 )
 from toolproof.evals._stats_report import StatsOptions
 from toolproof.evals._suite import Case, Suite, load_suites
+from toolproof.evals._trial_models import SCRIPTED, Slot
 from toolproof.models._base import Model
 
 if TYPE_CHECKING:
     from toolproof._executor import Executor
 
-from toolproof.evals._trial_models import SCRIPTED, _Slot
+__all__ = ["CasePlan", "RunOptions", "as_suites", "graded", "plan_cases", "runs_scripted"]
 
 # -- plan ---------------------------------------------------------------------------------------
 
 
 @dataclass(slots=True)
-class _Plan:
+class CasePlan:
+    """How a case runs (model, judge, user model, trials) and, as it runs, its results."""
+
     case: Case
     trials: int
     model_name: str | None = None
-    slot: _Slot | None = None
+    slot: Slot | None = None
     scripted: bool = False
-    judge_slot: _Slot | None = None
-    user_slot: _Slot | None = None
+    judge_slot: Slot | None = None
+    user_slot: Slot | None = None
     skip: str | None = None
     results: list[TrialResult | None] = field(default_factory=list)
     remaining: int = 0
@@ -47,7 +50,9 @@ class _Plan:
 
 
 @dataclass(slots=True)
-class _Options:
+class RunOptions:
+    """The options of a run that every case shares."""
+
     concurrency: int = 8
     keep_traces: bool = False
     keep_failed_traces: bool = False
@@ -61,7 +66,7 @@ class _Options:
     run_id: str = ""  # the run the recorded traces belong to
 
 
-def _as_suites(suites: Sequence[Suite] | Sequence[str | Path] | str | Path) -> list[Suite]:
+def as_suites(suites: Sequence[Suite] | Sequence[str | Path] | str | Path) -> list[Suite]:
     if isinstance(suites, (str, Path)):
         return load_suites([suites])
     items = list(suites)
@@ -72,7 +77,7 @@ def _as_suites(suites: Sequence[Suite] | Sequence[str | Path] | str | Path) -> l
     return load_suites([s for s in items if isinstance(s, (str, Path))])
 
 
-def _judges_itself(slot: _Slot) -> bool:
+def _judges_itself(slot: Slot) -> bool:
     """Whether a case's model may judge its own trials when no judge model is set.
 
     A scripted or function model answers from a script: as a judge it would consume the
@@ -83,22 +88,22 @@ def _judges_itself(slot: _Slot) -> bool:
     return not isinstance(slot.model, (FunctionModel, ScriptedModel))
 
 
-def _plan(
+def plan_cases(
     cases: Iterable[Case],
     *,
     model: str | Model | None,
     judge_model: str | Model | None,
     trials: int | None,
-    slots: dict[str, _Slot],
+    slots: dict[str, Slot],
     user_model: str | Model | None = None,
     rpm: float | None,
     tpm: float | None,
-) -> list[_Plan]:
+) -> list[CasePlan]:
     """Decide each case's model, judge and trials; build each distinct model once."""
-    plans: list[_Plan] = []
+    plans: list[CasePlan] = []
     missing: list[str] = []
 
-    def slot_for(spec: str | Model, role: str) -> _Slot:
+    def slot_for(spec: str | Model, role: str) -> Slot:
         return _slot_for(spec, role, slots, rpm, tpm)
 
     for case in cases:
@@ -109,7 +114,7 @@ def _plan(
                 f"{case.id} needs {rule.describe()} passing trials but runs only {n} "
                 "(--trials is lower than its pass_rule): raise --trials"
             )
-        plan = _Plan(case, n, results=[None] * n, remaining=n)
+        plan = CasePlan(case, n, results=[None] * n, remaining=n)
         plans.append(plan)
         chosen: str | Model | None = model if model is not None else case.config.model
         if case.skip is not None:
@@ -125,36 +130,15 @@ def _plan(
         else:
             plan.slot = slot_for(chosen, "model")
             plan.model_name = plan.slot.model.name
-        user = case.user
-        if user is not None and user.needs_model and plan.skip is None:
-            chosen_user = user_model if user_model is not None else user.user_model
-            if plan.scripted and user_model is None:
-                plan.skip = (
-                    "its user is simulated by a model: a scripted run has no model (give "
-                    "--user-model, or a user script of fixed and function turns)"
-                )
-            elif chosen_user is None:
-                raise UserError(
-                    f"{case.id}: its user is simulated by a model: set 'user_model' in its "
-                    "'user:' or pass --user-model"
-                )
-            else:
-                plan.user_slot = slot_for(chosen_user, "user model")
-        if (case.judge or graded(case)) and plan.skip is None:
-            judge_choice: str | Model | None = (
-                judge_model if judge_model is not None else case.config.judge_model
-            )
-            if plan.scripted and judge_model is None:
-                judge_choice = None  # a scripted run is offline: judge only with --judge-model
-            if judge_choice is not None and not _is_scripted(judge_choice):
-                plan.judge_slot = slot_for(judge_choice, "judge model")
-            elif judge_choice is None and plan.slot is not None and _judges_itself(plan.slot):
-                plan.judge_slot = plan.slot  # the case's own (real) model judges
+        if plan.skip is None:
+            _choose_user_model(plan, user_model, slot_for)
+        if plan.skip is None:
+            _choose_judge(plan, judge_model, slot_for)
         if plan.skip is not None:
             plan.remaining = 0
             plan.results = []
             plan.result = CaseResult(
-                case, "skipped", plan.skip, model=plan.model_name, scripted=_scripted(plan)
+                case, "skipped", plan.skip, model=plan.model_name, scripted=runs_scripted(plan)
             )
     if missing:
         shown = ", ".join(missing[:5]) + (
@@ -168,13 +152,51 @@ def _plan(
     return plans
 
 
+def _choose_user_model(
+    plan: CasePlan, user_model: str | Model | None, slot_for: Callable[[str | Model, str], Slot]
+) -> None:
+    """The model that plays the case's simulated user, if it has one (or why it is skipped)."""
+    user = plan.case.user
+    if user is None or not user.needs_model:
+        return
+    chosen_user = user_model if user_model is not None else user.user_model
+    if plan.scripted and user_model is None:
+        plan.skip = (
+            "its user is simulated by a model: a scripted run has no model (give "
+            "--user-model, or a user script of fixed and function turns)"
+        )
+    elif chosen_user is None:
+        raise UserError(
+            f"{plan.case.id}: its user is simulated by a model: set 'user_model' in its "
+            "'user:' or pass --user-model"
+        )
+    else:
+        plan.user_slot = slot_for(chosen_user, "user model")
+
+
+def _choose_judge(
+    plan: CasePlan, judge_model: str | Model | None, slot_for: Callable[[str | Model, str], Slot]
+) -> None:
+    """The model that grades the case's judged checks, if it has any."""
+    case = plan.case
+    if not (case.judge or graded(case)):
+        return
+    judge_choice = judge_model if judge_model is not None else case.config.judge_model
+    if plan.scripted and judge_model is None:
+        judge_choice = None  # a scripted run is offline: judge only with --judge-model
+    if judge_choice is not None and not _is_scripted(judge_choice):
+        plan.judge_slot = slot_for(judge_choice, "judge model")
+    elif judge_choice is None and plan.slot is not None and _judges_itself(plan.slot):
+        plan.judge_slot = plan.slot  # the case's own (real) model judges
+
+
 def _is_scripted(spec: str | Model) -> bool:
     return isinstance(spec, str) and spec.strip().lower() == SCRIPTED
 
 
 def _slot_for(
-    spec: str | Model, role: str, slots: dict[str, _Slot], rpm: float | None, tpm: float | None
-) -> _Slot:
+    spec: str | Model, role: str, slots: dict[str, Slot], rpm: float | None, tpm: float | None
+) -> Slot:
     """The shared model of ``spec``; raises before anything runs when it cannot work."""
     key = spec if isinstance(spec, str) else f"<instance {id(spec)}>"
     if key in slots:
@@ -185,7 +207,7 @@ def _slot_for(
 
         limiter = RateLimiter(rpm, tpm)
     if isinstance(spec, Model):
-        slots[key] = _Slot(spec, limiter, owned=False)
+        slots[key] = Slot(spec, limiter, owned=False)
         return slots[key]
     from toolproof.models import check_allow_model_requests, model_from_string
 
@@ -198,11 +220,11 @@ def _slot_for(
         raise
     except UserError as exc:
         raise UserError(f"{role} {spec}: {exc}") from None
-    slots[key] = _Slot(built, limiter)
+    slots[key] = Slot(built, limiter)
     return slots[key]
 
 
-def _dry_build(plans: Sequence[_Plan]) -> None:
+def _dry_build(plans: Sequence[CasePlan]) -> None:
     """Build each case's agent once with its model and toolset before anything runs.
 
     Mocks are not created (they may hold state); the agent is built, not run. A factory
@@ -242,10 +264,19 @@ def _dry_build(plans: Sequence[_Plan]) -> None:
             ) from exc
 
 
-def _scripted(plan: _Plan) -> bool:
+def runs_scripted(plan: CasePlan) -> bool:
+    """Whether the case answers from a script (a scripted run, or a scripted or function model)."""
     return plan.scripted or (plan.slot is not None and not _judges_itself(plan.slot))
 
 
 def graded(case: Case) -> list[Any]:
     """The case's judged checks of ``expect:`` (graded by the judge model)."""
     return [check for check in case.checks if check.grade is not None]
+
+
+# The eval runner's names for these (it imports them under the old names for now).
+_Plan = CasePlan
+_Options = RunOptions
+_plan = plan_cases
+_as_suites = as_suites
+_scripted = runs_scripted

@@ -48,11 +48,11 @@ class _CaseResult(Protocol):
     def trials(self) -> Sequence[_Checked]: ...
 
 
-def quality_summary(cases: Sequence[_CaseResult]) -> list[dict[str, Any]]:
+def quality_summary(cases: Sequence[_CaseResult], *, level: float = 0.95) -> list[dict[str, Any]]:
     """Per suite: retrieval metrics (macro and micro), grounding and faithfulness figures.
 
     Every trial of every case counts once (a case with three trials is three queries).
-    Suites without retrieval checks are left out.
+    Suites without retrieval checks are left out. Intervals are at ``level``.
     """
     suites: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for case in cases:
@@ -61,7 +61,7 @@ def quality_summary(cases: Sequence[_CaseResult]) -> list[dict[str, Any]]:
                 if result.metrics is not None and result.check in CHECKS:
                     per = suites.setdefault(case.case.suite, {})
                     per.setdefault(result.check, []).append(result.metrics)
-    return quality_of(suites)
+    return quality_of(suites, level=level)
 
 
 def quality_of(

@@ -55,7 +55,7 @@ class RateLimiter:
             ("requests_per_minute", requests_per_minute),
             ("tokens_per_minute", tokens_per_minute),
         ):
-            if value is not None and value <= 0:
+            if value is not None and not value > 0:  # NaN is not a limit either
                 raise ValueError(f"{name} must be positive, got {value!r}")
         self.requests = _Schedule(requests_per_minute, clock) if requests_per_minute else None
         self.tokens = _Schedule(tokens_per_minute, clock) if tokens_per_minute else None

@@ -8,7 +8,8 @@ the agent. :class:`EvalReport` holds every case and computes the summary and exi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -25,7 +26,8 @@ from toolproof.evals._stats_report import (
     suite_statistics,
 )
 
-#: ``case_stats(n, c)`` by ``(n, c)``: a few pairs in any run (trials per case are few).
+#: ``case_stats(n, c)`` by ``(n, c)``: a few pairs in any run (trials per case are few), and
+#: reports ask for each case's figures several times (summary, headline, figures...).
 _CASE_STATS: dict[tuple[int, int], CaseStats] = {}
 
 if TYPE_CHECKING:
@@ -46,6 +48,9 @@ __all__ = [
     "TrialResult",
     "TrialStatus",
     "Verdict",
+    "describe_errors",
+    "describe_failures",
+    "describe_faults",
 ]
 
 #: Exit codes of ``toolproof run``, the same as ``toolproof replay``'s (docs/evals.md).
@@ -185,39 +190,35 @@ class CaseResult:
         """Whether the case can fail the run (``gate: block``)."""
         return self.case.config.gate == "block"
 
+    def _count(self, status: TrialStatus) -> int:
+        return sum(1 for t in self.trials if t.status == status)
+
     @property
     def passes(self) -> int:
         """Trials that passed."""
-        return sum(1 for t in self.trials if t.status == "pass")
+        return self._count("pass")
 
     @property
     def failures(self) -> int:
         """Trials the agent failed."""
-        return sum(1 for t in self.trials if t.status == "fail")
+        return self._count("fail")
 
     @property
     def errors(self) -> int:
         """Trials without a verdict (infrastructure errors)."""
-        return sum(1 for t in self.trials if t.status == "error")
+        return self._count("error")
 
     @property
     def simulator_faults(self) -> int:
         """Trials whose simulated user broke its instructions (no verdict on the agent)."""
-        return sum(1 for t in self.trials if t.status == "simulator_fault")
+        return self._count("simulator_fault")
 
     @property
     def stats(self) -> CaseStats | None:
         """Pass rate, pass@k, pass^k and class over the trials that have a verdict."""
         passes = self.passes
         n = passes + self.failures
-        if not n:
-            return None
-        # The figures depend on the two counts only, and reports ask for them several times
-        # per case (summary, headline, figures...), so each pair is computed once.
-        found = _CASE_STATS.get((n, passes))
-        if found is None:
-            found = _CASE_STATS[n, passes] = case_stats(n, passes)
-        return found
+        return _case_stats(n, passes) if n else None
 
     @property
     def duration_ms(self) -> float:
@@ -359,66 +360,24 @@ class EvalReport:
     def quality(self) -> list[dict[str, Any]]:
         """Per suite, the retrieval metrics (macro and micro) and grounding / faithfulness.
 
-        Only suites with retrieval checks appear (see :mod:`toolproof.evals._quality`).
+        Only suites with retrieval checks appear (see :mod:`toolproof.evals._quality`); the
+        intervals are at the run's confidence level, as in :meth:`summary`.
         """
         from toolproof.evals._quality import quality_summary
 
-        return quality_summary(self.cases)
+        return quality_summary(self.cases, level=self.statistics.level)
 
     def summary(self) -> dict[str, Any]:
         """Counts and figures for reports."""
-        input_tokens = output_tokens = cached_tokens = 0
-        cost = 0.0
-        cost_known = False
-        judged = {"pass": 0, "fail": 0, "inconclusive": 0, "skip": 0}
-        # One pass over the cases and their trials (reports ask for this on large runs).
-        verdicts = {v: [0, 0] for v in ("pass", "fail", "error", "skipped", "not_run")}
-        trials = passed = failed = errored = scripted = faulted = 0
-        figures: list[CaseStats] = []
-        blocking: list[tuple[int, int]] = []
         from toolproof.evals._attacks import attack_summary
-        from toolproof.evals._quality import CHECKS, quality_of
+        from toolproof.evals._quality import quality_of
 
-        gathered: dict[str, dict[str, list[dict[str, Any]]]] = {}  # quality_summary's
+        tally = _Tally()  # one pass over the cases and their trials (large runs ask for this)
         for case in self.cases:
-            verdicts[case.verdict][0 if case.blocking else 1] += 1
-            passes = failures = errors = 0
-            for trial in case.trials:
-                status = trial.status
-                if status == "pass":
-                    passes += 1
-                elif status == "fail":
-                    failures += 1
-                elif status == "error":
-                    errors += 1
-                else:
-                    faulted += 1
-                for check in trial.checks:
-                    if check.kind == "judged":
-                        judged[check.status] += 1
-                    if check.metrics is not None and check.check in CHECKS:
-                        per = gathered.setdefault(case.case.suite, {})
-                        per.setdefault(check.check, []).append(check.metrics)
-                usage = trial.usage
-                input_tokens += usage.input_tokens
-                output_tokens += usage.output_tokens
-                cached_tokens += usage.cached_tokens
-                if trial.cost is not None:
-                    cost += trial.cost
-                    cost_known = True
-            if case.blocking and passes + failures:
-                blocking.append((passes + failures, failures))
-            trials += len(case.trials)
-            passed += passes
-            failed += failures
-            errored += errors
-            if case.scripted:
-                scripted += 1
-            elif passes + failures:
-                figures.append(_case_stats(passes + failures, passes))
+            tally.add(case)
+        verdicts, figures = tally.verdicts, tally.figures
         ran = sum(sum(verdicts[v]) for v in ("pass", "fail", "error"))
-        decision = eval_gate(blocking, self.statistics)
-        figured = suite_stats(figures)
+        decision = eval_gate(tally.blocking, self.statistics)
         k = min((f.n for f in figures), default=None)
         intervals = suite_statistics(
             [(f.n, f.c) for f in figures],
@@ -435,26 +394,22 @@ class EvalReport:
             "not_run": sum(verdicts["not_run"]),
             "blocking_failed": verdicts["fail"][0],
             "advisory_failed": verdicts["fail"][1],
-            "trials": trials,
-            "trials_passed": passed,
-            "trials_failed": failed,
-            "trials_errored": errored,
-            "trials_simulator_fault": faulted,
-            "scripted_cases": scripted,
-            "stats": figured.to_dict(),
+            "trials": sum(tally.statuses.values()),
+            "trials_passed": tally.statuses["pass"],
+            "trials_failed": tally.statuses["fail"],
+            "trials_errored": tally.statuses["error"],
+            "trials_simulator_fault": tally.statuses["simulator_fault"],
+            "scripted_cases": tally.scripted,
+            "stats": suite_stats(figures).to_dict(),
             "intervals": intervals,
             "gate": None if decision is None else gate_dict(decision),
-            "usage": {
-                "input_tokens": input_tokens,
-                "output_tokens": output_tokens,
-                "cached_tokens": cached_tokens,
-            },
-            "cost": cost if cost_known else None,
+            "usage": tally.usage,
+            "cost": tally.cost,
             "model_calls": self.model_calls,
             "cached_calls": self.cached_calls,
             "judge_calls": self.judge_calls,
-            "judged_checks": judged,
-            "quality": quality_of(gathered, level=self.statistics.level),
+            "judged_checks": tally.judged,
+            "quality": quality_of(tally.quality, level=self.statistics.level),
             "attacks": attack_summary(self.cases),
             "costs": self.costs,
             "duration_s": round(self.duration_s, 3),
@@ -466,6 +421,57 @@ class EvalReport:
                 decision,
             ),
         }
+
+
+@dataclass(slots=True)
+class _Tally:
+    """What :meth:`EvalReport.summary` counts over the cases and their trials."""
+
+    verdicts: dict[str, list[int]] = field(  # verdict: [blocking cases, advisory cases]
+        default_factory=lambda: {v: [0, 0] for v in ("pass", "fail", "error", "skipped", "not_run")}
+    )
+    statuses: dict[str, int] = field(
+        default_factory=lambda: dict.fromkeys(("pass", "fail", "error", "simulator_fault"), 0)
+    )
+    scripted: int = 0
+    figures: list[CaseStats] = field(default_factory=list)  # of the cases a model answered
+    blocking: list[tuple[int, int]] = field(default_factory=list)  # (with a verdict, failed)
+    usage: dict[str, int] = field(
+        default_factory=lambda: dict.fromkeys(("input_tokens", "output_tokens", "cached_tokens"), 0)
+    )
+    cost: float | None = None  # None while no trial's cost is known
+    judged: dict[str, int] = field(
+        default_factory=lambda: dict.fromkeys(("pass", "fail", "inconclusive", "skip"), 0)
+    )
+    quality: dict[str, dict[str, list[dict[str, Any]]]] = field(default_factory=dict)
+
+    def add(self, case: CaseResult) -> None:
+        from toolproof.evals._quality import CHECKS
+
+        self.verdicts[case.verdict][0 if case.blocking else 1] += 1
+        passes = failures = 0
+        for trial in case.trials:
+            passes += trial.status == "pass"
+            failures += trial.status == "fail"
+            self.statuses[trial.status] += 1
+            for check in trial.checks:
+                if check.kind == "judged":
+                    self.judged[check.status] += 1
+                if check.metrics is not None and check.check in CHECKS:
+                    per = self.quality.setdefault(case.case.suite, {})
+                    per.setdefault(check.check, []).append(check.metrics)
+            usage = trial.usage
+            self.usage["input_tokens"] += usage.input_tokens
+            self.usage["output_tokens"] += usage.output_tokens
+            self.usage["cached_tokens"] += usage.cached_tokens
+            if trial.cost is not None:
+                self.cost = (self.cost or 0.0) + trial.cost
+        if case.blocking and passes + failures:
+            self.blocking.append((passes + failures, failures))
+        if case.scripted:
+            self.scripted += 1
+        elif passes + failures:
+            self.figures.append(_case_stats(passes + failures, passes))
 
 
 def _blocking_failures(cases: Sequence[CaseResult]) -> list[tuple[int, int]]:
@@ -529,21 +535,26 @@ def describe_failures(trials: Sequence[TrialResult], limit: int = 3) -> str:
 
 def describe_faults(trials: Sequence[TrialResult]) -> str:
     """The first simulator fault of each trial that had one, with counts."""
-    counts: dict[str, int] = {}
-    for trial in trials:
-        if trial.status != "simulator_fault":
-            continue
-        first = next((c for c in trial.checks if c.check == "simulated_user"), None)
-        text = first.reason if first is not None else "the simulated user broke its instructions"
-        counts[text] = counts.get(text, 0) + 1
-    return "; ".join(f"{text} (x{n})" if n > 1 else text for text, n in counts.items())
+    return _with_counts(
+        next(
+            (c.reason for c in t.checks if c.check == "simulated_user"),
+            "the simulated user broke its instructions",
+        )
+        for t in trials
+        if t.status == "simulator_fault"
+    )
 
 
 def describe_errors(trials: Sequence[TrialResult]) -> str:
     """Distinct infrastructure errors of the trials, with counts."""
-    counts: dict[str, int] = {}
-    for trial in trials:
-        if trial.status == "error" and trial.error:
-            text = f"{trial.error_type}: {trial.error}" if trial.error_type else trial.error
-            counts[text] = counts.get(text, 0) + 1
+    return _with_counts(
+        f"{t.error_type}: {t.error}" if t.error_type else t.error
+        for t in trials
+        if t.status == "error" and t.error
+    )
+
+
+def _with_counts(texts: Iterable[str]) -> str:
+    """Distinct texts in the order first seen, each with its count when above one."""
+    counts = Counter(texts)
     return "; ".join(f"{text} (x{n})" if n > 1 else text for text, n in counts.items())

@@ -292,11 +292,11 @@ def _calls_option(ctx: CheckContext, value: Mapping[str, Any], key: str) -> str 
 
 
 def _unknown_options(ctx: CheckContext, value: Mapping[str, Any], key: str, allowed: Any) -> bool:
-    from toolproof.evals._checks import _unknown_key
+    from toolproof.evals._checks import unknown_key
 
     bad = [k for k in value if k not in allowed]
     for name in bad:
-        _unknown_key(
+        unknown_key(
             CheckContext(ctx.tools, ctx.problems, ctx.at(key), {}), name, dict.fromkeys(allowed, "")
         )
     return not bad

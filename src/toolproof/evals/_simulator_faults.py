@@ -106,73 +106,13 @@ def simulator_faults(
         if simulated is not None and not (turn <= len(simulated) and simulated[turn - 1]):
             given.append(text)  # the suite's own words: what they say is given
             continue
-        for name in profile.reveal_when_asked:
-            value = profile.knows.get(name, "")
-            if name in revealed or not _mentions(text, value):
-                continue
-            revealed.add(name)
-            if not any(_asks_for(said, name) for said in agent_said):
-                faults.append(
-                    SimulatorFault(
-                        "revealed",
-                        turn,
-                        f"turn {turn} gives {name} ({value!r}) before the agent asked for it",
-                    )
-                )
-        changed: list[str] = []  # values of contradictions: not invented as well
-        for slot, value in _statements(text):
-            before = next((s for s in stated if _same_slot(s.slot, slot)), None)
-            if before is None:
-                stated.append(_Stated(slot, value, turn))
-                continue
-            if _same(before.value, value) or _mentions(text, before.value):
-                continue
-            where = "its instructions" if before.turn == 0 else f"turn {before.turn}"
-            faults.append(
-                SimulatorFault(
-                    "contradicted",
-                    turn,
-                    f"turn {turn} says the {slot} is {value!r}; {where} said {before.value!r}",
-                )
-            )
-            changed.append(value)
-            stated.remove(before)
-            stated.append(_Stated(before.slot, value, turn))
-        invented = [
-            token
-            for token in _invented(text, [*given, *agent_said])
-            if not any(_mentions(value, token) for value in changed)
-        ]
-        if invented:
-            shown = ", ".join(repr(token) for token in invented[:3])
-            faults.append(
-                SimulatorFault(
-                    "invented",
-                    turn,
-                    f"turn {turn} states {shown}, which neither its instructions nor the "
-                    "agent mentioned",
-                )
-            )
+        faults += _revealed(profile, text, turn, agent_said, revealed)
+        contradicted, changed = _contradicted(text, turn, stated)
+        faults += contradicted
+        faults += _invented(text, turn, [*given, *agent_said], changed)
     last_simulated = simulated is None or (0 < turn <= len(simulated) and simulated[turn - 1])
     if ended_by == "user" and turn and last_simulated:
-        last = conversation[-1]
-        if last.role == "user":
-            faults.append(
-                SimulatorFault(
-                    "ended_early",
-                    turn,
-                    f"the user left after turn {turn} before the agent answered it",
-                )
-            )
-        elif _awaits_answer(last.content or ""):
-            question = _last_sentence(last.content or "")
-            faults.append(
-                SimulatorFault(
-                    "ended_early",
-                    turn,
-                    f"the user left while the agent waited for its answer ({question!r})",
-                )
-            )
+        faults += _ended_early(conversation[-1], turn)
     return faults
 
 
@@ -201,6 +141,27 @@ def _asks_for(agent_text: str, name: str) -> bool:
     """Whether an agent message names the fact ``name`` (a word of it, 3+ letters)."""
     cues = {_stem(w) for w in _words(name.replace("_", " ")) if len(w) >= 3}
     return bool(cues & {_stem(w) for w in _words(agent_text)})
+
+
+def _revealed(
+    profile: UserProfile, text: str, turn: int, agent_said: Sequence[str], revealed: set[str]
+) -> list[SimulatorFault]:
+    """The facts kept until asked that this turn gives first, unasked (``revealed`` grows)."""
+    faults = []
+    for name in profile.reveal_when_asked:
+        value = profile.knows.get(name, "")
+        if name in revealed or not _mentions(text, value):
+            continue
+        revealed.add(name)
+        if not any(_asks_for(said, name) for said in agent_said):
+            faults.append(
+                SimulatorFault(
+                    "revealed",
+                    turn,
+                    f"turn {turn} gives {name} ({value!r}) before the agent asked for it",
+                )
+            )
+    return faults
 
 
 # -- invented -----------------------------------------------------------------------------------
@@ -269,13 +230,21 @@ def _names(text: str) -> list[str]:
     return out
 
 
-def _invented(text: str, evidence: list[str]) -> list[str]:
+def _invented(
+    text: str, turn: int, evidence: list[str], changed: Sequence[str]
+) -> list[SimulatorFault]:
+    """The turn's facts found nowhere in ``evidence`` (a ``changed`` value is a contradiction)."""
     found = list(check_grounding(text, evidence).ungrounded)
     known = {w for item in evidence for w in _words(item)}
     for name in _names(text):
         if _stem(name.casefold()) not in {_stem(w) for w in known} and name not in found:
             found.append(name)
-    return found
+    invented = [t for t in found if not any(_mentions(value, t) for value in changed)]
+    if not invented:
+        return []
+    shown = ", ".join(repr(token) for token in invented[:3])
+    reason = f"turn {turn} states {shown}, which neither its instructions nor the agent mentioned"
+    return [SimulatorFault("invented", turn, reason)]
 
 
 # -- contradicted -------------------------------------------------------------------------------
@@ -367,6 +336,36 @@ def _same(a: str, b: str) -> bool:
     return _words(a) == _words(b)
 
 
+def _contradicted(
+    text: str, turn: int, stated: list[_Stated]
+) -> tuple[list[SimulatorFault], list[str]]:
+    """The turn's statements that change a fact given before, and their new values.
+
+    ``stated`` holds each fact's latest value; it takes the turn's new and changed facts.
+    """
+    faults: list[SimulatorFault] = []
+    changed: list[str] = []
+    for slot, value in _statements(text):
+        before = next((s for s in stated if _same_slot(s.slot, slot)), None)
+        if before is None:
+            stated.append(_Stated(slot, value, turn))
+            continue
+        if _same(before.value, value) or _mentions(text, before.value):
+            continue
+        where = "its instructions" if before.turn == 0 else f"turn {before.turn}"
+        faults.append(
+            SimulatorFault(
+                "contradicted",
+                turn,
+                f"turn {turn} says the {slot} is {value!r}; {where} said {before.value!r}",
+            )
+        )
+        changed.append(value)
+        stated.remove(before)
+        stated.append(_Stated(before.slot, value, turn))
+    return faults, changed
+
+
 # -- ended early --------------------------------------------------------------------------------
 
 _CLOSING = re.compile(
@@ -384,6 +383,18 @@ _WAITING = re.compile(
 def _last_sentence(text: str) -> str:
     parts = [p for p in re.split(r"(?<=[.!?])\s+", text.strip()) if p]
     return parts[-1] if parts else text
+
+
+def _ended_early(last: Message, turn: int) -> list[SimulatorFault]:
+    """Whether the user left after ``turn`` while the agent still needed it (``last``)."""
+    if last.role == "user":
+        reason = f"the user left after turn {turn} before the agent answered it"
+    elif _awaits_answer(last.content or ""):
+        question = _last_sentence(last.content or "")
+        reason = f"the user left while the agent waited for its answer ({question!r})"
+    else:
+        return []
+    return [SimulatorFault("ended_early", turn, reason)]
 
 
 def _awaits_answer(text: str) -> bool:

@@ -22,15 +22,17 @@ Example:
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
 
 import toolproof.evals._builtins  # noqa: F401 (registers the built-in checks)
-from toolproof._filemodel import validate
+from toolproof._filemodel import unknown_key_message, valid_part, validate
 from toolproof._yaml import DocPath, Locator, Problems, load_yaml
 from toolproof._yaml import describe_type as _type
 from toolproof.errors import ConfigError, UserError
@@ -42,9 +44,7 @@ from toolproof.evals._cases import (
     PassRule,
     Suite,
     Turn,
-    _external_agent,
-    _model_settings,
-    _pass_rule,
+    external_agent,
 )
 from toolproof.evals._checks import Check, compile_expect
 from toolproof.evals._resolve import _Resolver
@@ -62,6 +62,7 @@ from toolproof.evals._suite_model import (
 )
 
 if TYPE_CHECKING:
+    from toolproof.evals._costs import CostGates
     from toolproof.models.fake import ScriptItem
 
 __all__ = [
@@ -84,26 +85,6 @@ __all__ = [
     "load_suites",
     "select_cases",
 ]
-
-_DEFAULTS: dict[str, Any] = {
-    "agent": None,
-    "agent_options": {},
-    "model": None,
-    "judge_model": None,
-    "tools": "mock",
-    "tool_modes": {},
-    "real_tools": [],
-    "mocks": [],
-    "trials": 1,
-    "pass_rule": "all",
-    "gate": "block",
-    "judge_when": "objective_pass",
-    "judge_inconclusive": "fail",
-    "judge_sees_agent": True,
-    "settings": None,
-    "retries": 2,
-    "timeout": None,
-}
 
 _SUITE_NAME_LINE = re.compile(r"^suite\s*:", re.MULTILINE)
 _CASES_LINE = re.compile(r"^(cases|datasets)\s*:", re.MULTILINE)
@@ -265,6 +246,29 @@ def _load(file: Path, resolver: _Resolver) -> Suite:
     return suite
 
 
+@dataclass(frozen=True, slots=True)
+class _SuiteParts:
+    """What every case of a suite starts from: the suite's keys, as validated."""
+
+    name: str
+    settings: dict[str, Any]
+    expect: dict[Any, Any]
+    judge: list[str]
+    tags: list[str]
+    metadata: dict[Any, Any]
+
+    @classmethod
+    def of(cls, entry: SuiteFile) -> _SuiteParts:
+        return cls(
+            name=entry.suite,
+            settings=entry.own_settings(),
+            expect=dict(entry.expect or {}),
+            judge=list(entry.judge or []),
+            tags=list(entry.tags or []),
+            metadata=dict(entry.metadata or {}),
+        )
+
+
 class _Builder:
     def __init__(self, file: Path, locator: Locator, problems: Problems, resolver: _Resolver):
         self.file = file
@@ -272,7 +276,7 @@ class _Builder:
         self.problems = problems
         self.resolver = resolver
         self.suite_checks: dict[int, list[Check]] = {}
-        self.inherited: tuple[CaseConfig, AgentSpec | None] | None = None  # see case()
+        self.inherited: tuple[CaseConfig, AgentSpec | None] | None = None  # see settings()
 
     def add(self, path: DocPath, message: str) -> None:
         self.problems.add(path, message)
@@ -281,11 +285,8 @@ class _Builder:
         self, data: Mapping[Any, Any], allowed: Mapping[str, str], path: DocPath
     ) -> None:
         for key in data:
-            if key in allowed:
-                continue
-            close = difflib.get_close_matches(str(key), list(allowed), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            self.add((*path, key), f"unknown key {key!r}{hint}; allowed: {', '.join(allowed)}")
+            if key not in allowed:
+                self.add((*path, key), unknown_key_message(key, allowed))
 
     # -- suite ----------------------------------------------------------------------------------
 
@@ -295,27 +296,15 @@ class _Builder:
                 (), f"a suite file must be a mapping with 'suite' and 'cases', got {_type(data)}"
             )
             return None
-        _, bad = validate(SuiteFile, data, self.problems)
+        entry, bad = validate(SuiteFile, data, self.problems)
         if "cases" not in data and "datasets" not in data:
             self.add((), SuiteFile.missing["cases"])
-        data = {key: value for key, value in data.items() if key not in bad}
-        name = data.get("suite", self.file.stem)
-        description = data.get("description")
-        statistics = data.get("statistics")
-        self.import_checks(data.get("checks") or [])
-        defaults = dict(_DEFAULTS)
-        for key in DEFAULT_KEYS:
-            if key in data:
-                defaults[key] = data[key]
-        suite_origin = {key: ("suite", key) for key in DEFAULT_KEYS if key in data}
-        suite_expect = data.get("expect")
-        suite_judge = _lines(data.get("judge")) if "judge" in data else []
-        suite_tags = _lines(data.get("tags")) if "tags" in data else []
-        suite_metadata = dict(data.get("metadata") or {})
-        cases_data = data.get("cases") or []
+        entry = entry or valid_part(SuiteFile, data, bad, **_name_fill(data, bad, self.file.stem))
+        self.import_checks(entry.checks or [])
+        parts = _SuiteParts.of(entry)
         cases: list[Case] = []
         seen: dict[str, int] = {}
-        for index, item in enumerate(cases_data):
+        for index, item in enumerate(entry.cases or []):
             raw_name = item.get("name") if isinstance(item, Mapping) else None
             duplicate = isinstance(raw_name, str) and raw_name in seen
             if isinstance(raw_name, str) and duplicate:
@@ -326,135 +315,109 @@ class _Builder:
                 )
             elif isinstance(raw_name, str):
                 seen[raw_name] = self.locator.line(("cases", index))
-            case = self.case(
-                item,
-                index,
-                name,
-                defaults,
-                suite_origin,
-                suite_expect or {},
-                suite_judge,
-                suite_tags,
-                suite_metadata,
-            )
+            case = self.case(item, index, parts)
             if case is not None and not duplicate:
                 cases.append(case)
-        # Cases from `datasets:` (toolproof.evals._dataset): each row of a file through a
-        # template; problems name the file, the row and the key.
-        if data.get("datasets") is None:
-            return self.attacked(
-                Suite(name, self.file, cases, description, statistics, _gates(data)), data
+        if entry.datasets:
+            # Cases from `datasets:` (toolproof.evals._dataset): each row of a file through a
+            # template; problems name the file, the row and the key.
+            from toolproof.evals._dataset import dataset_cases
+
+            taken = {*seen, *(case.name for case in cases)}
+            for case in dataset_cases(self, entry.datasets, parts):
+                if case.name in taken:
+                    self.add(("datasets",), f"case name {case.name!r} is used twice in the suite")
+                else:
+                    taken.add(case.name)
+                    cases.append(case)
+        statistics = entry.statistics.model_dump(exclude_unset=True) if entry.statistics else None
+        suite = Suite(entry.suite, self.file, cases, entry.description, statistics, _gates(entry))
+        if entry.attacks is not None:
+            from toolproof.evals._attacks import attack_cases
+
+            # Each case, template and goal of `attacks:` adds an attack case.
+            suite.cases = attack_cases(
+                data["attacks"],
+                suite.cases,
+                add=self.add,
+                problems=self.problems,
+                file=self.file,
+                resolver=self.resolver,
             )
-        from toolproof.evals._dataset import dataset_cases
-
-        case_args = (name, defaults, suite_origin, suite_expect or {}, suite_judge, suite_tags)
-        taken = {*seen, *(case.name for case in cases)}
-        for case in dataset_cases(self, data, (*case_args, suite_metadata)):
-            if case.name in taken:
-                self.add(("datasets",), f"case name {case.name!r} is used twice in the suite")
-            else:
-                taken.add(case.name)
-                cases.append(case)
-        return self.attacked(
-            Suite(name, self.file, cases, description, statistics, _gates(data)), data
-        )
-
-    def attacked(self, suite: Suite, data: Mapping[str, Any]) -> Suite:
-        """The suite with an attack case per case, template and goal of its ``attacks:``."""
-        if data.get("attacks") is None:
-            return suite
-        from toolproof.evals._attacks import attack_cases
-
-        suite.cases = attack_cases(
-            data["attacks"],
-            suite.cases,
-            add=self.add,
-            problems=self.problems,
-            file=self.file,
-            resolver=self.resolver,
-        )
         return suite
 
     # -- case -----------------------------------------------------------------------------------
 
-    def case(
-        self,
-        data: Any,
-        index: int,
-        suite_name: str,
-        suite_defaults: dict[str, Any],
-        suite_origin: dict[str, DocPath],
-        suite_expect: Mapping[str, Any],
-        suite_judge: list[str],
-        suite_tags: list[str],
-        suite_metadata: dict[str, Any],
-    ) -> Case | None:
+    def case(self, data: Any, index: int, suite: _SuiteParts) -> Case | None:
         path: DocPath = ("cases", index)
         if not isinstance(data, Mapping):
             self.add(path, f"a case must be a mapping with 'name' and 'input', got {_type(data)}")
             return None
         before = len(self.problems)
-        _, bad = validate(CaseEntry, data, self.problems, path)
-        name = data.get("name") if "name" not in bad else None
-        if not isinstance(name, str):
-            name = f"case-{index + 1}"
-        own = [key for key in DEFAULT_KEYS if key in data]
-        config: CaseConfig | None
-        if not own and self.inherited is not None:
-            # A case setting none of its own: the suite's, as the first such case checked them.
-            config, agent = self.inherited
-        else:
-            values = dict(suite_defaults)
-            origin = dict(suite_origin)
-            for key in own:
-                values[key] = data[key]
-                origin[key] = (*path, key)
-            settled = len(self.problems)
-            config, agent = self.config(values, origin, path)
-            if not own and config is not None and len(self.problems) == settled:
-                self.inherited = (config, agent)
-
-        # Inputs.
-        turns_data: list[Any] = []
-        if "input" in data and "turns" in data:
+        both = "input" in data and "turns" in data
+        checked = {k: v for k, v in data.items() if not (both and k in ("input", "turns"))}
+        entry, bad = validate(CaseEntry, checked, self.problems, path)
+        fill = _name_fill(data, bad, f"case-{index + 1}", key="name")
+        entry = entry or valid_part(CaseEntry, checked, bad, **fill)
+        config, agent = self.settings(entry, path, suite)
+        if both:
             self.add((*path, "turns"), "give either 'input' or 'turns', not both")
-        elif "input" in data:
-            if not isinstance(data["input"], str):
-                self.add((*path, "input"), f"'input' must be a string, got {_type(data['input'])}")
-            else:
-                turns_data = [data["input"]]
-        elif "turns" in data:
-            if not isinstance(data["turns"], list) or not data["turns"]:
-                self.add(
-                    (*path, "turns"),
-                    f"'turns' must be a non-empty list, got {_type(data['turns'])}",
-                )
-            else:
-                turns_data = data["turns"]
-        elif "user" not in data:
-            self.add(path, f"case {name!r} needs an 'input' (or 'turns' for a conversation)")
+        elif "input" not in data and "turns" not in data and "user" not in data:
+            self.add(path, f"case {entry.name!r} needs an 'input' (or 'turns' for a conversation)")
         tools = agent.tools if agent is not None and not agent.external else None
+        checks = self.checks(entry, path, suite, agent, tools)
+        turns = self.turns(entry, checked.get("turns"), path, tools)
         user = None
         if "user" in data:
             from toolproof.evals._users import parse_user
 
-            if turns_data:
+            if turns:
                 self.add((*path, "user"), "give 'input', 'turns' or 'user', not several")
             user = parse_user(self, data["user"], (*path, "user"), tools)
+        script = (
+            parse_script(self, data["script"], (*path, "script"), tools)
+            if "script" in data
+            else None
+        )
+        if config is None or len(self.problems) > before:
+            return None
+        own_tags = [tag for tag in entry.tags or [] if tag not in suite.tags]
+        return Case(
+            suite=suite.name,
+            name=entry.name,
+            file=self.file,
+            line=self.locator.line(path),
+            turns=turns,
+            checks=checks,
+            judge=entry.judge or suite.judge,
+            script=script,
+            tags=[*suite.tags, *dict.fromkeys(own_tags)],
+            metadata={**suite.metadata, **(entry.metadata or {})},
+            config=config,
+            description=entry.description,
+            skip="skipped in the suite" if entry.skip is True else (entry.skip or None),
+            user=user,
+        )
 
-        # Checks: suite expectations under the case's own.
-        expect = dict(suite_expect)
-        case_expect = data.get("expect") if "expect" not in bad else None
-        expect.update(case_expect or {})
-        checks: list[Check] = []
+    def checks(
+        self,
+        entry: CaseEntry,
+        path: DocPath,
+        suite: _SuiteParts,
+        agent: AgentSpec | None,
+        tools: Mapping[str, Any] | None,
+    ) -> list[Check]:
+        """The case's checks: the suite's expectations under the case's own."""
+        expect = {**suite.expect, **(entry.expect or {})}
         if agent is None:
             # The agent did not load: still report every other problem of the expectations.
             compile_expect(expect, tools=None, problems=self.problems, path=(*path, "expect"))
-        elif case_expect:
+            return []
+        if entry.expect:
             # One merged mapping (keys depend on each other: `order` reads `tools_called`);
             # each key's problems point at the line where it was written.
-            key_paths: dict[str, DocPath] = dict.fromkeys(suite_expect, ("expect",))
-            key_paths.update(dict.fromkeys(case_expect, (*path, "expect")))
+            key_paths: dict[str, DocPath] = dict.fromkeys(suite.expect, ("expect",))
+            key_paths.update(dict.fromkeys(entry.expect, (*path, "expect")))
             checks = compile_expect(
                 expect,
                 tools=tools,
@@ -462,188 +425,135 @@ class _Builder:
                 path=(*path, "expect"),
                 key_paths=key_paths,
             )
-            _in_order(checks, expect)
-        elif suite_expect:
-            # Only the suite's checks: compiled and ordered once per agent (checks are
-            # immutable).
-            if id(agent) not in self.suite_checks:
-                compiled = compile_expect(
-                    expect, tools=tools, problems=self.problems, path=("expect",)
-                )
-                self.suite_checks[id(agent)] = _in_order(compiled, expect)
-            checks = list(self.suite_checks[id(agent)])
+            return _in_order(checks, expect)
+        if not suite.expect:
+            return []
+        # Only the suite's checks: compiled and ordered once per agent (checks are immutable).
+        if id(agent) not in self.suite_checks:
+            compiled = compile_expect(expect, tools=tools, problems=self.problems, path=("expect",))
+            self.suite_checks[id(agent)] = _in_order(compiled, expect)
+        return list(self.suite_checks[id(agent)])
 
+    def turns(
+        self, entry: CaseEntry, raw: Any, path: DocPath, tools: Mapping[str, Any] | None
+    ) -> list[Turn]:
+        """The case's user messages, each turn with its own checks.
+
+        When a turn has a problem, the checks of the others are still compiled (``raw``:
+        the turns as written), so that their problems are reported too.
+        """
+        if entry.input is not None:
+            return [Turn(entry.input)]
+        items = entry.turns if entry.turns is not None else _good_turns(raw)
         turns: list[Turn] = []
-        for number, item in enumerate(turns_data, 1):
-            turn_path: DocPath = (
-                (*path, "turns", number - 1) if "turns" in data else (*path, "input")
-            )
+        for number, item in enumerate(items, 1):
+            if item is None:
+                continue
             if isinstance(item, str):
                 turns.append(Turn(item))
-            elif isinstance(item, Mapping):
-                validate(TurnEntry, item, self.problems, turn_path)
-                text = item.get("input")
-                if not isinstance(text, str):
-                    continue  # the model reported it
-                turn_checks: list[Check] = []
-                if "expect" in item and tools is not None:
-                    turn_checks = compile_expect(
-                        item["expect"],
-                        tools=tools,
-                        problems=self.problems,
-                        path=(*turn_path, "expect"),
-                        turn=number,
-                    )
-                turns.append(Turn(text, turn_checks))
-            else:
-                self.add(turn_path, f"a turn is a string or {{input, expect}}, got {_type(item)}")
-
-        judge = _lines(data["judge"]) if "judge" in data and "judge" not in bad else suite_judge
-        script = (
-            parse_script(self, data["script"], (*path, "script"), tools)
-            if "script" in data
-            else None
-        )
-        tags = list(suite_tags)
-        own_tags = _lines(data["tags"]) if "tags" in data and "tags" not in bad else []
-        tags.extend(tag for tag in own_tags if tag not in tags)
-        metadata = {
-            **suite_metadata,
-            **(dict(data.get("metadata") or {}) if "metadata" not in bad else {}),
-        }
-        description = data.get("description") if "description" not in bad else None
-        skip: str | None = None
-        value = data.get("skip", False) if "skip" not in bad else False
-        if value is True:
-            skip = "skipped in the suite"
-        elif isinstance(value, str):
-            skip = value
-        if config is None or len(self.problems) > before:
-            return None
-        return Case(
-            suite=suite_name,
-            name=name,
-            file=self.file,
-            line=self.locator.line(path),
-            turns=turns,
-            checks=checks,
-            judge=judge,
-            script=script,
-            tags=tags,
-            metadata=metadata,
-            config=config,
-            description=description,
-            skip=skip,
-            user=user,
-        )
+                continue
+            checks: list[Check] = []
+            if "expect" in item.model_fields_set and tools is not None:
+                checks = compile_expect(
+                    item.expect,
+                    tools=tools,
+                    problems=self.problems,
+                    path=(*path, "turns", number - 1, "expect"),
+                    turn=number,
+                )
+            turns.append(Turn(item.input, checks))
+        return turns
 
     # -- settings -------------------------------------------------------------------------------
+
+    def settings(
+        self, entry: CaseEntry, path: DocPath, suite: _SuiteParts
+    ) -> tuple[CaseConfig | None, AgentSpec | None]:
+        """The case's settings (``None`` when invalid) and its agent (when it resolved).
+
+        The suite's settings and the case's own, merged, validated in one step; a case that
+        sets none of its own shares the suite's, checked by the first such case.
+        """
+        own = entry.own_settings()
+        if not own and self.inherited is not None:
+            return self.inherited
+        origin: dict[str, DocPath] = {key: (key,) for key in suite.settings}
+        origin.update({key: (*path, key) for key in own})
+        # No agent is reported where the case is (an agent is required).
+        values = {"agent": None, **suite.settings, **own}
+        settled = len(self.problems)
+        config, agent = self.config(values, origin, path)
+        if not own and config is not None and len(self.problems) == settled:
+            self.inherited = (config, agent)
+        return config, agent
 
     def config(
         self, values: dict[str, Any], origin: dict[str, DocPath], path: DocPath
     ) -> tuple[CaseConfig | None, AgentSpec | None]:
-        """The case's settings (``None`` when invalid) and its agent (when it resolved)."""
-
-        def where_of(key: Any) -> DocPath:
-            where = origin.get(key, path)
-            return where[1:] if where[:1] == ("suite",) else where
+        """The settings of ``values`` checked, then their agent, tools and mocks resolved."""
 
         def remap(loc: DocPath) -> DocPath:
             key = loc[0] if loc else None
-            return (*where_of(key), *loc[1:]) if key in origin else path
+            return (*origin[key], *loc[1:]) if key in origin else path
 
         before = len(self.problems)
         valid, bad = validate(CaseSettings, values, self.problems, remap=remap)
-        ok = valid is not None
-        checked = valid or _valid_part(values, bad)
-        agent: AgentSpec | None = None
-        agent_source = values["agent"]
-        if "agent" not in bad:
-            options = checked.agent_options if "agent_options" not in bad else {}
-            if isinstance(agent_source, Mapping):
-                try:
-                    agent = _external_agent(agent_source, self.file)
-                except UserError as exc:  # (a command with an unclosed quote)
-                    self.add(where_of("agent"), str(exc))
-                    ok = False
-            else:
-                resolved = self.resolver.agent(agent_source, dict(options), self.file)
-                if isinstance(resolved, str):
-                    self.add(where_of("agent"), resolved)
-                    ok = False
-                else:
-                    agent = resolved
-        tool_modes = checked.tool_modes if "tool_modes" not in bad else {}
-        for tool_name, mode in tool_modes.items():
-            if agent is not None and tool_name not in agent.tools:
-                self.add(
-                    (*where_of("tool_modes"), tool_name), _unknown_tool(tool_name, agent.tools)
-                )
-                ok = False
-            if mode not in ("real", "mock"):
-                self.add(
-                    (*where_of("tool_modes"), tool_name), f"expected real or mock, got {mode!r}"
-                )
-                ok = False
-        real_tools = checked.real_tools if "real_tools" not in bad else []
-        if agent is not None:
-            for position, tool_name in enumerate(real_tools):
-                if tool_name not in agent.tools:
-                    self.add(
-                        (*where_of("real_tools"), position), _unknown_tool(tool_name, agent.tools)
-                    )
-                    ok = False
-        mocks = self._mocks(values["mocks"], where_of("mocks"), agent)
-        trials_spec = checked.trials if "trials" not in bad else None
-        until: Literal["all", "decided"] = "all"
-        if isinstance(trials_spec, Mapping):
-            trials, until = trials_spec["max"], trials_spec["until"]
-        else:
-            trials = trials_spec
-        rule = None if "pass_rule" in bad else _pass_rule(values["pass_rule"])
-        if (
-            rule is not None
-            and rule.kind == "at_least"
-            and trials is not None
-            and rule.value > trials
-        ):
+        checked = valid or valid_part(CaseSettings, values, bad)
+        agent = None if "agent" in bad else self.agent(checked, origin.get("agent", path))
+        ok = self.tool_names(checked, bad, agent, origin)
+        mocks = self._mocks(checked.mocks, origin.get("mocks", path), agent)
+        rule = checked.pass_rule
+        trials = checked.trials.max
+        if rule.kind == "at_least" and "trials" not in bad and rule.value > trials:
             self.add(
-                where_of("pass_rule"),
+                origin.get("pass_rule", path),
                 f"at_least: {int(rule.value)} can never pass with trials: {trials}; "
                 "raise trials or lower N",
             )
-            rule = None
-        settings = _model_settings(checked.settings) if "settings" not in bad else None
-        if (
-            not ok
-            or len(self.problems) > before
-            or agent is None
-            or rule is None
-            or mocks is None
-            or valid is None
-            or trials is None
-        ):
+            ok = False
+        if not ok or valid is None or agent is None or mocks is None:
             return None, agent
-        config = CaseConfig(
-            agent=agent,
-            model=valid.model,
-            judge_model=valid.judge_model,
-            tools=valid.tools,
-            tool_modes=dict(tool_modes),
-            real_tools=tuple(dict.fromkeys(real_tools)),
-            mocks=tuple(mocks),
-            trials=trials,
-            until=until,
-            pass_rule=rule,
-            gate=valid.gate,
-            judge_when=valid.judge_when,
-            judge_inconclusive=valid.judge_inconclusive,
-            judge_sees_agent=valid.judge_sees_agent,
-            settings=settings,
-            retries=valid.retries,
-            timeout=valid.timeout,
-        )
-        return config, agent
+        if len(self.problems) > before:
+            return None, agent
+        return _config(valid, agent, tuple(mocks)), agent
+
+    def agent(self, settings: CaseSettings, where: DocPath) -> AgentSpec | None:
+        """The agent the settings name, built once to learn its tools."""
+        if isinstance(settings.agent, Mapping):
+            try:
+                return external_agent(settings.agent, self.file)
+            except UserError as exc:  # (a command with an unclosed quote)
+                self.add(where, str(exc))
+                return None
+        resolved = self.resolver.agent(settings.agent, dict(settings.agent_options), self.file)
+        if isinstance(resolved, str):
+            self.add(where, resolved)
+            return None
+        return resolved
+
+    def tool_names(
+        self,
+        settings: CaseSettings,
+        bad: set[Any],
+        agent: AgentSpec | None,
+        origin: Mapping[str, DocPath],
+    ) -> bool:
+        """Whether ``tool_modes`` and ``real_tools`` name the agent's tools (problems added)."""
+        ok = True
+        where = origin.get("tool_modes", ())
+        for tool_name, mode in settings.tool_modes.items():
+            if agent is not None and tool_name not in agent.tools:
+                self.add((*where, tool_name), _unknown_tool(tool_name, agent.tools))
+                ok = False
+            if mode not in ("real", "mock"):
+                self.add((*where, tool_name), f"expected real or mock, got {mode!r}")
+                ok = False
+        where = origin.get("real_tools", ())
+        for position, tool_name in enumerate(settings.real_tools):
+            if agent is not None and tool_name not in agent.tools:
+                self.add((*where, position), _unknown_tool(tool_name, agent.tools))
+                ok = False
+        return ok
 
     def _script(self, value: Any, path: DocPath) -> list[ScriptItem] | None:
         """A script file's responses (``toolproof chat --model script.yaml``)."""
@@ -708,16 +618,6 @@ class _Builder:
         return specs if ok else None
 
 
-def _valid_part(values: dict[str, Any], bad: set[Any]) -> CaseSettings:
-    """The settings without the keys that have problems (so the others are still checked)."""
-    from pydantic import ValidationError
-
-    try:
-        return CaseSettings.model_validate({k: v for k, v in values.items() if k not in bad})
-    except ValidationError:  # each problem is under one top-level key: not expected
-        return CaseSettings.model_validate({})
-
-
 def _in_order(checks: list[Check], expect: Mapping[str, Any]) -> list[Check]:
     """``checks`` sorted in place in the order their keys were written in ``expect``."""
     order = {key: position for position, key in enumerate(expect)}
@@ -725,13 +625,34 @@ def _in_order(checks: list[Check], expect: Mapping[str, Any]) -> list[Check]:
     return checks
 
 
-def _lines(value: Any) -> list[str]:
-    """Judge lines or tags as written: a string or a list of them (already checked)."""
-    return [value] if isinstance(value, str) else list(value)
+def _good_turns(raw: Any) -> list[str | TurnEntry | None]:
+    """Each turn as written that is valid on its own (``None`` for the others)."""
+    good: list[str | TurnEntry | None] = []
+    for item in raw if isinstance(raw, list) else []:
+        try:
+            good.append(item if isinstance(item, str) else TurnEntry.model_validate(item))
+        except ValidationError:
+            good.append(None)
+    return good
 
 
-def _gates(data: Mapping[str, Any]) -> Any:
-    """The suite's ``cost_gates:`` (a ``CostGates``), or ``None``."""
+def _name_fill(
+    data: Mapping[str, Any], bad: set[Any], default: str, key: str = "suite"
+) -> dict[str, Any]:
+    """The name a suite or case goes on with when its own has a problem."""
+    return {key: default} if key in bad or key not in data else {}
+
+
+def _gates(entry: SuiteFile) -> CostGates | None:
+    """The suite's ``cost_gates:``, or ``None``."""
     from toolproof.evals._costs import gate_settings
 
-    return None if data.get("cost_gates") is None else gate_settings(data["cost_gates"])
+    return None if entry.cost_gates is None else gate_settings(entry.cost_gates)
+
+
+def _config(settings: CaseSettings, agent: AgentSpec, mocks: tuple[MockSpec, ...]) -> CaseConfig:
+    """The config of validated ``settings``, with their agent and mocks resolved."""
+    values = {name: getattr(settings, name) for name in CaseSettings.model_fields}
+    values.update(agent=agent, mocks=mocks, real_tools=tuple(settings.real_tools))
+    values.update(trials=settings.trials.max, until=settings.trials.until)
+    return CaseConfig(**values)

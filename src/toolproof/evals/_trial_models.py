@@ -27,6 +27,20 @@ if TYPE_CHECKING:
     from toolproof.evals._cache import ResponseCache
     from toolproof.evals._ratelimit import RateLimiter
 
+__all__ = [
+    "SCRIPTED",
+    "Counters",
+    "Infra",
+    "LimitedModel",
+    "MappingMocks",
+    "Metered",
+    "Slot",
+    "TrialModel",
+    "Waiting",
+    "infrastructure_error",
+    "trial_tools",
+]
+
 SCRIPTED = "scripted"
 
 
@@ -34,14 +48,16 @@ SCRIPTED = "scripted"
 
 
 @dataclass(slots=True)
-class _Counters:
+class Counters:
+    """What one attempt of a trial sent: model requests, cached responses, the judge's."""
+
     model_calls: int = 0
     cached_calls: int = 0
-    judge: _Metered | None = None  # the judge's usage, cost and time in this attempt
+    judge: Metered | None = None  # the judge's usage, cost and time in this attempt
 
 
 @dataclass(slots=True)
-class _Slot:
+class Slot:
     """One model shared by every trial that uses it, with its rate limits."""
 
     model: Model
@@ -49,7 +65,7 @@ class _Slot:
     owned: bool = True
 
 
-class _Waiting:
+class Waiting:
     """Counts the trials waiting for the model; when every worker is, runs ``idle`` once.
 
     With every trial waiting for a response the event loop has nothing else to do, so
@@ -74,16 +90,16 @@ class _Waiting:
         self.now -= 1
 
 
-class _TrialModel(Model):
+class TrialModel(Model):
     """The model as one trial sees it: cached per trial index, rate limited, counted."""
 
     def __init__(
         self,
-        slot: _Slot,
+        slot: Slot,
         trial: int,
-        counters: _Counters,
+        counters: Counters,
         cache: ResponseCache | None,
-        waiting: _Waiting | None = None,
+        waiting: Waiting | None = None,
     ) -> None:
         self.slot = slot
         self.inner = slot.model
@@ -135,10 +151,10 @@ class _TrialModel(Model):
         return response
 
 
-class _LimitedModel(Model):
+class LimitedModel(Model):
     """A shared model behind its rate limits (used for the judge, which caches by content)."""
 
-    def __init__(self, slot: _Slot) -> None:
+    def __init__(self, slot: Slot) -> None:
         self.slot = slot
         self.name = slot.model.name
 
@@ -151,10 +167,10 @@ class _LimitedModel(Model):
         return await _limited_request(self.slot, messages, tools, settings)
 
 
-class _Metered(_LimitedModel):
+class Metered(LimitedModel):
     """The judge of one trial: its requests' tokens, cost (at the known list price) and time."""
 
-    def __init__(self, slot: _Slot) -> None:
+    def __init__(self, slot: Slot) -> None:
         super().__init__(slot)
         self.usage = Usage()
         self.cost: float | None = None
@@ -184,7 +200,7 @@ class _Metered(_LimitedModel):
 
 
 async def _limited_request(
-    slot: _Slot,
+    slot: Slot,
     messages: Sequence[Message],
     tools: Sequence[ToolDefinition],
     settings: ModelSettings,
@@ -201,7 +217,7 @@ async def _limited_request(
     return response
 
 
-class _MappingMocks:
+class MappingMocks:
     """A ``{tool name: function}`` mapping from a mock factory, as a mock provider."""
 
     def __init__(self, functions: Mapping[str, Callable[..., Any]]) -> None:
@@ -211,7 +227,7 @@ class _MappingMocks:
         return self.functions.get(tool.name)
 
 
-def _trial_tools(case: Case, providers: list[Any]) -> contextlib.AbstractContextManager[Toolset]:
+def trial_tools(case: Case, providers: list[Any]) -> contextlib.AbstractContextManager[Toolset]:
     """The toolset of one trial; with ``tools: mock`` the trial is a mocked run.
 
     An attack case (``case.attack``) runs mocks only, whatever its settings say, with the
@@ -250,7 +266,7 @@ def _trial_tools(case: Case, providers: list[Any]) -> contextlib.AbstractContext
 
 
 @dataclass(slots=True)
-class _Infra:
+class Infra:
     """An infrastructure error: what it was, and whether retrying may help."""
 
     error_type: str
@@ -259,7 +275,7 @@ class _Infra:
     retry_after: float | None = None
 
 
-def infrastructure_error(exc: BaseException) -> _Infra | None:
+def infrastructure_error(exc: BaseException) -> Infra | None:
     """Classify an exception: ``None`` when it is the agent's (or its tools') failure.
 
     Only failures of the model provider or the network are infrastructure errors
@@ -275,11 +291,23 @@ def infrastructure_error(exc: BaseException) -> _Infra | None:
     if isinstance(root, ScriptExhausted):
         return None  # the scripted conversation does not fit the agent: a case failure
     if isinstance(root, ModelHTTPError):
-        return _Infra(name, str(root), root.retryable, root.retry_after)
+        return Infra(name, str(root), root.retryable, root.retry_after)
     if isinstance(
         root, (ModelConnectionError, UnexpectedModelOutput, asyncio.TimeoutError, OSError)
     ):
-        return _Infra(name, str(root) or "timed out", True)
+        return Infra(name, str(root) or "timed out", True)
     if isinstance(root, (MissingAPIKey, ModelRequestsDisabled, ModelError)):
-        return _Infra(name, str(root), False)
+        return Infra(name, str(root), False)
     return None
+
+
+# The eval runner's names for these (it imports them under the old names for now).
+_Counters = Counters
+_Infra = Infra
+_LimitedModel = LimitedModel
+_MappingMocks = MappingMocks
+_Metered = Metered
+_Slot = Slot
+_TrialModel = TrialModel
+_Waiting = Waiting
+_trial_tools = trial_tools

@@ -33,6 +33,7 @@ from toolproof.evals._checks import Check, compile_expect
 
 if TYPE_CHECKING:
     from toolproof._agent import Session
+    from toolproof._run import RunResult
     from toolproof._tools import Tool
     from toolproof._trace import Trace
     from toolproof.evals._checks import CheckResult
@@ -43,6 +44,7 @@ __all__ = [
     "DONE_MARKER",
     "USER_KEYS",
     "Conversation",
+    "UserEntry",
     "UserPlan",
     "UserProfile",
     "conversation_checks",
@@ -516,57 +518,22 @@ async def converse(
     """
     out = Conversation()
     last_turn: list[int] = [0] * len(plan.steps)
-    recorded = list(plan.recorded or [])
-    simulating = False  # a replayed user that switched to the simulator
-    position = 0
-    used = 0  # turns produced by the current step
+    cursor = _Cursor(plan, list(plan.recorded or []))
     while True:
         if len(out.sources) >= plan.max_turns:
             out.ended_by = "max_turns"
             break
-        view = user_view(session.traces)
-        reply: _Reply | None = None
-        while reply is None and position < len(plan.steps):
-            step = plan.steps[position]
-            if simulating or (step.kind == "simulate" and used < step.turns):
-                if user_model is None:
-                    raise UserError(
-                        "this user is simulated by a model: give it a user_model (or "
-                        "--user-model), or a script of fixed turns"
-                    )
-                reply = await simulated_reply(user_model, plan.profile, view)
-            elif step.kind == "say" and used < 1:
-                reply = _Reply(step.text, "fixed")
-            elif step.kind == "reply" and used < 1:
-                assert step.function is not None
-                text = step.function(list(view))
-                if inspect.isawaitable(text):
-                    text = await text
-                if text is not None and not isinstance(text, str):
-                    raise UserError(
-                        f"the user function {getattr(step.function, '__qualname__', step.function)}"
-                        f" returned {describe_type(text)}; it returns the next message or None"
-                    )
-                reply = _Reply(text, "function", text is None)
-            elif step.kind == "recorded" and used < len(recorded):
-                reply = _Reply(recorded[used].input, "recorded")
-            else:
-                position, used = position + 1, 0
-                continue
-            used += 1
-        if reply is None:  # the script ended: the user is done
-            break
-        if reply.text is None:  # the user ended without a last message
+        reply = await cursor.next_reply(user_view(session.traces), user_model)
+        if reply is None or reply.text is None:  # the script ended, or the user left silently
             break
         out.sources.append(reply.source)
         turn = len(out.sources)
         turn_metadata = {**(metadata or {}), "user": {"turn": turn, "source": reply.source}}
         result = await session.run(reply.text, metadata=turn_metadata, tags=tags, settings=settings)
-        if position < len(plan.steps):
-            last_turn[position] = turn
-        if reply.source == "recorded" and not simulating:
-            expected = recorded[turn - 1].calls
-            got = _calls(result.trace)
+        if cursor.position < len(plan.steps):
+            last_turn[cursor.position] = turn
+        if reply.source == "recorded" and not cursor.simulating:
+            expected, got = cursor.recorded[turn - 1].calls, _calls(result.trace)
             if got != expected:
                 out.diverged = (
                     f"diverged at turn {turn}: the recording called {_shown(expected)}, the "
@@ -575,14 +542,10 @@ async def converse(
                 if plan.on_divergence == "stop":
                     out.ended_by = "diverged"
                     break
-                simulating = True
-        if reply.done:
-            break
-        if result.stop_reason != "final":
-            out.ended_by = "agent_stopped"
-            break
-        if any(call.name in plan.end_tools for call in result.trace.tool_calls):
-            out.ended_by = "agent_ended"
+                cursor.simulating = True
+        ended = _ended(reply, result, plan.end_tools)
+        if ended is not None:
+            out.ended_by = ended
             break
     if session.traces:
         session.traces[-1].metadata["conversation"] = {
@@ -590,12 +553,79 @@ async def converse(
             "turns": len(out.sources),
             **({"diverged": out.diverged} if out.diverged else {}),
         }
-    cursor = 0
+    previous = 0
     for index, step in enumerate(plan.steps):
-        turn = last_turn[index] or cursor + 1  # a step that never ran: its turn did not run
-        cursor = last_turn[index] or cursor
+        turn = last_turn[index] or previous + 1  # a step that never ran: its turn did not run
+        previous = last_turn[index] or previous
         out.checks.extend(dataclasses.replace(check, turn=turn) for check in step.checks)
     return out
+
+
+@dataclass(slots=True)
+class _Cursor:
+    """Where the user is in its script, and which step writes its next message."""
+
+    plan: UserPlan
+    recorded: list[RecordedTurn]
+    position: int = 0
+    used: int = 0  # turns produced by the current step
+    simulating: bool = False  # a replayed user that switched to the simulator
+
+    async def next_reply(self, view: Sequence[Message], user_model: Model | None) -> _Reply | None:
+        """The next user message, or None when the script ended."""
+        steps = self.plan.steps
+        while self.position < len(steps):
+            reply = await self._reply(steps[self.position], view, user_model)
+            if reply is not None:
+                self.used += 1
+                return reply
+            self.position, self.used = self.position + 1, 0
+        return None
+
+    async def _reply(
+        self, step: _Step, view: Sequence[Message], user_model: Model | None
+    ) -> _Reply | None:
+        """The step's next message, or None when the step has written all of its turns."""
+        used = self.used
+        if self.simulating or (step.kind == "simulate" and used < step.turns):
+            if user_model is None:
+                raise UserError(
+                    "this user is simulated by a model: give it a user_model (or "
+                    "--user-model), or a script of fixed turns"
+                )
+            return await simulated_reply(user_model, self.plan.profile, view)
+        if step.kind == "say" and used < 1:
+            return _Reply(step.text, "fixed")
+        if step.kind == "reply" and used < 1:
+            return await _function_reply(step, view)
+        if step.kind == "recorded" and used < len(self.recorded):
+            return _Reply(self.recorded[used].input, "recorded")
+        return None
+
+
+async def _function_reply(step: _Step, view: Sequence[Message]) -> _Reply:
+    """The message the step's function returns (None: the user is done)."""
+    assert step.function is not None
+    text = step.function(list(view))
+    if inspect.isawaitable(text):
+        text = await text
+    if text is not None and not isinstance(text, str):
+        raise UserError(
+            f"the user function {getattr(step.function, '__qualname__', step.function)}"
+            f" returned {describe_type(text)}; it returns the next message or None"
+        )
+    return _Reply(text, "function", text is None)
+
+
+def _ended(reply: _Reply, result: RunResult, end_tools: Sequence[str]) -> EndedBy | None:
+    """Whether the conversation ends after this turn, and why."""
+    if reply.done:
+        return "user"
+    if result.stop_reason != "final":
+        return "agent_stopped"
+    if any(call.name in end_tools for call in result.trace.tool_calls):
+        return "agent_ended"
+    return None
 
 
 def _shown(calls: Sequence[tuple[str, str]]) -> str:

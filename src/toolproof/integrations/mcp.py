@@ -25,7 +25,15 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +59,8 @@ from toolproof.errors import (
 )
 
 if TYPE_CHECKING:
+    import socket
+
     from toolproof.testing import Fault
 
 __all__ = ["McpSessions", "load_mcp_tools", "mcp_server", "mcp_tools", "serve_mcp"]
@@ -243,8 +253,14 @@ def _mcp_tool(t: Tool[..., Any]) -> types.Tool:
     )
 
 
-def _error_result(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+def _call_result(result: ToolResult) -> types.CallToolResult:
+    """What a client receives for a call the toolset answered."""
+    text = types.TextContent(type="text", text=result.content)
+    if not result.ok:
+        return types.CallToolResult(content=[text], is_error=True)
+    # Structured content is an object: other values are wrapped as the MCP SDK does.
+    structured = result.value if isinstance(result.value, dict) else {"result": result.value}
+    return types.CallToolResult(content=[text], structured_content=structured, is_error=False)
 
 
 def _session_key(ctx: Any) -> str:
@@ -326,15 +342,7 @@ def mcp_server(
         result = await _execute(served, call, tool_timeout, real)
         if sessions is not None:
             sessions.add(key, call, result)
-        if not result.ok:
-            return _error_result(result.content)
-        # Structured content is an object: other values are wrapped as the MCP SDK does.
-        structured = result.value if isinstance(result.value, dict) else {"result": result.value}
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=result.content)],
-            structured_content=structured,
-            is_error=False,
-        )
+        return _call_result(result)
 
     return Server(
         name,
@@ -461,19 +469,9 @@ _SESSIONS_ONLY = json.dumps(
 ).encode()
 
 
-async def _serve_http(
-    server: Server[Any],
-    host: str,
-    port: int,
-    sessions: McpSessions,
-    on_ready: Callable[[str], None] | None,
-) -> None:
-    import socket
-
-    import uvicorn
+def _per_session(app: Any, sessions: McpSessions) -> Callable[[Any, Any, Any], Awaitable[None]]:
+    """``app`` (the SDK's streamable HTTP app) serving sessions only, ending each on DELETE."""
     from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-
-    app = server.streamable_http_app(host=host, session_idle_timeout=sessions.idle)
 
     async def per_session(scope: Any, receive: Any, send: Any) -> None:
         if scope.get("type") != "http":
@@ -496,12 +494,37 @@ async def _serve_http(
         if scope.get("method") == "DELETE" and key:  # the client ended its session
             sessions.end(key.decode("latin-1"))
 
+    return per_session
+
+
+def _listening(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` (``0``: a free port).
+
+    Raises:
+        UserError: The address cannot be bound.
+    """
+    import socket
+
     try:
         sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
     except OSError as exc:
         raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
+async def _serve_http(
+    server: Server[Any],
+    host: str,
+    port: int,
+    sessions: McpSessions,
+    on_ready: Callable[[str], None] | None,
+) -> None:
+    import uvicorn
+
+    app = server.streamable_http_app(host=host, session_idle_timeout=sessions.idle)
+    sock = _listening(host, port)
     bound = sock.getsockname()[1]
 
     class _Server(uvicorn.Server):
@@ -511,7 +534,7 @@ async def _serve_http(
             # killing the process before the open sessions' traces are written.
             yield
 
-    config = uvicorn.Config(per_session, log_level="warning", lifespan="on")
+    config = uvicorn.Config(_per_session(app, sessions), log_level="warning", lifespan="on")
     uv = _Server(config)
     url = f"http://{'[' + host + ']' if ':' in host else host}:{bound}/mcp"
 
@@ -759,30 +782,46 @@ async def mcp_tools(
             return _result_value(result)
 
         listed = await _list(client, label, connect_timeout)
-        named = None
-        if side_effects is not None and not isinstance(side_effects, bool):
-            named = set(side_effects)
-            unknown = named - {t.name for t in listed}
-            if unknown:
-                raise UserError(
-                    f"side_effects names tools the MCP server {label} does not list: "
-                    f"{', '.join(sorted(unknown))}"
-                )
-        tools = []
-        for spec in listed:
-            if not _usable_name(spec.name):
-                logger.warning(
-                    "the MCP server %s lists a tool named %r, which toolproof cannot offer "
-                    "to a model (tool names are letters, digits, '_' and '-'): left out",
-                    label,
-                    spec.name,
-                )
-                continue
-            flag = side_effects if isinstance(side_effects, bool) else None
-            if named is not None:
-                flag = spec.name in named
-            tools.append(_tool_from_mcp(spec, call, side_effects=flag, timeout=timeout))
+        tools = _tools_listed(listed, call, label, side_effects, timeout)
         yield Toolset(tools, mode=mode, mocks=mocks, overrides=overrides)
+
+
+def _tools_listed(
+    listed: list[types.Tool],
+    call: Callable[[str, dict[str, Any]], Any],
+    label: str,
+    side_effects: bool | Iterable[str] | None,
+    timeout: float | None,
+) -> list[Tool[..., Any]]:
+    """The tools a server lists, as :func:`mcp_tools` describes them; unusable names left out.
+
+    Raises:
+        UserError: ``side_effects`` names a tool the server does not list.
+    """
+    named = None
+    if side_effects is not None and not isinstance(side_effects, bool):
+        named = set(side_effects)
+        unknown = named - {t.name for t in listed}
+        if unknown:
+            raise UserError(
+                f"side_effects names tools the MCP server {label} does not list: "
+                f"{', '.join(sorted(unknown))}"
+            )
+    tools = []
+    for spec in listed:
+        if not _usable_name(spec.name):
+            logger.warning(
+                "the MCP server %s lists a tool named %r, which toolproof cannot offer "
+                "to a model (tool names are letters, digits, '_' and '-'): left out",
+                label,
+                spec.name,
+            )
+            continue
+        flag = side_effects if isinstance(side_effects, bool) else None
+        if named is not None:
+            flag = spec.name in named
+        tools.append(_tool_from_mcp(spec, call, side_effects=flag, timeout=timeout))
+    return tools
 
 
 @asynccontextmanager

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolproof._grounding import check_grounding, extract_claims, trace_evidence
+from toolproof._messages import NOT_RUN_ERRORS
 
 if TYPE_CHECKING:
     from toolproof._messages import Message, ToolCall, ToolResult
@@ -28,7 +29,6 @@ __all__ = ["Promoted", "Signals", "distinct", "promote_traces", "signals_of", "w
 
 #: Errors the agent's toolset returns without running a tool: no fixture answers them, and
 #: the scripted call is sent as recorded (it need not fit the schema).
-_REFUSED = frozenset({"UnknownTool", "InvalidArguments", "ValidationError", "Rejected"})
 
 #: A string argument longer than this, or with this many words, is free text (a query, a
 #: message): models word it differently each time, so it is no key argument.
@@ -219,7 +219,7 @@ def _refused(result: ToolResult | Message | None) -> bool:
     if kind is None:  # a tool message of the history: its text names the kind
         match = re.match(r"Error \(([^)]*)\)", result.content or "")
         kind = match.group(1) if match else None
-    return kind in _REFUSED
+    return kind in NOT_RUN_ERRORS
 
 
 def _origin(trace: Trace) -> dict[str, Any]:

@@ -116,38 +116,8 @@ class Redactor:
         mask: str = "***",
         default_fields: bool = True,
     ) -> None:
-        field_rules: list[FieldRule] = []
-        if isinstance(fields, Mapping):
-            field_rules = [FieldRule(str(k), _action(v, f"fields.{k}")) for k, v in fields.items()]
-        else:
-            for item in fields:
-                field_rules.append(item if isinstance(item, FieldRule) else FieldRule(str(item)))
-        if default_fields:
-            named = {rule.name.lower() for rule in field_rules}
-            field_rules.extend(FieldRule(name) for name in DEFAULT_FIELDS if name not in named)
-        for checked in field_rules:
-            _action(checked.action, f"field {checked.name!r}")
-        chosen: Mapping[str, Action]
-        if patterns is None:
-            chosen = _DEFAULT_PATTERNS
-        elif isinstance(patterns, Mapping):
-            chosen = {str(k): _action(v, f"patterns.{k}") for k, v in patterns.items()}
-        else:
-            chosen = {str(name): "mask" for name in patterns}
-        pattern_rules: list[PatternRule] = []
-        # Fixed priority, so that a card number is not taken for a phone number.
-        for name, action in sorted(chosen.items(), key=lambda item: _priority(item[0])):
-            if name not in BUILTIN_PATTERNS:
-                raise ConfigError(
-                    f"unknown redaction pattern {name!r}; built-in patterns are: "
-                    f"{', '.join(sorted(BUILTIN_PATTERNS))} (add your own as custom patterns)"
-                )
-            regex, check = BUILTIN_PATTERNS[name]
-            pattern_rules.append(PatternRule(name, regex, action, check))
-        for custom in custom_patterns:
-            _action(custom.action, f"pattern {custom.name!r}")
-            pattern_rules.append(custom)
-
+        field_rules = _field_rules(fields, default_fields)
+        pattern_rules = _pattern_rules(patterns, custom_patterns)
         self.field_rules: tuple[FieldRule, ...] = tuple(field_rules)
         self.pattern_rules: tuple[PatternRule, ...] = tuple(pattern_rules)
         self.mask = mask
@@ -230,17 +200,20 @@ class Redactor:
         """
         from toolproof.replay._redact_rules import parse_redaction
 
-        settings = parse_redaction(data, where)
-        secret_env = settings.secret_env or SECRET_ENV
-        custom = [PatternRule(name, regex, action) for name, regex, action in settings.custom]
+        rules = parse_redaction(data, where)
+        secret_env = str(rules.secret_env) if rules.secret_env else SECRET_ENV
+        custom = [
+            PatternRule(str(item.name or f"custom{index}"), str(item.regex), item.action)
+            for index, item in enumerate(rules.custom or [])
+        ]
         try:
             return cls(
-                settings.fields,
-                settings.patterns,
+                {str(k): v for k, v in (rules.fields or {}).items()},
+                rules.patterns,
                 custom,
                 secret=os.environ.get(secret_env) or None,
-                mask=settings.mask,
-                default_fields=settings.default_fields,
+                mask=rules.mask,
+                default_fields=bool(rules.default_fields),
             )
         except ConfigError as exc:
             if secret_env != SECRET_ENV and "no secret is set" in str(exc):
@@ -450,3 +423,48 @@ class Redactor:
     def static_text(self, text: str) -> str:
         """Apply the pattern and ``key=value`` rules to one text."""
         return _apply(text, list(self.static_spans(text)))
+
+
+def _field_rules(
+    fields: Mapping[str, Action] | Iterable[str | FieldRule], default_fields: bool
+) -> list[FieldRule]:
+    """The field rules of :class:`Redactor`'s arguments, their actions checked."""
+    field_rules: list[FieldRule] = []
+    if isinstance(fields, Mapping):
+        field_rules = [FieldRule(str(k), _action(v, f"fields.{k}")) for k, v in fields.items()]
+    else:
+        for item in fields:
+            field_rules.append(item if isinstance(item, FieldRule) else FieldRule(str(item)))
+    if default_fields:
+        named = {rule.name.lower() for rule in field_rules}
+        field_rules.extend(FieldRule(name) for name in DEFAULT_FIELDS if name not in named)
+    for checked in field_rules:
+        _action(checked.action, f"field {checked.name!r}")
+    return field_rules
+
+
+def _pattern_rules(
+    patterns: Mapping[str, Action] | Iterable[str] | None, custom_patterns: Iterable[PatternRule]
+) -> list[PatternRule]:
+    """The pattern rules of :class:`Redactor`'s arguments: built-ins by priority, then yours."""
+    chosen: Mapping[str, Action]
+    if patterns is None:
+        chosen = _DEFAULT_PATTERNS
+    elif isinstance(patterns, Mapping):
+        chosen = {str(k): _action(v, f"patterns.{k}") for k, v in patterns.items()}
+    else:
+        chosen = {str(name): "mask" for name in patterns}
+    pattern_rules: list[PatternRule] = []
+    # Fixed priority, so that a card number is not taken for a phone number.
+    for name, action in sorted(chosen.items(), key=lambda item: _priority(item[0])):
+        if name not in BUILTIN_PATTERNS:
+            raise ConfigError(
+                f"unknown redaction pattern {name!r}; built-in patterns are: "
+                f"{', '.join(sorted(BUILTIN_PATTERNS))} (add your own as custom patterns)"
+            )
+        regex, check = BUILTIN_PATTERNS[name]
+        pattern_rules.append(PatternRule(name, regex, action, check))
+    for custom in custom_patterns:
+        _action(custom.action, f"pattern {custom.name!r}")
+        pattern_rules.append(custom)
+    return pattern_rules

@@ -17,7 +17,6 @@ a file with several problems reports all of them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar
 
 from pydantic import (
@@ -29,10 +28,10 @@ from pydantic import (
     field_validator,
 )
 
-from toolproof._filemodel import Expected, FileModel, problem, where_problems
+from toolproof._filemodel import Expected, FileModel, load_error, problem
 from toolproof.errors import ConfigError
 
-__all__ = ["CustomPatternSpec", "RedactionFile", "RedactionSettings", "parse_redaction"]
+__all__ = ["CustomPatternSpec", "RedactionFile", "parse_redaction"]
 
 ACTIONS = ("mask", "drop", "hash")
 _ACTION_SCHEMA: dict[str, Any] = {"enum": list(ACTIONS)}
@@ -70,17 +69,9 @@ class CustomPatternSpec(FileModel):
 
     name: Any = Field(None, json_schema_extra={"type": "string"}, description="the rule's name")
     regex: Any = Field(json_schema_extra={"type": "string"}, description="a regular expression")
-    action: Any = Field("mask", json_schema_extra=_ACTION_SCHEMA)
+    action: ActionValue = "mask"
 
     missing: ClassVar[dict[str, str]] = {"regex": "expected {name: ..., regex: ..., action: ...}"}
-
-    @field_validator("action", mode="before")
-    @classmethod
-    def _action(cls, value: Any) -> Any:
-        found = action_problem(value)
-        if found is not None:
-            raise problem(found)
-        return value
 
 
 def _custom_mapping(value: Any) -> Any:
@@ -145,28 +136,7 @@ class RedactionFile(FileModel):
         return value or None
 
 
-@dataclass(frozen=True, slots=True)
-class RedactionSettings:
-    """A checked redaction-rules mapping, ready for the ``Redactor``.
-
-    Attributes:
-        fields: Field name to action.
-        patterns: Built-in pattern name to action (``None``: the defaults).
-        custom: Your own patterns: ``(name, regex, action)``.
-        secret_env: The variable that holds the HMAC secret (``None``: the default).
-        mask: The text that replaces masked values.
-        default_fields: Also mask the credential fields.
-    """
-
-    fields: dict[str, Any]
-    patterns: dict[str, Any] | None
-    custom: list[tuple[str, str, Any]]
-    secret_env: str | None
-    mask: str
-    default_fields: bool
-
-
-def parse_redaction(data: Any, where: str) -> RedactionSettings:
+def parse_redaction(data: Any, where: str) -> RedactionFile:
     """Check a redaction-rules mapping (see the module docstring).
 
     Raises:
@@ -175,23 +145,6 @@ def parse_redaction(data: Any, where: str) -> RedactionSettings:
     if not isinstance(data, Mapping):
         raise ConfigError(f"{where}: expected a mapping of redaction settings, got {data!r}")
     try:
-        spec = RedactionFile.model_validate(data)
+        return RedactionFile.model_validate(data)
     except ValidationError as exc:
-        problems = where_problems(exc, where)
-        message = (
-            problems[0]
-            if len(problems) == 1
-            else f"invalid redaction rules {where}:\n" + "\n".join(f"  {p}" for p in problems)
-        )
-        raise ConfigError(message, problems) from None
-    return RedactionSettings(
-        fields={str(k): v for k, v in (spec.fields or {}).items()},
-        patterns=None if spec.patterns is None else dict(spec.patterns),
-        custom=[
-            (str(item.name or f"custom{index}"), str(item.regex), item.action)
-            for index, item in enumerate(spec.custom or [])
-        ],
-        secret_env=str(spec.secret_env) if spec.secret_env else None,
-        mask=spec.mask,
-        default_fields=bool(spec.default_fields),
-    )
+        raise load_error(exc, where, "redaction rules") from None

@@ -284,15 +284,7 @@ class _ObjectWalk(_Walk):
             elif kind == _ONE:
                 new = self.rewrite_object(value, sub)
             else:
-                if type(value) is not list:
-                    raise _Unsupported(f"{name} is not a list")
-                new = value
-                for index, item in enumerate(value):
-                    done = self.rewrite_object(item, sub)
-                    if done is not item:
-                        if new is value:
-                            new = list(value)
-                        new[index] = done
+                new = self._rewrite_list(value, name, sub)
             if new is not value:
                 if changes is None:
                     changes = {}
@@ -309,6 +301,19 @@ class _ObjectWalk(_Walk):
         values = {field: getattr(node, field) for field in _FIELDS[cls]}
         values.update(changes)
         return cls(**values)
+
+    def _rewrite_list(self, value: Any, name: str, sub: type) -> Any:
+        """Each item of the list field ``name`` rewritten; ``value`` itself when all are kept."""
+        if type(value) is not list:
+            raise _Unsupported(f"{name} is not a list")
+        new = value
+        for index, item in enumerate(value):
+            done = self.rewrite_object(item, sub)
+            if done is not item:
+                if new is value:
+                    new = list(value)
+                new[index] = done
+        return new
 
     def redact(self, node: Any, depth: int) -> Any:
         """``rewrite_data(node)``, and ``node`` itself when nothing in it changes."""

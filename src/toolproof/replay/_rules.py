@@ -74,15 +74,13 @@ class ToolRule:
         """
         from pydantic import ValidationError
 
-        from toolproof._filemodel import where_problems
+        from toolproof._filemodel import load_error
         from toolproof.replay._rules_model import ToolRuleSpec
 
         try:
             spec = ToolRuleSpec.model_validate(data)
         except ValidationError as exc:
-            problems = where_problems(exc, where)
-            message = problems[0] if len(problems) == 1 else f"invalid rule {where}"
-            raise ConfigError(message, problems) from None
+            raise load_error(exc, where, "rule", listed=False) from None
         return cls._from_spec(spec, where)
 
     @classmethod
@@ -212,7 +210,7 @@ class ReplayRules:
         """
         from pydantic import ValidationError
 
-        from toolproof._filemodel import where_problems
+        from toolproof._filemodel import load_error
         from toolproof.replay._rules_model import ReplayRulesFile
 
         data = data or {}
@@ -221,13 +219,7 @@ class ReplayRules:
         try:
             spec = ReplayRulesFile.model_validate(data)
         except ValidationError as exc:
-            problems = where_problems(exc, where)
-            message = (
-                problems[0]
-                if len(problems) == 1
-                else f"invalid replay rules {where}:\n" + "\n".join(f"  {p}" for p in problems)
-            )
-            raise ConfigError(message, problems) from None
+            raise load_error(exc, where, "replay rules") from None
         tools = {
             name: ToolRule._from_spec(rule, f"{where}.tools.{name}")
             for name, rule in (spec.tools or {}).items()

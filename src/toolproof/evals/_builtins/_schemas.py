@@ -6,12 +6,12 @@ from typing import Any
 
 from toolproof.evals._checks import ARG_MODES
 
-_NAME: dict[str, Any] = {"type": "string"}
-_NAMES: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
-_TEXTS: dict[str, Any] = {
+NAME: dict[str, Any] = {"type": "string"}
+NAMES: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+TEXTS: dict[str, Any] = {
     "anyOf": [{"type": "string"}, {"type": "array", "minItems": 1, "items": {"type": "string"}}]
 }
-_COUNT: dict[str, Any] = {
+COUNT: dict[str, Any] = {
     "anyOf": [
         {"type": "integer", "minimum": 0},
         {
@@ -25,12 +25,12 @@ _COUNT: dict[str, Any] = {
         },
     ]
 }
-_CALL: dict[str, Any] = {
+CALL: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "required": ["name"],
     "properties": {
-        "name": _NAME,
+        "name": NAME,
         "arguments": {"type": "object"},
         "mode": {"enum": list(ARG_MODES)},
     },

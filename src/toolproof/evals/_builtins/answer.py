@@ -8,23 +8,23 @@ from collections.abc import Mapping
 from typing import Any
 
 from toolproof._yaml import describe_type as _type
-from toolproof.evals._builtins._schemas import _TEXTS
+from toolproof.evals._builtins._schemas import TEXTS
 from toolproof.evals._checks import (
     Check,
     CheckContext,
     CheckStatus,
     SessionRecord,
-    _clip,
-    _matcher,
-    _strings,
     accepts,
+    answer_text,
     check,
+    string_list,
+    value_matcher,
 )
 
 
-@check.compiler("final_contains", accepts="a string or a list of strings", schema=_TEXTS)
+@check.compiler("final_contains", accepts="a string or a list of strings", schema=TEXTS)
 def _final_contains(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
-    texts = _strings(ctx, value, "final_contains")
+    texts = string_list(ctx, value, "final_contains")
     if texts is None:
         return None
 
@@ -34,16 +34,16 @@ def _final_contains(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) ->
         if missing or record.output is None:
             return "fail", (
                 f"expected the final answer to contain {', '.join(map(repr, missing or texts))}; "
-                f"it was {_clip(record.output)}"
+                f"it was {answer_text(record.output)}"
             )
         return "pass", f"the final answer contains {', '.join(map(repr, texts))}"
 
     return Check("final_contains", f"answer contains {', '.join(map(repr, texts))}", evaluate)
 
 
-@check.compiler("final_not_contains", accepts="a string or a list of strings", schema=_TEXTS)
+@check.compiler("final_not_contains", accepts="a string or a list of strings", schema=TEXTS)
 def _final_not_contains(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
-    texts = _strings(ctx, value, "final_not_contains")
+    texts = string_list(ctx, value, "final_not_contains")
     if texts is None:
         return None
 
@@ -53,16 +53,16 @@ def _final_not_contains(ctx: CheckContext, value: Any, expect: Mapping[str, Any]
         if found:
             return "fail", (
                 f"expected the final answer not to contain {', '.join(map(repr, found))}; "
-                f"it was {_clip(record.output)}"
+                f"it was {answer_text(record.output)}"
             )
         return "pass", f"the final answer contains none of {', '.join(map(repr, texts))}"
 
     return Check("final_not_contains", f"answer avoids {', '.join(map(repr, texts))}", evaluate)
 
 
-@check.compiler("final_regex", accepts="a regular expression or a list of them", schema=_TEXTS)
+@check.compiler("final_regex", accepts="a regular expression or a list of them", schema=TEXTS)
 def _final_regex(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
-    patterns = _strings(ctx, value, "final_regex")
+    patterns = string_list(ctx, value, "final_regex")
     if patterns is None:
         return None
     compiled = []
@@ -83,7 +83,7 @@ def _final_regex(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Ch
         if missing or record.output is None:
             return "fail", (
                 f"expected the final answer to match {', '.join(map(repr, missing or patterns))}; "
-                f"it was {_clip(record.output)}"
+                f"it was {answer_text(record.output)}"
             )
         return "pass", f"the final answer matches {', '.join(map(repr, patterns))}"
 
@@ -92,7 +92,7 @@ def _final_regex(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Ch
 
 @check.compiler("final_equals", accepts="a value or a matcher spec ({text: ...}, {regex: ...}...)")
 def _final_equals(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
-    matcher = _matcher(ctx, value, ctx.at("final_equals"))
+    matcher = value_matcher(ctx, value, ctx.at("final_equals"))
     if matcher is None:
         return None
 
@@ -131,7 +131,7 @@ def _final_json_schema(ctx: CheckContext, value: Any, expect: Mapping[str, Any])
         try:
             data = json.loads(_strip_fence(record.output))
         except ValueError as exc:
-            return "fail", f"the final answer is not JSON ({exc}): {_clip(record.output)}"
+            return "fail", f"the final answer is not JSON ({exc}): {answer_text(record.output)}"
         errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
         if errors:
             shown = []
@@ -203,7 +203,7 @@ def _grounded(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check
         if result.ungrounded:
             return "fail", (
                 f"the final answer states {', '.join(map(repr, result.ungrounded))}, found in no "
-                f"input or tool result (invented?): {_clip(record.output)}"
+                f"input or tool result (invented?): {answer_text(record.output)}"
             )
         if not result.checked:
             return "pass", "the final answer states no numbers or ids"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from toolproof._filemodel import did_you_mean, unknown_key_message
 from toolproof._yaml import DocPath, format_path
 from toolproof.errors import ConfigError
 
@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from toolproof._matching import ArgumentsMatcher, CallSpec
 
 from toolproof._yaml import describe_type as _type
-from toolproof.evals._builtins._schemas import _CALL, _COUNT, _NAME, _NAMES
+from toolproof.evals._builtins._schemas import CALL, COUNT, NAME, NAMES
 from toolproof.evals._checks import (
     ARG_MODES,
     CALL_KEYS,
@@ -22,23 +22,23 @@ from toolproof.evals._checks import (
     CheckContext,
     CheckStatus,
     SessionRecord,
-    _calls_text,
-    _names,
-    _times,
     accepts,
+    calls_listing,
     check,
+    times_text,
+    tool_names,
 )
 
 
 @check.compiler(
     "tools_called",
     accepts="a list of tool names, or a mapping of tool name to a count or {min, max}",
-    schema={"anyOf": [_NAME, _NAMES, {"type": "object", "additionalProperties": _COUNT}]},
+    schema={"anyOf": [NAME, NAMES, {"type": "object", "additionalProperties": COUNT}]},
 )
 def _tools_called(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
     bounds: dict[str, tuple[int, int | None]] = {}
     if isinstance(value, (list, str)):
-        names = _names(ctx, value, "tools_called")
+        names = tool_names(ctx, value, "tools_called")
         if names is None:
             return None
         for name in names:
@@ -58,9 +58,9 @@ def _tools_called(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> C
 
     def describe_bound(low: int, high: int | None) -> str:
         if high is None:
-            return f"at least {_times(low)}"
+            return f"at least {times_text(low)}"
         if low == high:
-            return f"exactly {_times(low)}"
+            return f"exactly {times_text(low)}"
         return f"between {low} and {high} times"
 
     def evaluate(record: SessionRecord) -> tuple[CheckStatus, str]:
@@ -72,9 +72,11 @@ def _tools_called(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> C
         for name, (low, high) in bounds.items():
             n = counts.get(name, 0)
             if n < low or (high is not None and n > high):
-                failures.append(f"{name} called {_times(n)}, expected {describe_bound(low, high)}")
+                failures.append(
+                    f"{name} called {times_text(n)}, expected {describe_bound(low, high)}"
+                )
         if failures:
-            return "fail", "; ".join(failures) + f" (calls made: {_calls_text(calls)})"
+            return "fail", "; ".join(failures) + f" (calls made: {calls_listing(calls)})"
         made = ", ".join(f"{name} x{counts.get(name, 0)}" for name in bounds)
         return "pass", f"called {made}"
 
@@ -101,11 +103,9 @@ def _count(ctx: CheckContext, value: Any, path: tuple[Any, ...]) -> tuple[int, i
     return None
 
 
-@check.compiler(
-    "tools_not_called", accepts="a list of tool names", schema={"anyOf": [_NAME, _NAMES]}
-)
+@check.compiler("tools_not_called", accepts="a list of tool names", schema={"anyOf": [NAME, NAMES]})
 def _tools_not_called(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
-    names = _names(ctx, value, "tools_not_called")
+    names = tool_names(ctx, value, "tools_not_called")
     if names is None:
         return None
 
@@ -116,7 +116,7 @@ def _tools_not_called(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) 
             offending = [c for c in calls if c.name in bad]
             return "fail", (
                 f"expected no calls to {', '.join(bad)}, but the agent called "
-                f"{_calls_text(offending)}"
+                f"{calls_listing(offending)}"
             )
         return "pass", f"none of {', '.join(names)} was called"
 
@@ -145,7 +145,7 @@ def _order(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | 
 @check.compiler(
     "calls",
     accepts="a list of expected calls: {name, arguments, mode} (or a tool name)",
-    schema={"type": "array", "minItems": 1, "items": {"anyOf": [_NAME, _CALL]}},
+    schema={"type": "array", "minItems": 1, "items": {"anyOf": [NAME, CALL]}},
 )
 def _calls(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
     from toolproof._matching import CallSpec
@@ -166,12 +166,7 @@ def _calls(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | 
             continue
         for key in item:
             if key not in CALL_KEYS:
-                close = difflib.get_close_matches(str(key), list(CALL_KEYS), n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
-                ctx.problems.add(
-                    (*where, key),
-                    f"unknown key {key!r}{hint}; allowed: {', '.join(CALL_KEYS)}",
-                )
+                ctx.problems.add((*where, key), unknown_key_message(key, CALL_KEYS))
                 ok = False
         name = item.get("name")
         if name is None:
@@ -216,11 +211,9 @@ def _arguments(
     ok = True
     for name in args:
         if ctx.tools is not None and name not in params:
-            close = difflib.get_close_matches(str(name), params, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
             ctx.problems.add(
                 (*path, name),
-                f"{tool} has no argument {name!r}{hint}; its arguments are: "
+                f"{tool} has no argument {name!r}{did_you_mean(name, params)}; its arguments are: "
                 f"{', '.join(params) or '(none)'}",
             )
             ok = False
@@ -246,7 +239,7 @@ def _sequence_check(name: str, expected: list[CallSpec], mode: str) -> Check:
         if reasons:
             return "fail", (
                 f"expected calls [{want}] ({mode}): {'; '.join(reasons)} "
-                f"(calls made: {_calls_text(calls, limit=10)})"
+                f"(calls made: {calls_listing(calls, limit=10)})"
             )
         return "pass", f"calls match [{want}] ({mode})"
 
@@ -301,7 +294,7 @@ def _args(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | N
             if not candidates:
                 failures.append(
                     f"expected a call {describe(tool, matcher)}, but {tool} was not called "
-                    f"(calls made: {_calls_text(calls)})"
+                    f"(calls made: {calls_listing(calls)})"
                 )
                 continue
             mismatches = []
@@ -343,7 +336,7 @@ def _args_mode(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Chec
     schema={
         "type": "object",
         "minProperties": 1,
-        "additionalProperties": {"anyOf": [_NAME, _NAMES]},
+        "additionalProperties": {"anyOf": [NAME, NAMES]},
     },
 )
 def _required_args(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
@@ -407,7 +400,7 @@ def _required_args(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> 
 @check.compiler(
     "forbid_extra_args",
     accepts="true, or a list of tool names",
-    schema={"anyOf": [{"type": "boolean"}, _NAME, _NAMES]},
+    schema={"anyOf": [{"type": "boolean"}, NAME, NAMES]},
 )
 def _forbid_extra_args(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
     if value is False:
@@ -415,7 +408,7 @@ def _forbid_extra_args(ctx: CheckContext, value: Any, expect: Mapping[str, Any])
     if value is True:
         tools = list(ctx.tools or ())
     else:
-        names = _names(ctx, value, "forbid_extra_args")
+        names = tool_names(ctx, value, "forbid_extra_args")
         if names is None:
             return None
         tools = names

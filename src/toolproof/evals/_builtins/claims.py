@@ -23,7 +23,7 @@ from typing import Any
 
 from toolproof._text import clip
 from toolproof._yaml import describe_type as _type
-from toolproof.evals._builtins._schemas import _NAME, _NAMES
+from toolproof.evals._builtins._schemas import NAME, NAMES
 from toolproof.evals._checks import Check, CheckContext, CheckStatus, SessionRecord, check
 
 
@@ -241,7 +241,7 @@ def _tool_words(name: str, description: str) -> set[str]:
             {
                 "type": "object",
                 "minProperties": 1,
-                "additionalProperties": {"anyOf": [_NAME, _NAMES]},
+                "additionalProperties": {"anyOf": [NAME, NAMES]},
             },
         ]
     },
@@ -278,60 +278,65 @@ def _claims_backed(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> 
     named = {form: tools for verb, tools in mapping.items() for form in _verb_forms(verb)}
 
     def evaluate(record: SessionRecord) -> tuple[CheckStatus, str]:
-        if record.output is None:
-            return "skip", "no final answer to check"
-        offered: dict[str, set[str]] = {}
-        for trace in record.traces:
-            for info in trace.tools:
-                offered.setdefault(info.name, _tool_words(info.name, info.description))
-        done: set[str] = set()
-        failed: set[str] = set()
-        for call, result in record.calls_and_results():
-            (done if result is not None and result.ok else failed).add(call.name)
-        evidence = " ".join(
-            [t.input for t in record.traces]
-            + [r.content for _, r in record.calls_and_results() if r is not None and r.ok]
-        ).lower()
-        actions = set(ACTIONS) | set(named) | {w for words in offered.values() for w in words}
-        problems: list[str] = []
-        backed: list[str] = []
-        listed = ", ".join(offered) or "none"
-        for claim in claims(record.output, actions):
-            tools = _tools(claim, named, offered)
-            if claim.kind == "can":
-                if not tools:
-                    problems.append(
-                        f"says {claim.text!r}, but no tool of the agent can "
-                        f"{claim.verb} (its tools: {listed})"
-                    )
-                continue
-            made = [tool for tool in tools if tool in done]
-            if made:
-                backed.append(made[0])
-                continue
-            if claim.kind == "was" and re.search(rf"\b{re.escape(claim.verb)}\b", evidence):
-                continue  # a status that a tool result or the user reported
-            if not tools:
-                why = f"the agent has no tool that does it (its tools: {listed})"
-            elif any(tool in failed for tool in tools):
-                why = f"the call of {' or '.join(t for t in tools if t in failed)} failed"
-            else:
-                why = f"no call of {' or '.join(tools)} was made"
-            problems.append(f"says {claim.text!r}, but {why}")
-        if problems:
-            more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
-            return "fail", "; ".join(problems[:3]) + more
-        if backed:
-            return (
-                "pass",
-                f"each claimed action is backed by a call ({', '.join(dict.fromkeys(backed))})",
-            )
-        return "pass", "the answer claims no action or capability that needs a tool"
+        return _backed(record, named)
 
     scope = f" ({', '.join(f'{v}: {t}' for v, t in mapping.items())})" if mapping else ""
     return Check(
         "claims_backed", f"claimed actions and capabilities backed by tools{scope}", evaluate
     )
+
+
+def _backed(record: SessionRecord, named: Mapping[str, list[str]]) -> tuple[CheckStatus, str]:
+    """Whether each action and capability the answer claims is backed by the trace."""
+    if record.output is None:
+        return "skip", "no final answer to check"
+    offered: dict[str, set[str]] = {}
+    for trace in record.traces:
+        for info in trace.tools:
+            offered.setdefault(info.name, _tool_words(info.name, info.description))
+    done: set[str] = set()
+    failed: set[str] = set()
+    for call, result in record.calls_and_results():
+        (done if result is not None and result.ok else failed).add(call.name)
+    evidence = " ".join(
+        [t.input for t in record.traces]
+        + [r.content for _, r in record.calls_and_results() if r is not None and r.ok]
+    ).lower()
+    actions = set(ACTIONS) | set(named) | {w for words in offered.values() for w in words}
+    problems: list[str] = []
+    backed: list[str] = []
+    listed = ", ".join(offered) or "none"
+    for claim in claims(record.output, actions):
+        tools = _tools(claim, named, offered)
+        if claim.kind == "can":
+            if not tools:
+                problems.append(
+                    f"says {claim.text!r}, but no tool of the agent can "
+                    f"{claim.verb} (its tools: {listed})"
+                )
+            continue
+        made = [tool for tool in tools if tool in done]
+        if made:
+            backed.append(made[0])
+            continue
+        if claim.kind == "was" and re.search(rf"\b{re.escape(claim.verb)}\b", evidence):
+            continue  # a status that a tool result or the user reported
+        if not tools:
+            why = f"the agent has no tool that does it (its tools: {listed})"
+        elif any(tool in failed for tool in tools):
+            why = f"the call of {' or '.join(t for t in tools if t in failed)} failed"
+        else:
+            why = f"no call of {' or '.join(tools)} was made"
+        problems.append(f"says {claim.text!r}, but {why}")
+    if problems:
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        return "fail", "; ".join(problems[:3]) + more
+    if backed:
+        return (
+            "pass",
+            f"each claimed action is backed by a call ({', '.join(dict.fromkeys(backed))})",
+        )
+    return "pass", "the answer claims no action or capability that needs a tool"
 
 
 def _tools(

@@ -6,18 +6,18 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from toolproof._messages import error_message
-from toolproof.evals._builtins._schemas import _TEXTS
+from toolproof.evals._builtins._schemas import TEXTS
 from toolproof.evals._checks import (
     STOP_REASONS,
     Check,
     CheckContext,
     CheckStatus,
     SessionRecord,
-    _clip,
-    _number,
-    _strings,
     accepts,
+    answer_text,
     check,
+    number_value,
+    string_list,
 )
 
 _LIMITS = {
@@ -39,7 +39,7 @@ _LIMITS = {
                 "type": "object",
                 "additionalProperties": False,
                 "required": ["allow"],
-                "properties": {"allow": _TEXTS},
+                "properties": {"allow": TEXTS},
             },
         ]
     },
@@ -54,7 +54,7 @@ def _no_tool_errors(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) ->
                 ctx.at("no_tool_errors"), "expected true, or {allow: [tool names or error types]}"
             )
             return None
-        items = _strings(ctx, value["allow"], "no_tool_errors")
+        items = string_list(ctx, value["allow"], "no_tool_errors")
         if items is None:
             return None
         allow = items
@@ -76,7 +76,7 @@ def _no_tool_errors(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) ->
                 continue
             if result.name in allow or (result.error_type or "") in allow:
                 continue
-            message = _clip(error_message(result), 120)
+            message = answer_text(error_message(result), 120)
             bad.append(f"{call.signature()} -> {result.error_type}: {message}")
         if bad:
             suffix = f" (allowed: {', '.join(allow)})" if allow else ""
@@ -100,7 +100,7 @@ def _no_tool_errors(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) ->
     },
 )
 def _stop_reason(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
-    reasons = _strings(ctx, value, "stop_reason")
+    reasons = string_list(ctx, value, "stop_reason")
     if reasons is None:
         return None
     bad = [r for r in reasons if r not in STOP_REASONS]
@@ -129,7 +129,7 @@ def _limit(
 ) -> Callable[[CheckContext, Any, Mapping[str, Any]], Check | None]:
     def build(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
         minimum = 0 if key == "max_tool_calls" else (1 if integer else 1e-12)
-        limit = _number(ctx, value, key, integer=integer, minimum=minimum)
+        limit = number_value(ctx, value, key, integer=integer, minimum=minimum)
         if limit is None:
             return None
         shown = f"{limit:g}"

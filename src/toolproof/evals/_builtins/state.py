@@ -14,9 +14,9 @@ from toolproof.evals._checks import (
     CheckContext,
     CheckStatus,
     SessionRecord,
-    _matcher,
     accepts,
     check,
+    value_matcher,
 )
 
 
@@ -34,7 +34,7 @@ def _state(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | 
         if not isinstance(key, str):
             ctx.problems.add(ctx.at("state", key), f"state paths are strings, got {key!r}")
             continue
-        matcher = _matcher(ctx, spec, ctx.at("state", key))
+        matcher = value_matcher(ctx, spec, ctx.at("state", key))
         if matcher is not None:
             matchers[key] = matcher
     if len(matchers) != len(value):
