@@ -71,19 +71,20 @@ if TYPE_CHECKING:
 
 __all__ = ["evaluate", "evaluate_async"]
 
-from toolproof.evals._plan import _as_suites, _Options, _Plan, _plan, _scripted
+from toolproof.evals._plan import CasePlan, as_suites, plan_cases, runs_scripted
+from toolproof.evals._plan import RunOptions as PlanOptions
 from toolproof.evals._plan import graded as _graded
 from toolproof.evals._trial_models import (
     SCRIPTED,
-    _Counters,
-    _Infra,
-    _LimitedModel,
-    _MappingMocks,
-    _Metered,
-    _Slot,
-    _trial_tools,
-    _TrialModel,
-    _Waiting,
+    Counters,
+    Infra,
+    LimitedModel,
+    MappingMocks,
+    Metered,
+    Slot,
+    TrialModel,
+    Waiting,
+    trial_tools,
 )
 from toolproof.evals._trial_models import infrastructure_error as infrastructure_error
 
@@ -91,8 +92,8 @@ from toolproof.evals._trial_models import infrastructure_error as infrastructure
 class _Runner:
     def __init__(
         self,
-        plans: list[_Plan],
-        options: _Options,
+        plans: list[CasePlan],
+        options: PlanOptions,
         *,
         cache: ResponseCache | None,
         progress: Progress,
@@ -118,7 +119,7 @@ class _Runner:
         self.blocks: dict[int, tuple[int, int]] = {}
         self.spool_error: str | None = None
         self.record_error: str | None = None  # why --record stopped keeping traces
-        self.waiting: _Waiting | None = None
+        self.waiting: Waiting | None = None
 
     # -- the run --------------------------------------------------------------------------------
 
@@ -141,7 +142,7 @@ class _Runner:
         count = max(1, min(self.options.concurrency, len(units)))
         # The trace codec the spool needs is built while every first trial waits for its
         # model's first answer, not when the first trial ends (with the answers arriving).
-        self.waiting = _Waiting(count, _warm_spool if self.spool is not None else None)
+        self.waiting = Waiting(count, _warm_spool if self.spool is not None else None)
 
         async def worker() -> None:
             for plan, index in queue:
@@ -169,11 +170,11 @@ class _Runner:
             raise
         return False
 
-    async def run_elsewhere(self, units: list[tuple[_Plan, int]], executor: Executor) -> bool:
+    async def run_elsewhere(self, units: list[tuple[CasePlan, int]], executor: Executor) -> bool:
         """Run the trials on another executor (Ray); results are recorded here as they come."""
         from toolproof._executor import Work
 
-        options = _Options(
+        options = PlanOptions(
             keep_traces=True,  # the spool and the report are written here
             retry_backoff=self.options.retry_backoff,
             retry_backoff_max=self.options.retry_backoff_max,
@@ -195,7 +196,7 @@ class _Runner:
             return True
         return False
 
-    def store_traces(self, plan: _Plan, trial: TrialResult) -> None:
+    def store_traces(self, plan: CasePlan, trial: TrialResult) -> None:
         """Keep the trial's (redacted) traces in the record store, with the run and verdict.
 
         Written before the next trial starts, so an interrupted run keeps what finished.
@@ -226,7 +227,7 @@ class _Runner:
                 f"{type(exc).__name__}: {exc}"
             )
 
-    def record(self, plan: _Plan, trial: TrialResult) -> None:
+    def record(self, plan: CasePlan, trial: TrialResult) -> None:
         plan.results[trial.index] = trial
         self.model_calls += trial.model_calls
         self.cached_calls += trial.cached_calls
@@ -237,7 +238,7 @@ class _Runner:
         if self.options.exitfirst and not self.stopped and self.decided_failure(plan):
             self.stop()
 
-    def settle(self, plan: _Plan) -> None:
+    def settle(self, plan: CasePlan) -> None:
         """One unit of the plan is done (run, or not needed): decide the case after the last."""
         plan.remaining -= 1
         if plan.remaining == 0:
@@ -251,7 +252,7 @@ class _Runner:
                 self.write_block(plan, plan.result)
             self.progress.case_done(plan.result)
 
-    def decided_failure(self, plan: _Plan) -> bool:
+    def decided_failure(self, plan: CasePlan) -> bool:
         """Whether a blocking case has failed (or errored), even before all its trials ran."""
         if plan.case.config.gate != "block":
             return False
@@ -272,7 +273,7 @@ class _Runner:
 
     # -- one trial ------------------------------------------------------------------------------
 
-    async def trial(self, plan: _Plan, index: int) -> TrialResult:
+    async def trial(self, plan: CasePlan, index: int) -> TrialResult:
         config = plan.case.config
         attempts = 0
         while True:
@@ -300,7 +301,7 @@ class _Runner:
                 else:
                     message = f"the trial took longer than its timeout ({config.timeout:g} s)"
                     trial = TrialResult(index, "error", error=message, error_type="TrialTimeout")
-                    infra = _Infra("TrialTimeout", message, retryable=False)
+                    infra = Infra("TrialTimeout", message, retryable=False)
             except _Exited as escaped:
                 if isinstance(escaped.error, KeyboardInterrupt):
                     self.interrupted = True  # as Ctrl-C: the reports hold what finished
@@ -330,11 +331,11 @@ class _Runner:
         return float(min(wait, self.options.retry_backoff_max))
 
     async def attempt(
-        self, plan: _Plan, index: int, checking: _Checking
-    ) -> tuple[TrialResult, _Infra | None]:
+        self, plan: CasePlan, index: int, checking: _Checking
+    ) -> tuple[TrialResult, Infra | None]:
         case = plan.case
         started = time.perf_counter()
-        counters = _Counters()
+        counters = Counters()
         model = self.trial_model(plan, index, counters)
         mocks: list[Any] = []
         with contextlib.ExitStack() as isolation:
@@ -363,7 +364,7 @@ class _Runner:
                     return trial, infra
                 run_error = exc
             except ModelError as exc:  # the user model failed: no verdict on the agent
-                infra = infrastructure_error(exc) or _Infra(type(exc).__name__, str(exc), False)
+                infra = infrastructure_error(exc) or Infra(type(exc).__name__, str(exc), False)
                 infra.message = f"the user model failed: {infra.message}"
                 trial = TrialResult(
                     index, "error", error=infra.message, error_type=infra.error_type
@@ -383,7 +384,7 @@ class _Runner:
         return await self.grade(plan, index, SessionRecord(traces, mocks), checking, run_error)
 
     async def play(
-        self, plan: _Plan, index: int, session: Session, counters: _Counters
+        self, plan: CasePlan, index: int, session: Session, counters: Counters
     ) -> Conversation | None:
         """The case's conversation with the agent: its user's, then its scripted turns."""
         case, settings = plan.case, plan.case.config.settings
@@ -395,7 +396,7 @@ class _Runner:
         if case.user is not None:
             user_model = None
             if plan.user_slot is not None:
-                user_model = _TrialModel(plan.user_slot, index, counters, self.cache)
+                user_model = TrialModel(plan.user_slot, index, counters, self.cache)
             conversation = await converse(
                 case.user,
                 session,
@@ -408,7 +409,7 @@ class _Runner:
             await session.run(turn.input, metadata=metadata, tags=case.tags, settings=settings)
         return conversation
 
-    def trial_model(self, plan: _Plan, index: int, counters: _Counters) -> Model:
+    def trial_model(self, plan: CasePlan, index: int, counters: Counters) -> Model:
         """The model of one trial: the case's script, or the case's model (cached, limited)."""
         if plan.scripted:
             from toolproof.models.fake import ScriptedModel
@@ -418,16 +419,16 @@ class _Runner:
             external = plan.case.config.agent.external
             return ScriptedModel(plan.case.script or [], name=SCRIPTED, check_calls=external)
         assert plan.slot is not None
-        return _TrialModel(plan.slot, index, counters, self.cache, self.waiting)
+        return TrialModel(plan.slot, index, counters, self.cache, self.waiting)
 
     async def grade(
         self,
-        plan: _Plan,
+        plan: CasePlan,
         index: int,
         record: SessionRecord,
         checking: _Checking,
         run_error: AgentRunError | None,
-    ) -> tuple[TrialResult, _Infra | None]:
+    ) -> tuple[TrialResult, Infra | None]:
         """The trial's checks, then (when they pass) the judge; a failing check fails it."""
         case, config = plan.case, plan.case.config
         traces, counters, started = record.traces, checking.counters, checking.started
@@ -469,7 +470,7 @@ class _Runner:
             trial.traceback = _user_traceback(exc)
             return trial, None
         if case.judge or _graded(case):
-            meter = None if plan.judge_slot is None else _Metered(plan.judge_slot)
+            meter = None if plan.judge_slot is None else Metered(plan.judge_slot)
             counters.judge = meter
             try:
                 checks.extend(await self.judge(plan, record, checks, meter))
@@ -495,7 +496,7 @@ class _Runner:
         return self.finish(trial, traces, counters, started), None
 
     def finish(
-        self, trial: TrialResult, traces: list[Trace], counters: _Counters, started: float
+        self, trial: TrialResult, traces: list[Trace], counters: Counters, started: float
     ) -> TrialResult:
         usage = None
         cost: float | None = 0.0
@@ -518,10 +519,10 @@ class _Runner:
 
     async def judge(
         self,
-        plan: _Plan,
+        plan: CasePlan,
         record: SessionRecord,
         objective: list[CheckResult],
-        meter: _Metered | None = None,
+        meter: Metered | None = None,
     ) -> list[CheckResult]:
         from toolproof.evals._judge import judge
 
@@ -549,7 +550,7 @@ class _Runner:
             return [
                 CheckResult("judge", "skip", reason, kind="judged", criterion=c) for c in case.judge
             ] + [CheckResult(c.name, "skip", reason, kind="judged") for c in _graded(case)]
-        model: Model = meter if meter is not None else _LimitedModel(plan.judge_slot)
+        model: Model = meter if meter is not None else LimitedModel(plan.judge_slot)
         outcomes = await asyncio.gather(
             *(
                 _contained(
@@ -588,14 +589,14 @@ class _Runner:
         line: bytes = head[:-1] + b',"traces":[' + traces + b"]}"
         return line
 
-    def hold(self, plan: _Plan, trial: TrialResult) -> None:
+    def hold(self, plan: CasePlan, trial: TrialResult) -> None:
         """Keep the trial's report line until its case is decided (see :meth:`write_block`)."""
         lines = self.lines.get(id(plan))
         if lines is None:
             lines = self.lines[id(plan)] = [None] * plan.trials
         lines[trial.index] = self.spool_line(trial)
 
-    def write_block(self, plan: _Plan, result: CaseResult) -> None:
+    def write_block(self, plan: CasePlan, result: CaseResult) -> None:
         """Write the case's entry of the JSON report (its trials inside) to the spool.
 
         Each trial's ``spool`` then points at its line inside the entry.
@@ -623,7 +624,7 @@ class _Runner:
         if self.spooled(block):
             self.blocks[id(result)] = (offset, len(block))
 
-    def write_lines(self, plan: _Plan) -> None:
+    def write_lines(self, plan: CasePlan) -> None:
         """Write the held lines of a case that was not decided (the run stopped early)."""
         assert self.spool is not None
         for trial, line in zip(plan.results, self.lines.pop(id(plan), ()), strict=False):
@@ -664,7 +665,7 @@ class _Runner:
 
 
 def _trial_agent(
-    plan: _Plan,
+    plan: CasePlan,
     index: int,
     model: Model,
     mocks: list[Any],
@@ -680,8 +681,8 @@ def _trial_agent(
     try:
         for spec in config.mocks:
             mocks.extend(spec.create())
-        providers = [_MappingMocks(m) if isinstance(m, Mapping) else m for m in mocks]
-        toolset = isolation.enter_context(_trial_tools(plan.case, providers))
+        providers = [MappingMocks(m) if isinstance(m, Mapping) else m for m in mocks]
+        toolset = isolation.enter_context(trial_tools(plan.case, providers))
         step = "building the agent"
         return config.agent.build(model, toolset)
     except MockBypassed:
@@ -704,7 +705,7 @@ class _Checking:
         self.check: Check | None = None
         self.results: list[CheckResult] = []
         self.traces: list[Trace] = []
-        self.counters = _Counters()
+        self.counters = Counters()
         self.started = time.perf_counter()
         #: The conversation with the case's user, when it has one (its checks are graded).
         self.conversation: Conversation | None = None
@@ -723,7 +724,9 @@ _SPOOL_ENCODER: Any = None
 _CASE_ENCODER: Any = None
 
 
-async def _remote_trial(options: _Options, unit: tuple[_Plan, int]) -> tuple[TrialResult, int]:
+async def _remote_trial(
+    options: PlanOptions, unit: tuple[CasePlan, int]
+) -> tuple[TrialResult, int]:
     """On a worker: one trial, with the runner's own code (no response cache there)."""
     from toolproof.evals._progress import NullProgress
 
@@ -733,7 +736,7 @@ async def _remote_trial(options: _Options, unit: tuple[_Plan, int]) -> tuple[Tri
     return trial, runner.judge_calls
 
 
-def _lost_trial(unit: tuple[_Plan, int], error: BaseException) -> tuple[TrialResult, int]:
+def _lost_trial(unit: tuple[CasePlan, int], error: BaseException) -> tuple[TrialResult, int]:
     """A trial whose worker kept dying: an error of its case, not a crash of the run."""
     message = f"the worker running the trial was lost: {type(error).__name__}: {error}"
     return TrialResult(unit[1], "error", error=message, error_type="WorkerLost"), 0
@@ -849,7 +852,7 @@ def _redacted_case(case: Case, redactor: Any) -> Case:
     return dataclasses.replace(case, name=name, description=description, tags=tags)
 
 
-def _sequential(plan: _Plan, level: float) -> str | None:
+def _sequential(plan: CasePlan, level: float) -> str | None:
     """With ``until: decided``: the case's verdict if its trials so far decide it, else None.
 
     Exact stops (the rule's verdict can no longer change) and confident stops (the case's
@@ -878,7 +881,7 @@ def _sequential(plan: _Plan, level: float) -> str | None:
 
 
 def _case_result(
-    plan: _Plan,
+    plan: CasePlan,
     *,
     interrupted: bool,
     redactor: Any = None,
@@ -934,7 +937,7 @@ def _case_result(
         trials,
         model=plan.model_name,
         judge_model=plan.judge_slot.model.name if plan.judge_slot else None,
-        scripted=_scripted(plan),
+        scripted=runs_scripted(plan),
         statistics=statistics,
         stopped=stopped,
     )
@@ -1059,7 +1062,7 @@ async def evaluate_async(
     if trials is not None and trials < 1:
         raise UserError(f"trials must be at least 1, got {trials}")
     specs = _report_specs(reports)
-    loaded = _as_suites(suites)
+    loaded = as_suites(suites)
     if statistics is None:
         from toolproof.evals._stats_report import resolve_options
 
@@ -1071,8 +1074,8 @@ async def evaluate_async(
         selected = with_attack_limit(selected, max_attack_success)
     costs = _CostPlan.make(loaded, baseline, cost_gates, cost_estimate)
     started_at, clock = _now(), time.perf_counter()
-    slots: dict[str, _Slot] = {}
-    plans = _plan(
+    slots: dict[str, Slot] = {}
+    plans = plan_cases(
         selected,
         model=model,
         judge_model=judge_model,
@@ -1091,7 +1094,7 @@ async def evaluate_async(
     store = None if record is None else _open_store(record)
     runner = _Runner(
         plans,
-        _Options(
+        PlanOptions(
             concurrency=concurrency,
             keep_traces=keep_traces,
             keep_failed_traces=keep_failed_traces,
@@ -1179,7 +1182,7 @@ class _CostPlan:
         before = None if baseline is None else baseline_cases(baseline)
         return cls(before, strictest([gates, *(suite.cost_gates for suite in suites)]), estimate)
 
-    def of(self, report: EvalReport, plans: Sequence[_Plan]) -> dict[str, Any]:
+    def of(self, report: EvalReport, plans: Sequence[CasePlan]) -> dict[str, Any]:
         """The report's cost, latency and token figures, compared with the baseline."""
         estimate = self.estimate
         if self.before is not None and estimate is None:
@@ -1247,7 +1250,7 @@ async def _close(
     spool: IO[bytes] | None,
     store: TraceStore | None,
     cache: ResponseCache | None,
-    slots: Mapping[str, _Slot],
+    slots: Mapping[str, Slot],
 ) -> None:
     if spool is not None:
         with contextlib.suppress(OSError):  # (a full disk: the reports are written)
