@@ -1,19 +1,27 @@
-"""The agent loop: model -> tool calls -> model ... until a final answer or a stop condition."""
+"""The agent loop: model -> tool calls -> model ... until a final answer or a stop condition.
+
+Every agent toolproof runs keeps one contract, :class:`Runnable`: a model and tools that
+``override`` can swap, a recorder, and ``run_with(input, RunOptions)``. :class:`Agent` runs
+toolproof's own loop; the agents toolproof did not build (``ExternalAgent``,
+``LangChainAgent``, ``AgentsSDKAgent``) run another loop behind the same contract. Their
+common entry points (``run``, ``run_sync``, ``iter``, ``session``, ``override``) are made
+once, in :class:`BaseAgent`, from ``run_with``.
+"""
 
 from __future__ import annotations
 
 import contextvars
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from toolproof._agent_run import AgentRun
 from toolproof._memory import Memory, MemoryState
 from toolproof._messages import Message, ModelSettings
 from toolproof._pricing import DEFAULT_PRICES, Price
-from toolproof._run import CORRECTION_PREFIX, DEFAULT_MAX_SECONDS, Budget, Recorder, RunResult, _Run
-from toolproof._thread_loop import run_in_thread_loop
+from toolproof._run import Budget, Recorder, RunOptions, RunResult, _Run
+from toolproof._thread_loop import blocking
 from toolproof._tools import Tool
 from toolproof._toolset import Approver, Toolset
 from toolproof._trace import Trace, stable_hash
@@ -23,10 +31,16 @@ from toolproof.models._base import Model
 if TYPE_CHECKING:
     from toolproof.events import EventHandler, ModelStep, ToolsStep
 
-__all__ = ["Agent", "Budget", "Recorder", "RunResult", "Session"]
-
-# Kept importable from here: the integrations and tests import them from this module.
-_REEXPORTED = (AgentRun, CORRECTION_PREFIX, DEFAULT_MAX_SECONDS)
+__all__ = [
+    "Agent",
+    "BaseAgent",
+    "Budget",
+    "Recorder",
+    "RunOptions",
+    "RunResult",
+    "Runnable",
+    "Session",
+]
 
 
 @dataclass(slots=True)
@@ -45,7 +59,202 @@ _overrides: contextvars.ContextVar[dict[int, _Override] | None] = contextvars.Co
 )
 
 
-class Agent:
+@runtime_checkable
+class Runnable(Protocol):
+    """The run contract: what evals, replay, the server and the pytest plugin run.
+
+    toolproof's :class:`Agent` keeps it, and so do the agents it did not build. Suites,
+    replay and ``run_agent`` swap the model and the tools through ``override`` (so mocks,
+    fixtures and scripted models apply), read the tools from ``toolset``, and run one user
+    message with ``run_with``.
+    """
+
+    model: Model
+    toolset: Toolset
+    recorder: Recorder | None
+    name: str | None
+
+    def override(
+        self, *, model: Model | None = None, tools: Toolset | Sequence[Tool[..., Any]] | None = None
+    ) -> AbstractContextManager[None]:
+        """Replace the model and/or tools of this agent's runs in the current context."""
+
+    async def run_with(self, input: str, options: RunOptions) -> RunResult:
+        """Run the agent on one user message with ``options``."""
+
+
+def _as_model(model: Model | str, what: str) -> Model:
+    if isinstance(model, str):
+        from toolproof.models import model_from_string
+
+        model = model_from_string(model)
+    if not isinstance(model, Model):
+        raise UserError(f"{what}(model=...) needs a Model or a model string, got {model!r}")
+    return model
+
+
+class BaseAgent:
+    """The entry points every agent shares, each made from the agent's ``run_with``.
+
+    Args:
+        model: A :class:`~toolproof.models.Model`, or a model string.
+        tools: The agent's tools.
+        settings: Generation settings sent with every request.
+        budget: Limits per run.
+        recorder: Receives every finished trace.
+        name: A name for the agent, recorded in trace metadata.
+    """
+
+    def __init__(
+        self,
+        model: Model | str,
+        tools: Sequence[Tool[..., Any] | Callable[..., Any]] | Toolset = (),
+        *,
+        settings: ModelSettings | None = None,
+        budget: Budget | None = None,
+        recorder: Recorder | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.model = _as_model(model, type(self).__name__)
+        self.toolset = tools if isinstance(tools, Toolset) else Toolset(tools)
+        self.settings = settings or ModelSettings()
+        self.budget = budget or Budget()
+        self.recorder = recorder
+        self.name = name
+
+    async def run_with(self, input: str, options: RunOptions) -> RunResult:
+        """Run the agent on one user message with ``options``; see :meth:`run`."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement run_with")
+
+    def iter_with(self, input: str, options: RunOptions) -> AgentRun:
+        """:meth:`iter` with ``options``: here the whole run, then its result."""
+        return AgentRun.whole(lambda: self.run_with(input, options))
+
+    async def run(
+        self,
+        input: str,
+        *,
+        history: Sequence[Message] = (),
+        metadata: Mapping[str, Any] | None = None,
+        tags: Sequence[str] = (),
+        settings: ModelSettings | None = None,
+        memory_state: MemoryState | None = None,
+        budget: Budget | None = None,
+    ) -> RunResult:
+        """Run the agent on one user message.
+
+        Args:
+            input: The user's message.
+            history: Earlier conversation (without system prompt), e.g. from a session.
+            metadata: Free-form data recorded in the trace.
+            tags: Labels recorded in the trace.
+            settings: Generation settings for this run, over the agent's.
+            memory_state: Memory calibration and summary to carry across runs.
+            budget: Limits of this run, instead of the agent's.
+
+        Returns:
+            The result, whose ``stop_reason`` is ``"final"``, ``"max_steps"``, ``"budget"``
+            or ``"repeated_call"``.
+
+        Raises:
+            AgentRunError: The run stopped on an error (a tool bug, a failed model request);
+                ``error.trace`` holds the partial trace with ``stop_reason="error"``.
+            asyncio.CancelledError: The task was cancelled; subscribers and the recorder
+                still receive the trace with ``stop_reason="cancelled"``.
+        """
+        options = RunOptions(history, metadata, tags, settings, memory_state, budget)
+        return await self.run_with(input, options)
+
+    run_sync = blocking(
+        run,
+        "Agent.run_sync",
+        "`await ...run()`",
+        thread_loop=True,
+        doc="""Run the agent from synchronous code, like ``asyncio.run(agent.run(...))``.
+
+        Takes the same arguments as :meth:`run`. Each thread keeps one event loop for its
+        calls (building a loop per call would cost more than a scripted run); several
+        threads may call at once, and a forked child process gets its own loop. Ctrl-C
+        cancels the run (its trace is kept) and is then raised.
+
+        Raises:
+            UserError: Called from inside a running event loop (use ``await agent.run``).
+        """,
+    )
+
+    def iter(
+        self,
+        input: str,
+        *,
+        history: Sequence[Message] = (),
+        metadata: Mapping[str, Any] | None = None,
+        tags: Sequence[str] = (),
+        settings: ModelSettings | None = None,
+        memory_state: MemoryState | None = None,
+        budget: Budget | None = None,
+    ) -> AgentRun:
+        """Run the agent one step at a time: inspect each step, stop when you want.
+
+        Takes the same arguments as :meth:`run`. The returned run is an async context
+        manager and an async iterator: it yields a :class:`~toolproof.events.ModelStep` after
+        each model response, a :class:`~toolproof.events.ToolsStep` after the step's tool
+        calls ran, and last the :class:`~toolproof.RunResult` (also ``run.result``), the same
+        result and trace :meth:`run` gives. Leaving the ``async with`` block early ends the
+        run with ``stop_reason="cancelled"``; its trace and recorder call are kept. Errors
+        are raised from the iteration as :meth:`run` raises them. The wall-clock limit
+        counts the time spent between steps too.
+
+        Agents that wrap another framework's loop (LangChain, the Agents SDK) yield only the
+        result.
+
+        Example:
+            ```python
+            async with agent.iter("What is 12 times 8?") as run:
+                async for step in run:
+                    if isinstance(step, ModelStep) and step.step.response.tool_calls:
+                        print("calls", [c.name for c in step.step.response.tool_calls])
+            print(run.result.output)
+            ```
+        """
+        options = RunOptions(history, metadata, tags, settings, memory_state, budget)
+        return self.iter_with(input, options)
+
+    def session(self) -> Session:
+        """Start a multi-turn conversation that keeps history across user turns."""
+        return Session(self)
+
+    @contextmanager
+    def override(
+        self, *, model: Model | None = None, tools: Toolset | Sequence[Tool[..., Any]] | None = None
+    ) -> Iterator[None]:
+        """Temporarily replace the model and/or tools of this agent (context-local).
+
+        Example:
+            ```python
+            with agent.override(model=ScriptedModel(["hi"])):
+                assert agent.run_sync("hello").output == "hi"
+            ```
+        """
+        current = dict(_overrides.get() or {})
+        toolset = None if tools is None else tools if isinstance(tools, Toolset) else Toolset(tools)
+        current[id(self)] = _Override(model=model, toolset=toolset)
+        token = _overrides.set(current)
+        try:
+            yield
+        finally:
+            _overrides.reset(token)
+
+    def resolve(self, input: str) -> tuple[Model, Toolset]:
+        """The model and tools of a run on ``input`` (``override`` applies)."""
+        if not isinstance(input, str):
+            raise UserError(f"Agent.run(input=...) must be a string, got {type(input).__name__}")
+        override = (_overrides.get() or {}).get(id(self))
+        model = override.model if override and override.model else self.model
+        toolset = override.toolset if override and override.toolset else self.toolset
+        return model, toolset
+
+
+class Agent(BaseAgent):
     """A tool-calling agent: a model, its tools, and the policies of the loop.
 
     Args:
@@ -95,23 +304,16 @@ class Agent:
         recorder: Recorder | None = None,
         name: str | None = None,
     ) -> None:
-        if isinstance(model, str):
-            from toolproof.models import model_from_string
-
-            model = model_from_string(model)
-        if not isinstance(model, Model):
-            raise UserError(f"Agent(model=...) needs a Model or a model string, got {model!r}")
+        super().__init__(
+            model, tools, settings=settings, budget=budget, recorder=recorder, name=name
+        )
         if max_steps < 1:
             raise UserError(f"Agent(max_steps=...) must be at least 1, got {max_steps}")
         if max_repeated_calls is not None and max_repeated_calls < 2:
             raise UserError("Agent(max_repeated_calls=...) must be at least 2, or None to disable")
-        self.model = model
-        self.toolset = tools if isinstance(tools, Toolset) else Toolset(tools)
         self.system_prompt = system_prompt
         self.system_prompt_hash = stable_hash(system_prompt) if system_prompt else None
         self.max_steps = max_steps
-        self.settings = settings or ModelSettings()
-        self.budget = budget or Budget()
         self.tool_timeout = tool_timeout
         self.approver = approver
         self.memory = memory
@@ -123,175 +325,34 @@ class Agent:
             self.handlers = [on_event]
         else:
             self.handlers = list(on_event)
-        self.recorder = recorder
-        self.name = name
 
-    # -- entry points ------------------------------------------------------------------------
+    # -- the run contract ---------------------------------------------------------------------
 
-    async def run(
-        self,
-        input: str,
-        *,
-        history: Sequence[Message] = (),
-        metadata: Mapping[str, Any] | None = None,
-        tags: Sequence[str] = (),
-        settings: ModelSettings | None = None,
-        memory_state: MemoryState | None = None,
-        budget: Budget | None = None,
-    ) -> RunResult:
-        """Run the agent on one user message.
+    async def run_with(self, input: str, options: RunOptions) -> RunResult:
+        """Run the agent on one user message with ``options``; see :meth:`run`."""
+        return await AgentRun.complete(self._own_run(input, options))
 
-        Args:
-            input: The user's message.
-            history: Earlier conversation (without system prompt), e.g. from a session.
-            metadata: Free-form data recorded in the trace.
-            tags: Labels recorded in the trace.
-            settings: Generation settings for this run, over the agent's.
-            memory_state: Memory calibration and summary to carry across runs.
-            budget: Limits of this run, instead of the agent's.
-
-        Returns:
-            The result, whose ``stop_reason`` is ``"final"``, ``"max_steps"``, ``"budget"``
-            or ``"repeated_call"``.
-
-        Raises:
-            AgentRunError: The run stopped on an error (a tool bug, a failed model request);
-                ``error.trace`` holds the partial trace with ``stop_reason="error"``.
-            asyncio.CancelledError: The task was cancelled; subscribers and the recorder
-                still receive the trace with ``stop_reason="cancelled"``.
-        """
-        run = self._own_run(input, history, metadata, tags, settings, memory_state, budget)
-        return await AgentRun.complete(run)
-
-    def iter(
-        self,
-        input: str,
-        *,
-        history: Sequence[Message] = (),
-        metadata: Mapping[str, Any] | None = None,
-        tags: Sequence[str] = (),
-        settings: ModelSettings | None = None,
-        memory_state: MemoryState | None = None,
-        budget: Budget | None = None,
-    ) -> AgentRun:
-        """Run the agent one step at a time: inspect each step, stop when you want.
-
-        Takes the same arguments as :meth:`run`. The returned run is an async context
-        manager and an async iterator: it yields a :class:`~toolproof.events.ModelStep` after
-        each model response, a :class:`~toolproof.events.ToolsStep` after the step's tool
-        calls ran, and last the :class:`~toolproof.RunResult` (also ``run.result``), the same
-        result and trace :meth:`run` gives. Leaving the ``async with`` block early ends the
-        run with ``stop_reason="cancelled"``; its trace and recorder call are kept. Errors
-        are raised from the iteration as :meth:`run` raises them. The wall-clock limit
-        counts the time spent between steps too.
-
-        Agents that wrap another framework's loop (LangChain, the Agents SDK) yield only the
-        result.
-
-        Example:
-            ```python
-            async with agent.iter("What is 12 times 8?") as run:
-                async for step in run:
-                    if isinstance(step, ModelStep) and step.step.response.tool_calls:
-                        print("calls", [c.name for c in step.step.response.tool_calls])
-            print(run.result.output)
-            ```
-        """
-        if type(self).run is not Agent.run:  # a subclass runs someone else's loop
-            return _whole_run(self, input, history, metadata, tags, settings, memory_state, budget)
-        run = self._own_run(input, history, metadata, tags, settings, memory_state, budget)
+    def iter_with(self, input: str, options: RunOptions) -> AgentRun:
+        """:meth:`iter` with ``options``: toolproof's loop, one step at a time."""
+        run = self._own_run(input, options)
         return AgentRun(run, lambda: self._steps(run))
 
-    def run_sync(
-        self,
-        input: str,
-        *,
-        history: Sequence[Message] = (),
-        metadata: Mapping[str, Any] | None = None,
-        tags: Sequence[str] = (),
-        settings: ModelSettings | None = None,
-        budget: Budget | None = None,
-    ) -> RunResult:
-        """Run the agent from synchronous code, like ``asyncio.run(agent.run(...))``.
-
-        Each thread keeps one event loop for its calls (building a loop per call would cost
-        more than a scripted run); several threads may call at once, and a forked child
-        process gets its own loop. Ctrl-C cancels the run (its trace is kept) and is then
-        raised.
-
-        Raises:
-            UserError: Called from inside a running event loop (use ``await agent.run``).
-        """
-        no_running_loop("Agent.run_sync")
-        return run_in_thread_loop(
-            self.run(
-                input,
-                history=history,
-                metadata=metadata,
-                tags=tags,
-                settings=settings,
-                budget=budget,
-            )
-        )
-
-    def session(self) -> Session:
-        """Start a multi-turn conversation that keeps history across user turns."""
-        return Session(self)
-
-    @contextmanager
-    def override(
-        self, *, model: Model | None = None, tools: Toolset | Sequence[Tool[..., Any]] | None = None
-    ) -> Iterator[None]:
-        """Temporarily replace the model and/or tools of this agent (context-local).
-
-        Example:
-            ```python
-            with agent.override(model=ScriptedModel(["hi"])):
-                assert agent.run_sync("hello").output == "hi"
-            ```
-        """
-        current = dict(_overrides.get() or {})
-        toolset = None if tools is None else tools if isinstance(tools, Toolset) else Toolset(tools)
-        current[id(self)] = _Override(model=model, toolset=toolset)
-        token = _overrides.set(current)
-        try:
-            yield
-        finally:
-            _overrides.reset(token)
-
-    def _own_run(
-        self,
-        input: str,
-        history: Sequence[Message],
-        metadata: Mapping[str, Any] | None,
-        tags: Sequence[str],
-        settings: ModelSettings | None,
-        memory_state: MemoryState | None,
-        budget: Budget | None,
-    ) -> _Run:
+    def _own_run(self, input: str, options: RunOptions) -> _Run:
         """The state of a run of toolproof's own loop (``run`` and ``iter`` both start here)."""
-        model, toolset = self._resolve(input)
+        model, toolset = self.resolve(input)
+        memory_state = options.memory_state
         return _Run(
             self,
             input,
             model=model,
             toolset=toolset,
-            history=list(history),
-            settings=self.settings.merged(settings),
-            metadata=dict(metadata or {}),
-            tags=list(tags),
+            history=list(options.history),
+            settings=self.settings.merged(options.settings),
+            metadata=dict(options.metadata or {}),
+            tags=list(options.tags),
             memory_state=memory_state or (_UNUSED_STATE if self.memory is None else MemoryState()),
-            budget=budget or self.budget,
+            budget=options.budget or self.budget,
         )
-
-    def _resolve(self, input: str) -> tuple[Model, Toolset]:
-        """The model and tools of a run on ``input`` (``override`` applies)."""
-        if not isinstance(input, str):
-            raise UserError(f"Agent.run(input=...) must be a string, got {type(input).__name__}")
-        override = (_overrides.get() or {}).get(id(self))
-        model = override.model if override and override.model else self.model
-        toolset = override.toolset if override and override.toolset else self.toolset
-        return model, toolset
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -329,18 +390,23 @@ class Session:
         ```
     """
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: Runnable) -> None:
         self.agent = agent
         self.history: list[Message] = []
         self.traces: list[Trace] = []
         self.memory_state = MemoryState()
 
-    async def run(self, input: str, **kwargs: Any) -> RunResult:
-        """Run one user turn; on success the turn joins the history."""
+    async def run(self, input: str, **options: Any) -> RunResult:
+        """Run one user turn; on success the turn joins the history.
+
+        Args:
+            input: The user's message.
+            **options: The other options of :meth:`Agent.run` (``metadata``, ``tags``,
+                ``settings``, ``budget``); the session gives the history and memory state.
+        """
+        run = RunOptions(history=self.history, memory_state=self.memory_state, **options)
         try:
-            result = await self.agent.run(
-                input, history=self.history, memory_state=self.memory_state, **kwargs
-            )
+            result = await self.agent.run_with(input, run)
         except AgentRunError as exc:
             if exc.trace is not None:
                 self.traces.append(exc.trace)
@@ -349,49 +415,10 @@ class Session:
         self.traces.append(result.trace)
         return result
 
-    def run_sync(self, input: str, **kwargs: Any) -> RunResult:
-        """Run one user turn from synchronous code."""
-        no_running_loop("Session.run_sync")
-        return run_in_thread_loop(self.run(input, **kwargs))
-
-
-def _whole_run(
-    agent: Agent,
-    input: str,
-    history: Sequence[Message],
-    metadata: Mapping[str, Any] | None,
-    tags: Sequence[str],
-    settings: ModelSettings | None,
-    memory_state: MemoryState | None,
-    budget: Budget | None,
-) -> AgentRun:
-    """An ``AgentRun`` over an agent whose ``run`` is not toolproof's loop: only the result."""
-
-    async def whole() -> AsyncIterator[ModelStep | ToolsStep]:
-        result = await agent.run(
-            input,
-            history=history,
-            metadata=metadata,
-            tags=tags,
-            settings=settings,
-            memory_state=memory_state,
-            budget=budget,
-        )
-        steps._set_result(result)
-        nothing: tuple[ModelStep | ToolsStep, ...] = ()
-        for item in nothing:  # an async generator that yields no step
-            yield item
-
-    steps = AgentRun(None, whole)
-    return steps
-
-
-def no_running_loop(what: str, instead: str = "`await ...run()`") -> None:
-    """Raise a clear error when a synchronous wrapper is called inside an event loop."""
-    import asyncio
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return
-    raise UserError(f"{what}() cannot be called from a running event loop; use {instead}")
+    run_sync = blocking(
+        run,
+        "Session.run_sync",
+        "`await ...run()`",
+        thread_loop=True,
+        doc="Run one user turn from synchronous code (the arguments of :meth:`run`).",
+    )

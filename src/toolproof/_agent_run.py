@@ -7,9 +7,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolproof._messages import Message
 from toolproof._run import Budget, RunResult, _Run, record
@@ -18,7 +18,7 @@ from toolproof._trace import Trace
 from toolproof.errors import AgentRunError
 
 if TYPE_CHECKING:
-    from toolproof._agent import Agent
+    from toolproof._agent import BaseAgent
     from toolproof.events import ModelStep, ToolsStep
 
     Item = ModelStep | ToolsStep | RunResult
@@ -139,8 +139,18 @@ class AgentRun:
             run.fail(exc)
             raise
 
-    def _set_result(self, result: RunResult) -> None:
-        self.result = result
+    @staticmethod
+    def whole(run: Callable[[], Coroutine[Any, Any, RunResult]]) -> AgentRun:
+        """An ``AgentRun`` of a loop toolproof does not step (another framework's): the result."""
+
+        async def steps() -> AsyncIterator[ModelStep | ToolsStep]:
+            driver.result = await run()
+            nothing: tuple[ModelStep | ToolsStep, ...] = ()
+            for item in nothing:  # an async generator that yields no step
+                yield item
+
+        driver = AgentRun(None, steps)
+        return driver
 
 
 class ForeignRun:
@@ -152,9 +162,9 @@ class ForeignRun:
     raises one :class:`~toolproof.errors.AgentRunError` carrying it.
     """
 
-    def __init__(self, agent: Agent, input: str, budget: Budget | None) -> None:
+    def __init__(self, agent: BaseAgent, input: str, budget: Budget | None) -> None:
         self.agent = agent
-        self.model, self.toolset = agent._resolve(input)
+        self.model, self.toolset = agent.resolve(input)
         self.limit = (budget or agent.budget).max_seconds
         self.started = time.perf_counter()
         self.timed_out = False

@@ -134,14 +134,14 @@ def tools_in(value: Any) -> list[Tool[..., Any]]:
 
 
 def _gather(value: Any, found: dict[int, Tool[..., Any]], depth: int) -> None:
-    from toolproof._agent import Agent
+    from toolproof._agent import Runnable
 
     if isinstance(value, Tool):
         found.setdefault(id(value), value)
     elif isinstance(value, Toolset):
         for t in value:
             found.setdefault(id(t), t)
-    elif isinstance(value, Agent):
+    elif isinstance(value, Runnable):
         _gather(value.toolset, found, depth)
     elif isinstance(value, ModuleType) and depth == 0:
         for item in list(vars(value).values()):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any, Protocol
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     )
     from toolproof.models._base import Model
 
-__all__ = ["Budget", "Recorder", "RunResult"]
+__all__ = ["Budget", "Recorder", "RunOptions", "RunResult"]
 
 CORRECTION_PREFIX = "Your last message contained a tool call that could not be parsed"
 
@@ -144,6 +144,22 @@ class Budget:
                 f"Budget(max_seconds=...) must be a positive number of seconds, or None for no "
                 f"time limit; got {self.max_seconds!r}"
             )
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """What one run is given besides its input: every entry point of an agent takes these.
+
+    The fields are the keyword arguments of the same names of :meth:`toolproof.Agent.run`
+    (see there what each one does).
+    """
+
+    history: Sequence[Message] = ()
+    metadata: Mapping[str, Any] | None = None
+    tags: Sequence[str] = ()
+    settings: ModelSettings | None = None
+    memory_state: MemoryState | None = None
+    budget: Budget | None = None
 
 
 @dataclass(slots=True)

@@ -23,15 +23,18 @@ import os
 import sys
 import threading
 import weakref
-from collections.abc import AsyncGenerator, Coroutine
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import AsyncGenerator, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+
+from toolproof.errors import UserError
 
 if TYPE_CHECKING:
     import asyncio
 
-__all__ = ["run_in_thread_loop"]
+__all__ = ["blocking", "no_running_loop", "run_in_thread_loop", "run_to_end"]
 
 _T = TypeVar("_T")
+_P = ParamSpec("_P")
 
 _local = threading.local()
 _inherited: list[asyncio.AbstractEventLoop] = []  # a parent's loops: kept, never closed here
@@ -233,3 +236,64 @@ def _cancel_leftovers(
                     "task": task,
                 }
             )
+
+
+def no_running_loop(what: str, instead: str = "`await ...run()`") -> None:
+    """Raise a clear error when a synchronous wrapper is called inside an event loop."""
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise UserError(f"{what}() cannot be called from a running event loop; use {instead}")
+
+
+def run_to_end(coro: Coroutine[Any, Any, _T]) -> _T:
+    """Run ``coro`` on a new event loop, like ``asyncio.run``, and return its result."""
+    import asyncio
+
+    found: list[_T] = []
+
+    async def main() -> None:
+        # The result is kept here, not as the task's result: asyncio.run (3.11) formats
+        # its main task, result included, in full when it restores the SIGINT handler;
+        # with a report of 10,000 cases that repr costs more than the run's reports.
+        found.append(await coro)
+
+    asyncio.run(main())
+    return found[0]
+
+
+def blocking(
+    function: Callable[_P, Coroutine[Any, Any, _T]],
+    name: str,
+    instead: str,
+    *,
+    thread_loop: bool = False,
+    doc: str | None = None,
+) -> Callable[_P, _T]:
+    """The synchronous twin of ``function``, with the very same parameters (one definition).
+
+    Args:
+        function: The coroutine function (a method too: the twin is a method then).
+        name: The twin's name, as errors show it (``"Agent.run_sync"``).
+        instead: What to call from a running event loop, named in the error.
+        thread_loop: Run on this thread's long-lived loop (cheap per call, for runs) instead
+            of a new loop per call (``asyncio.run``, for whole eval and replay runs).
+        doc: The twin's docstring.
+    """
+
+    def twin(*args: _P.args, **kwargs: _P.kwargs) -> _T:
+        no_running_loop(name, instead)
+        if thread_loop:
+            return run_in_thread_loop(function(*args, **kwargs))
+        return run_to_end(function(*args, **kwargs))
+
+    import functools
+
+    functools.update_wrapper(twin, function)  # its signature is the function's
+    twin.__name__ = name.rpartition(".")[2]
+    twin.__qualname__ = name
+    twin.__doc__ = doc
+    return twin

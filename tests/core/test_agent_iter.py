@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from toolproof import Agent, Budget, Message, RunResult, ToolError, Trace, tool
+from toolproof._agent import BaseAgent, RunOptions
 from toolproof.errors import ModelFailed, ToolCrashed, UserError
 from toolproof.events import Event, ModelStep, RunFinished, RunStarted, ToolsStep
 from toolproof.testing import FunctionModel, RequestInfo, ScriptedModel, call
@@ -357,27 +358,27 @@ async def test_an_outer_timeout_is_not_mistaken_for_the_run_budget() -> None:
 
 
 async def test_iter_of_an_agent_wrapping_another_loop_yields_only_the_result() -> None:
-    class Wrapped(Agent):
-        async def run(self, input: str, **kwargs: Any) -> RunResult:  # type: ignore[override]
+    class Wrapped(BaseAgent):  # runs someone else's loop behind the run contract
+        async def run_with(self, input: str, options: RunOptions) -> RunResult:
             return await Agent(ScriptedModel([f"echo {input}"])).run(input)
 
     items = [item async for item in Wrapped(ScriptedModel([])).iter("hi")]
     assert len(items) == 1 and isinstance(items[0], RunResult) and items[0].output == "echo hi"
 
 
-async def test_iter_of_a_subclass_whose_run_calls_the_base_run() -> None:
+async def test_every_entry_point_of_a_subclass_goes_through_its_run_with() -> None:
     seen: list[str] = []
 
     class Logged(Agent):
-        async def run(self, input: str, **kwargs: Any) -> RunResult:  # type: ignore[override]
+        async def run_with(self, input: str, options: RunOptions) -> RunResult:
             seen.append(input)
-            return await super().run(input, **kwargs)
+            return await super().run_with(input, options)
 
-    agent = Logged(ScriptedModel([call("multiply_numbers", a=2, b=3), "6"]), TOOLS)
-    items = [item async for item in agent.iter("2 times 3")]
-    assert seen == ["2 times 3"]
-    assert len(items) == 1 and isinstance(items[0], RunResult) and items[0].output == "6"
-    assert [s.index for s in items[0].trace.steps] == [1, 2]
+    agent = Logged(ScriptedModel([call("multiply_numbers", a=2, b=3), "6", "again"]), TOOLS)
+    result = await agent.run("2 times 3")
+    assert await agent.session().run("once more") is not None
+    assert seen == ["2 times 3", "once more"]
+    assert result.output == "6" and [s.index for s in result.trace.steps] == [1, 2]
 
 
 def test_iter_checks_its_input_like_run() -> None:

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from _work import growth
 from toolproof import Agent, Budget, Memory, Message, _calculator, tool
-from toolproof._agent import DEFAULT_MAX_SECONDS
 from toolproof._calculator import calculator, evaluate
 from toolproof._grounding import check_grounding, extract_claims
+from toolproof._run import DEFAULT_MAX_SECONDS
 from toolproof.errors import ToolError, UserError
 from toolproof.events import Event, RunFinished
 from toolproof.testing import FunctionModel, RequestInfo, ScriptedModel, call

@@ -25,12 +25,7 @@ MAX_BRANCHES = 20
 #: Functions over the limits today, in parts of the package other work is changing; nothing
 #: may be added here, and each entry goes once its function is split.
 KNOWN = {
-    "evals/_report.py::markdown_report",
-    "evals/_runner.py::_Runner.attempt",
-    "evals/_runner.py::evaluate_async",
-    "replay/_replay.py::areplay",
-    "view/_html.py::_eval_summary",
-    "view/_html_replay.py::render_replay",
+    "evals/_runner.py::evaluate_async",  # its 30 documented keywords: 31 + 72 lines of doc
 }
 
 

@@ -459,7 +459,7 @@ def test_runs_compare_reports_cost_and_latency_and_gates_them(tmp_path: Path) ->
 
 
 def test_the_trace_page_offers_the_promote_command_escaped() -> None:
-    from toolproof.view._html import render_trace_page
+    from toolproof._html import render_trace_page
 
     page = render_trace_page({"id": "a b<script>x</script>'", "input": "hi"})
     assert "toolproof traces promote" in page

@@ -12,7 +12,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from toolproof import Agent, Message, ModelSettings, ToolCall, ToolResult, tool
-from toolproof._agent import CORRECTION_PREFIX
+from toolproof._run import CORRECTION_PREFIX
 from toolproof.errors import UserError
 from toolproof.models import (
     OpenAIChatModel,

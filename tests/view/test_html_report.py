@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from html.parser import HTMLParser
@@ -12,10 +13,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from toolproof._html import embed_json
 from toolproof._reporting import parse_report_specs
+from toolproof.evals._html import (
+    expand_eval_data,
+    page_trial,
+    write_eval_page,
+)
+from toolproof.replay._html import calls_diff, word_diff
 from toolproof.view import render_report
-from toolproof.view._html import embed_json, expand_eval_data
-from toolproof.view._html_replay import calls_diff, word_diff
 
 
 class Elements(HTMLParser):
@@ -180,3 +186,126 @@ def test_any_text_anywhere_stays_text(
     embedded = json.loads(parsed.data_block)
     assert expand_eval_data(embedded) == data
     assert "</script" not in embed_json(data).lower()
+
+
+def test_the_streamed_page_is_the_page_of_the_json_report(eval_reports: dict[str, Any]) -> None:
+    # written case by case from the run's spool, without the JSON report in between
+    assert eval_reports["html"].read_text(encoding="utf-8") == render_report(eval_reports["data"])
+
+
+_words = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=8)
+_results = st.fixed_dictionaries(
+    {
+        "status": st.sampled_from(["ok", "error", "<b>"]),
+        "mocked": st.booleans(),
+        "error_type": st.none() | _words,
+        "content": _words,
+    }
+)
+_traces = st.fixed_dictionaries(
+    {
+        "id": _words,
+        "tools": st.lists(st.fixed_dictionaries({"name": _words}), max_size=2),
+        "steps": st.lists(
+            st.fixed_dictionaries({"tool_results": st.lists(_results, max_size=3)}), max_size=3
+        ),
+    }
+)
+_trials = st.fixed_dictionaries(
+    {
+        "index": st.integers(0, 3),
+        "status": st.sampled_from(["pass", "fail", "error"]),
+        "duration_ms": st.floats(0, 1e4),
+        "traces": st.lists(_traces, max_size=2),
+    }
+)
+_cases = st.fixed_dictionaries(
+    {"id": _words, "verdict": st.sampled_from(["pass", "fail"]), "trials": st.lists(_trials)}
+)
+
+
+@settings(max_examples=60)
+@given(cases=st.lists(_cases, max_size=4), started=_words)
+def test_a_page_written_case_by_case_is_the_page_of_the_whole_data(
+    cases: list[dict[str, Any]], started: str
+) -> None:
+    data = {"format": "toolproof-eval-report", "started_at": started, "cases": cases}
+    whole = render_report(data)
+    light = {
+        **data,
+        "cases": [{**c, "trials": [page_trial(t) for t in c["trials"]]} for c in cases],
+    }
+    out = io.StringIO()
+    write_eval_page(out, light, lambda: iter(cases))
+    assert out.getvalue() == whole
+    # the data embedded case by case is the whole data, each list of tools stored once
+    embedded = json.loads(parse(whole).data_block)
+    assert expand_eval_data(embedded) == data
+    assert len(embedded["tool_sets"]) == len(
+        {
+            json.dumps(t["tools"])
+            for c in cases
+            for tr in c["trials"]
+            for t in tr["traces"]
+            if t["tools"]
+        }
+    )
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def attack_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A scripted run with attacks, so its summary has every section: intervals, the gate,
+    attack figures, cost and latency."""
+    from toolproof.evals import evaluate
+
+    out = tmp_path_factory.mktemp("attacks") / "report.json"
+    suite = ROOT / "examples" / "inbox_attacks" / "defended.eval.yaml"
+    report = evaluate(suite, model="scripted", cache=False, reports=[f"json:{out}"])
+    assert report.exit_code == 0
+    data: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    summary = data["summary"]
+    assert summary["attacks"] and summary["costs"]["suites"] and summary["intervals"]
+    return data
+
+
+def _planted(value: Any, text: str) -> Any:
+    """``value`` with every string in it (but the report's format) replaced by ``text``."""
+    if isinstance(value, dict):
+        return {k: v if k == "format" else _planted(v, text) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_planted(v, text) for v in value]
+    return text if isinstance(value, str) else value
+
+
+_MARKED = hostile_text.map(lambda text: f"{text}<b id=planted>")
+
+
+@settings(
+    deadline=None, max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(text=_MARKED)
+def test_every_text_of_an_eval_report_stays_text(attack_report: dict[str, Any], text: str) -> None:
+    # every section of the summary (intervals, gate, attacks, costs), every case and trace
+    data = _planted(attack_report, text)
+    page = render_report(data)
+    parsed = assert_inert(page)
+    assert ("b", {"id": "planted"}) not in parsed.tags
+    assert "&lt;b id=planted&gt;" in page
+    assert expand_eval_data(json.loads(parsed.data_block)) == data
+
+
+@settings(
+    deadline=None, max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(text=_MARKED)
+def test_every_text_of_a_replay_report_stays_text(
+    replay_reports: dict[str, Any], text: str
+) -> None:
+    data = _planted(replay_reports["data"], text)
+    page = render_report(data)
+    parsed = assert_inert(page)
+    assert ("b", {"id": "planted"}) not in parsed.tags
+    assert "&lt;b id=planted&gt;" in page

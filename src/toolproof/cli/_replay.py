@@ -219,7 +219,7 @@ def _today(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
     model = _load_model(args.model) if args.model else None
     if args.mode == "model" and agent is None:
         raise UserError("--mode model needs --agent MODULE:FACTORY (today's agent)")
-    if args.mode == "model" and model is None and not isinstance(agent, _agent_type()):
+    if args.mode == "model" and model is None and not isinstance(agent, _runnable()):
         raise UserError(
             "--mode model needs --model: a model string, 'recorded', or MODULE:ATTR naming a Model"
         )
@@ -317,19 +317,19 @@ def _print_transcripts(report: Any, stream: Any) -> None:
             console.print(Text(note, "dim"))
 
 
-def _agent_type() -> type:
-    from toolproof._agent import Agent
+def _runnable() -> type:
+    from toolproof._agent import Runnable
 
-    return Agent
+    return Runnable
 
 
 def _load_agent(spec: str) -> Any:
-    from toolproof._agent import Agent
+    from toolproof._agent import Runnable
     from toolproof._loading import load_target
     from toolproof.errors import UserError
 
     target, label = load_target(spec)
-    if not (isinstance(target, Agent) or callable(target)):
+    if not (isinstance(target, Runnable) or callable(target)):
         raise UserError(f"--agent {spec}: {label} is neither an Agent nor a factory")
     return target
 

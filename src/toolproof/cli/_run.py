@@ -328,8 +328,7 @@ def _run_suites(
     trials_start: Callable[[], None],
 ) -> int:
     """Run the suites on one model (or each case's own); the exit code."""
-    import asyncio
-
+    from toolproof._thread_loop import run_to_end
     from toolproof.cli import report_console
     from toolproof.evals._progress import default_progress
 
@@ -356,7 +355,7 @@ def _run_suites(
     progress = default_progress(quiet=args.quiet)
     trials_start()
     with logged(log):
-        report = asyncio.run(
+        report = run_to_end(
             _run(
                 suites,
                 model=model,

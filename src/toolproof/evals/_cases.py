@@ -14,7 +14,7 @@ from toolproof.errors import UserError
 from toolproof.evals._checks import Check
 
 if TYPE_CHECKING:
-    from toolproof._agent import Agent
+    from toolproof._agent import Runnable
     from toolproof._tools import Tool
     from toolproof._toolset import Toolset
     from toolproof.evals._attacks import AttackPlan
@@ -130,22 +130,22 @@ class AgentSpec:
         """The agent's tools by name."""
         return dict(self.toolset.tools)
 
-    def build(self, model: Any, toolset: Toolset) -> Agent:
+    def build(self, model: Any, toolset: Toolset) -> Runnable:
         """An agent for one trial, with ``model`` and ``toolset``.
 
         Raises:
             UserError: The factory failed or did not return an ``Agent``.
             MockBypassed: The agent does not use ``toolset`` (the factory ignored it).
         """
-        from toolproof._agent import Agent
+        from toolproof._agent import Runnable
 
-        if isinstance(self.target, Agent):
+        if isinstance(self.target, Runnable):
             agent = copy.copy(self.target)
             agent.model = model
             agent.toolset = toolset
             return agent
         agent = self.target(model, toolset, **self.options)
-        if not isinstance(agent, Agent):
+        if not isinstance(agent, Runnable):
             raise UserError(
                 f"agent factory {self.source} returned {type(agent).__name__}, not an Agent"
             )

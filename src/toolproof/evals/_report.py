@@ -50,7 +50,7 @@ console with ``toolproof run -v`` (:func:`print_transcripts`).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from toolproof._reporting import (
@@ -123,7 +123,7 @@ def write_reports(
     summary: dict[str, Any] | None = None
     problems: list[str] = []
     for spec in specs:
-        if spec.format in ("json", "markdown") and summary is None:
+        if spec.format in ("json", "markdown", "html") and summary is None:
             summary = report.summary()
         try:
             if spec.format == "json":
@@ -134,9 +134,7 @@ def write_reports(
                 with open_output(spec.path) as out:
                     out.write(markdown_report(report, spool=spool, summary=summary))
             elif spec.format == "html":
-                from toolproof.view import write_eval_html
-
-                write_eval_html(spec.path, report, spool)
+                write_eval_html(spec.path, report, spool, summary=summary)
         except (UserError, OSError) as exc:
             problems.append(f"{spec.format} report not written: {exc}")
     return problems
@@ -269,6 +267,48 @@ def write_json_report(
             out.write("\n ]\n}\n")
     if spool is not None:
         spool.seek(0, 2)
+
+
+def write_eval_html(
+    path: str,
+    report: EvalReport,
+    spool: IO[bytes] | None,
+    *,
+    summary: dict[str, Any] | None = None,
+) -> None:
+    """Write the HTML report: the JSON report's data, rendered, one case at a time.
+
+    The page's body needs little of the traces (:func:`page_trial`); the whole traces are
+    read back from the spool case by case as they are embedded, so the report never holds
+    them all at once.
+    """
+    from toolproof.evals._html import page_trial, write_eval_page
+
+    data = json_report_head(report, summary)
+    data["cases"] = [
+        {**result.head(), "trials": [page_trial(_trial_data(t, spool)) for t in result.trials]}
+        for result in report.cases
+    ]
+
+    def cases() -> Iterator[dict[str, Any]]:
+        for result in report.cases:
+            yield {**result.head(), "trials": [_trial_data(t, spool) for t in result.trials]}
+
+    with open_output(path) as out:
+        write_eval_page(out, data, cases)
+    if spool is not None:
+        spool.seek(0, 2)
+
+
+def _trial_data(trial: TrialResult, spool: IO[bytes] | None) -> dict[str, Any]:
+    """A trial as the JSON report holds it (its traces included)."""
+    if trial.spool is not None and spool is not None:
+        spool.seek(trial.spool[0])
+        data: dict[str, Any] = json.loads(spool.read(trial.spool[1]))
+        return data
+    data = trial.head()
+    data["traces"] = [t.to_dict() for t in trial.traces or []]
+    return data
 
 
 def _copy_cases(
@@ -656,50 +696,8 @@ def markdown_report(
         for c in report.cases
         if c.verdict == "pass" and c.stats is not None and c.stats.classification == "flaky"
     ]
-    if attention:
-        lines += ["### Needs attention", ""]
-        rows = []
-        for result in attention:
-            gate = "" if result.blocking else " (advisory)"
-            rows.append(
-                [
-                    f"{_ICON[result.verdict]} {md_escape(result.verdict)}{gate}",
-                    f"{md_code(result.case.id)}",
-                    f"{result.passes}/{len(result.trials)}",
-                    _case_interval(result),
-                    md_escape(result.reason, limit=300),
-                ]
-            )
-        head = ["verdict", "case", "passed", "pass rate [interval]", "reason"]
-        lines += [md_table(head, rows), ""]
-        for number, result in enumerate(attention):
-            body = "\n".join(_trial_lines(result))
-            if body:
-                lines += [
-                    md_details(f"{result.case.id}: trials", md_pre(body)),
-                    "",
-                ]
-            if number < MARKDOWN_TRANSCRIPT_CASES:
-                transcripts = _transcripts(result, spool, MARKDOWN_TRANSCRIPT_LIMIT)
-                if transcripts:
-                    lines += [
-                        md_details(f"{result.case.id}: transcript", md_pre(transcripts)),
-                        "",
-                    ]
-    if flaky:
-        lines += ["### Flaky (passed by pass_rule, but not every trial)", ""]
-        rows = [
-            [
-                f"{md_code(c.case.id)}",
-                f"{c.passes}/{len(c.trials)}",
-                _case_interval(c),
-                md_escape(c.case.config.pass_rule.describe()),
-                md_escape(c.reason, limit=200),
-            ]
-            for c in flaky
-        ]
-        head = ["case", "passed", "pass rate [interval]", "pass_rule", "failing checks"]
-        lines += [md_table(head, rows), ""]
+    lines += _attention_markdown(attention, spool)
+    lines += _flaky_markdown(flaky)
     passing = [c for c in report.cases if c.verdict == "pass" and c not in flaky]
     if passing:
         body = "\n".join(
@@ -713,6 +711,53 @@ def markdown_report(
         lines += [md_details(f"{len(skipped)} skipped cases", body), ""]
     lines.append(f"<sub>exit code {report.exit_code} · toolproof run</sub>")
     return md_truncate("\n".join(lines) + "\n", limit)
+
+
+def _attention_markdown(attention: list[CaseResult], spool: IO[bytes] | None) -> list[str]:
+    """The failing, erroring and unrun cases: a table, then each one's trials and transcript."""
+    if not attention:
+        return []
+    rows = []
+    for result in attention:
+        gate = "" if result.blocking else " (advisory)"
+        rows.append(
+            [
+                f"{_ICON[result.verdict]} {md_escape(result.verdict)}{gate}",
+                f"{md_code(result.case.id)}",
+                f"{result.passes}/{len(result.trials)}",
+                _case_interval(result),
+                md_escape(result.reason, limit=300),
+            ]
+        )
+    head = ["verdict", "case", "passed", "pass rate [interval]", "reason"]
+    lines = ["### Needs attention", "", md_table(head, rows), ""]
+    for number, result in enumerate(attention):
+        body = "\n".join(_trial_lines(result))
+        if body:
+            lines += [md_details(f"{result.case.id}: trials", md_pre(body)), ""]
+        if number < MARKDOWN_TRANSCRIPT_CASES:
+            transcripts = _transcripts(result, spool, MARKDOWN_TRANSCRIPT_LIMIT)
+            if transcripts:
+                lines += [md_details(f"{result.case.id}: transcript", md_pre(transcripts)), ""]
+    return lines
+
+
+def _flaky_markdown(flaky: list[CaseResult]) -> list[str]:
+    """The cases that passed by their pass_rule, but not in every trial."""
+    if not flaky:
+        return []
+    rows = [
+        [
+            f"{md_code(c.case.id)}",
+            f"{c.passes}/{len(c.trials)}",
+            _case_interval(c),
+            md_escape(c.case.config.pass_rule.describe()),
+            md_escape(c.reason, limit=200),
+        ]
+        for c in flaky
+    ]
+    head = ["case", "passed", "pass rate [interval]", "pass_rule", "failing checks"]
+    return ["### Flaky (passed by pass_rule, but not every trial)", "", md_table(head, rows), ""]
 
 
 # -- console ----------------------------------------------------------------------------------

@@ -55,14 +55,14 @@ class _Resolver:
         return self.agents[key]
 
     def _agent(self, spec: str, options: dict[str, Any], near: Path) -> AgentSpec | str:
-        from toolproof._agent import Agent
+        from toolproof._agent import Runnable
         from toolproof.models.fake import ScriptedModel
 
         try:
             target = self.import_object(spec, near)
         except UserError as exc:
             return str(exc)
-        if isinstance(target, Agent):
+        if isinstance(target, Runnable):
             return AgentSpec(spec, target, {}, target.toolset)
         if not callable(target):
             return f"{spec} is {type(target).__name__}, not an agent factory or an Agent"
@@ -76,7 +76,7 @@ class _Resolver:
                 "(a factory "
                 "takes (model, tools, **options) and builds its default tools when tools is None)"
             )
-        if not isinstance(agent, Agent):
+        if not isinstance(agent, Runnable):
             return f"agent factory {spec} returned {type(agent).__name__}, not an Agent"
         return AgentSpec(spec, target, dict(options), agent.toolset)
 

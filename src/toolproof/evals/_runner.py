@@ -18,11 +18,14 @@ import tempfile
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from toolproof._agent import Runnable, Session
 from toolproof._reporting import ReportSpec, check_output, parse_report_specs, utf8
+from toolproof._thread_loop import blocking
 from toolproof._toolset import _contained, _Exited
 from toolproof.errors import (
     AgentRunError,
@@ -64,22 +67,24 @@ if TYPE_CHECKING:
     from toolproof._trace import Trace
     from toolproof.evals._cache import ResponseCache
     from toolproof.evals._progress import Progress
+    from toolproof.replay._store import TraceStore
 
 __all__ = ["evaluate", "evaluate_async"]
 
-from toolproof.evals._plan import _as_suites, _Options, _Plan, _plan, _scripted
+from toolproof.evals._plan import CasePlan, as_suites, plan_cases, runs_scripted
+from toolproof.evals._plan import RunOptions as PlanOptions
 from toolproof.evals._plan import graded as _graded
 from toolproof.evals._trial_models import (
     SCRIPTED,
-    _Counters,
-    _Infra,
-    _LimitedModel,
-    _MappingMocks,
-    _Metered,
-    _Slot,
-    _trial_tools,
-    _TrialModel,
-    _Waiting,
+    Counters,
+    Infra,
+    LimitedModel,
+    MappingMocks,
+    Metered,
+    Slot,
+    TrialModel,
+    Waiting,
+    trial_tools,
 )
 from toolproof.evals._trial_models import infrastructure_error as infrastructure_error
 
@@ -87,8 +92,8 @@ from toolproof.evals._trial_models import infrastructure_error as infrastructure
 class _Runner:
     def __init__(
         self,
-        plans: list[_Plan],
-        options: _Options,
+        plans: list[CasePlan],
+        options: PlanOptions,
         *,
         cache: ResponseCache | None,
         progress: Progress,
@@ -114,7 +119,7 @@ class _Runner:
         self.blocks: dict[int, tuple[int, int]] = {}
         self.spool_error: str | None = None
         self.record_error: str | None = None  # why --record stopped keeping traces
-        self.waiting: _Waiting | None = None
+        self.waiting: Waiting | None = None
 
     # -- the run --------------------------------------------------------------------------------
 
@@ -137,7 +142,7 @@ class _Runner:
         count = max(1, min(self.options.concurrency, len(units)))
         # The trace codec the spool needs is built while every first trial waits for its
         # model's first answer, not when the first trial ends (with the answers arriving).
-        self.waiting = _Waiting(count, _warm_spool if self.spool is not None else None)
+        self.waiting = Waiting(count, _warm_spool if self.spool is not None else None)
 
         async def worker() -> None:
             for plan, index in queue:
@@ -165,11 +170,11 @@ class _Runner:
             raise
         return False
 
-    async def run_elsewhere(self, units: list[tuple[_Plan, int]], executor: Executor) -> bool:
+    async def run_elsewhere(self, units: list[tuple[CasePlan, int]], executor: Executor) -> bool:
         """Run the trials on another executor (Ray); results are recorded here as they come."""
         from toolproof._executor import Work
 
-        options = _Options(
+        options = PlanOptions(
             keep_traces=True,  # the spool and the report are written here
             retry_backoff=self.options.retry_backoff,
             retry_backoff_max=self.options.retry_backoff_max,
@@ -191,7 +196,7 @@ class _Runner:
             return True
         return False
 
-    def store_traces(self, plan: _Plan, trial: TrialResult) -> None:
+    def store_traces(self, plan: CasePlan, trial: TrialResult) -> None:
         """Keep the trial's (redacted) traces in the record store, with the run and verdict.
 
         Written before the next trial starts, so an interrupted run keeps what finished.
@@ -222,7 +227,7 @@ class _Runner:
                 f"{type(exc).__name__}: {exc}"
             )
 
-    def record(self, plan: _Plan, trial: TrialResult) -> None:
+    def record(self, plan: CasePlan, trial: TrialResult) -> None:
         plan.results[trial.index] = trial
         self.model_calls += trial.model_calls
         self.cached_calls += trial.cached_calls
@@ -233,7 +238,7 @@ class _Runner:
         if self.options.exitfirst and not self.stopped and self.decided_failure(plan):
             self.stop()
 
-    def settle(self, plan: _Plan) -> None:
+    def settle(self, plan: CasePlan) -> None:
         """One unit of the plan is done (run, or not needed): decide the case after the last."""
         plan.remaining -= 1
         if plan.remaining == 0:
@@ -247,7 +252,7 @@ class _Runner:
                 self.write_block(plan, plan.result)
             self.progress.case_done(plan.result)
 
-    def decided_failure(self, plan: _Plan) -> bool:
+    def decided_failure(self, plan: CasePlan) -> bool:
         """Whether a blocking case has failed (or errored), even before all its trials ran."""
         if plan.case.config.gate != "block":
             return False
@@ -268,7 +273,7 @@ class _Runner:
 
     # -- one trial ------------------------------------------------------------------------------
 
-    async def trial(self, plan: _Plan, index: int) -> TrialResult:
+    async def trial(self, plan: CasePlan, index: int) -> TrialResult:
         config = plan.case.config
         attempts = 0
         while True:
@@ -296,7 +301,7 @@ class _Runner:
                 else:
                     message = f"the trial took longer than its timeout ({config.timeout:g} s)"
                     trial = TrialResult(index, "error", error=message, error_type="TrialTimeout")
-                    infra = _Infra("TrialTimeout", message, retryable=False)
+                    infra = Infra("TrialTimeout", message, retryable=False)
             except _Exited as escaped:
                 if isinstance(escaped.error, KeyboardInterrupt):
                     self.interrupted = True  # as Ctrl-C: the reports hold what finished
@@ -326,71 +331,23 @@ class _Runner:
         return float(min(wait, self.options.retry_backoff_max))
 
     async def attempt(
-        self, plan: _Plan, index: int, checking: _Checking
-    ) -> tuple[TrialResult, _Infra | None]:
+        self, plan: CasePlan, index: int, checking: _Checking
+    ) -> tuple[TrialResult, Infra | None]:
         case = plan.case
-        config = case.config
         started = time.perf_counter()
-        counters = _Counters()
-        model: Model
-        if plan.scripted:
-            from toolproof.models.fake import ScriptedModel
-
-            # An agent whose tools are known only from its requests has its scripted calls
-            # checked there; the suite checked the others' when it loaded.
-            external = config.agent.external
-            model = ScriptedModel(case.script or [], name=SCRIPTED, check_calls=external)
-        else:
-            assert plan.slot is not None
-            model = _TrialModel(plan.slot, index, counters, self.cache, self.waiting)
+        counters = Counters()
+        model = self.trial_model(plan, index, counters)
         mocks: list[Any] = []
-        step = "creating the mocks"
         with contextlib.ExitStack() as isolation:
-            try:
-                for spec in config.mocks:
-                    mocks.extend(spec.create())
-                providers = [_MappingMocks(m) if isinstance(m, Mapping) else m for m in mocks]
-                toolset = isolation.enter_context(_trial_tools(case, providers))
-                step = "building the agent"
-                agent = config.agent.build(model, toolset)
-            except MockBypassed:
-                raise  # a configuration error: stop the whole run, nothing ran for real
-            except Exception as exc:  # a bug in the user's mocks or factory: the case fails
-                from toolproof._tracebacks import user_location
-
-                where = user_location(exc)
-                message = f"{step} failed: {type(exc).__name__}: {exc}" + (
-                    f" ({where})" if where else ""
-                )
-                check = CheckResult("setup", "fail", message)
-                trial = TrialResult(index, "fail", [check], message, type(exc).__name__)
-                trial.traceback = _user_traceback(exc)
-                return trial, None
-            session = agent.session()
-            metadata = {
-                **case.metadata,
-                "eval": {"suite": case.suite, "case": case.name, "trial": index},
-            }
+            agent = _trial_agent(plan, index, model, mocks, isolation)
+            if isinstance(agent, TrialResult):
+                return agent, None
+            session = Session(agent)
             run_error: AgentRunError | None = None
-            conversation: Conversation | None = None
+            # an empty conversation is kept when a turn stops on an error
+            conversation = None if case.user is None else Conversation()
             try:
-                if case.user is not None:
-                    conversation = Conversation()  # kept when a turn stops on an error
-                    user_model = None
-                    if plan.user_slot is not None:
-                        user_model = _TrialModel(plan.user_slot, index, counters, self.cache)
-                    conversation = await converse(
-                        case.user,
-                        session,
-                        user_model=user_model,
-                        metadata=metadata,
-                        tags=case.tags,
-                        settings=config.settings,
-                    )
-                for turn in case.turns:
-                    await session.run(
-                        turn.input, metadata=metadata, tags=case.tags, settings=config.settings
-                    )
+                conversation = await self.play(plan, index, session, counters)
             except MockBypassed:
                 raise
             except AgentRunError as exc:
@@ -407,7 +364,7 @@ class _Runner:
                     return trial, infra
                 run_error = exc
             except ModelError as exc:  # the user model failed: no verdict on the agent
-                infra = infrastructure_error(exc) or _Infra(type(exc).__name__, str(exc), False)
+                infra = infrastructure_error(exc) or Infra(type(exc).__name__, str(exc), False)
                 infra.message = f"the user model failed: {infra.message}"
                 trial = TrialResult(
                     index, "error", error=infra.message, error_type=infra.error_type
@@ -422,9 +379,61 @@ class _Runner:
                 trial.traceback = _user_traceback(exc)
                 return self.finish(trial, session.traces, counters, started), None
         traces = list(session.traces)
-        record = SessionRecord(traces, mocks)
-        checks: list[CheckResult] = checking.results
         checking.traces, checking.counters = traces, counters
+        checking.conversation = conversation
+        return await self.grade(plan, index, SessionRecord(traces, mocks), checking, run_error)
+
+    async def play(
+        self, plan: CasePlan, index: int, session: Session, counters: Counters
+    ) -> Conversation | None:
+        """The case's conversation with the agent: its user's, then its scripted turns."""
+        case, settings = plan.case, plan.case.config.settings
+        metadata = {
+            **case.metadata,
+            "eval": {"suite": case.suite, "case": case.name, "trial": index},
+        }
+        conversation = None
+        if case.user is not None:
+            user_model = None
+            if plan.user_slot is not None:
+                user_model = TrialModel(plan.user_slot, index, counters, self.cache)
+            conversation = await converse(
+                case.user,
+                session,
+                user_model=user_model,
+                metadata=metadata,
+                tags=case.tags,
+                settings=settings,
+            )
+        for turn in case.turns:
+            await session.run(turn.input, metadata=metadata, tags=case.tags, settings=settings)
+        return conversation
+
+    def trial_model(self, plan: CasePlan, index: int, counters: Counters) -> Model:
+        """The model of one trial: the case's script, or the case's model (cached, limited)."""
+        if plan.scripted:
+            from toolproof.models.fake import ScriptedModel
+
+            # An agent whose tools are known only from its requests has its scripted calls
+            # checked there; the suite checked the others' when it loaded.
+            external = plan.case.config.agent.external
+            return ScriptedModel(plan.case.script or [], name=SCRIPTED, check_calls=external)
+        assert plan.slot is not None
+        return TrialModel(plan.slot, index, counters, self.cache, self.waiting)
+
+    async def grade(
+        self,
+        plan: CasePlan,
+        index: int,
+        record: SessionRecord,
+        checking: _Checking,
+        run_error: AgentRunError | None,
+    ) -> tuple[TrialResult, Infra | None]:
+        """The trial's checks, then (when they pass) the judge; a failing check fails it."""
+        case, config = plan.case, plan.case.config
+        traces, counters, started = record.traces, checking.counters, checking.started
+        checks: list[CheckResult] = checking.results
+        conversation = checking.conversation
         # Checks of yours run in threads, each within CHECK_TIMEOUT, or within the trial's
         # timeout when the case has one (trial() then fails the check it interrupted).
         bound = CHECK_TIMEOUT if config.timeout is None else None
@@ -461,7 +470,7 @@ class _Runner:
             trial.traceback = _user_traceback(exc)
             return trial, None
         if case.judge or _graded(case):
-            meter = None if plan.judge_slot is None else _Metered(plan.judge_slot)
+            meter = None if plan.judge_slot is None else Metered(plan.judge_slot)
             counters.judge = meter
             try:
                 checks.extend(await self.judge(plan, record, checks, meter))
@@ -487,7 +496,7 @@ class _Runner:
         return self.finish(trial, traces, counters, started), None
 
     def finish(
-        self, trial: TrialResult, traces: list[Trace], counters: _Counters, started: float
+        self, trial: TrialResult, traces: list[Trace], counters: Counters, started: float
     ) -> TrialResult:
         usage = None
         cost: float | None = 0.0
@@ -510,10 +519,10 @@ class _Runner:
 
     async def judge(
         self,
-        plan: _Plan,
+        plan: CasePlan,
         record: SessionRecord,
         objective: list[CheckResult],
-        meter: _Metered | None = None,
+        meter: Metered | None = None,
     ) -> list[CheckResult]:
         from toolproof.evals._judge import judge
 
@@ -541,7 +550,7 @@ class _Runner:
             return [
                 CheckResult("judge", "skip", reason, kind="judged", criterion=c) for c in case.judge
             ] + [CheckResult(c.name, "skip", reason, kind="judged") for c in _graded(case)]
-        model: Model = meter if meter is not None else _LimitedModel(plan.judge_slot)
+        model: Model = meter if meter is not None else LimitedModel(plan.judge_slot)
         outcomes = await asyncio.gather(
             *(
                 _contained(
@@ -580,14 +589,14 @@ class _Runner:
         line: bytes = head[:-1] + b',"traces":[' + traces + b"]}"
         return line
 
-    def hold(self, plan: _Plan, trial: TrialResult) -> None:
+    def hold(self, plan: CasePlan, trial: TrialResult) -> None:
         """Keep the trial's report line until its case is decided (see :meth:`write_block`)."""
         lines = self.lines.get(id(plan))
         if lines is None:
             lines = self.lines[id(plan)] = [None] * plan.trials
         lines[trial.index] = self.spool_line(trial)
 
-    def write_block(self, plan: _Plan, result: CaseResult) -> None:
+    def write_block(self, plan: CasePlan, result: CaseResult) -> None:
         """Write the case's entry of the JSON report (its trials inside) to the spool.
 
         Each trial's ``spool`` then points at its line inside the entry.
@@ -615,7 +624,7 @@ class _Runner:
         if self.spooled(block):
             self.blocks[id(result)] = (offset, len(block))
 
-    def write_lines(self, plan: _Plan) -> None:
+    def write_lines(self, plan: CasePlan) -> None:
         """Write the held lines of a case that was not decided (the run stopped early)."""
         assert self.spool is not None
         for trial, line in zip(plan.results, self.lines.pop(id(plan), ()), strict=False):
@@ -655,6 +664,40 @@ class _Runner:
                 self.write_lines(plan)
 
 
+def _trial_agent(
+    plan: CasePlan,
+    index: int,
+    model: Model,
+    mocks: list[Any],
+    isolation: contextlib.ExitStack,
+) -> Runnable | TrialResult:
+    """The trial's agent over its mocks (added to ``mocks``), or the failed trial.
+
+    A bug in the user's mocks or factory fails the case; a tool whose real code was about
+    to run (:class:`MockBypassed`) stops the whole run, since nothing ran for real.
+    """
+    config = plan.case.config
+    step = "creating the mocks"
+    try:
+        for spec in config.mocks:
+            mocks.extend(spec.create())
+        providers = [MappingMocks(m) if isinstance(m, Mapping) else m for m in mocks]
+        toolset = isolation.enter_context(trial_tools(plan.case, providers))
+        step = "building the agent"
+        return config.agent.build(model, toolset)
+    except MockBypassed:
+        raise
+    except Exception as exc:
+        from toolproof._tracebacks import user_location
+
+        where = user_location(exc)
+        message = f"{step} failed: {type(exc).__name__}: {exc}" + (f" ({where})" if where else "")
+        check = CheckResult("setup", "fail", message)
+        trial = TrialResult(index, "fail", [check], message, type(exc).__name__)
+        trial.traceback = _user_traceback(exc)
+        return trial
+
+
 class _Checking:
     """How far an attempt's checks went, for a trial timeout that interrupts one of them."""
 
@@ -662,7 +705,10 @@ class _Checking:
         self.check: Check | None = None
         self.results: list[CheckResult] = []
         self.traces: list[Trace] = []
-        self.counters = _Counters()
+        self.counters = Counters()
+        self.started = time.perf_counter()
+        #: The conversation with the case's user, when it has one (its checks are graded).
+        self.conversation: Conversation | None = None
 
 
 def _warm_spool() -> None:
@@ -678,7 +724,9 @@ _SPOOL_ENCODER: Any = None
 _CASE_ENCODER: Any = None
 
 
-async def _remote_trial(options: _Options, unit: tuple[_Plan, int]) -> tuple[TrialResult, int]:
+async def _remote_trial(
+    options: PlanOptions, unit: tuple[CasePlan, int]
+) -> tuple[TrialResult, int]:
     """On a worker: one trial, with the runner's own code (no response cache there)."""
     from toolproof.evals._progress import NullProgress
 
@@ -688,7 +736,7 @@ async def _remote_trial(options: _Options, unit: tuple[_Plan, int]) -> tuple[Tri
     return trial, runner.judge_calls
 
 
-def _lost_trial(unit: tuple[_Plan, int], error: BaseException) -> tuple[TrialResult, int]:
+def _lost_trial(unit: tuple[CasePlan, int], error: BaseException) -> tuple[TrialResult, int]:
     """A trial whose worker kept dying: an error of its case, not a crash of the run."""
     message = f"the worker running the trial was lost: {type(error).__name__}: {error}"
     return TrialResult(unit[1], "error", error=message, error_type="WorkerLost"), 0
@@ -804,7 +852,7 @@ def _redacted_case(case: Case, redactor: Any) -> Case:
     return dataclasses.replace(case, name=name, description=description, tags=tags)
 
 
-def _sequential(plan: _Plan, level: float) -> str | None:
+def _sequential(plan: CasePlan, level: float) -> str | None:
     """With ``until: decided``: the case's verdict if its trials so far decide it, else None.
 
     Exact stops (the rule's verdict can no longer change) and confident stops (the case's
@@ -833,7 +881,7 @@ def _sequential(plan: _Plan, level: float) -> str | None:
 
 
 def _case_result(
-    plan: _Plan,
+    plan: CasePlan,
     *,
     interrupted: bool,
     redactor: Any = None,
@@ -889,7 +937,7 @@ def _case_result(
         trials,
         model=plan.model_name,
         judge_model=plan.judge_slot.model.name if plan.judge_slot else None,
-        scripted=_scripted(plan),
+        scripted=runs_scripted(plan),
         statistics=statistics,
         stopped=stopped,
     )
@@ -1013,14 +1061,8 @@ async def evaluate_async(
         raise UserError(f"concurrency must be at least 1, got {concurrency}")
     if trials is not None and trials < 1:
         raise UserError(f"trials must be at least 1, got {trials}")
-    specs: list[ReportSpec] = [
-        *(r for r in reports if isinstance(r, ReportSpec)),
-        *parse_report_specs([r for r in reports if isinstance(r, str)]),
-    ]
-    for spec in specs:  # a report that cannot be written is found before anything runs
-        if not spec.to_stdout:
-            check_output(spec.path)
-    loaded = _as_suites(suites)
+    specs = _report_specs(reports)
+    loaded = as_suites(suites)
     if statistics is None:
         from toolproof.evals._stats_report import resolve_options
 
@@ -1030,15 +1072,10 @@ async def evaluate_async(
         from toolproof.evals._attacks import with_attack_limit
 
         selected = with_attack_limit(selected, max_attack_success)
-    if cost_gates is not None and baseline is None:
-        raise UserError("cost and latency gates compare with a baseline run: pass baseline=")
-    before = None if baseline is None else baseline_cases(baseline)
-    # The suites' own cost_gates apply too (the strictest limit of each kind wins).
-    cost_gates = strictest([cost_gates, *(suite.cost_gates for suite in loaded)])
-    started_at = _now()
-    clock = time.perf_counter()
-    slots: dict[str, _Slot] = {}
-    plans = _plan(
+    costs = _CostPlan.make(loaded, baseline, cost_gates, cost_estimate)
+    started_at, clock = _now(), time.perf_counter()
+    slots: dict[str, Slot] = {}
+    plans = plan_cases(
         selected,
         model=model,
         judge_model=judge_model,
@@ -1053,23 +1090,11 @@ async def evaluate_async(
         from toolproof.evals._cache import ResponseCache
 
         response_cache = ResponseCache(Path(cache_dir))
-    # Trials (with their traces) stream to this file for the reports (the JSON report holds
-    # every trace; JUnit and Markdown show the transcripts of failing trials).
-    spool: IO[bytes] | None = None
-    spool_error = None
-    if specs:
-        try:
-            spool = tempfile.TemporaryFile(prefix="toolproof-trials-")  # noqa: SIM115 - closed below
-        except OSError as exc:  # (a full disk: the reports go without the traces)
-            spool_error = f"traces left out of the reports: {exc.strerror or exc}"
-    store = None
-    if record is not None:
-        from toolproof.replay._store import open_store
-
-        store = open_store(record, create=True)
+    spool, spool_error = _open_spool(specs)
+    store = None if record is None else _open_store(record)
     runner = _Runner(
         plans,
-        _Options(
+        PlanOptions(
             concurrency=concurrency,
             keep_traces=keep_traces,
             keep_failed_traces=keep_failed_traces,
@@ -1087,67 +1112,10 @@ async def evaluate_async(
     )
     runner.spool_error = spool_error
     cancelled = False
-    crash: Exception | None = None
     try:
-        try:
-            interrupted = await runner.run()
-        except asyncio.CancelledError:
-            interrupted = cancelled = True
-        except Exception as exc:  # still write the reports of what finished, then raise
-            interrupted, crash = True, exc
-        finally:
-            runner.progress.finish()
-        runner.write_pending()
-        for plan in plans:
-            if plan.result is None:
-                plan.result = _case_result(
-                    plan,
-                    interrupted=True,
-                    redactor=runner.options.redactor,
-                    statistics=statistics,
-                )
-        report = EvalReport(
-            [p.result for p in plans if p.result is not None],
-            started_at=started_at,
-            duration_s=time.perf_counter() - clock,
-            interrupted=interrupted,
-            model_calls=runner.model_calls,
-            cached_calls=runner.cached_calls,
-            judge_calls=runner.judge_calls,
-            statistics=statistics,
-        )
-        if before is not None and cost_estimate is None:
-            cost_estimate = estimate_cost(
-                [
-                    (f"{p.case.suite}::{p.case.name}", p.trials)
-                    for p in plans
-                    if p.result is None or p.result.verdict != "skipped"
-                ],
-                before,
-            )
-        report.costs = run_costs(case_entries(report.cases), before, cost_gates, cost_estimate)
-        if specs:
-            from toolproof.evals._report import write_reports
-
-            report.unwritten = write_reports(report, specs, runner.spool, runner.blocks)
-            if runner.spool_error is not None:
-                report.unwritten.insert(0, runner.spool_error)
-        if runner.record_error is not None:
-            report.unwritten.append(runner.record_error)
-        if crash is not None:
-            raise crash
+        cancelled, report = await _run_and_report(runner, specs, started_at, clock, costs)
     finally:
-        if spool is not None:
-            with contextlib.suppress(OSError):  # (a full disk: the reports are written)
-                spool.close()
-        if store is not None:
-            store.close()
-        if response_cache is not None:
-            response_cache.close()
-        for slot in slots.values():
-            if slot.owned:
-                with contextlib.suppress(Exception):  # closing is best effort
-                    await slot.model.aclose()
+        await _close(spool, store, response_cache, slots)
     if runner.interrupted and not partial_on_cancel:
         raise KeyboardInterrupt  # (the user's code raised it; the reports are written)
     if cancelled and not partial_on_cancel:
@@ -1155,10 +1123,153 @@ async def evaluate_async(
     return report
 
 
-def evaluate(
-    suites: Sequence[Suite] | Sequence[str | Path] | str | Path, **options: Any
-) -> EvalReport:
-    """Run eval suites from synchronous code; see :func:`evaluate_async` for the options.
+def _report_specs(reports: Sequence[str | ReportSpec]) -> list[ReportSpec]:
+    """The reports to write; one that cannot be written is found before anything runs."""
+    specs: list[ReportSpec] = [
+        *(r for r in reports if isinstance(r, ReportSpec)),
+        *parse_report_specs([r for r in reports if isinstance(r, str)]),
+    ]
+    for spec in specs:
+        if not spec.to_stdout:
+            check_output(spec.path)
+    return specs
+
+
+def _open_store(record: str | Path) -> TraceStore:
+    """The trace store that keeps the trials' traces (``record=``)."""
+    from toolproof.replay._store import open_store
+
+    return open_store(record, create=True)
+
+
+def _open_spool(specs: Sequence[ReportSpec]) -> tuple[IO[bytes] | None, str | None]:
+    """The file the trials (with their traces) stream to for the reports, if any are written.
+
+    The JSON report holds every trace; JUnit and Markdown show the transcripts of failing
+    trials. A spool that cannot be made (a full disk) leaves the traces out of the reports.
+    """
+    if not specs:
+        return None, None
+    try:
+        return tempfile.TemporaryFile(prefix="toolproof-trials-"), None
+    except OSError as exc:
+        return None, f"traces left out of the reports: {exc.strerror or exc}"
+
+
+@dataclass(frozen=True, slots=True)
+class _CostPlan:
+    """What a run's costs are compared with: the baseline's cases, the gates, the estimate."""
+
+    before: list[dict[str, Any]] | None
+    gates: CostGates | None
+    estimate: float | None
+
+    @classmethod
+    def make(
+        cls,
+        suites: Sequence[Suite],
+        baseline: str | Path | Mapping[str, Any] | None,
+        gates: CostGates | None,
+        estimate: float | None,
+    ) -> _CostPlan:
+        """The plan of a run of ``suites``; their own cost_gates apply too (the strictest wins).
+
+        Raises:
+            UserError: Gates without a baseline to compare with.
+        """
+        if gates is not None and baseline is None:
+            raise UserError("cost and latency gates compare with a baseline run: pass baseline=")
+        before = None if baseline is None else baseline_cases(baseline)
+        return cls(before, strictest([gates, *(suite.cost_gates for suite in suites)]), estimate)
+
+    def of(self, report: EvalReport, plans: Sequence[CasePlan]) -> dict[str, Any]:
+        """The report's cost, latency and token figures, compared with the baseline."""
+        estimate = self.estimate
+        if self.before is not None and estimate is None:
+            ran = [p for p in plans if p.result is None or p.result.verdict != "skipped"]
+            estimate = estimate_cost(
+                [(f"{p.case.suite}::{p.case.name}", p.trials) for p in ran], self.before
+            )
+        return run_costs(case_entries(report.cases), self.before, self.gates, estimate)
+
+
+async def _run_and_report(
+    runner: _Runner,
+    specs: Sequence[ReportSpec],
+    started_at: str,
+    clock: float,
+    costs: _CostPlan,
+) -> tuple[bool, EvalReport]:
+    """Run the trials, then write the reports of what finished; whether it was cancelled.
+
+    The reports are written however the run ended (cancelled, or crashed: the crash is
+    raised after them).
+    """
+    cancelled = False
+    crash: Exception | None = None
+    try:
+        interrupted = await runner.run()
+    except asyncio.CancelledError:
+        interrupted = cancelled = True
+    except Exception as exc:  # still write the reports of what finished, then raise
+        interrupted, crash = True, exc
+    finally:
+        runner.progress.finish()
+    runner.write_pending()
+    statistics = runner.options.statistics
+    for plan in runner.plans:
+        if plan.result is None:
+            plan.result = _case_result(
+                plan, interrupted=True, redactor=runner.options.redactor, statistics=statistics
+            )
+    report = EvalReport(
+        [p.result for p in runner.plans if p.result is not None],
+        started_at=started_at,
+        duration_s=time.perf_counter() - clock,
+        interrupted=interrupted,
+        model_calls=runner.model_calls,
+        cached_calls=runner.cached_calls,
+        judge_calls=runner.judge_calls,
+        statistics=statistics,
+    )
+    report.costs = costs.of(report, runner.plans)
+    if specs:
+        from toolproof.evals._report import write_reports
+
+        report.unwritten = write_reports(report, specs, runner.spool, runner.blocks)
+        if runner.spool_error is not None:
+            report.unwritten.insert(0, runner.spool_error)
+    if runner.record_error is not None:
+        report.unwritten.append(runner.record_error)
+    if crash is not None:
+        raise crash
+    return cancelled, report
+
+
+async def _close(
+    spool: IO[bytes] | None,
+    store: TraceStore | None,
+    cache: ResponseCache | None,
+    slots: Mapping[str, Slot],
+) -> None:
+    if spool is not None:
+        with contextlib.suppress(OSError):  # (a full disk: the reports are written)
+            spool.close()
+    if store is not None:
+        store.close()
+    if cache is not None:
+        cache.close()
+    for slot in slots.values():
+        if slot.owned:
+            with contextlib.suppress(Exception):  # closing is best effort
+                await slot.model.aclose()
+
+
+evaluate = blocking(
+    evaluate_async,
+    "evaluate",
+    "`await evaluate_async(...)`",
+    doc="""Run eval suites from synchronous code; see :func:`evaluate_async` for the options.
 
     Example:
         ```python
@@ -1167,8 +1278,5 @@ def evaluate(
         report = evaluate("examples/hr_assistant/hr.eval.yaml", model="scripted")
         assert report.exit_code == 0, [c.reason for c in report.cases]
         ```
-    """
-    from toolproof._agent import no_running_loop
-
-    no_running_loop("evaluate", "`await evaluate_async(...)`")
-    return asyncio.run(evaluate_async(suites, **options))
+    """,
+)

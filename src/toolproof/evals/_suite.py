@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+import toolproof.evals._builtins  # noqa: F401 (registers the built-in checks)
 from toolproof._filemodel import unknown_key_message, valid_part, validate
 from toolproof._yaml import DocPath, Locator, Problems, load_yaml
 from toolproof._yaml import describe_type as _type
 from toolproof.errors import ConfigError, UserError
-from toolproof.evals import _builtins  # noqa: F401 (registers the built-in checks)
 from toolproof.evals._cases import (
     AgentSpec,
     Case,

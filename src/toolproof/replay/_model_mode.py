@@ -38,7 +38,7 @@ from toolproof.replay._grading import (
 from toolproof.replay._rules import ReplayRules
 
 if TYPE_CHECKING:
-    from toolproof._agent import Agent
+    from toolproof._agent import Runnable
     from toolproof._mocks import ToolMock
 
 
@@ -188,7 +188,7 @@ class _RecordedOnly:
 
 async def _model_sample(
     trace: Trace,
-    agent: Agent,
+    agent: Runnable,
     model: Model | Literal["recorded"] | None,
     rules: ReplayRules,
     judge: Model | None,
@@ -196,16 +196,19 @@ async def _model_sample(
     real_tools: Sequence[str] = (),
     factory: str | None = None,
 ) -> SampleResult:
+    from toolproof._run import RunOptions
+
     toolset = agent.toolset
     mock = mock_from_trace(trace, tools=toolset, rules=rules)
     new_model = ReplayModel(trace) if model == "recorded" else model
     error: BaseException | None = None
     cut = model == "recorded" and _ended_after_tool_call(trace)
-    if cut:
+    if cut and hasattr(agent, "max_steps"):
         # The recording stops after its last tool call (the conversation was ended from
         # outside): the replay runs the same steps and stops there too.
-        agent = copy.copy(agent)
-        agent.max_steps = len(trace.steps)
+        stepped: Any = copy.copy(agent)
+        stepped.max_steps = len(trace.steps)
+        agent = stepped
     with (
         mock_context(
             toolset,
@@ -218,12 +221,8 @@ async def _model_sample(
         agent.override(model=new_model, tools=replay_tools),
     ):
         try:
-            result = await agent.run(
-                trace.input,
-                history=trace.history,
-                metadata={"replay_of": trace.id},
-                tags=["replay"],
-            )
+            options = RunOptions(trace.history, {"replay_of": trace.id}, ["replay"])
+            result = await agent.run_with(trace.input, options)
             new = result.trace
         except MockBypassed:
             raise

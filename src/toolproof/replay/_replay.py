@@ -14,15 +14,16 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import time
-from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
+from typing import Any, Literal
 
+from toolproof._agent import Runnable
 from toolproof._executor import Executor, LocalExecutor, Work, executor_from_string
+from toolproof._thread_loop import blocking
 from toolproof._tools import Tool
 from toolproof._toolset import Toolset, factory_name, mock_context, unknown_tool
 from toolproof._trace import ToolInfo, Trace
@@ -44,27 +45,97 @@ from toolproof.replay._store import TraceFilter, TraceStore
 from toolproof.replay._time import parse_timestamp
 from toolproof.replay._tools_mode import _today_tools, _TodayTool, _tools_sample
 
-if TYPE_CHECKING:
-    from toolproof._agent import Agent
-
 __all__ = [
     "AgentFactory",
     "ReplayMode",
     "ReplayModel",
+    "ReplayOptions",
     "areplay",
     "mock_from_trace",
     "replay",
+    "replay_model",
+    "replay_tools",
 ]
 
 ReplayMode = Literal["tools", "model"]
 
 #: Builds today's agent: ``factory(model, tools)``; ``tools=None`` means its own tools.
-AgentFactory = Callable[[Any, Any], "Agent"]
+AgentFactory = Callable[[Any, Any], Runnable]
 
 Source = TraceStore | str | Path | Iterable[Trace]
 
-P = ParamSpec("P")
-R = TypeVar("R")
+
+# -- the entry points ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayOptions:
+    """What both replay modes take besides the samples and today's agent or tools.
+
+    The fields are :func:`areplay`'s arguments of the same names, checked and resolved
+    (:meth:`make`): the rules loaded, the gate and aging taken from them when unset.
+    """
+
+    rules: ReplayRules
+    gate: float | None
+    aging: Aging
+    executor: Executor
+    filter: TraceFilter | None = None
+    concurrency: int = 4
+    now: float = 0.0
+    real_tools: Sequence[str] = ()
+
+    @classmethod
+    def make(
+        cls,
+        *,
+        rules: ReplayRules | Mapping[str, Any] | str | Path | None = None,
+        filter: TraceFilter | None = None,
+        gate: float | None = None,
+        aging: Aging | None = None,
+        concurrency: int = 4,
+        now: float | datetime | None = None,
+        real_tools: Sequence[str] = (),
+        executor: str | Executor | None = None,
+    ) -> ReplayOptions:
+        """Check and resolve the options (see :func:`areplay` for each).
+
+        Raises:
+            UserError: A concurrency below 1 or a gate outside 0..1.
+        """
+        if concurrency < 1:
+            raise UserError(f"replay concurrency must be at least 1, got {concurrency}")
+        loaded = _rules(rules)
+        gate = gate if gate is not None else loaded.gate
+        if gate is not None and not 0 <= gate <= 1:
+            raise UserError(f"the gate is a failure rate between 0 and 1, got {gate}")
+        return cls(
+            loaded,
+            gate,
+            aging if aging is not None else loaded.aging,
+            executor_from_string(executor),
+            filter,
+            concurrency,
+            _now(now),
+            real_tools,
+        )
+
+    @property
+    def local(self) -> bool:
+        """Whether the samples run in this process."""
+        return isinstance(self.executor, LocalExecutor)
+
+    def report(self, mode: ReplayMode, expired: int, source: str | None) -> ReplayReport:
+        """The empty report of a replay starting now."""
+        started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        return ReplayReport(
+            mode=mode,
+            gate=self.gate,
+            aging=self.aging,
+            expired=expired,
+            started_at=started_at.replace("+00:00", "Z"),
+            source=source,
+        )
 
 
 # -- the entry points ------------------------------------------------------------------------
@@ -75,7 +146,7 @@ async def areplay(
     *,
     mode: ReplayMode = "tools",
     tools: Toolset | Sequence[Tool[..., Any] | ToolInfo] | Mapping[str, Any] | None = None,
-    agent: Agent | AgentFactory | None = None,
+    agent: Runnable | AgentFactory | None = None,
     model: Model | str | None = None,
     rules: ReplayRules | Mapping[str, Any] | str | Path | None = None,
     filter: TraceFilter | None = None,
@@ -130,187 +201,162 @@ async def areplay(
         MockBypassed: A tool's real code was about to run although it was not named in
             ``real_tools`` (the agent does not use the tools replay handed it).
     """
-    started = time.perf_counter()
-    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
     if mode not in ("tools", "model"):
         raise UserError(f"replay mode must be 'tools' or 'model', got {mode!r}")
-    if concurrency < 1:
-        raise UserError(f"replay concurrency must be at least 1, got {concurrency}")
-    rules = _rules(rules)
-    aging = aging if aging is not None else rules.aging
-    gate = gate if gate is not None else rules.gate
-    if gate is not None and not 0 <= gate <= 1:
-        raise UserError(f"the gate is a failure rate between 0 and 1, got {gate}")
-    moment = _now(now)
+    options = ReplayOptions.make(
+        rules=rules,
+        filter=filter,
+        gate=gate,
+        aging=aging,
+        concurrency=concurrency,
+        now=now,
+        real_tools=real_tools,
+        executor=executor,
+    )
+    if mode == "tools":
+        return await replay_tools(source, _todays_tools(tools, agent), options, run_mocks=run_mocks)
+    agent = _model_mode_agent(agent, model)
+    return await replay_model(source, agent, model, options, judge=judge, keep_traces=keep_traces)
 
-    built: Agent | None = None
-    if (
-        mode == "model"
-        and model is None
-        and agent is not None
-        and not isinstance(agent, _agent_class())
-    ):
+
+def _todays_tools(
+    tools: Toolset | Sequence[Tool[..., Any] | ToolInfo] | Mapping[str, Any] | None,
+    agent: Runnable | AgentFactory | None,
+) -> Toolset | Sequence[Tool[..., Any] | ToolInfo] | Mapping[str, Any]:
+    """Tools mode's tools: those given, else the agent's (a factory is built to get them)."""
+    built = _build_agent(agent, None) if agent is not None else None
+    if tools is not None:
+        return tools
+    if built is None:
+        raise UserError(
+            "tools mode needs today's tools: pass tools=... (or --tools), or an agent "
+            "(--agent module:factory) whose tools are used"
+        )
+    return built.toolset
+
+
+def _model_mode_agent(
+    agent: Runnable | AgentFactory | None, model: Model | str | None
+) -> Runnable | AgentFactory:
+    """Model mode's agent, checked: an agent, or a factory with the model that answers."""
+    if agent is None:
+        raise UserError(
+            "model mode needs today's agent: pass agent=... (an Agent or a factory "
+            "`factory(model, tools) -> Agent`; on the command line --agent module:factory)"
+        )
+    if model is None and not isinstance(agent, Runnable):
         raise UserError(
             "model mode with an agent factory needs the model that answers: pass model=... "
             "(a Model, a model string, or 'recorded'; on the command line --model)"
         )
-    if agent is not None:
-        built = _build_agent(agent, model if mode == "model" else None)
+    return agent
 
-    runner = executor_from_string(executor)
-    local = isinstance(runner, LocalExecutor)
-    # tools mode reads stored rows as data where that is exact (see _recorded.py)
-    reading: _Reading = ("view" if mode == "tools" else "trace") if local else "raw"
-    samples, expired, source_name = _samples(source, filter, aging, moment, reading=reading)
-    report = ReplayReport(
-        mode=mode,
-        gate=gate,
-        aging=aging,
-        expired=expired,
-        started_at=started_at,
-        source=source_name,
-    )
-    if mode == "tools":
-        if tools is None:
-            if built is None:
-                raise UserError(
-                    "tools mode needs today's tools: pass tools=... (or --tools), or an agent "
-                    "(--agent module:factory) whose tools are used"
+
+async def replay_tools(
+    source: Source,
+    tools: Toolset | Sequence[Tool[..., Any] | ToolInfo] | Mapping[str, Any],
+    options: ReplayOptions,
+    *,
+    run_mocks: bool = False,
+) -> ReplayReport:
+    """Tools mode: the recorded model outputs through today's tools (see :func:`areplay`)."""
+    started = time.perf_counter()
+    # stored rows are read as data where that is exact (see _recorded.py), raw for workers
+    reading: _Reading = "view" if options.local else "raw"
+    samples, expired, source_name = _samples(source, options, reading=reading)
+    report = options.report("tools", expired, source_name)
+    tools = _as_toolset(tools, options.real_tools)
+    with contextlib.ExitStack() as isolation:
+        if isinstance(tools, Toolset):
+            tools = isolation.enter_context(
+                mock_context(
+                    tools, where="replay (tools mode)", how=_REAL_TOOL_HOW, real=options.real_tools
                 )
-            tools = built.toolset
-        tools = _as_toolset(tools, real_tools)
-        with contextlib.ExitStack() as isolation:
-            if isinstance(tools, Toolset):
-                tools = isolation.enter_context(
-                    mock_context(
-                        tools, where="replay (tools mode)", how=_REAL_TOOL_HOW, real=real_tools
-                    )
-                )
-                report.real_tools = list(tools.real_tools)
-            today = _today_tools(tools)
-            clock = time.perf_counter
-            if not local:  # every sample's JSON goes to a worker, decoded and graded there
-                work = Work(
-                    (today, rules, run_mocks, aging),
-                    _tools_item,
-                    _lost,
-                    concurrency,
-                    run_sync=_tools_item_sync,
-                )
-                report.samples = await _collect(runner, work, samples)
-                samples = iter(())
-            decays = aging.half_life is not None  # (else every weight is 1.0, the default)
-            for trace, age in samples:
-                begin = clock()
-                result = _tools_sample(trace, today, rules, run_mocks=run_mocks)
-                result.age_s = age
-                if decays:
-                    result.weight = aging.weight(age)
-                result.duration_ms = (clock() - begin) * 1000
-                report.samples.append(result)
-    else:
-        if built is None:
-            raise UserError(
-                "model mode needs today's agent: pass agent=... (an Agent or a factory "
-                "`factory(model, tools) -> Agent`; on the command line --agent module:factory)"
             )
-        new_model: Model | Literal["recorded"] | None = None
-        if model == "recorded":
-            new_model = "recorded"
-        elif model is not None and isinstance(agent, _agent_class()):
-            if isinstance(model, str):
-                from toolproof.models import model_from_string
-
-                new_model = model_from_string(model)
-            else:
-                new_model = model
-        if new_model == "recorded":
-            report.new_model = "recorded"
-        else:
-            report.new_model = (new_model or built.model).name
-        for name in real_tools:
-            if name not in built.toolset:
-                raise UserError(f"replay: real tool {unknown_tool(name, built.toolset.names)}")
-        report.real_tools = list(dict.fromkeys(real_tools))
-        factory = None if isinstance(agent, _agent_class()) else factory_name(agent)
-        report.samples = await _run_model_mode(
-            list(samples),
-            built,
-            new_model,
-            rules,
-            judge,
-            aging,
-            concurrency,
-            keep_traces,
-            report.real_tools,
-            factory,
-            runner,
-        )
+            report.real_tools = list(tools.real_tools)
+        today = _today_tools(tools)
+        aging, rules = options.aging, options.rules
+        if not options.local:  # every sample's JSON goes to a worker, decoded and graded there
+            context = (today, rules, run_mocks, aging)
+            work = Work(context, _tools_item, _lost, options.concurrency, run_sync=_tools_item_sync)
+            report.samples = await _collect(options.executor, work, samples)
+            samples = iter(())
+        clock = time.perf_counter
+        decays = aging.half_life is not None  # (else every weight is 1.0, the default)
+        for trace, age in samples:
+            begin = clock()
+            result = _tools_sample(trace, today, rules, run_mocks=run_mocks)
+            result.age_s = age
+            if decays:
+                result.weight = aging.weight(age)
+            result.duration_ms = (clock() - begin) * 1000
+            report.samples.append(result)
     report.duration_s = time.perf_counter() - started
     return report
 
 
-def _blocking(
-    function: Callable[P, Coroutine[Any, Any, R]], name: str, instead: str
-) -> Callable[P, R]:
-    """A blocking twin of ``function`` with the very same parameters (one definition)."""
+async def replay_model(
+    source: Source,
+    agent: Runnable | AgentFactory,
+    model: Model | str | None,
+    options: ReplayOptions,
+    *,
+    judge: Model | None = None,
+    keep_traces: bool = False,
+) -> ReplayReport:
+    """Model mode: today's agent answers the recorded questions (see :func:`areplay`)."""
+    started = time.perf_counter()
+    built = _build_agent(agent, model)
+    samples, expired, source_name = _samples(
+        source, options, reading="trace" if options.local else "raw"
+    )
+    report = options.report("model", expired, source_name)
+    new_model: Model | Literal["recorded"] | None = None
+    if model == "recorded":
+        new_model = "recorded"
+    elif model is not None and isinstance(agent, Runnable):
+        if isinstance(model, str):
+            from toolproof.models import model_from_string
 
-    @functools.wraps(function)
-    def run(*args: P.args, **kwargs: P.kwargs) -> R:
-        import asyncio
+            new_model = model_from_string(model)
+        else:
+            new_model = model
+    report.new_model = "recorded" if new_model == "recorded" else (new_model or built.model).name
+    for name in options.real_tools:
+        if name not in built.toolset:
+            raise UserError(f"replay: real tool {unknown_tool(name, built.toolset.names)}")
+    report.real_tools = list(dict.fromkeys(options.real_tools))
+    factory = None if isinstance(agent, Runnable) else factory_name(agent)
+    recorder, built.recorder = built.recorder, None  # replays are not production runs
+    try:
+        context = _ModelContext(
+            built, new_model, options.rules, judge, options.aging, keep_traces,
+            report.real_tools, factory,
+        )  # fmt: skip
+        work = Work(context, _model_item, _lost, options.concurrency)
+        report.samples = await _collect(options.executor, work, list(samples))
+    finally:
+        built.recorder = recorder
+    report.duration_s = time.perf_counter() - started
+    return report
 
-        from toolproof._agent import no_running_loop
 
-        no_running_loop(name, instead)
-        found: list[R] = []
-
-        async def main() -> None:
-            # The result is kept here, not as the task's result: asyncio.run (3.11) formats
-            # its main task, result included, in full when it restores the SIGINT handler;
-            # with a report of 10,000 samples that repr cost more than grading them.
-            found.append(await function(*args, **kwargs))
-
-        asyncio.run(main())
-        return found[0]
-
-    run.__name__ = run.__qualname__ = name
-    return run
-
-
-replay = _blocking(areplay, "replay", "`await areplay(...)`")
-replay.__doc__ = """Replay recorded samples and grade them (see :func:`areplay` for the arguments).
+replay = blocking(
+    areplay,
+    "replay",
+    "`await areplay(...)`",
+    doc="""Replay recorded samples and grade them (see :func:`areplay` for the arguments).
 
     Raises:
         UserError: Called from a running event loop (use ``await areplay(...)``), or a
             misconfiguration (see :func:`areplay`).
-    """
-
-
-async def _run_model_mode(
-    samples: list[tuple[Trace, float]],
-    agent: Agent,
-    model: Model | Literal["recorded"] | None,
-    rules: ReplayRules,
-    judge: Model | None,
-    aging: Aging,
-    concurrency: int,
-    keep_traces: bool,
-    real_tools: Sequence[str] = (),
-    factory: str | None = None,
-    executor: Executor | None = None,
-) -> list[SampleResult]:
-    recorder, agent.recorder = agent.recorder, None  # replays are not production runs
-    try:
-        context = _ModelContext(agent, model, rules, judge, aging, keep_traces, real_tools, factory)
-        work = Work(context, _model_item, _lost, concurrency)
-        return await _collect(executor or LocalExecutor(), work, samples)
-    finally:
-        agent.recorder = recorder
+    """,
+)
 
 
 @dataclass(slots=True)
 class _ModelContext:
-    agent: Agent
+    agent: Runnable
     model: Model | Literal["recorded"] | None
     rules: ReplayRules
     judge: Model | None
@@ -476,16 +522,8 @@ def _rules(rules: ReplayRules | Mapping[str, Any] | str | Path | None) -> Replay
     return ReplayRules.from_dict(rules)
 
 
-def _agent_class() -> type[Agent]:
-    from toolproof._agent import Agent
-
-    return Agent
-
-
-def _build_agent(agent: Agent | AgentFactory, model: Model | str | None) -> Agent:
-    from toolproof._agent import Agent
-
-    if isinstance(agent, Agent):
+def _build_agent(agent: Runnable | AgentFactory, model: Model | str | None) -> Runnable:
+    if isinstance(agent, Runnable):
         return agent
     if not callable(agent):
         raise UserError(f"agent must be an Agent or a factory(model, tools), got {agent!r}")
@@ -508,7 +546,7 @@ def _build_agent(agent: Agent | AgentFactory, model: Model | str | None) -> Agen
         raise UserError(
             f"agent factory raised {type(exc).__name__}: {exc}" + (f" ({where})" if where else "")
         ) from exc
-    if not isinstance(built, Agent):
+    if not isinstance(built, Runnable):
         raise UserError(f"the agent factory returned {built!r}, not an Agent")
     return built
 
@@ -527,14 +565,10 @@ _Reading = Literal["trace", "view", "raw"]
 
 
 def _samples(
-    source: Source,
-    filter: TraceFilter | None,
-    aging: Aging,
-    now: float,
-    *,
-    reading: _Reading = "trace",
+    source: Source, options: ReplayOptions, *, reading: _Reading = "trace"
 ) -> tuple[Iterator[tuple[Any, float]], int, str | None]:
-    cut = None if aging.max_age is None else now - aging.max_age
+    filter, now = options.filter, options.now
+    cut = None if options.aging.max_age is None else now - options.aging.max_age
     if isinstance(source, (str, Path)):
         store = TraceStore(source, create=False)
         store._scan_only()

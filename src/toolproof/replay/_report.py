@@ -40,7 +40,14 @@ from toolproof.replay._rules import Aging
 if TYPE_CHECKING:
     from toolproof._statistics import GateDecision, Interval
 
-__all__ = ["MARKDOWN_MARKER", "REPORT_FORMAT", "REPORT_VERSION", "ReplayReport"]
+__all__ = [
+    "MARKDOWN_MARKER",
+    "REPORT_FORMAT",
+    "REPORT_VERSION",
+    "ReplayReport",
+    "replay_data",
+    "write_replay_html",
+]
 
 REPORT_FORMAT = "toolproof-replay-report"
 #: Version of the JSON report. Bump it when a field is removed or changes meaning.
@@ -437,8 +444,6 @@ class ReplayReport:
             write_junit(spec.path, self.junit_suites())
             return
         if spec.format == "html":
-            from toolproof.view import write_replay_html
-
             write_replay_html(spec.path, self)
             return
         with open_output(spec.path) as out:
@@ -488,3 +493,41 @@ def _show(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def replay_data(report: ReplayReport) -> dict[str, Any]:
+    """The replay report's JSON data with each warn and fail sample's traces added.
+
+    The new run's trace comes from the sample (model mode); the recorded one from the store
+    the samples came from, when it can still be read.
+    """
+    data = report.to_dict()
+    wanted = {s.trace_id for s in report.samples if s.grade in ("warn", "fail")}
+    recorded: dict[str, dict[str, Any]] = {}
+    if wanted and report.source:
+        try:
+            from toolproof.replay._store import TraceStore
+
+            with TraceStore(report.source, create=False) as store:
+                for trace_id in wanted:
+                    try:
+                        recorded[trace_id] = json.loads(store.get_json(trace_id))
+                    except Exception:
+                        continue
+        except Exception:
+            recorded = {}
+    for sample, out in zip(report.samples, data["results"], strict=True):
+        if sample.trace_id in recorded:
+            out["recorded_trace"] = recorded[sample.trace_id]
+        if sample.new_trace is not None and sample.grade in ("warn", "fail"):
+            out["new_trace"] = sample.new_trace.to_dict()
+    return data
+
+
+def write_replay_html(path: str, report: ReplayReport) -> None:
+    """Write the HTML report of a replay: counts, the gate, findings and side-by-side diffs."""
+    from toolproof.replay._html import render_replay
+
+    text = render_replay(replay_data(report))
+    with open_output(path) as out:
+        out.write(text)

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolproof._agent import Agent, Budget, RunResult
-from toolproof._messages import Message, ModelSettings
+from toolproof._agent import BaseAgent, RunOptions, RunResult
+from toolproof._messages import Message
 from toolproof.errors import AgentRunError, UserError
 from toolproof.models.fake import ScriptedModel
 from toolproof.server._conversation import UNSEEN
@@ -74,7 +74,7 @@ INHERITED = (
 )
 
 
-class ExternalAgent(Agent):
+class ExternalAgent(BaseAgent):
     """An agent written with any framework or language, tested through its model endpoint.
 
     Each run starts a toolproof server on 127.0.0.1 (a free port) answered by this agent's
@@ -134,31 +134,17 @@ class ExternalAgent(Agent):
                 )
         self.cwd = Path(cwd) if cwd is not None else None
 
-    async def run(
-        self,
-        input: str,
-        *,
-        history: Sequence[Message] = (),
-        metadata: Mapping[str, Any] | None = None,
-        tags: Sequence[str] = (),
-        settings: ModelSettings | None = None,
-        memory_state: Any = None,
-        budget: Budget | None = None,
-    ) -> RunResult:
+    async def run_with(self, input: str, options: RunOptions) -> RunResult:
         """Run the external agent on one user message; see :meth:`toolproof.Agent.run`.
 
         Raises:
             AgentRunError: The program failed, timed out, printed nothing, or never called
                 the server; ``error.trace`` holds what was seen on the wire.
         """
-        from toolproof._agent import _overrides
         from toolproof.server._app import ToolproofServer
 
-        if not isinstance(input, str):
-            raise UserError(f"Agent.run(input=...) must be a string, got {type(input).__name__}")
-        override = (_overrides.get() or {}).get(id(self))
-        model = override.model if override and override.model else self.model
-        limit = self.timeout or (budget or self.budget).max_seconds
+        model, _ = self.resolve(input)
+        limit = self.timeout or (options.budget or self.budget).max_seconds
         server = ToolproofServer()
         await server.start()
         channel = server.open_channel(lambda: model)
@@ -166,7 +152,7 @@ class ExternalAgent(Agent):
         key = f"tp-{channel.id}"
         problem: str | None = None
         output: str | None = None
-        earlier = _history(history)
+        earlier = _history(options.history)
         try:
             if self.http is not None:
                 output, problem = await self._post(input, earlier, base_url, key, limit)
@@ -176,11 +162,11 @@ class ExternalAgent(Agent):
             await server.aclose()
         traces = channel.traces()
         trace = _merge(traces, input, model)
-        trace.metadata.update(dict(metadata or {}))
+        trace.metadata.update(dict(options.metadata or {}))
         trace.metadata.update(UNSEEN)  # (whatever the case's metadata says)
         if self.name:
             trace.metadata.setdefault("agent", self.name)
-        trace.tags = list(tags)
+        trace.tags = list(options.tags)
         scripted = [t.error for t in traces if t.error and t.error.type in _SCRIPT_ERRORS]
         if scripted and isinstance(model, ScriptedModel):  # whatever the program made of it
             problem = f"the script does not fit the agent: {scripted[0].message}"
@@ -196,7 +182,7 @@ class ExternalAgent(Agent):
         trace.output = output
         if trace.stop_reason == "error" and trace.error is None:
             trace.stop_reason, trace.stop_detail = "final", None
-        conversation = [*history, Message("user", input), Message("assistant", output)]
+        conversation = [*options.history, Message("user", input), Message("assistant", output)]
         return RunResult(output, trace.stop_reason, trace, conversation)
 
     def _environment(self, base_url: str, key: str) -> dict[str, str]:

@@ -22,7 +22,7 @@ from toolproof._toolset import MockProvider, ToolMode, Toolset, mock_context
 from toolproof.errors import ToolError, UserError
 
 if TYPE_CHECKING:
-    from toolproof._agent import Agent
+    from toolproof._agent import Runnable
     from toolproof._tools import Tool
 
 __all__ = ["Fault", "mock_tools", "with_faults"]
@@ -253,7 +253,7 @@ def with_faults(toolset: Toolset, *faults: Fault) -> Toolset:
 
 @contextmanager
 def mock_tools(
-    agent: Agent,
+    agent: Runnable,
     *mocks: MockProvider | Mapping[str, Callable[..., Any]],
     faults: Sequence[Fault] = (),
     overrides: Mapping[str, ToolMode] | None = None,
@@ -300,7 +300,7 @@ def mock_tools(
 
 @contextmanager
 def mocked_tools(
-    agent: Agent,
+    agent: Runnable,
     mocks: Sequence[MockProvider | Mapping[str, Callable[..., Any]]],
     faults: Sequence[Fault],
     overrides: Mapping[str, ToolMode] | None,

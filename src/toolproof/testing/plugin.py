@@ -33,7 +33,7 @@ import pytest
 from toolproof.testing._live import LIVE_ENV, is_live
 
 if TYPE_CHECKING:
-    from toolproof._agent import Agent, RunResult
+    from toolproof._agent import Runnable, RunResult
     from toolproof._toolset import MockProvider, ToolMode
     from toolproof._trace import Trace
     from toolproof.models import Model
@@ -245,9 +245,9 @@ class AgentRunner:
     def __init__(self, traces: list[Trace]) -> None:
         self.traces = traces
 
-    def __call__(
+    async def run(
         self,
-        agent: Agent,
+        agent: Runnable,
         input: str,
         *,
         model: Model | None = None,
@@ -259,7 +259,7 @@ class AgentRunner:
         real: Sequence[str] = (),
         **run_options: Any,
     ) -> RunResult:
-        """Run ``agent`` on ``input`` and return the result.
+        """Run ``agent`` on ``input`` and return the result (in async tests).
 
         Args:
             agent: The agent.
@@ -276,42 +276,7 @@ class AgentRunner:
                 tools with ``side_effects=True`` never do (see ``mock_tools``).
             **run_options: Passed to ``Agent.run`` (``history``, ``metadata``...).
         """
-        import asyncio
-
-        from toolproof._agent import no_running_loop
-
-        no_running_loop("run_agent", "`await run_agent.run(...)`")
-
-        return asyncio.run(
-            self.run(
-                agent,
-                input,
-                model=model,
-                script=script,
-                mocks=mocks,
-                faults=faults,
-                mode=mode,
-                overrides=overrides,
-                real=real,
-                **run_options,
-            )
-        )
-
-    async def run(
-        self,
-        agent: Agent,
-        input: str,
-        *,
-        model: Model | None = None,
-        script: Sequence[Any] | None = None,
-        mocks: Sequence[MockProvider | Mapping[str, Callable[..., Any]]] = (),
-        faults: Sequence[Fault] = (),
-        mode: ToolMode | None = None,
-        overrides: Mapping[str, ToolMode] | None = None,
-        real: Sequence[str] = (),
-        **run_options: Any,
-    ) -> RunResult:
-        """Like calling the runner, for async tests."""
+        from toolproof._run import RunOptions
         from toolproof.errors import AgentRunError, UserError
         from toolproof.testing import ScriptedModel
         from toolproof.testing._faults import mocked_tools
@@ -330,13 +295,20 @@ class AgentRunner:
                 )
             stack.enter_context(agent.override(model=model, tools=toolset))
             try:
-                result = await agent.run(input, **run_options)
+                result = await agent.run_with(input, RunOptions(**run_options))
             except AgentRunError as exc:
                 if exc.trace is not None:
                     self.traces.append(exc.trace)
                 raise
         self.traces.append(result.trace)
         return result
+
+    def __call__(self, agent: Runnable, input: str, **options: Any) -> RunResult:
+        """Run ``agent`` on ``input`` from a synchronous test (the arguments of :meth:`run`)."""
+        from toolproof._thread_loop import blocking  # (loaded with the first run)
+
+        run = blocking(AgentRunner.run, "run_agent", "`await run_agent.run(...)`")
+        return run(self, agent, input, **options)
 
 
 @pytest.fixture

@@ -9,8 +9,9 @@ report is escaped with :func:`html.escape` or set as DOM text by the script.
 
 from __future__ import annotations
 
-from toolproof.view._html import render_trace_page, write_eval_html
-from toolproof.view._html_replay import write_replay_html
+from toolproof._html import render_trace_page
+from toolproof.evals._report import write_eval_html
+from toolproof.replay._report import write_replay_html
 from toolproof.view._render import render_report
 
 __all__ = ["render_report", "render_trace_page", "write_eval_html", "write_replay_html"]

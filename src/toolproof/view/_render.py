@@ -1,14 +1,15 @@
-"""The entry point that renders any JSON report: an eval's (:mod:`._html`) or a replay's.
+"""The entry point that renders any JSON report: an eval's or a replay's.
 
-It sits above both renderers, which share the page shell of :mod:`._html`.
+It sits above both renderers (``evals/_html.py``, ``replay/_html.py``), which share the page
+shell of :mod:`toolproof._html`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from toolproof.view._html import render_eval
-from toolproof.view._html_replay import render_replay
+from toolproof.evals._html import render_eval
+from toolproof.replay._html import render_replay
 
 __all__ = ["render_report"]
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolproof.view._html import e, page, render_trace_page
+from toolproof._html import e, page, render_trace_page
 from toolproof.view._render import render_report
 
 if TYPE_CHECKING:

@@ -23,6 +23,6 @@ from toolproof.evals._builtins import state
 # isort: split
 # Retrieval quality (retrieval, retrieval_grounded, faithfulness): with their id and
 # aggregate helpers in one module.
-from toolproof.evals import _retrieval as retrieval
+import toolproof.evals._retrieval as retrieval
 
 __all__ = ["answer", "calls", "claims", "retrieval", "run", "state"]

@@ -11,9 +11,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.tools import StructuredTool
 
-from toolproof._agent import Agent, Budget, RunResult
+from toolproof._agent import BaseAgent, RunOptions, RunResult
 from toolproof._agent_run import ForeignRun
-from toolproof._messages import Message, ModelSettings
+from toolproof._messages import Message
 from toolproof._tools import Tool
 from toolproof._toolset import Toolset
 from toolproof.errors import AgentRunError, UserError
@@ -32,7 +32,7 @@ __all__ = ["LangChainAgent"]
 AgentBuilder = Callable[[BaseChatModel, list[StructuredTool]], Any]
 
 
-class LangChainAgent(Agent):
+class LangChainAgent(BaseAgent):
     """A LangChain or LangGraph agent that toolproof can run, evaluate and record.
 
     On each run it builds the LangChain agent from a chat model backed by this agent's
@@ -84,21 +84,12 @@ class LangChainAgent(Agent):
             raise UserError(
                 f"LangChainAgent(tool_errors=...) must be 'message' or 'raise', got {tool_errors!r}"
             )
-        super().__init__(model, tools, system_prompt=system_prompt, name=name, recorder=recorder)
+        super().__init__(model, tools, name=name, recorder=recorder)
+        self.system_prompt = system_prompt
         self.build = build
         self.tool_errors: ErrorStyle = tool_errors
 
-    async def run(
-        self,
-        input: str,
-        *,
-        history: Sequence[Message] = (),
-        metadata: Any = None,
-        tags: Sequence[str] = (),
-        settings: ModelSettings | None = None,
-        memory_state: Any = None,
-        budget: Budget | None = None,
-    ) -> RunResult:
+    async def run_with(self, input: str, options: RunOptions) -> RunResult:
         """Run the LangChain agent on one user message; see :meth:`toolproof.Agent.run`.
 
         Of the budget, the wall-clock limit (``max_seconds``) applies: the run is cancelled
@@ -107,25 +98,26 @@ class LangChainAgent(Agent):
         Raises:
             AgentRunError: The LangChain run raised; ``error.trace`` holds the partial trace.
         """
-        run = ForeignRun(self, input, budget)
-        chat = ToolproofChatModel(backend=run.model, settings=self.settings.merged(settings))
+        run = ForeignRun(self, input, options.budget)
+        settings = self.settings.merged(options.settings)
+        chat = ToolproofChatModel(backend=run.model, settings=settings)
         lc_tools = to_langchain(run.toolset, errors=self.tool_errors)
-        meta = dict(metadata or {})
+        meta = dict(options.metadata or {})
         if self.name and "agent" not in meta:
             meta["agent"] = self.name
-        captured = TraceCapture(input=input, metadata=meta, tags=tags)
+        captured = TraceCapture(input=input, metadata=meta, tags=options.tags)
         token = _home_loop.set(asyncio.get_running_loop())
         try:
             with _capturing(captured):  # records a failure in the trace on its way out
                 target = self.build(chat, lc_tools)
-                await run.limited(self._invoke(target, input, list(history)))
+                await run.limited(self._invoke(target, input, list(options.history)))
         except Exception as exc:
             run.note(exc)
         finally:
             _home_loop.reset(token)
         trace = captured.trace
-        run.describe(trace, history)
-        trace.settings = self.settings.merged(settings).to_dict()
+        run.describe(trace, options.history)
+        trace.settings = settings.to_dict()
         failure = run.failure
         error = failure if isinstance(failure, AgentRunError) else None
         return run.finish(trace, framework="the LangChain agent", error=error)

@@ -9,10 +9,9 @@ from typing import Any
 
 from agents import FunctionTool
 
-from toolproof._agent import Agent as ToolproofAgent
-from toolproof._agent import Budget
+from toolproof._agent import BaseAgent, RunOptions
 from toolproof._agent import RunResult as ToolproofRunResult
-from toolproof._messages import Message, ModelSettings
+from toolproof._messages import Message
 from toolproof._tools import Tool
 from toolproof._toolset import Toolset
 from toolproof._trace import ErrorInfo, RequestSummary, Trace
@@ -77,7 +76,7 @@ def _input_items(history: Sequence[Message], text: str) -> list[dict[str, Any]]:
     return items
 
 
-class AgentsSDKAgent(ToolproofAgent):
+class AgentsSDKAgent(BaseAgent):
     """An OpenAI Agents SDK agent that toolproof can run, evaluate and record.
 
     On each run it builds the SDK agent from an :class:`AgentsModel` backed by this agent's
@@ -120,21 +119,14 @@ class AgentsSDKAgent(ToolproofAgent):
     ) -> None:
         if not callable(build):
             raise UserError(f"AgentsSDKAgent(build=...) must be callable, got {build!r}")
-        super().__init__(model, tools, max_steps=max_steps, name=name, recorder=recorder)
+        if max_steps < 1:
+            raise UserError(f"AgentsSDKAgent(max_steps=...) must be at least 1, got {max_steps}")
+        super().__init__(model, tools, name=name, recorder=recorder)
+        self.max_steps = max_steps
         self.build = build
         self.sdk_tracing = sdk_tracing
 
-    async def run(
-        self,
-        input: str,
-        *,
-        history: Sequence[Message] = (),
-        metadata: Any = None,
-        tags: Sequence[str] = (),
-        settings: ModelSettings | None = None,
-        memory_state: Any = None,
-        budget: Budget | None = None,
-    ) -> ToolproofRunResult:
+    async def run_with(self, input: str, options: RunOptions) -> ToolproofRunResult:
         """Run the SDK agent on one user message; see :meth:`toolproof.Agent.run`.
 
         Of the budget, the wall-clock limit (``max_seconds``) applies: the run is cancelled
@@ -149,10 +141,10 @@ class AgentsSDKAgent(ToolproofAgent):
         from toolproof._agent_run import ForeignRun
         from toolproof.errors import AgentRunError
 
-        run = ForeignRun(self, input, budget)
+        run = ForeignRun(self, input, options.budget)
         sdk_model = AgentsModel(run.model)
         sdk_agent = self.build(sdk_model, to_function_tool(run.toolset))
-        items: Any = _input_items(history, input)
+        items: Any = _input_items(options.history, input)
         data: Any = await run.call(
             Runner.run(
                 sdk_agent,
@@ -169,11 +161,12 @@ class AgentsSDKAgent(ToolproofAgent):
         else:  # the SDK kept nothing: rebuild the steps from what the model was asked
             trace = _trace_of(sdk_model, input)
         trace.input = input
-        run.describe(trace, history)
+        run.describe(trace, options.history)
         instructions = getattr(sdk_agent, "instructions", None)
         trace.system_prompt = instructions if isinstance(instructions, str) else None
-        trace.metadata = {**dict(metadata or {}), **({"agent": self.name} if self.name else {})}
-        trace.tags = list(tags)
+        named = {"agent": self.name} if self.name else {}
+        trace.metadata = {**dict(options.metadata or {}), **named}
+        trace.tags = list(options.tags)
         trace.ended_at = utc_now()
         trace.duration_ms = (time.perf_counter() - run.started) * 1000
         if isinstance(failure, MaxTurnsExceeded):

@@ -1,37 +1,41 @@
-r"""Render eval and replay reports (and single traces) as self-contained HTML pages.
+"""The HTML report of an eval run (``--report html:PATH``): summary, charts, cases, traces.
 
-A page is one file: the CSS and the script are inlined, nothing is fetched, and it works
-from ``file://``. The summary, the charts (inline SVG) and the case list are rendered here,
-so they need no JavaScript; the report's data is embedded once as JSON (with ``<``, ``>``
-and ``&`` written as ``\\u003c``... so nothing in it can close the script element), and the
-script renders trace steps from it when a trial is opened.
-
-Escaping: every value from a report goes through :func:`html.escape` (text and attribute
-values alike); the script only ever sets DOM text, never markup.
+The summary and the charts are rendered here, so they need no JavaScript; the trials and
+their traces are embedded as data for the script (see :mod:`toolproof._html`, the page
+shell, for the escaping rules). The renderer takes the JSON report's data.
 """
 
 from __future__ import annotations
 
-import html
+import io
 import json
 import math
-import os
-import tempfile
-from collections.abc import Sequence
-from functools import cache
-from importlib import resources
-from typing import IO, TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import IO, Any
 
+from toolproof._html import (
+    DATA_END,
+    DATA_START,
+    badge,
+    chart_svg,
+    cost,
+    count,
+    e,
+    embed_json,
+    figure,
+    page_end,
+    page_start,
+    pct,
+    secs,
+    tile,
+)
 from toolproof._stats_text import gate_line
 
-if TYPE_CHECKING:
-    from toolproof.evals._results import EvalReport
-
 __all__ = [
-    "embed_json",
-    "page",
-    "render_trace_page",
-    "write_eval_html",
+    "expand_eval_data",
+    "page_trial",
+    "render_eval",
+    "write_eval_page",
 ]
 
 #: Above this many trials, passing trials' checks are rendered by the script when opened
@@ -49,111 +53,6 @@ _COLORS = {
     "error": "var(--error)",
     "simulator_fault": "var(--muted)",
 }
-
-
-def e(value: Any) -> str:
-    """Escape any value for HTML text or a quoted attribute."""
-    return html.escape("" if value is None else str(value), quote=True)
-
-
-@cache
-def _asset(name: str) -> str:
-    return (resources.files("toolproof.view") / "assets" / name).read_text(encoding="utf-8")
-
-
-def embed_json(data: Any) -> str:
-    """JSON safe inside ``<script type="application/json">``: no ``<``, ``>`` or ``&``."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
-    return (
-        text.replace("<", "\\u003c")
-        .replace(">", "\\u003e")
-        .replace("&", "\\u0026")
-        .replace("\u2028", "\\u2028")
-        .replace("\u2029", "\\u2029")
-    )
-
-
-def page(title: str, body: str, *, data: Any = None, nav: str = "") -> str:
-    """A complete HTML document with the inlined stylesheet and script.
-
-    Args:
-        title: The document title (escaped here).
-        body: Markup for ``<main>`` (already escaped).
-        data: Embedded as JSON for the script (``None``: no data block).
-        nav: Markup of a navigation bar (the viewer's), shown above everything.
-    """
-    block = (
-        f'<script type="application/json" id="tp-data">{embed_json(data)}</script>\n'
-        if data is not None
-        else ""
-    )
-    return (
-        "<!doctype html>\n"
-        '<html lang="en"><head><meta charset="utf-8">\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        '<meta name="color-scheme" content="light dark">\n'
-        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-        "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; "
-        "form-action 'self'\">\n"
-        f"<title>{e(title)}</title>\n<style>{_asset('app.css')}</style>\n</head>\n"
-        f"<body>{nav}<main>\n{body}\n</main>\n{block}"
-        f"<script>{_asset('app.js')}</script>\n</body></html>\n"
-    )
-
-
-# -- formatting ---------------------------------------------------------------------------
-
-
-def _pct(value: float | None) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "—"
-    return f"{value * 100:.1f}%"
-
-
-def _int(value: Any) -> str:
-    return f"{int(value):,}" if isinstance(value, (int, float)) else "—"
-
-
-def _secs(seconds: Any) -> str:
-    if not isinstance(seconds, (int, float)):
-        return "—"
-    if seconds < 1:
-        return f"{seconds * 1000:.0f} ms"
-    if seconds < 120:
-        return f"{seconds:.1f} s"
-    return f"{seconds / 60:.1f} min"
-
-
-def _cost(value: Any) -> str:
-    if not isinstance(value, (int, float)):
-        return "—"
-    return f"${value:.4f}" if value < 1 else f"${value:,.2f}"
-
-
-def _badge(kind: str, text: str | None = None) -> str:
-    return f'<span class="badge b-{e(kind)}">{e(text or kind)}</span>'
-
-
-def _tile(label: str, value: str, note: str = "", kind: str = "") -> str:
-    cls = f"tile t-{e(kind)}" if kind else "tile"
-    extra = f'<div class="note">{note}</div>' if note else ""
-    return (
-        f'<div class="{cls}"><div class="label">{e(label)}</div>'
-        f'<div class="value">{value}</div>{extra}</div>'
-    )
-
-
-def _svg(title: str, desc: str, width: int, height: int, inner: str) -> str:
-    return (
-        f'<svg class="chart" role="img" viewBox="0 0 {width} {height}" width="{width}" '
-        f'height="{height}" aria-label="{e(title)}"><title>{e(title)}</title>'
-        f"<desc>{e(desc)}</desc>{inner}</svg>"
-    )
-
-
-def _figure(title: str, svg: str, caption: str = "") -> str:
-    cap = f"<figcaption>{e(title)}{(' — ' + caption) if caption else ''}</figcaption>"
-    return f'<figure class="fig">{cap}{svg}</figure>'
 
 
 # -- eval reports -------------------------------------------------------------------------
@@ -182,7 +81,7 @@ def _interval_text(interval: Any) -> str | None:
         return None
     try:
         level = f"{100 * float(interval['level']):g}%"
-        low, high = _pct(interval["low"]), _pct(interval["high"])
+        low, high = pct(interval["low"]), pct(interval["high"])
         return f"{level} {interval['method']} interval {low}–{high}"
     except (KeyError, TypeError, ValueError):
         return None
@@ -195,7 +94,7 @@ def _interval_meta(intervals: Any) -> list[tuple[str, str]]:
     out = []
     rate = _interval_text(intervals.get("pass_rate"))
     if rate is not None:
-        out.append(("pass rate", f"{_pct(intervals['pass_rate'].get('estimate'))} ({rate})"))
+        out.append(("pass rate", f"{pct(intervals['pass_rate'].get('estimate'))} ({rate})"))
     hat = intervals.get("pass_hat_k")
     text = _interval_text(hat)
     if text is not None and isinstance(hat, dict):
@@ -203,29 +102,53 @@ def _interval_meta(intervals: Any) -> list[tuple[str, str]]:
     return out
 
 
+_VERDICTS = {
+    0: ("pass", "passed"),
+    1: ("fail", "failed"),
+    3: ("error", "undecided: the model provider failed"),
+    5: ("skipped", "nothing ran"),
+    6: ("error", "undecided: too few samples for the release gate"),
+}
+
+
 def _eval_summary(data: dict[str, Any]) -> str:
     s = data.get("summary") or {}
     cases = data.get("cases") or []
-    stats = s.get("stats") or {}
     code = data.get("exit_code", s.get("exit_code"))
-    verdicts = {
-        0: ("pass", "passed"),
-        1: ("fail", "failed"),
-        3: ("error", "undecided: the model provider failed"),
-        5: ("skipped", "nothing ran"),
-        6: ("error", "undecided: too few samples for the release gate"),
-    }
-    kind, verdict = verdicts.get(
+    kind, verdict = _VERDICTS.get(
         code if isinstance(code, int) else -1, ("error", f"exit code {code}")
     )
     if data.get("interrupted"):
         verdict += " (interrupted: the cases finished so far)"
-    flaky = sum(1 for c in cases if _case_class(c) == "flaky")
+    gate = s.get("gate")
+    gate_tile = tile(
+        "gate",
+        e(verdict),
+        e(
+            (gate_line(gate, "cases") if isinstance(gate, dict) else "")
+            or f"{count(s.get('blocking_failed'))} blocking failed · "
+            f"{count(s.get('advisory_failed'))} advisory · exit code {code}"
+        ),
+        kind,
+    )
+    tiles = [*_rate_tiles(s, cases), gate_tile, *_run_tiles(data, s)]
+    dl = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in _summary_facts(data, s, cases))
+    return (
+        f'<section id="summary" aria-labelledby="summary-h"><h2 id="summary-h">Summary '
+        f"{badge(kind, verdict)}</h2>"
+        f'<div class="tiles">{"".join(tiles)}</div><dl class="facts">{dl}</dl>'
+        f'<div class="charts">{_eval_charts(cases)}</div></section>'
+    )
+
+
+def _rate_tiles(s: dict[str, Any], cases: list[dict[str, Any]]) -> list[str]:
+    """The summary's tiles of outcomes: cases, trials, pass rate, pass^k, flaky cases."""
+    stats = s.get("stats") or {}
     hat = stats.get("pass_hat_k") or {}
     if hat and stats.get("cases"):
         k = max(hat, key=lambda key: int(key))
-        pass_hat = f"{_pct(hat[k])}"
-        hat_note = f"pass^{e(k)} over {_int(stats.get('cases'))} model cases"
+        pass_hat = f"{pct(hat[k])}"
+        hat_note = f"pass^{e(k)} over {count(stats.get('cases'))} model cases"
     else:
         pass_hat, hat_note = "—", "no model cases (scripted runs are not counted)"
     intervals = s.get("intervals") or {}
@@ -233,85 +156,82 @@ def _eval_summary(data: dict[str, Any]) -> str:
     hat_interval = _interval_text(intervals.get("pass_hat_k"))
     if hat_interval is not None:
         hat_note += f" · {e(hat_interval)}"
-    gate = s.get("gate")
+    flaky = sum(1 for c in cases if _case_class(c) == "flaky")
+    trials = s.get("trials") or 0
+    faults = s.get("trials_simulator_fault")
+    return [
+        tile(
+            "cases passed",
+            f"{count(s.get('passed'))} / {count(s.get('cases'))}",
+            e(
+                f"{count(s.get('failed'))} failed · {count(s.get('errors'))} errors · "
+                f"{count(s.get('skipped'))} skipped"
+                + (f" · {count(faults)} trials with simulator faults" if faults else "")
+            ),
+        ),
+        tile(
+            "trial pass rate",
+            pct((s.get("trials_passed") or 0) / trials if trials else None),
+            e(f"{count(s.get('trials_passed'))} of {count(trials)} trials"),
+        ),
+        tile(
+            "pass rate (mean over cases)",
+            pct((intervals.get("pass_rate") or {}).get("estimate")),
+            e(rate_note or "no model cases"),
+        ),
+        tile("pass^k", pass_hat, hat_note),
+        tile(
+            "flaky cases",
+            count(flaky),
+            "some trials passed, some did not",
+            "flaky" if flaky else "",
+        ),
+    ]
+
+
+def _run_tiles(data: dict[str, Any], s: dict[str, Any]) -> list[str]:
+    """The summary's tiles of what the run took: cost, tokens, duration."""
+    usage = s.get("usage") or {}
+    return [
+        tile(
+            "cost",
+            e(cost(s.get("cost"))),
+            e(f"{count(s.get('model_calls'))} model calls · {count(s.get('cached_calls'))} cached"),
+        ),
+        tile(
+            "tokens",
+            e(count((usage.get("input_tokens") or 0) + (usage.get("output_tokens") or 0))),
+            e(
+                f"{count(usage.get('input_tokens'))} in · "
+                f"{count(usage.get('output_tokens'))} out · "
+                f"{count(usage.get('cached_tokens'))} cached"
+            ),
+        ),
+        tile(
+            "duration", e(secs(data.get("duration_s"))), e(f"started {data.get('started_at', '')}")
+        ),
+    ]
+
+
+def _summary_facts(
+    data: dict[str, Any], s: dict[str, Any], cases: list[dict[str, Any]]
+) -> list[tuple[str, str]]:
+    """The summary's facts: models, judge, tool calls, real tools, suites, versions."""
     models = sorted({str(c.get("model")) for c in cases if c.get("model")})
     judges = sorted({str(c.get("judge_model")) for c in cases if c.get("judge_model")})
     real = sorted({str(n) for c in cases for n in c.get("real_tools") or []})
-    usage = s.get("usage") or {}
-    trials = s.get("trials") or 0
-    tiles = [
-        _tile(
-            "cases passed",
-            f"{_int(s.get('passed'))} / {_int(s.get('cases'))}",
-            e(
-                f"{_int(s.get('failed'))} failed · {_int(s.get('errors'))} errors · "
-                f"{_int(s.get('skipped'))} skipped"
-                + (
-                    f" · {_int(s.get('trials_simulator_fault'))} trials with simulator faults"
-                    if s.get("trials_simulator_fault")
-                    else ""
-                )
-            ),
-        ),
-        _tile(
-            "trial pass rate",
-            _pct((s.get("trials_passed") or 0) / trials if trials else None),
-            e(f"{_int(s.get('trials_passed'))} of {_int(trials)} trials"),
-        ),
-        _tile(
-            "pass rate (mean over cases)",
-            _pct((intervals.get("pass_rate") or {}).get("estimate")),
-            e(rate_note or "no model cases"),
-        ),
-        _tile("pass^k", pass_hat, hat_note),
-        _tile(
-            "flaky cases", _int(flaky), "some trials passed, some did not", "flaky" if flaky else ""
-        ),
-        _tile(
-            "gate",
-            e(verdict),
-            e(
-                (gate_line(gate, "cases") if isinstance(gate, dict) else "")
-                or f"{_int(s.get('blocking_failed'))} blocking failed · "
-                f"{_int(s.get('advisory_failed'))} advisory · exit code {code}"
-            ),
-            kind,
-        ),
-        _tile(
-            "cost",
-            e(_cost(s.get("cost"))),
-            e(f"{_int(s.get('model_calls'))} model calls · {_int(s.get('cached_calls'))} cached"),
-        ),
-        _tile(
-            "tokens",
-            e(_int((usage.get("input_tokens") or 0) + (usage.get("output_tokens") or 0))),
-            e(
-                f"{_int(usage.get('input_tokens'))} in · {_int(usage.get('output_tokens'))} out · "
-                f"{_int(usage.get('cached_tokens'))} cached"
-            ),
-        ),
-        _tile(
-            "duration", e(_secs(data.get("duration_s"))), e(f"started {data.get('started_at', '')}")
-        ),
-    ]
     facts = [
         ("models", ", ".join(models) or "—"),
         ("judge", ", ".join(judges) or "none"),
+        *_call_facts(cases),
         ("real tools", ", ".join(real) or "none named (tools a mocked case runs for real)"),
         ("suites", ", ".join(str(x.get("name")) for x in data.get("suites") or []) or "—"),
         ("toolproof", f"{data.get('toolproof', '')} · report v{data.get('version', '')}"),
     ]
-    facts[2:2] = _call_facts(cases)
     scripted = s.get("scripted_cases") or 0
     if scripted:
         facts.append(("scripted", f"{scripted} cases checked the wiring, not a model"))
-    dl = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in facts)
-    return (
-        f'<section id="summary" aria-labelledby="summary-h"><h2 id="summary-h">Summary '
-        f"{_badge(kind, verdict)}</h2>"
-        f'<div class="tiles">{"".join(tiles)}</div><dl class="facts">{dl}</dl>'
-        f'<div class="charts">{_eval_charts(cases)}</div></section>'
-    )
+    return facts
 
 
 def _call_facts(cases: list[dict[str, Any]]) -> list[tuple[str, str]]:
@@ -372,22 +292,22 @@ def _rate_bars(cases: list[dict[str, Any]]) -> str:
         short = name if len(name) <= 38 else name[:37] + "…"
         color = "var(--pass)" if rate == 1 else "var(--fail)" if rate == 0 else "var(--flaky)"
         parts.append(
-            f"<g><title>{e(name)}: {passed}/{len(trials)} trials passed ({_pct(rate)})</title>"
+            f"<g><title>{e(name)}: {passed}/{len(trials)} trials passed ({pct(rate)})</title>"
             f'<text x="{label_w - 6}" y="{y + 13}" class="lbl" text-anchor="end">{e(short)}</text>'
             f'<rect x="{label_w}" y="{y + 3}" width="{max(rate * bar_w, 1.5):.1f}" '
             f'height="{row - 6}" '
             f'fill="{color}"/><text x="{label_w + max(rate * bar_w, 1.5) + 4:.1f}" y="{y + 13}" '
-            f'class="tick">{_pct(rate)}</text></g>'
+            f'class="tick">{pct(rate)}</text></g>'
         )
     caption = f"the {len(shown)} lowest of {len(rated)} cases" if len(rated) > len(shown) else ""
-    svg = _svg(
+    svg = chart_svg(
         "pass rate per case",
         "Horizontal bars: share of trials that passed for each case, lowest first.",
         label_w + bar_w + 60,
         height,
         "".join(parts),
     )
-    return _figure("pass rate per case", svg, caption)
+    return figure("pass rate per case", svg, caption)
 
 
 def _outcome_grid(cases: list[dict[str, Any]]) -> str:
@@ -412,7 +332,7 @@ def _outcome_grid(cases: list[dict[str, Any]]) -> str:
             )
     caption = f"first {len(shown)} of {len(cases)} cases" if len(cases) > len(shown) else ""
     caption = (caption + "; " if caption else "") + "one column per case, one cell per trial"
-    svg = _svg(
+    svg = chart_svg(
         "trial outcomes",
         "Grid of cells: green passed, red failed, amber errored.",
         width,
@@ -424,7 +344,7 @@ def _outcome_grid(cases: list[dict[str, Any]]) -> str:
         '<span class="sw" style="background:var(--fail)"></span>fail '
         '<span class="sw" style="background:var(--error)"></span>error</p>'
     )
-    return _figure("trial outcomes", svg + legend, caption)
+    return figure("trial outcomes", svg + legend, caption)
 
 
 def _trial_series(cases: list[dict[str, Any]], what: str, title: str) -> str:
@@ -473,10 +393,10 @@ def _trial_series(cases: list[dict[str, Any]], what: str, title: str) -> str:
     caption = f"first {len(values)} of {total} trials" if total > len(values) else ""
     if what == "tokens":
         caption = (caption + "; " if caption else "") + "dark: input, light: output"
-    svg = _svg(
+    svg = chart_svg(
         title, f"Bars, one per trial in run order: {title}.", width, height + 2, "".join(parts)
     )
-    return _figure(title, svg, caption)
+    return figure(title, svg, caption)
 
 
 def _check_rows(trial: dict[str, Any]) -> str:
@@ -490,7 +410,7 @@ def _check_rows(trial: dict[str, Any]) -> str:
             else ""
         )
         rows.append(
-            f'<tr class="ck-{e(status)}"><td>{_badge(status)}</td>'
+            f'<tr class="ck-{e(status)}"><td>{badge(status)}</td>'
             f"<td><code>{e(check.get('check'))}</code>{e(where)}"
             f'<div class="kind">{e(check.get("kind"))}</div></td>'
             f"<td>{e(check.get('reason'))}{crit}</td></tr>"
@@ -512,7 +432,7 @@ def _trial_block(c: int, trial: dict[str, Any], full: bool) -> str:
         f"{i + o:,} tokens",
     ]
     if trial.get("cost") is not None:
-        bits.append(_cost(trial.get("cost")))
+        bits.append(cost(trial.get("cost")))
     if (trial.get("attempts") or 1) > 1:
         bits.append(f"{trial['attempts']} attempts")
     traces = trial.get("traces") or []
@@ -531,7 +451,7 @@ def _trial_block(c: int, trial: dict[str, Any], full: bool) -> str:
     )
     return (
         f'<details class="trial" data-c="{c}" data-t="{index}"><summary>'
-        f"{_badge(status)} trial {index + 1} "
+        f"{badge(status)} trial {index + 1} "
         f'<span class="muted">{e(" · ".join(bits))}</span></summary>'
         f'<div class="trial-body">{error}{checks}'
         f'<div class="trace-slot" data-c="{c}" data-t="{index}"><noscript><p class="muted">'
@@ -548,13 +468,27 @@ def _cells(trials: Sequence[dict[str, Any]]) -> str:
     )
 
 
-def _eval_cases(data: dict[str, Any]) -> str:
+def _eval_cases(data: dict[str, Any], whole: Iterable[dict[str, Any]]) -> Iterator[str]:
+    """The case list, a case at a time: ``whole`` gives each case with its whole trials."""
     cases = data.get("cases") or []
     total_trials = sum(len(c.get("trials") or []) for c in cases)
     full = total_trials <= FULL_CHECKS_LIMIT
     tags = sorted({str(t) for c in cases for t in c.get("tags") or []})
-    rows = []
-    for n, case in enumerate(cases):
+    tag_options = "".join(f'<option value="{e(t)}">{e(t)}</option>' for t in tags)
+    filters = (
+        '<form class="filters" id="filters" hidden role="search">'
+        '<label>show <select id="f-state"><option value="">all cases</option>'
+        '<option value="failing">failing (fail or error)</option>'
+        '<option value="flaky">flaky</option><option value="pass">passing</option></select></label>'
+        f'<label>tag <select id="f-tag"><option value="">any</option>{tag_options}</select></label>'
+        '<label>search <input id="f-text" type="search" placeholder="case name, tag…"></label>'
+        '<span id="f-count" class="muted" aria-live="polite"></span></form>'
+    )
+    yield (
+        f'<section id="cases" aria-labelledby="cases-h"><h2 id="cases-h">Cases '
+        f'<span class="muted">({len(cases)})</span></h2>{filters}<div class="rows">'
+    )
+    for n, case in enumerate(whole):
         verdict = str(case.get("verdict"))
         klass = _case_class(case)
         trials = case.get("trials") or []
@@ -563,8 +497,8 @@ def _eval_cases(data: dict[str, Any]) -> str:
             [str(case.get("id") or ""), str(case.get("description") or ""), *case_tags]
         ).lower()
         tag_html = "".join(f'<span class="tag">{e(t)}</span>' for t in case_tags)
-        flaky = _badge("flaky") if klass == "flaky" else ""
-        advisory = _badge("advisory", "advise") if case.get("gate") == "advise" else ""
+        flaky = badge("flaky") if klass == "flaky" else ""
+        advisory = badge("advisory", "advise") if case.get("gate") == "advise" else ""
         meta = [
             ("where", f"{case.get('file')}:{case.get('line')}"),
             ("model", case.get("model") or "—"),
@@ -583,34 +517,20 @@ def _eval_cases(data: dict[str, Any]) -> str:
         st = case.get("stats") or {}
         if st.get("pass_hat_k"):
             k = max(st["pass_hat_k"], key=lambda key: int(key))
-            meta.append((f"pass^{k}", _pct(st["pass_hat_k"][k])))
+            meta.append((f"pass^{k}", pct(st["pass_hat_k"][k])))
         meta += _interval_meta(case.get("intervals"))
         dl = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in meta)
         body = "".join(_trial_block(n, t, full) for t in trials)
-        rows.append(
+        yield (
             f'<details class="case" id="case-{n}" data-c="{n}" data-verdict="{e(verdict)}" '
             f'data-class="{e(klass)}" data-tags="{e(chr(31).join(case_tags))}" '
-            f'data-search="{e(search)}"><summary>{_badge(verdict)} '
+            f'data-search="{e(search)}"><summary>{badge(verdict)} '
             f'<span class="name">{e(case.get("id") or case.get("name"))}</span> {flaky}{advisory}'
             f'<span class="cells" aria-hidden="true">{_cells(trials)}</span> '
             f'<span class="reason">{e(case.get("reason"))}</span> {tag_html}</summary>'
             f'<div class="case-body"><dl class="meta">{dl}</dl>{body}</div></details>'
         )
-    tag_options = "".join(f'<option value="{e(t)}">{e(t)}</option>' for t in tags)
-    filters = (
-        '<form class="filters" id="filters" hidden role="search">'
-        '<label>show <select id="f-state"><option value="">all cases</option>'
-        '<option value="failing">failing (fail or error)</option>'
-        '<option value="flaky">flaky</option><option value="pass">passing</option></select></label>'
-        f'<label>tag <select id="f-tag"><option value="">any</option>{tag_options}</select></label>'
-        '<label>search <input id="f-text" type="search" placeholder="case name, tag…"></label>'
-        '<span id="f-count" class="muted" aria-live="polite"></span></form>'
-    )
-    return (
-        f'<section id="cases" aria-labelledby="cases-h"><h2 id="cases-h">Cases '
-        f'<span class="muted">({len(cases)})</span></h2>{filters}'
-        f'<div class="rows">{"".join(rows)}</div></section>'
-    )
+    yield "</div></section>"
 
 
 def _quality(data: dict[str, Any]) -> str:
@@ -641,8 +561,8 @@ def _quality(data: dict[str, Any]) -> str:
             bounds = item.get("intervals") or {}
             rows.append(
                 f"<tr><td>{e(suite)}</td><td><code>{e(item.get('tool'))}</code></td>"
-                f"<td>{e(k if k is not None else 'all')}</td><td>{_int(item.get('queries'))}"
-                f"</td><td>{_int(item.get('undefined'))}</td>"
+                f"<td>{e(k if k is not None else 'all')}</td><td>{count(item.get('queries'))}"
+                f"</td><td>{count(item.get('undefined'))}</td>"
                 + "".join(cell(macro.get(m), bounds.get(m)) for m in METRICS)
                 + cell(micro.get("recall"))
                 + "</tr>"
@@ -651,11 +571,13 @@ def _quality(data: dict[str, Any]) -> str:
         if grounding:
             answers = grounding.get("answers") or 0
             ok = answers - (grounding.get("ungrounded_answers") or 0)
-            note = f"{_int(grounding.get('ungrounded_claims'))} of {_int(grounding.get('claims'))}"
+            note = (
+                f"{count(grounding.get('ungrounded_claims'))} of {count(grounding.get('claims'))}"
+            )
             tiles.append(
-                _tile(
+                tile(
                     f"{suite}: grounded in retrieval",
-                    f"{_int(ok)} / {_int(answers)}",
+                    f"{count(ok)} / {count(answers)}",
                     e(f"answers; {note} facts not in the retrieved chunks"),
                     "fail" if ok < answers else "",
                 )
@@ -664,14 +586,14 @@ def _quality(data: dict[str, Any]) -> str:
         if faith:
             rate = faith.get("hallucination_rate")
             tiles.append(
-                _tile(
+                tile(
                     f"{suite}: hallucination rate (judged)",
-                    _pct(rate),
+                    pct(rate),
                     e(
-                        f"{_int(faith.get('claims'))} claims of {_int(faith.get('answers'))} "
-                        f"answers: {_int(faith.get('supported'))} supported, "
-                        f"{_int(faith.get('contradicted'))} contradicted, "
-                        f"{_int(faith.get('not_found'))} not found"
+                        f"{count(faith.get('claims'))} claims of {count(faith.get('answers'))} "
+                        f"answers: {count(faith.get('supported'))} supported, "
+                        f"{count(faith.get('contradicted'))} contradicted, "
+                        f"{count(faith.get('not_found'))} not found"
                     ),
                     "fail" if rate else "",
                 )
@@ -717,7 +639,7 @@ def _costs(data: dict[str, Any]) -> str:
                 + cell(figures, "latency_s", ".2f")
                 + cell(figures, "tokens", "g")
                 + cell(figures, "cost", ".4g")
-                + f"<td>{e(_cost(per_case)) if per_case is not None else '—'}</td></tr>"
+                + f"<td>{e(cost(per_case)) if per_case is not None else '—'}</td></tr>"
             )
     head = "".join(
         f'<th scope="col">{e(h)}</th>'
@@ -735,52 +657,99 @@ def _costs(data: dict[str, Any]) -> str:
 
 def render_eval(data: dict[str, Any], *, nav: str = "") -> str:
     """The HTML page of an eval report (``format: toolproof-eval-report``)."""
+    out = io.StringIO()
+    write_eval_page(out, data, lambda: iter(data.get("cases") or []), nav=nav)
+    return out.getvalue()
+
+
+def write_eval_page(
+    out: IO[str],
+    data: dict[str, Any],
+    cases: Callable[[], Iterable[dict[str, Any]]],
+    *,
+    nav: str = "",
+) -> None:
+    """Write the HTML page of an eval report, its embedded data one case at a time.
+
+    Args:
+        out: Where the page goes.
+        data: The report's data; its trials may hold only what the summary and the charts
+            read (see :func:`page_trial`).
+        cases: The report's cases with their whole trials, read twice: as the case list is
+            rendered, and as they are embedded.
+        nav: The viewer's navigation bar.
+    """
     title = "toolproof eval report"
     suites = ", ".join(str(s.get("name")) for s in data.get("suites") or [])
     head = (
         f'<header class="top"><h1>{e(title)}</h1><p class="muted">{e(suites)} · '
         f"{e(data.get('started_at', ''))}</p></header>"
     )
+    out.write(page_start(f"{title}: {suites}", nav))
     from toolproof.evals._attacks import attack_html
 
     attacks = attack_html((data.get("summary") or {}).get("attacks") or [])
-    body = head + _eval_summary(data) + _quality(data) + attacks + _costs(data) + _eval_cases(data)
-    return page(f"{title}: {suites}", body, data=compact_eval_data(data), nav=nav)
-
-
-def compact_eval_data(data: dict[str, Any]) -> dict[str, Any]:
-    """The report's data for the page, each distinct list of offered tools stored once.
-
-    Every trace of a run usually offers the same tools with the same schemas; the page keeps
-    them in ``tool_sets`` and each trace names its set in ``tools_ref`` (the script puts them
-    back). Everything else is the JSON report's data as it is; ``data`` is not changed.
-    """
+    out.write(head + _eval_summary(data) + _quality(data) + attacks + _costs(data))
+    out.writelines(_eval_cases(data, cases()))
+    out.write(DATA_START)
+    # {"kind": "eval", ...the report..., "cases": [...], "tool_sets": [...]}, case by case
+    rest = {k: v for k, v in data.items() if k != "cases"}
+    start = embed_json({"kind": "eval", **rest, "cases": []})
+    out.write(start[: -len("]}")])
     sets: list[Any] = []
     index: dict[str, int] = {}
-    cases = []
-    for case in data.get("cases") or []:
-        trials = []
-        for trial in case.get("trials") or []:
-            traces = []
-            for trace in trial.get("traces") or []:
-                tools = trace.get("tools") if isinstance(trace, dict) else None
-                if not tools:
-                    traces.append(trace)
-                    continue
-                key = json.dumps(tools, sort_keys=True, default=str)
-                if key not in index:
-                    index[key] = len(sets)
-                    sets.append(tools)
-                slim = {k: v for k, v in trace.items() if k != "tools"}
-                slim["tools_ref"] = index[key]
-                traces.append(slim)
-            trials.append({**trial, "traces": traces} if "traces" in trial else trial)
-        cases.append({**case, "trials": trials} if "trials" in case else case)
-    return {"kind": "eval", **data, "cases": cases, "tool_sets": sets}
+    for number, case in enumerate(cases()):
+        out.write(("," if number else "") + embed_json(_compact_case(case, sets, index)))
+    out.write('],"tool_sets":' + embed_json(sets) + "}" + DATA_END + page_end())
+
+
+def page_trial(trial: dict[str, Any]) -> dict[str, Any]:
+    """What the summary and the charts read of a trial: no checks, traces as tool results."""
+    trial = {k: v for k, v in trial.items() if k != "checks"}
+    traces = trial.get("traces")
+    if not traces:
+        return trial
+    keep = ("mocked", "status", "error_type")
+    slim = [
+        {
+            "steps": [
+                {"tool_results": [{k: r.get(k) for k in keep} for r in s.get("tool_results") or []]}
+                for s in trace.get("steps") or []
+            ]
+        }
+        for trace in traces
+        if isinstance(trace, dict)
+    ]
+    return {**trial, "traces": slim}
+
+
+def _compact_case(case: dict[str, Any], sets: list[Any], index: dict[str, int]) -> dict[str, Any]:
+    """``case`` with each trace's tools replaced by the number of its set in ``sets``."""
+    trials = []
+    for trial in case.get("trials") or []:
+        traces = []
+        for trace in trial.get("traces") or []:
+            tools = trace.get("tools") if isinstance(trace, dict) else None
+            if not tools:
+                traces.append(trace)
+                continue
+            key = json.dumps(tools, sort_keys=True, default=str)
+            if key not in index:
+                index[key] = len(sets)
+                sets.append(tools)
+            slim = {k: v for k, v in trace.items() if k != "tools"}
+            slim["tools_ref"] = index[key]
+            traces.append(slim)
+        trials.append({**trial, "traces": traces} if "traces" in trial else trial)
+    return {**case, "trials": trials} if "trials" in case else case
 
 
 def expand_eval_data(embedded: dict[str, Any]) -> dict[str, Any]:
-    """The inverse of :func:`compact_eval_data` (what the script does; used by tests)."""
+    """The report's data from the page's (what the script does; used by tests).
+
+    The page keeps each distinct list of offered tools once, in ``tool_sets``, and each trace
+    names its set in ``tools_ref``; this puts them back.
+    """
     sets = embedded.get("tool_sets") or []
     out = {k: v for k, v in embedded.items() if k not in ("kind", "tool_sets")}
     for case in out.get("cases") or []:
@@ -789,55 +758,3 @@ def expand_eval_data(embedded: dict[str, Any]) -> dict[str, Any]:
                 if "tools_ref" in trace:
                     trace["tools"] = sets[trace.pop("tools_ref")]
     return out
-
-
-# -- single traces ------------------------------------------------------------------------
-
-
-def render_trace_page(trace: dict[str, Any], *, nav: str = "") -> str:
-    """A page with one trace's step view (the viewer's trace store pages)."""
-    import shlex
-
-    facts = [
-        ("id", trace.get("id")),
-        ("model", trace.get("model")),
-        ("started", trace.get("started_at")),
-        ("stop reason", trace.get("stop_reason")),
-        ("tools", trace.get("tool_mode")),
-        ("tags", ", ".join(str(t) for t in trace.get("tags") or []) or "—"),
-        ("duration", _secs((trace.get("duration_ms") or 0) / 1000)),
-    ]
-    body = (
-        f'<header class="top"><h1>trace <code>{e(str(trace.get("id", ""))[:12])}</code></h1>'
-        f'<p class="reason">{e(trace.get("input"))}</p></header>'
-        f'<dl class="facts">{"".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in facts)}</dl>'
-        '<p class="muted">make it a regression case: <code>'
-        f"toolproof traces promote {e(shlex.quote(str(trace.get('id', ''))))} -o FILE.eval.yaml "
-        "--agent MODULE:FACTORY</code></p>"
-        '<div class="trace-slot" data-trace="1"><noscript><p class="muted">The step view needs '
-        "JavaScript.</p></noscript></div>"
-    )
-    return page(
-        f"trace {trace.get('id', '')}", body, data={"kind": "trace", "trace": trace}, nav=nav
-    )
-
-
-# -- entry points (render_report, which also reads replay reports, is in _render) ---------
-
-
-def write_eval_html(path: str, report: EvalReport, spool: IO[bytes] | None) -> None:
-    """Write the HTML report of an eval run (the JSON report, rendered)."""
-    from toolproof._reporting import open_output
-    from toolproof.evals._report import write_json_report
-
-    fd, temp = tempfile.mkstemp(prefix="toolproof-report-", suffix=".json")
-    os.close(fd)
-    try:
-        write_json_report(temp, report, spool)
-        with open(temp, encoding="utf-8") as handle:
-            data = json.load(handle)
-    finally:
-        os.unlink(temp)
-    text = render_eval(data)
-    with open_output(path) as out:
-        out.write(text)

@@ -1,21 +1,18 @@
 """Replay reports as HTML: counts, the gate, findings and side-by-side diffs of both runs.
 
-Split from :mod:`toolproof.view._html` (which renders eval reports and holds the page
-shell); the same escaping rules hold: every value goes through :func:`~._html.e`.
+It builds on the page shell of :mod:`toolproof._html`; the same escaping rules hold: every
+value goes through :func:`toolproof._html.e`.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from toolproof.view._html import _badge, _figure, _int, _pct, _secs, _svg, _tile, e, page
+from toolproof._html import badge, chart_svg, count, e, figure, page, pct, secs, tile
 
-if TYPE_CHECKING:
-    from toolproof.replay._report import ReplayReport
-
-__all__ = ["calls_diff", "render_replay", "replay_data", "word_diff", "write_replay_html"]
+__all__ = ["calls_diff", "render_replay", "word_diff"]
 
 
 def _calls(trace: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -153,7 +150,7 @@ def _findings(result: dict[str, Any]) -> str:
         rec = f.get("recorded")
         new = f.get("new")
         rows.append(
-            f"<tr><td>{_badge(str(f.get('grade')))}</td><td><code>{e(f.get('check'))}</code>"
+            f"<tr><td>{badge(str(f.get('grade')))}</td><td><code>{e(f.get('check'))}</code>"
             f"{(' · ' + e(f.get('tool'))) if f.get('tool') else ''}</td>"
             f"<td>{e(f.get('message'))}</td>"
             f"<td><code>{e('—' if rec is None else _shown(rec))}</code></td>"
@@ -170,106 +167,15 @@ def _findings(result: dict[str, Any]) -> str:
 
 def render_replay(data: dict[str, Any], *, nav: str = "") -> str:
     """The HTML page of a replay report (``toolproof replay --report json``)."""
-    counts = data.get("counts") or {}
-    gate = data.get("gate") or {}
-    passed = bool(gate.get("passed"))
     samples = data.get("results") or []
-    kind, verdict = ("pass", "gate passed") if passed else ("fail", "gate failed")
-    if gate.get("verdict") == "undecided":
-        kind = "pass" if passed else "error"
-        verdict = "gate undecided" + (" (advisory: not blocking)" if passed else "")
-    interval = gate.get("interval")
-    rate_note = f"weighted {_pct(data.get('weighted_fail_rate'))}"
-    if isinstance(interval, dict) and isinstance(interval.get("level"), (int, float)):
-        rate_note = (
-            f"{100 * interval['level']:g}% {interval.get('method')} interval "
-            f"{_pct(interval.get('low'))}–{_pct(interval.get('high'))} · {rate_note}"
-        )
-    if not samples:
-        kind, verdict = "skipped", "nothing replayed"
-    tiles = [
-        _tile("samples", _int(len(samples)), e(f"{_int(data.get('expired', 0))} expired")),
-        _tile(
-            "grades",
-            e(f"{counts.get('pass', 0)} / {counts.get('warn', 0)} / {counts.get('fail', 0)}"),
-            e(f"pass / warn / fail · {counts.get('error', 0)} errors"),
-        ),
-        _tile(
-            "failure rate",
-            _pct(data.get("fail_rate")),
-            e(rate_note),
-        ),
-        _tile(
-            "gate",
-            e(verdict),
-            e(
-                f"{gate.get('mode') or 'advisory'} · threshold {_pct(gate.get('threshold'))} · "
-                f"rate {_pct(gate.get('rate'))}"
-                + (f" · about {gate['needed']} samples would decide" if gate.get("needed") else "")
-            ),
-            kind,
-        ),
-        _tile(
-            "duration", e(_secs(data.get("duration_s"))), e(f"started {data.get('started_at', '')}")
-        ),
-    ]
-    facts = [
-        ("mode", data.get("mode")),
-        ("new model", data.get("new_model") or "—"),
-        ("real tools", ", ".join(data.get("real_tools") or []) or "none"),
-        ("store", data.get("source") or "—"),
-        ("aging", json.dumps(data.get("aging"), default=str) if data.get("aging") else "—"),
-    ]
-    total = max(len(samples), 1)
-    x = 0.0
-    bars = []
-    for grade in ("pass", "warn", "fail", "error"):
-        n = counts.get(grade, 0)
-        if not n:
-            continue
-        w = n / total * 600
-        bars.append(
-            f'<rect x="{x:.1f}" y="0" width="{w:.1f}" height="22" '
-            f'fill="var(--{grade if grade != "warn" else "flaky"})">'
-            f"<title>{e(grade)}: {n}</title></rect>"
-        )
-        x += w
-    chart = _figure(
-        "samples by grade",
-        _svg("samples by grade", "Stacked bar: pass, warn, fail, error.", 600, 22, "".join(bars)),
-        ", ".join(f"{g} {counts.get(g, 0)}" for g in ("pass", "warn", "fail", "error")),
-    )
-    summary = (
-        f'<section id="summary" aria-labelledby="summary-h"><h2 id="summary-h">Summary '
-        f'{_badge(kind, verdict)}</h2><div class="tiles">{"".join(tiles)}</div>'
-        f'<dl class="facts">{"".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in facts)}</dl>'
-        f'<div class="charts">{chart}</div></section>'
-    )
-    rows = []
     embedded: dict[str, dict[str, Any]] = {}
     order = {"fail": 0, "error": 1, "warn": 2, "pass": 3}
-    for n, result in sorted(
-        enumerate(samples), key=lambda item: order.get(str(item[1].get("grade")), 4)
-    ):
-        grade = str(result.get("grade"))
-        diff = _side_by_side(result, data.get("mode")) if grade in ("warn", "fail") else ""
-        notes = "".join(f"<li>{e(x)}</li>" for x in result.get("notes") or [])
-        search = f"{result.get('trace_id', '')} {result.get('input', '')}".lower()
-        first = (result.get("findings") or [{}])[0].get("message", "")
-        rows.append(
-            f'<details class="case sample" id="sample-{n}" data-c="{n}" data-verdict="{e(grade)}" '
-            f'data-class="" data-tags="" data-search="{e(search)}"'
-            f"{' open' if grade == 'fail' and len(samples) <= 50 else ''}><summary>{_badge(grade)} "
-            f'<code class="name">{e(str(result.get("trace_id", ""))[:12])}</code> '
-            f'<span class="reason">{e(result.get("input"))}</span> '
-            f'<span class="muted">{e(first)}</span></summary><div class="case-body">'
-            f'<dl class="meta"><dt>trace</dt><dd>{e(result.get("trace_id"))}</dd>'
-            f"<dt>recorded model</dt><dd>{e(result.get('recorded_model'))}</dd>"
-            f"<dt>age</dt><dd>{e(result.get('age_days'))} days "
-            f"(weight {e(result.get('weight'))})</dd></dl>"
-            f"{'<ul class=notes>' + notes + '</ul>' if notes else ''}"
-            f"{_findings(result)}{diff}{_both_runs(n, result, embedded)}</div></details>"
+    rows = [
+        _sample_row(n, result, data.get("mode"), len(samples), embedded)
+        for n, result in sorted(
+            enumerate(samples), key=lambda item: order.get(str(item[1].get("grade")), 4)
         )
+    ]
     filters = (
         '<form class="filters" id="filters" hidden role="search">'
         '<label>show <select id="f-state"><option value="">all samples</option>'
@@ -288,7 +194,118 @@ def render_replay(data: dict[str, Any], *, nav: str = "") -> str:
         f'<p class="muted">{e(data.get("started_at", ""))}</p></header>'
     )
     data_block = {"kind": "replay", "samples": embedded}
-    return page("toolproof replay report", head + summary + cases, data=data_block, nav=nav)
+    body = head + _replay_summary(data) + cases
+    return page("toolproof replay report", body, data=data_block, nav=nav)
+
+
+def _replay_summary(data: dict[str, Any]) -> str:
+    """The summary: the gate's verdict, the tiles, the facts and the grades' chart."""
+    counts = data.get("counts") or {}
+    gate = data.get("gate") or {}
+    passed = bool(gate.get("passed"))
+    samples = data.get("results") or []
+    kind, verdict = ("pass", "gate passed") if passed else ("fail", "gate failed")
+    if gate.get("verdict") == "undecided":
+        kind = "pass" if passed else "error"
+        verdict = "gate undecided" + (" (advisory: not blocking)" if passed else "")
+    interval = gate.get("interval")
+    rate_note = f"weighted {pct(data.get('weighted_fail_rate'))}"
+    if isinstance(interval, dict) and isinstance(interval.get("level"), (int, float)):
+        rate_note = (
+            f"{100 * interval['level']:g}% {interval.get('method')} interval "
+            f"{pct(interval.get('low'))}–{pct(interval.get('high'))} · {rate_note}"
+        )
+    if not samples:
+        kind, verdict = "skipped", "nothing replayed"
+    tiles = [
+        tile("samples", count(len(samples)), e(f"{count(data.get('expired', 0))} expired")),
+        tile(
+            "grades",
+            e(f"{counts.get('pass', 0)} / {counts.get('warn', 0)} / {counts.get('fail', 0)}"),
+            e(f"pass / warn / fail · {counts.get('error', 0)} errors"),
+        ),
+        tile("failure rate", pct(data.get("fail_rate")), e(rate_note)),
+        tile(
+            "gate",
+            e(verdict),
+            e(
+                f"{gate.get('mode') or 'advisory'} · threshold {pct(gate.get('threshold'))} · "
+                f"rate {pct(gate.get('rate'))}"
+                + (f" · about {gate['needed']} samples would decide" if gate.get("needed") else "")
+            ),
+            kind,
+        ),
+        tile(
+            "duration", e(secs(data.get("duration_s"))), e(f"started {data.get('started_at', '')}")
+        ),
+    ]
+    facts = [
+        ("mode", data.get("mode")),
+        ("new model", data.get("new_model") or "—"),
+        ("real tools", ", ".join(data.get("real_tools") or []) or "none"),
+        ("store", data.get("source") or "—"),
+        ("aging", json.dumps(data.get("aging"), default=str) if data.get("aging") else "—"),
+    ]
+    return (
+        f'<section id="summary" aria-labelledby="summary-h"><h2 id="summary-h">Summary '
+        f'{badge(kind, verdict)}</h2><div class="tiles">{"".join(tiles)}</div>'
+        f'<dl class="facts">{"".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in facts)}</dl>'
+        f'<div class="charts">{_grades_chart(counts, len(samples))}</div></section>'
+    )
+
+
+def _grades_chart(counts: dict[str, Any], samples: int) -> str:
+    """A stacked bar of the samples by grade."""
+    total = max(samples, 1)
+    x = 0.0
+    bars = []
+    for grade in ("pass", "warn", "fail", "error"):
+        n = counts.get(grade, 0)
+        if not n:
+            continue
+        w = n / total * 600
+        bars.append(
+            f'<rect x="{x:.1f}" y="0" width="{w:.1f}" height="22" '
+            f'fill="var(--{grade if grade != "warn" else "flaky"})">'
+            f"<title>{e(grade)}: {n}</title></rect>"
+        )
+        x += w
+    return figure(
+        "samples by grade",
+        chart_svg(
+            "samples by grade", "Stacked bar: pass, warn, fail, error.", 600, 22, "".join(bars)
+        ),
+        ", ".join(f"{g} {counts.get(g, 0)}" for g in ("pass", "warn", "fail", "error")),
+    )
+
+
+def _sample_row(
+    n: int,
+    result: dict[str, Any],
+    mode: Any,
+    samples: int,
+    embedded: dict[str, dict[str, Any]],
+) -> str:
+    """One sample, folded: its grade, findings, the diff of a warn or fail, both runs."""
+    grade = str(result.get("grade"))
+    diff = _side_by_side(result, mode) if grade in ("warn", "fail") else ""
+    notes = "".join(f"<li>{e(x)}</li>" for x in result.get("notes") or [])
+    search = f"{result.get('trace_id', '')} {result.get('input', '')}".lower()
+    first = (result.get("findings") or [{}])[0].get("message", "")
+    return (
+        f'<details class="case sample" id="sample-{n}" data-c="{n}" data-verdict="{e(grade)}" '
+        f'data-class="" data-tags="" data-search="{e(search)}"'
+        f"{' open' if grade == 'fail' and samples <= 50 else ''}><summary>{badge(grade)} "
+        f'<code class="name">{e(str(result.get("trace_id", ""))[:12])}</code> '
+        f'<span class="reason">{e(result.get("input"))}</span> '
+        f'<span class="muted">{e(first)}</span></summary><div class="case-body">'
+        f'<dl class="meta"><dt>trace</dt><dd>{e(result.get("trace_id"))}</dd>'
+        f"<dt>recorded model</dt><dd>{e(result.get('recorded_model'))}</dd>"
+        f"<dt>age</dt><dd>{e(result.get('age_days'))} days "
+        f"(weight {e(result.get('weight'))})</dd></dl>"
+        f"{'<ul class=notes>' + notes + '</ul>' if notes else ''}"
+        f"{_findings(result)}{diff}{_both_runs(n, result, embedded)}</div></details>"
+    )
 
 
 def _both_runs(n: int, result: dict[str, Any], embedded: dict[str, dict[str, Any]]) -> str:
@@ -307,41 +324,3 @@ def _both_runs(n: int, result: dict[str, Any], embedded: dict[str, dict[str, Any
         f'<details class="rtrace" data-s="{n}"><summary>both runs, step by step</summary>'
         f'<div class="answers">{slots}</div></details>'
     )
-
-
-def replay_data(report: ReplayReport) -> dict[str, Any]:
-    """The replay report's JSON data with each warn and fail sample's traces added.
-
-    The new run's trace comes from the sample (model mode); the recorded one from the store
-    the samples came from, when it can still be read.
-    """
-    data = report.to_dict()
-    wanted = {s.trace_id for s in report.samples if s.grade in ("warn", "fail")}
-    recorded: dict[str, dict[str, Any]] = {}
-    if wanted and report.source:
-        try:
-            from toolproof.replay._store import TraceStore
-
-            with TraceStore(report.source, create=False) as store:
-                for trace_id in wanted:
-                    try:
-                        recorded[trace_id] = json.loads(store.get_json(trace_id))
-                    except Exception:
-                        continue
-        except Exception:
-            recorded = {}
-    for sample, out in zip(report.samples, data["results"], strict=True):
-        if sample.trace_id in recorded:
-            out["recorded_trace"] = recorded[sample.trace_id]
-        if sample.new_trace is not None and sample.grade in ("warn", "fail"):
-            out["new_trace"] = sample.new_trace.to_dict()
-    return data
-
-
-def write_replay_html(path: str, report: ReplayReport) -> None:
-    """Write the HTML report of a replay: counts, the gate, findings and side-by-side diffs."""
-    from toolproof._reporting import open_output
-
-    text = render_replay(replay_data(report))
-    with open_output(path) as out:
-        out.write(text)
