@@ -84,7 +84,7 @@ def test_run_writes_an_html_report_with_the_json_reports_data(eval_reports: dict
     assert "&lt;img src=x onerror=window.__pwned=6&gt;" in text
     assert text.count("<script") == 2
     assert "<dt>errors by kind</dt><dd>ValueError (tool) ×2</dd>" in text  # the flaky tool
-    assert "<dt>tool calls</dt><dd>12 (0 mocked, 12 real)</dd>" in text
+    assert "<dt>tool calls</dt><dd>12 (0 mocked, 12 real, 0 refused before running)</dd>" in text
 
 
 def test_replay_writes_side_by_side_diffs(replay_reports: dict[str, Any]) -> None:
@@ -309,3 +309,29 @@ def test_every_text_of_a_replay_report_stays_text(
     parsed = assert_inert(page)
     assert ("b", {"id": "planted"}) not in parsed.tags
     assert "&lt;b id=planted&gt;" in page
+
+
+def test_calls_refused_before_running_are_counted_neither_mocked_nor_real(tmp_path: Path) -> None:
+    """An approver's refusal is not a real call: the page must not say real tools ran."""
+    from examples.inbox_attacks.models import gullible_model
+
+    from toolproof.evals import evaluate, load_suite
+
+    examples = Path(__file__).resolve().parents[2] / "examples" / "inbox_attacks"
+    out = tmp_path / "report.html"
+    report = evaluate(
+        [load_suite(examples / "defended.eval.yaml")],
+        model=gullible_model(),
+        reports=[f"html:{out}"],
+        keep_traces=True,
+        cache=False,
+    )
+    results = [
+        r for c in report.cases for t in c.trials for tr in t.traces or [] for r in tr.tool_results
+    ]
+    refused = sum(not r.ran for r in results)
+    mocked = sum(r.ran and r.mocked for r in results)
+    assert refused > 0 and mocked > 0  # the payee filter refused the attacker's transfers
+    assert sum(r.ran and not r.mocked for r in results) == 0
+    counts = f"{len(results)} ({mocked} mocked, 0 real, {refused} refused before running)"
+    assert f"<dt>tool calls</dt><dd>{counts}</dd>" in out.read_text(encoding="utf-8")

@@ -29,6 +29,7 @@ from toolproof._html import (
     secs,
     tile,
 )
+from toolproof._messages import NOT_RUN_ERRORS
 from toolproof._stats_text import gate_line
 
 __all__ = [
@@ -235,8 +236,8 @@ def _summary_facts(
 
 
 def _call_facts(cases: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """Tool calls (mocked and real) and errors by kind, over every trial's traces."""
-    calls = mocked = 0
+    """Tool calls (mocked, real, refused) and errors by kind, over every trial's traces."""
+    calls = mocked = refused = 0
     kinds: dict[str, int] = {}
     for case in cases:
         for trial in case.get("trials") or []:
@@ -248,14 +249,23 @@ def _call_facts(cases: list[dict[str, Any]]) -> list[tuple[str, str]]:
                 for step in trace.get("steps") or []:
                     for result in step.get("tool_results") or []:
                         calls += 1
-                        mocked += bool(result.get("mocked"))
+                        if result.get("status") == "error" and (
+                            result.get("error_type") in NOT_RUN_ERRORS
+                        ):
+                            refused += 1  # (no tool ran: neither mocked nor real)
+                        else:
+                            mocked += bool(result.get("mocked"))
                         if result.get("status") != "ok":
                             key = f"{result.get('error_type') or result.get('status')} (tool)"
                             kinds[key] = kinds.get(key, 0) + 1
     ranked = sorted(kinds.items(), key=lambda item: (-item[1], item[0]))
     errors = ", ".join(f"{k} ×{n}" for k, n in ranked) or "none"
     return [
-        ("tool calls", f"{calls:,} ({mocked:,} mocked, {calls - mocked:,} real)"),
+        (
+            "tool calls",
+            f"{calls:,} ({mocked:,} mocked, {calls - mocked - refused:,} real, "
+            f"{refused:,} refused before running)",
+        ),
         ("errors by kind", errors),
     ]
 
