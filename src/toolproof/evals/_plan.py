@@ -272,11 +272,3 @@ def runs_scripted(plan: CasePlan) -> bool:
 def graded(case: Case) -> list[Any]:
     """The case's judged checks of ``expect:`` (graded by the judge model)."""
     return [check for check in case.checks if check.grade is not None]
-
-
-# The eval runner's names for these (it imports them under the old names for now).
-_Plan = CasePlan
-_Options = RunOptions
-_plan = plan_cases
-_as_suites = as_suites
-_scripted = runs_scripted

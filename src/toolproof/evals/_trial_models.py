@@ -299,15 +299,3 @@ def infrastructure_error(exc: BaseException) -> Infra | None:
     if isinstance(root, (MissingAPIKey, ModelRequestsDisabled, ModelError)):
         return Infra(name, str(root), False)
     return None
-
-
-# The eval runner's names for these (it imports them under the old names for now).
-_Counters = Counters
-_Infra = Infra
-_LimitedModel = LimitedModel
-_MappingMocks = MappingMocks
-_Metered = Metered
-_Slot = Slot
-_TrialModel = TrialModel
-_Waiting = Waiting
-_trial_tools = trial_tools
