@@ -565,6 +565,15 @@ def mock_context(
         _active.reset(token)
 
 
+def as_toolset(tools: Toolset | Tool[..., Any] | Iterable[Tool[..., Any]]) -> Toolset:
+    """``tools`` as a Toolset: a Toolset itself, or one of the tool or tools given."""
+    if isinstance(tools, Toolset):
+        return tools
+    if isinstance(tools, Tool):
+        return Toolset([tools])
+    return Toolset(list(tools))
+
+
 def check_uses_tools(used: Toolset, handed: Toolset, factory: str) -> None:
     """Stop before anything runs when an agent factory ignored the toolset it was handed.
 
