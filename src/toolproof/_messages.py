@@ -101,32 +101,25 @@ def _plain(value: Any, depth: int) -> bool:
     if depth >= MAX_JSON_DEPTH:
         return False
     if kind is dict:
-        for key, item in value.items():
+        for key in value:
             if type(key) is not str or not (key.isascii() or _encodable(key)):
                 return False
-            leaf = type(item)
-            if leaf is str:
-                if not item.isascii() and not _encodable(item):
-                    return False
-            elif leaf is int or leaf is bool or item is None:
-                if leaf is int and item.bit_length() > MAX_INT_BITS:
-                    return False
-            elif not _plain(item, depth + 1):
+        items = value.values()
+    elif kind is list:
+        items = value
+    else:
+        return False
+    for item in items:
+        leaf = type(item)
+        if leaf is str:
+            if not item.isascii() and not _encodable(item):
                 return False
-        return True
-    if kind is list:
-        for item in value:
-            leaf = type(item)
-            if leaf is str:
-                if not item.isascii() and not _encodable(item):
-                    return False
-            elif leaf is int or leaf is bool or item is None:
-                if leaf is int and item.bit_length() > MAX_INT_BITS:
-                    return False
-            elif not _plain(item, depth + 1):
+        elif leaf is int or leaf is bool or item is None:
+            if leaf is int and item.bit_length() > MAX_INT_BITS:
                 return False
-        return True
-    return False
+        elif not _plain(item, depth + 1):
+            return False
+    return True
 
 
 def _encodable(text: str) -> bool:
