@@ -630,38 +630,31 @@ class ModelSettings:
         """Return these settings overridden by every field ``other`` sets."""
         if other is None:
             return self
-        return ModelSettings(
-            temperature=other.temperature if other.temperature is not None else self.temperature,
-            max_tokens=other.max_tokens if other.max_tokens is not None else self.max_tokens,
-            seed=other.seed if other.seed is not None else self.seed,
-            stop=other.stop if other.stop is not None else self.stop,
-            tool_choice=other.tool_choice if other.tool_choice is not None else self.tool_choice,
-            parallel_tool_calls=(
-                other.parallel_tool_calls
-                if other.parallel_tool_calls is not None
-                else self.parallel_tool_calls
-            ),
-            extra={**self.extra, **other.extra},
-        )
+        chosen = {
+            name: getattr(other if getattr(other, name) is not None else self, name)
+            for name in _OPTIONAL_SETTINGS
+        }
+        return ModelSettings(**chosen, extra={**self.extra, **other.extra})
 
     def to_dict(self) -> dict[str, Any]:
         """The fields that are set, as a plain dict (for traces and request bodies)."""
-        out: dict[str, Any] = {}
-        if self.temperature is not None:
-            out["temperature"] = self.temperature
-        if self.max_tokens is not None:
-            out["max_tokens"] = self.max_tokens
-        if self.seed is not None:
-            out["seed"] = self.seed
-        if self.stop is not None:
-            out["stop"] = self.stop
-        if self.tool_choice is not None:
-            out["tool_choice"] = self.tool_choice
-        if self.parallel_tool_calls is not None:
-            out["parallel_tool_calls"] = self.parallel_tool_calls
+        out: dict[str, Any] = {
+            name: value for name in _OPTIONAL_SETTINGS if (value := getattr(self, name)) is not None
+        }
         if self.extra:
             out["extra"] = dict(self.extra)
         return out
+
+
+#: The settings that ``None`` leaves unset, in the order they are sent.
+_OPTIONAL_SETTINGS = (
+    "temperature",
+    "max_tokens",
+    "seed",
+    "stop",
+    "tool_choice",
+    "parallel_tool_calls",
+)
 
 
 @dataclass(slots=True)
