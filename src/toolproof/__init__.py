@@ -22,30 +22,10 @@ if TYPE_CHECKING:
     from toolproof._toolset import Approval, ApprovalRequest, Toolset
     from toolproof._trace import Step, Trace
 
-#: What the agent is made of, imported together on the first use of any of them (the agent
-#: module needs all of them): ``import toolproof`` alone, as the command line does, stays
-#: at the version and the errors.
-_PARTS = frozenset(
-    (
-        "Agent",
-        "Approval",
-        "ApprovalRequest",
-        "Budget",
-        "Memory",
-        "Message",
-        "ModelSettings",
-        "RunResult",
-        "Session",
-        "Step",
-        "Tool",
-        "ToolCall",
-        "ToolResult",
-        "Toolset",
-        "Trace",
-        "Usage",
-        "tool",
-    )
-)
+#: Names of ``__all__`` that are not parts of the agent. The parts are imported together on
+#: the first use of any of them (the agent module needs all of them): ``import toolproof``
+#: alone, as the command line does, stays at the version and the errors.
+_NOT_PARTS = frozenset(("ToolError", "UserError", "__version__", "calculator"))
 
 
 def _parts() -> dict[str, object]:
@@ -78,7 +58,7 @@ def _parts() -> dict[str, object]:
 
 
 def __getattr__(name: str) -> object:
-    if name in _PARTS:
+    if name in __all__ and name not in _NOT_PARTS:
         # Every part is bound at once, after all of them imported: a thread that races
         # this one imports the same modules (the import lock makes it wait for them) and
         # binds the same objects, and never sees some names bound and others not.

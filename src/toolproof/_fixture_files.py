@@ -179,11 +179,6 @@ class FixtureSpec(FileModel):
 
     unknown_keys: ClassVar[Any] = staticmethod(_unknown)
 
-    @classmethod
-    def allowed_keys(cls) -> list[str]:
-        """The keys of a fixture."""
-        return list(FIXTURE_KEYS)
-
     @field_validator("tool", mode="before")
     @classmethod
     def _tool(cls, value: Any) -> Any:

@@ -104,32 +104,25 @@ def _plain(value: Any, depth: int) -> bool:
     if depth >= MAX_JSON_DEPTH:
         return False
     if kind is dict:
-        for key, item in value.items():
+        for key in value:
             if type(key) is not str or not (key.isascii() or _encodable(key)):
                 return False
-            leaf = type(item)
-            if leaf is str:
-                if not item.isascii() and not _encodable(item):
-                    return False
-            elif leaf is int or leaf is bool or item is None:
-                if leaf is int and item.bit_length() > MAX_INT_BITS:
-                    return False
-            elif not _plain(item, depth + 1):
+        items = value.values()
+    elif kind is list:
+        items = value
+    else:
+        return False
+    for item in items:
+        leaf = type(item)
+        if leaf is str:
+            if not item.isascii() and not _encodable(item):
                 return False
-        return True
-    if kind is list:
-        for item in value:
-            leaf = type(item)
-            if leaf is str:
-                if not item.isascii() and not _encodable(item):
-                    return False
-            elif leaf is int or leaf is bool or item is None:
-                if leaf is int and item.bit_length() > MAX_INT_BITS:
-                    return False
-            elif not _plain(item, depth + 1):
+        elif leaf is int or leaf is bool or item is None:
+            if leaf is int and item.bit_length() > MAX_INT_BITS:
                 return False
-        return True
-    return False
+        elif not _plain(item, depth + 1):
+            return False
+    return True
 
 
 def _encodable(text: str) -> bool:
@@ -640,38 +633,31 @@ class ModelSettings:
         """Return these settings overridden by every field ``other`` sets."""
         if other is None:
             return self
-        return ModelSettings(
-            temperature=other.temperature if other.temperature is not None else self.temperature,
-            max_tokens=other.max_tokens if other.max_tokens is not None else self.max_tokens,
-            seed=other.seed if other.seed is not None else self.seed,
-            stop=other.stop if other.stop is not None else self.stop,
-            tool_choice=other.tool_choice if other.tool_choice is not None else self.tool_choice,
-            parallel_tool_calls=(
-                other.parallel_tool_calls
-                if other.parallel_tool_calls is not None
-                else self.parallel_tool_calls
-            ),
-            extra={**self.extra, **other.extra},
-        )
+        chosen = {
+            name: getattr(other if getattr(other, name) is not None else self, name)
+            for name in _OPTIONAL_SETTINGS
+        }
+        return ModelSettings(**chosen, extra={**self.extra, **other.extra})
 
     def to_dict(self) -> dict[str, Any]:
         """The fields that are set, as a plain dict (for traces and request bodies)."""
-        out: dict[str, Any] = {}
-        if self.temperature is not None:
-            out["temperature"] = self.temperature
-        if self.max_tokens is not None:
-            out["max_tokens"] = self.max_tokens
-        if self.seed is not None:
-            out["seed"] = self.seed
-        if self.stop is not None:
-            out["stop"] = self.stop
-        if self.tool_choice is not None:
-            out["tool_choice"] = self.tool_choice
-        if self.parallel_tool_calls is not None:
-            out["parallel_tool_calls"] = self.parallel_tool_calls
+        out: dict[str, Any] = {
+            name: value for name in _OPTIONAL_SETTINGS if (value := getattr(self, name)) is not None
+        }
         if self.extra:
             out["extra"] = dict(self.extra)
         return out
+
+
+#: The settings that ``None`` leaves unset, in the order they are sent.
+_OPTIONAL_SETTINGS = (
+    "temperature",
+    "max_tokens",
+    "seed",
+    "stop",
+    "tool_choice",
+    "parallel_tool_calls",
+)
 
 
 @dataclass(slots=True)

@@ -61,6 +61,10 @@ class MockProvider(Protocol):
         """The implementation that answers ``tool`` in mock mode, or ``None``."""
 
 
+#: The mocks a toolset takes: ``{tool name: function}``, a provider, or several providers.
+Mocks = Mapping[str, Callable[..., Any]] | MockProvider | Iterable[MockProvider]
+
+
 @dataclass(frozen=True, slots=True)
 class Approval:
     """The approver's decision about one tool call.
@@ -153,10 +157,7 @@ class Toolset:
         *,
         mode: ToolMode = "real",
         overrides: Mapping[str, ToolMode] | None = None,
-        mocks: Mapping[str, Callable[..., Any]]
-        | MockProvider
-        | Iterable[MockProvider]
-        | None = None,
+        mocks: Mocks | None = None,
     ) -> None:
         from toolproof._tools import tool as make_tool
 
@@ -189,7 +190,7 @@ class Toolset:
 
     def _add_mocks(
         self,
-        mocks: Mapping[str, Callable[..., Any]] | MockProvider | Iterable[MockProvider] | None,
+        mocks: Mocks | None,
     ) -> None:
         if mocks is None:
             return
@@ -259,10 +260,7 @@ class Toolset:
         mode: ToolMode,
         *,
         overrides: Mapping[str, ToolMode] | None = None,
-        mocks: Mapping[str, Callable[..., Any]]
-        | MockProvider
-        | Iterable[MockProvider]
-        | None = None,
+        mocks: Mocks | None = None,
     ) -> Toolset:
         """A copy of this toolset in another mode, with extra overrides and mocks.
 
@@ -281,7 +279,7 @@ class Toolset:
         self,
         real: Iterable[str],
         overrides: Mapping[str, ToolMode] | None,
-        mocks: Mapping[str, Callable[..., Any]] | MockProvider | Iterable[MockProvider] | None,
+        mocks: Mocks | None,
         where: str,
     ) -> Toolset:
         """A mock-mode copy for a new mocked run, with a lineage of its own.
@@ -303,7 +301,7 @@ class Toolset:
         self,
         mode: ToolMode,
         overrides: Mapping[str, ToolMode],
-        mocks: Mapping[str, Callable[..., Any]] | MockProvider | Iterable[MockProvider] | None,
+        mocks: Mocks | None,
     ) -> Toolset:
         """A new toolset of the same tools and mocks, in ``mode``, with ``mocks`` added."""
         copy = Toolset(self.tools.values(), mode=mode, overrides=overrides)
@@ -530,7 +528,7 @@ def mock_context(
     how: str,
     real: Iterable[str] = (),
     overrides: Mapping[str, ToolMode] | None = None,
-    mocks: Mapping[str, Callable[..., Any]] | MockProvider | Iterable[MockProvider] | None = None,
+    mocks: Mocks | None = None,
     factory: str | None = None,
     only_mocks: bool = False,
 ) -> Iterator[Toolset]:
@@ -563,6 +561,15 @@ def mock_context(
             yield mocked
     finally:
         _active.reset(token)
+
+
+def as_toolset(tools: Toolset | Tool[..., Any] | Iterable[Tool[..., Any]]) -> Toolset:
+    """``tools`` as a Toolset: a Toolset itself, or one of the tool or tools given."""
+    if isinstance(tools, Toolset):
+        return tools
+    if isinstance(tools, Tool):
+        return Toolset([tools])
+    return Toolset(list(tools))
 
 
 def check_uses_tools(used: Toolset, handed: Toolset, factory: str) -> None:

@@ -252,6 +252,22 @@ def safe_load(text: str, source: str | Path) -> Any:
     return load_document(text, source)[0]
 
 
+def load_file(path: Path, what: str) -> Any:
+    """:func:`safe_load` of the file at ``path``, a file of ``what`` (``"replay rules"``).
+
+    Raises:
+        ConfigError: The file cannot be read, is not valid YAML or exceeds a limit.
+    """
+    import yaml
+
+    try:
+        return safe_load(path.read_text(encoding="utf-8"), path)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {what} {path}: {exc.strerror}") from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: invalid YAML ({exc})") from exc
+
+
 # -- positions: every value of a document knows its line ---------------------------------------
 
 #: A path into a document: mapping keys and sequence indexes.

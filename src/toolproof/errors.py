@@ -233,7 +233,22 @@ class AgentRunError(ToolproofError):
         self.step = step
 
 
-class ToolCrashed(AgentRunError):
+class _ToolRunError(AgentRunError):
+    """A run stopped at one tool, named by ``tool_name``."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        tool_name: str,
+        trace: Trace | None = None,
+        step: int | None = None,
+    ) -> None:
+        super().__init__(message, trace=trace, step=step)
+        self.tool_name = tool_name
+
+
+class ToolCrashed(_ToolRunError):
     """A tool raised an exception it did not declare in ``@tool(errors=...)``.
 
     This is treated as a bug in the tool: the run stops rather than hiding it from the
@@ -243,39 +258,17 @@ class ToolCrashed(AgentRunError):
         tool_name: The tool that crashed.
     """
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        tool_name: str,
-        trace: Trace | None = None,
-        step: int | None = None,
-    ) -> None:
-        super().__init__(message, trace=trace, step=step)
-        self.tool_name = tool_name
-
 
 class ModelFailed(AgentRunError):
     """The model request failed; the provider's error is ``__cause__``."""
 
 
-class UnmockedToolCall(AgentRunError):
+class UnmockedToolCall(_ToolRunError):
     """A tool cannot run in mock mode: it has side effects and no mock.
 
     Attributes:
         tool_name: The tool that was refused.
     """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        tool_name: str,
-        trace: Trace | None = None,
-        step: int | None = None,
-    ) -> None:
-        super().__init__(message, trace=trace, step=step)
-        self.tool_name = tool_name
 
 
 class MockBypassed(UnmockedToolCall, UserError):
@@ -302,7 +295,6 @@ class MockBypassed(UnmockedToolCall, UserError):
         step: int | None = None,
     ) -> None:
         super().__init__(message, tool_name=tool_name or "", trace=trace, step=step)
-        self.tool_name = tool_name or ""
         self.factory = factory
 
 

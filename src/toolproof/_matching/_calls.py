@@ -550,17 +550,19 @@ def _in_order_reasons(specs: Sequence[CallSpec], calls: Sequence[SeenCall]) -> l
     return reasons
 
 
+def _mismatch(spec: CallSpec, call: SeenCall) -> str | None:
+    """Why ``call`` does not meet ``spec`` in the same place, or ``None`` when it does."""
+    problems = spec.check(call)
+    if not problems:
+        return None
+    if call.name == spec.name:
+        return f"{call.label()}: " + "; ".join(problems)
+    return f"call #{call.index + 1}: expected {spec.describe()}, got {call.signature()}"
+
+
 def _strict_reasons(specs: Sequence[CallSpec], calls: Sequence[SeenCall]) -> list[str]:
     if len(specs) == len(calls):
-        reasons = []
-        for spec, call in zip(specs, calls, strict=True):
-            problems = spec.check(call)
-            if problems and call.name == spec.name:
-                reasons.append(f"{call.label()}: " + "; ".join(problems))
-            elif problems:
-                reasons.append(
-                    f"call #{call.index + 1}: expected {spec.describe()}, got {call.signature()}"
-                )
+        reasons = [reason for reason in map(_mismatch, specs, calls) if reason]
         if any(spec.name != call.name for spec, call in zip(specs, calls, strict=True)):
             reasons.insert(0, _order_summary(specs, calls))
         return reasons
@@ -572,15 +574,7 @@ def _strict_reasons(specs: Sequence[CallSpec], calls: Sequence[SeenCall]) -> lis
     )
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag in ("equal", "replace"):
-            for spec, call in zip(specs[i1:i2], calls[j1:j2], strict=False):
-                problems = spec.check(call)
-                if problems and call.name == spec.name:
-                    reasons.append(f"{call.label()}: " + "; ".join(problems))
-                elif problems:
-                    reasons.append(
-                        f"call #{call.index + 1}: expected {spec.describe()}, "
-                        f"got {call.signature()}"
-                    )
+            reasons += [reason for reason in map(_mismatch, specs[i1:i2], calls[j1:j2]) if reason]
             i1, j1 = i1 + min(i2 - i1, j2 - j1), j1 + min(i2 - i1, j2 - j1)
         for spec in specs[i1:i2]:
             reasons.append(

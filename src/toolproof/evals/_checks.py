@@ -121,12 +121,9 @@ class CheckResult:
             "status": self.status,
             "reason": self.reason,
         }
-        if self.turn is not None:
-            out["turn"] = self.turn
-        if self.criterion is not None:
-            out["criterion"] = self.criterion
-        if self.metrics is not None:
-            out["metrics"] = self.metrics
+        for name in ("turn", "criterion", "metrics"):
+            if (value := getattr(self, name)) is not None:
+                out[name] = value
         return out
 
     @classmethod

@@ -45,7 +45,7 @@ from mcp.server.lowlevel import Server
 
 from toolproof._messages import Message, ToolCall, ToolResult
 from toolproof._tools import ArgumentsInvalid, Tool
-from toolproof._toolset import Toolset, mock_context
+from toolproof._toolset import Toolset, as_toolset, mock_context
 from toolproof._trace import Trace
 from toolproof._trace_build import TraceBuilder, utc_now
 from toolproof._version import __version__
@@ -236,14 +236,6 @@ class McpSessions:
             handle.write(line + "\n")
 
 
-def _as_toolset(tools: Toolset | Tool[..., Any] | Iterable[Tool[..., Any]]) -> Toolset:
-    if isinstance(tools, Toolset):
-        return tools
-    if isinstance(tools, Tool):
-        return Toolset([tools])
-    return Toolset(list(tools))
-
-
 def _mcp_tool(t: Tool[..., Any]) -> types.Tool:
     return types.Tool(
         name=t.name,
@@ -314,7 +306,7 @@ def mcp_server(
     Raises:
         UserError: ``real_tools`` or a fault names a tool that is not served.
     """
-    toolset = _as_toolset(tools)
+    toolset = as_toolset(tools)
     listed = [_mcp_tool(t) for t in toolset]
     real = tuple(real_tools)
     with mock_context(toolset, where=_WHERE, how=_REAL_HOW, real=real):
@@ -427,7 +419,7 @@ async def serve_mcp(
         UserError: Unknown transport, the HTTP port cannot be bound, or ``real_tools`` or
             a fault names a tool that is not served.
     """
-    toolset = _as_toolset(tools)
+    toolset = as_toolset(tools)
     if sessions is None:
         sessions = McpSessions(toolset, keep=0)
     server = mcp_server(

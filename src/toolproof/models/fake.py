@@ -88,8 +88,26 @@ def script_misfit(call: ToolCall, tools: Sequence[ToolDefinition]) -> str | None
     return None
 
 
+class _RequestView:
+    """What a recorded model request shows of itself: the tools' names and the last message."""
+
+    __slots__ = ()
+    messages: list[Message]
+    tools: list[ToolDefinition]
+
+    @property
+    def tool_names(self) -> list[str]:
+        """Names of the tools offered in this request."""
+        return [t.name for t in self.tools]
+
+    @property
+    def last(self) -> Message:
+        """The last message of the request."""
+        return self.messages[-1]
+
+
 @dataclass(slots=True)
-class ModelRequest:
+class ModelRequest(_RequestView):
     """One request a fake model received.
 
     Attributes:
@@ -101,16 +119,6 @@ class ModelRequest:
     messages: list[Message]
     tools: list[ToolDefinition]
     settings: ModelSettings
-
-    @property
-    def tool_names(self) -> list[str]:
-        """Names of the tools offered in this request."""
-        return [t.name for t in self.tools]
-
-    @property
-    def last(self) -> Message:
-        """The last message of the request."""
-        return self.messages[-1]
 
 
 @dataclass(slots=True)

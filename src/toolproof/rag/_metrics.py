@@ -29,19 +29,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = [
-    "RankingScores",
-    "RetrievalSummary",
-    "average_precision",
-    "hit_at_k",
-    "ndcg_at_k",
-    "precision_at_k",
-    "recall_at_k",
-    "reciprocal_rank",
-    "score_ranking",
-    "summarize",
-]
-
 Relevance = Mapping[str, float] | Iterable[str]
 
 #: The metrics of :class:`RankingScores`, in report order.

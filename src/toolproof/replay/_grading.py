@@ -104,12 +104,9 @@ class Finding:
     def to_dict(self) -> dict[str, Any]:
         """Plain data for JSON reports."""
         out: dict[str, Any] = {"grade": self.grade, "check": self.check, "message": self.message}
-        if self.tool is not None:
-            out["tool"] = self.tool
-        if self.recorded is not None:
-            out["recorded"] = self.recorded
-        if self.new is not None:
-            out["new"] = self.new
+        for name in ("tool", "recorded", "new"):
+            if (value := getattr(self, name)) is not None:
+                out[name] = value
         return out
 
 

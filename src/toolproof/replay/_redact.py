@@ -232,17 +232,10 @@ class Redactor:
         Raises:
             ConfigError: The file is missing, unreadable or invalid.
         """
-        import yaml
-
-        from toolproof._yaml import safe_load
+        from toolproof._yaml import load_file
 
         path = Path(path)
-        try:
-            data = safe_load(path.read_text(encoding="utf-8"), path)
-        except OSError as exc:
-            raise ConfigError(f"cannot read redaction rules {path}: {exc.strerror}") from exc
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{path}: invalid YAML ({exc})") from exc
+        data = load_file(path, "redaction rules")
         if isinstance(data, Mapping) and "redaction" in data:
             data = data["redaction"]
         return cls.from_dict(data or {}, where=str(path))

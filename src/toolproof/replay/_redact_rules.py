@@ -1,17 +1,8 @@
-r"""Redaction-rule files as pydantic models: what :meth:`Redactor.from_dict` reads.
+"""Redaction-rule files as pydantic models: what :meth:`Redactor.from_dict` reads.
 
-The form::
-
-    secret_env: TOOLPROOF_REDACTION_SECRET   # where the HMAC secret is read from
-    mask: "***"
-    default_fields: true                      # also mask api_key, password, token...
-    fields: {user_id: hash, order_id: hash, api_key: mask, "*_token": drop}
-    patterns: {email: hash, phone: mask, card: mask, api_key: mask}
-    custom:
-      - {name: employee_id, regex: "E\\d{4}", action: hash}
-
-Problems name the key (``redaction.fields.user_id: unknown redaction action 'encrypt'...``);
-a file with several problems reports all of them.
+The form is the one :meth:`Redactor.from_dict` shows. Problems name the key
+(``redaction.fields.user_id: unknown redaction action 'encrypt'...``); a file with several
+problems reports all of them.
 """
 
 from __future__ import annotations

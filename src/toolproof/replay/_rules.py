@@ -245,17 +245,10 @@ class ReplayRules:
         Raises:
             ConfigError: The file cannot be read or holds invalid rules.
         """
-        import yaml
-
-        from toolproof._yaml import safe_load
+        from toolproof._yaml import load_file
 
         path = Path(path)
-        try:
-            data = safe_load(path.read_text(encoding="utf-8"), path)
-        except OSError as exc:
-            raise ConfigError(f"cannot read replay rules {path}: {exc.strerror}") from exc
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{path}: invalid YAML ({exc})") from exc
+        data = load_file(path, "replay rules")
         return cls.from_dict(data, where=str(path))
 
     def rule_for(self, tool: str) -> ToolRule:

@@ -674,23 +674,15 @@ class TraceStore:
 
     def models(self) -> list[tuple[str, int]]:
         """Model names in the store with their trace counts."""
-        with self._lock:
-            return [
-                (str(m), int(n))
-                for m, n in self._exec(
-                    "SELECT model, COUNT(*) FROM traces GROUP BY model ORDER BY model"
-                ).fetchall()
-            ]
+        return self._counts("SELECT model, COUNT(*) FROM traces GROUP BY model ORDER BY model")
 
     def tools(self) -> list[tuple[str, int]]:
         """Tool names in the store with how many calls were recorded."""
+        return self._counts("SELECT tool, SUM(calls) FROM trace_tools GROUP BY tool ORDER BY tool")
+
+    def _counts(self, sql: str) -> list[tuple[str, int]]:
         with self._lock:
-            return [
-                (str(t), int(n))
-                for t, n in self._exec(
-                    "SELECT tool, SUM(calls) FROM trace_tools GROUP BY tool ORDER BY tool"
-                ).fetchall()
-            ]
+            return [(str(name), int(n)) for name, n in self._exec(sql).fetchall()]
 
     def _existing_ids(self, ids: list[str]) -> set[str]:
         found: set[str] = set()

@@ -22,6 +22,7 @@ from toolproof.replay._grading import (
     REJECTED,
     CallLike,
     Finding,
+    Grade,
     ResultLike,
     SampleResult,
     _one_call,
@@ -413,35 +414,28 @@ def _compare_mock(tool: _TodayTool, call: CallLike, result: ResultLike) -> list[
 
     new_value = to_jsonable_python(value, fallback=str)
     missing, changed, added = _shape_diff(result.value, new_value)
-    findings = []
+    severity: Grade
     if missing or changed:
         parts = []
         if missing:
             parts.append("missing " + ", ".join(missing))
         if changed:
             parts.append("changed type at " + ", ".join(changed))
-        findings.append(
-            Finding(
-                "fail",
-                "return_shape",
-                f"{tool.name} returns another structure today: " + "; ".join(parts),
-                tool=tool.name,
-                recorded=_shape(result.value),
-                new=_shape(new_value),
-            )
-        )
+        severity, text = "fail", "returns another structure today: " + "; ".join(parts)
     elif added:
-        findings.append(
-            Finding(
-                "warn",
-                "return_shape",
-                f"{tool.name} returns new fields today: " + ", ".join(added),
-                tool=tool.name,
-                recorded=_shape(result.value),
-                new=_shape(new_value),
-            )
+        severity, text = "warn", "returns new fields today: " + ", ".join(added)
+    else:
+        return []
+    return [
+        Finding(
+            severity,
+            "return_shape",
+            f"{tool.name} {text}",
+            tool=tool.name,
+            recorded=_shape(result.value),
+            new=_shape(new_value),
         )
-    return findings
+    ]
 
 
 async def _await(value: Awaitable[Any]) -> Any:

@@ -7,7 +7,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -207,53 +207,18 @@ class TraceCapture(BaseCallbackHandler):
 
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """Record a finished tool run as the result of its call."""
-        with self._lock:
-            run = self._tool_runs.pop(run_id, None)
-            if run is None:
-                return
-            if run.result is not None:
-                result = run.result
-                if isinstance(output, ToolMessage):
-                    result.content = _text(output.content)
-            elif isinstance(output, ToolMessage):
-                artifact = output.artifact
-                status: Literal["ok", "error"] = "error" if output.status == "error" else "ok"
-                result = ToolResult(
-                    "",
-                    run.name,
-                    status,
-                    _text(output.content),
-                    value=None
-                    if status == "error"
-                    else _jsonable(artifact if artifact is not None else output.content),
-                    error_type="ToolException" if status == "error" else None,
-                )
-            else:
-                value = _jsonable(output)
-                content = (
-                    output if isinstance(output, str) else json.dumps(value, ensure_ascii=False)
-                )
-                result = ToolResult("", run.name, "ok", content, value=value)
-            result.duration_ms = (self._clock() - run.started) * 1000
-            self._attach(run, result)
+        self._finish(run_id, lambda run: _end_result(run, output))
 
     def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """Record a tool run that raised as an error result of its call."""
+        self._finish(run_id, lambda run: _error_result(run, error))
+
+    def _finish(self, run_id: UUID, result_of: Callable[[_ToolRun], ToolResult]) -> None:
         with self._lock:
             run = self._tool_runs.pop(run_id, None)
             if run is None:
                 return
-            if run.result is not None:
-                result = run.result
-            else:
-                text = str(error.args[0]) if len(error.args) == 1 else str(error)
-                result = ToolResult(
-                    "",
-                    run.name,
-                    "error",
-                    text or type(error).__name__,
-                    error_type=type(error).__name__,
-                )
+            result = result_of(run)
             result.duration_ms = (self._clock() - run.started) * 1000
             self._attach(run, result)
 
@@ -406,6 +371,40 @@ class TraceCapture(BaseCallbackHandler):
         error = ErrorInfo(type(root).__name__, str(failure), getattr(failure, "tool_name", None))
         detail = str(failure) if root is not failure else f"{type(root).__name__}: {root}"
         return build.finish("error", detail=detail, error=error)
+
+
+def _end_result(run: _ToolRun, output: Any) -> ToolResult:
+    """The result of a tool run that returned ``output``."""
+    if run.result is not None:
+        if isinstance(output, ToolMessage):
+            run.result.content = _text(output.content)
+        return run.result
+    if isinstance(output, ToolMessage):
+        artifact = output.artifact
+        status: Literal["ok", "error"] = "error" if output.status == "error" else "ok"
+        return ToolResult(
+            "",
+            run.name,
+            status,
+            _text(output.content),
+            value=None
+            if status == "error"
+            else _jsonable(artifact if artifact is not None else output.content),
+            error_type="ToolException" if status == "error" else None,
+        )
+    value = _jsonable(output)
+    content = output if isinstance(output, str) else json.dumps(value, ensure_ascii=False)
+    return ToolResult("", run.name, "ok", content, value=value)
+
+
+def _error_result(run: _ToolRun, error: BaseException) -> ToolResult:
+    """The result of a tool run that raised ``error``."""
+    if run.result is not None:
+        return run.result
+    text = str(error.args[0]) if len(error.args) == 1 else str(error)
+    return ToolResult(
+        "", run.name, "error", text or type(error).__name__, error_type=type(error).__name__
+    )
 
 
 def _jsonable(value: Any) -> Any:

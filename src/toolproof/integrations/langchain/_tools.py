@@ -11,7 +11,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from toolproof._messages import ToolCall, ToolResult, error_message
 from toolproof._tools import Tool
-from toolproof._toolset import Toolset
+from toolproof._toolset import Toolset, as_toolset
 from toolproof.errors import ToolError, UserError
 from toolproof.integrations.langchain._capture import TraceCapture, _active
 from toolproof.integrations.langchain._messages import _run_sync
@@ -166,12 +166,7 @@ def to_langchain(
     """
     if errors not in ("message", "raise"):
         raise UserError(f"to_langchain(errors=...) must be 'message' or 'raise', got {errors!r}")
-    if isinstance(tools, Toolset):
-        toolset = tools
-    elif isinstance(tools, Tool):
-        toolset = Toolset([tools])
-    else:
-        toolset = Toolset(list(tools))
+    toolset = as_toolset(tools)
     return [_structured(toolset, t, errors) for t in toolset]
 
 

@@ -24,7 +24,7 @@ from openai.types.responses import (
 from toolproof._messages import Message, ModelResponse, ModelSettings, ToolCall, ToolDefinition
 from toolproof.errors import UserError
 from toolproof.models._base import Model
-from toolproof.models.fake import ScriptedModel, ScriptItem
+from toolproof.models.fake import ScriptedModel, ScriptItem, _RequestView
 
 __all__ = ["AgentsModel", "AgentsRequest", "ScriptedAgentsModel"]
 
@@ -124,7 +124,7 @@ def _output_items(message: Message) -> list[Any]:
 
 
 @dataclass(slots=True)
-class AgentsRequest:
+class AgentsRequest(_RequestView):
     """One request an :class:`AgentsModel` received.
 
     Attributes:
@@ -136,16 +136,6 @@ class AgentsRequest:
     messages: list[Message]
     tools: list[ToolDefinition] = field(default_factory=list)
     input: Any = None
-
-    @property
-    def tool_names(self) -> list[str]:
-        """Names of the tools offered in this request."""
-        return [t.name for t in self.tools]
-
-    @property
-    def last(self) -> Message:
-        """The last message of the request."""
-        return self.messages[-1]
 
 
 class AgentsModel(AgentsModelBase):

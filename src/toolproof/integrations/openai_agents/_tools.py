@@ -13,7 +13,7 @@ from agents.tool_context import ToolContext
 
 from toolproof._messages import ToolCall, ToolResult
 from toolproof._tools import Tool
-from toolproof._toolset import Toolset
+from toolproof._toolset import Toolset, as_toolset
 from toolproof.errors import UserError
 
 __all__ = ["from_function_tool", "to_function_tool"]
@@ -67,12 +67,7 @@ def to_function_tool(
     Returns:
         One ``FunctionTool`` per tool, in the toolset's order.
     """
-    if isinstance(tools, Toolset):
-        toolset = tools
-    elif isinstance(tools, Tool):
-        toolset = Toolset([tools])
-    else:
-        toolset = Toolset(list(tools))
+    toolset = as_toolset(tools)
     return [_function_tool(toolset, t) for t in toolset]
 
 
