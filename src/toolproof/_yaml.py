@@ -264,6 +264,8 @@ def load_file(path: Path, what: str) -> Any:
         return safe_load(path.read_text(encoding="utf-8"), path)
     except OSError as exc:
         raise ConfigError(f"cannot read {what} {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason})") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: invalid YAML ({exc})") from exc
 

@@ -59,3 +59,17 @@ def test_text_that_is_not_yaml_is_named_invalid_yaml(
         load(path)
     assert str(info.value).startswith(f"{path}: invalid YAML (")
     assert "Traceback" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "data", [b"fields: {user_id: \xff}\n", b"\xfe\xff\x00a", b"a: '\xc3'\n", b"\x80" * 64]
+)
+@pytest.mark.parametrize(("what", "load"), LOADERS)
+def test_bytes_that_are_not_utf8_are_named_so(
+    tmp_path: Path, what: str, load: Callable[[Path], Any], data: bytes
+) -> None:
+    path = tmp_path / "rules.yaml"
+    path.write_bytes(data)
+    with pytest.raises(ConfigError) as info:
+        load(path)
+    assert str(info.value).startswith(f"{path}: not UTF-8 text (")

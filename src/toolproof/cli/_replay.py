@@ -182,13 +182,9 @@ def _replay(args: argparse.Namespace) -> int:
 
 def _rules(args: argparse.Namespace) -> tuple[Any, Any]:
     """The grading rules of ``--rules``, and their aging (``--half-life``, ``--max-age``)."""
-    from toolproof.errors import UserError
     from toolproof.replay import Aging, ReplayRules
 
-    try:
-        rules = ReplayRules.from_file(args.rules) if args.rules else ReplayRules()
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{args.rules}: not UTF-8 text ({exc.reason})") from None
+    rules = ReplayRules.from_file(args.rules) if args.rules else ReplayRules()
     aging = rules.aging
     if args.half_life or args.max_age:
         override = Aging.parse(args.half_life, args.max_age)
