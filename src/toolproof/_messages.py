@@ -32,10 +32,20 @@ __all__ = [
 
 Role = Literal["system", "user", "assistant", "tool"]
 ToolStatus = Literal["ok", "error"]
-#: The error kinds of a call refused before its tool (real or mocked) ran; ``AlreadyRan`` is a
-#: side-effecting repeat answered with the earlier result instead.
+#: The error kinds of a call refused before its tool (real or mocked) ran: ``AlreadyRan`` is a
+#: side-effecting repeat answered with the earlier result; the last three are a mocked run's
+#: refusals where a tool is served alone (``toolproof mcp serve``).
 NOT_RUN_ERRORS = frozenset(
-    {"UnknownTool", "InvalidArguments", "ValidationError", "Rejected", "AlreadyRan"}
+    {
+        "UnknownTool",
+        "InvalidArguments",
+        "ValidationError",
+        "Rejected",
+        "AlreadyRan",
+        "UnmockedToolCall",
+        "MockBypassed",
+        "MissingFixture",
+    }
 )
 
 #: Containers nested deeper than this in a free-form value are refused: the trace decoder

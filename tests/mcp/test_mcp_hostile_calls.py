@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 import pytest
@@ -52,7 +53,15 @@ def test_generated_calls_get_an_answer_and_never_run_side_effects(
     assert ran == [], "a side-effecting tool ran its real code in mock mode"
     if name not in ("get_order", "add"):
         assert answered.is_error
+    if answered.is_error:  # the one error text every adapter sends: "Error (Kind): ..."
+        text = " ".join(getattr(block, "text", "") for block in answered.content)
+        assert re.match(r"Error \([A-Za-z]+\): ", text), text
     assert after.structured_content == {"result": 3}  # the server still serves
     sessions.end_all()
     (trace,) = sessions.traces
     assert trace.tool_names == [name, "add"]
+    first = trace.tool_results[0]
+    if first.status == "error":
+        assert first.content.startswith(f"Error ({first.error_type}): ")
+    if name == "cancel_order":  # refused in mock mode: recorded as a call that did not run
+        assert not first.ran

@@ -106,6 +106,9 @@ def _answers(results: dict[str, Any]) -> dict[str, str]:
     out = {}
     for name, result in results.items():
         text = " ".join(getattr(block, "text", "") for block in result.content)
+        if result.is_error:  # the one error text every adapter sends
+            assert text.startswith(("Error (UnmockedToolCall): ", "Error (MockBypassed): ")), text
+            assert "was not run" in text
         out[name] = (
             "refused" if result.is_error else json.loads(text) if text.startswith('"') else text
         )

@@ -43,7 +43,7 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.server.lowlevel import Server
 
-from toolproof._messages import Message, ToolCall, ToolResult
+from toolproof._messages import Message, ToolCall, ToolResult, error_text
 from toolproof._tools import ArgumentsInvalid, Tool
 from toolproof._toolset import Toolset, as_toolset, mock_context
 from toolproof._trace import Trace
@@ -374,7 +374,7 @@ async def _execute(
         call_id=call.id,
         name=call.name,
         status="error",
-        content=text,
+        content=error_text(error_type, text),
         error_type=error_type,
         duration_ms=(time.perf_counter() - started) * 1000,
         mocked=mocked,
