@@ -20,7 +20,7 @@ from toolproof._agent_run import AgentRun
 from toolproof._memory import Memory, MemoryState
 from toolproof._messages import Message, ModelSettings
 from toolproof._pricing import DEFAULT_PRICES, Price
-from toolproof._run import Budget, Recorder, RunOptions, RunResult, _Run
+from toolproof._run import Budget, Recorder, Run, RunOptions, RunResult
 from toolproof._thread_loop import blocking
 from toolproof._tools import Tool
 from toolproof._toolset import Approver, Toolset
@@ -51,7 +51,7 @@ class _Override:
     toolset: Toolset | None = None
 
 
-#: The memory state of runs without memory: never read or written (see ``_Run.ask``).
+#: The memory state of runs without memory: never read or written (see ``Run.ask``).
 _UNUSED_STATE = MemoryState()
 
 _overrides: contextvars.ContextVar[dict[int, _Override] | None] = contextvars.ContextVar(
@@ -337,11 +337,11 @@ class Agent(BaseAgent):
         run = self._own_run(input, options)
         return AgentRun(run, lambda: self._steps(run))
 
-    def _own_run(self, input: str, options: RunOptions) -> _Run:
+    def _own_run(self, input: str, options: RunOptions) -> Run:
         """The state of a run of toolproof's own loop (``run`` and ``iter`` both start here)."""
         model, toolset = self.resolve(input)
         memory_state = options.memory_state
-        return _Run(
+        return Run(
             self,
             input,
             model=model,
@@ -356,7 +356,7 @@ class Agent(BaseAgent):
 
     # -- the loop ----------------------------------------------------------------------------
 
-    async def _steps(self, run: _Run) -> AsyncIterator[ModelStep | ToolsStep]:
+    async def _steps(self, run: Run) -> AsyncIterator[ModelStep | ToolsStep]:
         """The agent loop. Every way out (final answer, a limit) raises ``_Stop`` from ``run``.
 
         ``Agent.run`` runs the same calls in the same order in one coroutine

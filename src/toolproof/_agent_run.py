@@ -12,8 +12,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolproof._messages import Message
-from toolproof._run import Budget, RunResult, _Run, record
-from toolproof._run_clock import _Stop
+from toolproof._run import Budget, Run, RunResult, record
+from toolproof._run_clock import Stop
 from toolproof._trace import Trace
 from toolproof.errors import AgentRunError
 
@@ -41,7 +41,7 @@ class AgentRun:
     """
 
     def __init__(
-        self, run: _Run | None, steps: Callable[[], AsyncIterator[ModelStep | ToolsStep]]
+        self, run: Run | None, steps: Callable[[], AsyncIterator[ModelStep | ToolsStep]]
     ) -> None:
         self._run = run
         self._make = steps
@@ -103,7 +103,7 @@ class AgentRun:
             run.clock.bind()  # this step waits in the caller's task
         try:
             return await self._steps.__anext__()
-        except _Stop as stop:
+        except Stop as stop:
             assert run is not None
             self.result = run.finish(stop.reason, stop.output, stop.detail)
         except StopAsyncIteration:  # an agent that yields only its result (no own loop)
@@ -118,7 +118,7 @@ class AgentRun:
         return self.result
 
     @staticmethod
-    async def complete(run: _Run) -> RunResult:
+    async def complete(run: Run) -> RunResult:
         """What ``Agent.run`` does: the loop of ``Agent._steps`` to its end, in one coroutine.
 
         The same calls in the same order, without the generator and the step objects an
@@ -133,7 +133,7 @@ class AgentRun:
                 run.final(step)  # a final answer ends the run
                 run.check(step)  # tokens, cost, repeated calls: before any tool runs
                 await run.run_tools(step)
-        except _Stop as stop:
+        except Stop as stop:
             return run.finish(stop.reason, stop.output, stop.detail)
         except BaseException as exc:
             run.fail(exc)

@@ -57,7 +57,7 @@ MAX_JSON_DEPTH = 64
 #: integers of more than 4,300 digits from JSON (about 14,280 bits).
 MAX_INT_BITS = 14_000
 
-_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 
 
 class _Unfit(Exception):
@@ -90,7 +90,7 @@ def json_data(value: Any, where: str = "value", *, strict: bool = False) -> Any:
             an object that has no JSON form, or (with ``strict``) is not plain data. The
             message names the path of the offending part.
     """
-    if _plain(value, 0):
+    if plain(value, 0):
         return value
     try:
         return _convert(value, 0, strict)
@@ -99,7 +99,7 @@ def json_data(value: Any, where: str = "value", *, strict: bool = False) -> Any:
         raise TraceFormatError(f"{where}{path}: {exc.reason}") from None
 
 
-def _plain(value: Any, depth: int) -> bool:
+def plain(value: Any, depth: int) -> bool:
     # The hot path of every ToolCall, ToolResult and Trace: exact type checks, and leaves of
     # containers checked inline (a function call per leaf would double the cost).
     kind = type(value)
@@ -130,7 +130,7 @@ def _plain(value: Any, depth: int) -> bool:
         elif leaf is int or leaf is bool or item is None:
             if leaf is int and item.bit_length() > MAX_INT_BITS:
                 return False
-        elif not _plain(item, depth + 1):
+        elif not plain(item, depth + 1):
             return False
     return True
 
@@ -195,7 +195,7 @@ def _convert_scalar(value: str | bool | int | float | None, strict: bool) -> Any
     """A string, ``None``, boolean or number as plain JSON data (see :func:`_convert`)."""
     if isinstance(value, str):
         text = str.__str__(value)
-        if _plain(text, 0):
+        if plain(text, 0):
             if strict and type(value) is not str:
                 raise _Unfit(f"{type(value).__name__} is not a plain string")
             return text
@@ -224,7 +224,7 @@ def _convert_scalar(value: str | bool | int | float | None, strict: bool) -> Any
         return real
     if strict:
         raise _Unfit(f"{real!r} is not a JSON number; store it as a string")
-    return _NON_FINITE[repr(real)]
+    return NON_FINITE[repr(real)]
 
 
 def _key(key: Any, strict: bool) -> str:
@@ -240,7 +240,7 @@ def _key(key: Any, strict: bool) -> str:
     raise _Unfit(f"the key {key!r} is not a string")
 
 
-def _as_str(value: Any) -> str:
+def as_str(value: Any) -> str:
     """A text field: strings kept (lone surrogates replaced), numbers and others as text."""
     if type(value) is str:
         return value if value.isascii() else _clean_text(value)
@@ -249,10 +249,10 @@ def _as_str(value: Any) -> str:
     return _clean_text(str(value))
 
 
-def _as_opt_str(value: Any) -> str | None:
+def as_opt_str(value: Any) -> str | None:
     if value is None:
         return None
-    return _as_str(value)
+    return as_str(value)
 
 
 MAX_COUNT = 2**63
@@ -289,15 +289,15 @@ class ToolCall:
 
     def __post_init__(self) -> None:
         if type(self.name) is not str or not self.name.isascii():
-            self.name = _as_str(self.name)
+            self.name = as_str(self.name)
         if type(self.id) is not str or not self.id.isascii():
-            self.id = _as_str(self.id)
+            self.id = as_str(self.id)
         if self.raw_arguments is not None and type(self.raw_arguments) is not str:
-            self.raw_arguments = _as_str(self.raw_arguments)
+            self.raw_arguments = as_str(self.raw_arguments)
         elif self.raw_arguments is not None and not self.raw_arguments.isascii():
             self.raw_arguments = _clean_text(self.raw_arguments)
         if self.arguments_error is not None:
-            self.arguments_error = _as_str(self.arguments_error)
+            self.arguments_error = as_str(self.arguments_error)
         if type(self.arguments) is not dict or self.arguments:
             arguments = json_data(self.arguments, "arguments")
             if not isinstance(arguments, dict):
@@ -329,7 +329,7 @@ class ToolCall:
             return cls(
                 name, {}, id, raw, f"arguments must be a JSON object, got {type(parsed).__name__}"
             )
-        if not _plain(parsed, 0):
+        if not plain(parsed, 0):
             return cls(
                 name,
                 {},
@@ -353,7 +353,7 @@ class ToolCall:
         copy = object.__new__(ToolCall)
         copy.name = self.name
         copy.arguments = self.arguments
-        copy.id = id if type(id) is str and id.isascii() else _as_str(id)
+        copy.id = id if type(id) is str and id.isascii() else as_str(id)
         copy.raw_arguments = self.raw_arguments
         copy.arguments_error = self.arguments_error
         return copy
@@ -395,13 +395,13 @@ class ToolResult:
 
     def __post_init__(self) -> None:
         if type(self.call_id) is not str or not self.call_id.isascii():
-            self.call_id = _as_str(self.call_id)
+            self.call_id = as_str(self.call_id)
         if type(self.name) is not str or not self.name.isascii():
-            self.name = _as_str(self.name)
+            self.name = as_str(self.name)
         if type(self.content) is not str or not self.content.isascii():
-            self.content = _as_str(self.content)
+            self.content = as_str(self.content)
         if self.error_type is not None and type(self.error_type) is not str:
-            self.error_type = _as_str(self.error_type)
+            self.error_type = as_str(self.error_type)
         if self.value is not None:
             self.value = json_data(self.value, f"tool result {self.name}: value")
 
@@ -459,14 +459,14 @@ class Message:
     def __post_init__(self) -> None:
         content = self.content
         if content is not None and (type(content) is not str or not content.isascii()):
-            self.content = _as_str(content)
+            self.content = as_str(content)
         if self.tool_call_id is not None and type(self.tool_call_id) is not str:
-            self.tool_call_id = _as_str(self.tool_call_id)
+            self.tool_call_id = as_str(self.tool_call_id)
         if self.name is not None and type(self.name) is not str:
-            self.name = _as_str(self.name)
+            self.name = as_str(self.name)
         reasoning = self.reasoning
         if reasoning is not None and (type(reasoning) is not str or not reasoning.isascii()):
-            self.reasoning = _as_str(reasoning)
+            self.reasoning = as_str(reasoning)
 
     # The constructors pass fields by position: keyword arguments cost about 40 ns each in a
     # dataclass's __init__, and these run for every message of every run.
@@ -548,7 +548,7 @@ class Usage:
             self.reasoning_tokens = _count(self.reasoning_tokens, "reasoning_tokens")
             self.requests = _count(self.requests, "requests")
         if self.details:
-            self.details = {_as_str(k): _count(v, "details") for k, v in self.details.items()}
+            self.details = {as_str(k): _count(v, "details") for k, v in self.details.items()}
 
     @property
     def total_tokens(self) -> int:
@@ -691,9 +691,9 @@ class ModelResponse:
 
     def __post_init__(self) -> None:
         if self.model_name is not None and type(self.model_name) is not str:
-            self.model_name = _as_str(self.model_name)
+            self.model_name = as_str(self.model_name)
         if self.finish_reason is not None and type(self.finish_reason) is not str:
-            self.finish_reason = _as_str(self.finish_reason)
+            self.finish_reason = as_str(self.finish_reason)
 
 
 def _no_constant(name: str) -> Any:

@@ -2,8 +2,8 @@
 
 The loop itself (:meth:`toolproof.Agent._steps`) only says what happens in which order; this
 module holds what it needs between steps, checks every limit in one place
-(:meth:`_Run.check`, and :meth:`_Clock.within` for the wall-clock limit) and ends the run the
-same way whatever the reason (:meth:`_Run.finish`). ``toolproof._agent_run`` drives the loop:
+(:meth:`Run.check`, and :meth:`Clock.within` for the wall-clock limit) and ends the run the
+same way whatever the reason (:meth:`Run.finish`). ``toolproof._agent_run`` drives the loop:
 one step at a time for ``Agent.iter``, to the end for ``Agent.run``.
 """
 
@@ -27,7 +27,7 @@ from toolproof._messages import (
     error_text,
 )
 from toolproof._pricing import find_price
-from toolproof._run_clock import _Clock, _Stop
+from toolproof._run_clock import Clock, Stop
 from toolproof._trace import ErrorInfo, RequestSummary, Step, StopReason, Trace
 from toolproof._trace_build import TraceBuilder
 from toolproof._trace_build import utc_now as _now
@@ -202,7 +202,7 @@ class RunResult:
         return f"[run stopped: {self.stop_reason}] {self.stop_detail or ''}".strip()
 
 
-class _Run:
+class Run:
     """Everything one run carries from step to step, and its limits."""
 
     def __init__(
@@ -263,7 +263,7 @@ class _Run:
         self.keys: dict[int, str] = {}  # their arguments as JSON, made when compared
         # Side-effecting calls that succeeded (None: running), by name and arguments.
         self.effects: dict[str, ToolResult | None] | None = None
-        self.clock = _Clock(budget.max_seconds)
+        self.clock = Clock(budget.max_seconds)
         self.started = 0.0
         self.result: RunResult | None = None
         self._finished: list[ToolResult | None] = []
@@ -277,7 +277,7 @@ class _Run:
     # -- the one place that checks limits -------------------------------------------------------
 
     def check(self, step: Step | None = None) -> None:
-        """Raise :class:`_Stop` when a limit ends the run.
+        """Raise :class:`Stop` when a limit ends the run.
 
         Before a model call (``step`` is ``None``): steps and model calls. Before a step's
         tools run: tokens, cost and repeated calls. The wall-clock limit is the clock's.
@@ -286,25 +286,25 @@ class _Run:
         if step is None:
             if self.index >= agent.max_steps:
                 pending = ", ".join(c.signature() for c in self.trace.steps[-1].response.tool_calls)
-                raise _Stop(
+                raise Stop(
                     "max_steps",
                     detail=f"stopped after {self.index} model calls without a final answer "
                     f"(max_steps={agent.max_steps}); the last step called {pending}",
                 )
             if budget.max_model_calls is not None and self.index >= budget.max_model_calls:
-                raise _Stop(
+                raise Stop(
                     "budget", detail=f"model call limit reached ({budget.max_model_calls} calls)"
                 )
             return
         spent, cost = self.spent, self.cost
         if budget.max_tokens is not None and spent > budget.max_tokens:
-            raise _Stop(
+            raise Stop(
                 "budget",
                 detail=f"token budget exceeded ({spent} > {budget.max_tokens} tokens)",
             )
         if budget.max_cost is not None and cost is not None and cost > budget.max_cost:
             over = f"cost budget exceeded (${cost:.6f} > ${budget.max_cost:g})"
-            raise _Stop("budget", detail=over)
+            raise Stop("budget", detail=over)
         if agent.max_repeated_calls is not None:
             for call in step.response.tool_calls:
                 self._repeated(call, agent.max_repeated_calls)
@@ -334,7 +334,7 @@ class _Run:
         else:
             cycle = ", ".join(c.signature() for c in calls[n - period :])
             detail = f"the calls {cycle} were requested {limit} times in a row, in this order"
-        raise _Stop("repeated_call", detail=f"{detail} (max_repeated_calls={limit})")
+        raise Stop("repeated_call", detail=f"{detail} (max_repeated_calls={limit})")
 
     def _same(self, i: int, j: int) -> bool:
         """Whether calls ``i`` and ``j`` have the same name and arguments."""
@@ -364,7 +364,7 @@ class _Run:
                 " while preparing memory",
             )
             if prepared.overflow is not None:
-                raise _Stop("budget", detail=prepared.overflow)
+                raise Stop("budget", detail=prepared.overflow)
             messages = prepared.messages
             summary = RequestSummary(
                 message_count=len(messages),
@@ -424,7 +424,7 @@ class _Run:
             detail = "the answer was cut off by the token limit (finish_reason=length)"
         elif not message.content:
             detail = "the model returned an empty answer"
-        raise _Stop("final", message.content or "", detail)
+        raise Stop("final", message.content or "", detail)
 
     def _add(self, message: Message) -> None:
         self.conversation.append(message)
@@ -439,7 +439,7 @@ class _Run:
         calls = step.response.tool_calls
         try:
             results = await self.clock.within(self._tools(calls, step))
-        except _Stop as stop:
+        except Stop as stop:
             step.tool_results = [r for r in self._finished if r is not None]
             running = ", ".join(c.signature() for c in calls)
             stop.detail = self.clock.limit_detail(f" while running {running}")

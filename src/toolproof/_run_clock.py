@@ -1,7 +1,7 @@
 """A run's wall-clock limit, and how a run is ended from anywhere inside it.
 
-Every run on an event loop shares one loop timer (:class:`_Timers`); a run's :class:`_Clock`
-joins it while the run waits and cuts the wait off when the limit passes. :class:`_Stop` is
+Every run on an event loop shares one loop timer (:class:`_Timers`); a run's :class:`Clock`
+joins it while the run waits and cuts the wait off when the limit passes. :class:`Stop` is
 how any part of the run (a limit, the final answer) ends it; ``toolproof._run`` catches it
 and finishes the run the same way whatever the reason.
 """
@@ -24,14 +24,14 @@ _T = TypeVar("_T")
 _UNCANCEL = sys.version_info >= (3, 11)  # Task.uncancel() tells our cut-off from a cancel
 
 
-class _Stop(BaseException):
+class Stop(BaseException):
     """Ends the run with a stop reason (a ``BaseException``: no ``except Exception`` eats it)."""
 
     def __init__(self, reason: StopReason, output: str | None = None, detail: str | None = None):
         self.reason, self.output, self.detail = reason, output, detail
 
 
-class _Clock:
+class Clock:
     """The run's wall-clock limit, armed only while the run waits.
 
     The loop's timer (one for all the runs of an event loop, see :class:`_Timers`) cancels
@@ -117,9 +117,9 @@ class _Clock:
 
             ours, self._cancelled = self._cancelled, False
             if ours and task.uncancel() <= entry and isinstance(exc, asyncio.CancelledError):
-                raise _Stop("budget", None, self.limit_detail(what)) from None
+                raise Stop("budget", None, self.limit_detail(what)) from None
             if isinstance(exc, asyncio.TimeoutError) and self.past_deadline():
-                raise _Stop("budget", None, self.limit_detail(what)) from None
+                raise Stop("budget", None, self.limit_detail(what)) from None
             raise
         finally:
             self._inside = False
@@ -136,7 +136,7 @@ class _Clock:
             return await asyncio.wait_for(awaitable, remaining)
         except asyncio.TimeoutError:
             if self.past_deadline():
-                raise _Stop("budget", None, self.limit_detail(what)) from None
+                raise Stop("budget", None, self.limit_detail(what)) from None
             raise
 
     def limit_detail(self, what: str = "") -> str:
@@ -166,7 +166,7 @@ class _Timers:
     __slots__ = ("clocks", "handle", "loop", "when")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.clocks: dict[_Clock, float] = {}  # each run's clock and its deadline
+        self.clocks: dict[Clock, float] = {}  # each run's clock and its deadline
         # The loop and the armed timer, held weakly: the loop must stay collectable.
         self.loop = weakref.ref(loop)
         self.handle: weakref.ref[asyncio.TimerHandle] | None = None
@@ -185,7 +185,7 @@ class _Timers:
         _last_timers = found
         return found
 
-    def add(self, clock: _Clock, deadline: float, loop: asyncio.AbstractEventLoop) -> None:
+    def add(self, clock: Clock, deadline: float, loop: asyncio.AbstractEventLoop) -> None:
         self.clocks[clock] = deadline
         if deadline < self.when:
             self._arm(deadline, loop)

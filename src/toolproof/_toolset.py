@@ -430,12 +430,12 @@ class Toolset:
             else:  # a plain synchronous call, as _invoke makes it, without its coroutine
                 value = function(**kwargs)
                 if type(value) not in _PLAIN and inspect.isawaitable(value):
-                    value = await _contained(value)  # e.g. a mock object returning a coroutine
+                    value = await contained(value)  # e.g. a mock object returning a coroutine
         except ToolError as exc:
             return _error(call, "ToolError", _text(exc), started, mocked)
         except (AgentRunError, MissingFixture):
             raise
-        except _Exited as exc:  # SystemExit, KeyboardInterrupt, GeneratorExit, their own
+        except Exited as exc:  # SystemExit, KeyboardInterrupt, GeneratorExit, their own
             raise _crashed(t, exc.error) from exc.error
         except Exception as exc:
             if limit is not None and _is_timeout(exc):
@@ -633,7 +633,7 @@ def _is_timeout(exc: BaseException) -> bool:
     return isinstance(exc, (asyncio.TimeoutError, TimeoutError))
 
 
-class _Exited(Exception):
+class Exited(Exception):
     """Carries a ``BaseException`` of the user's code out of a tool, a trial or a check.
 
     ``SystemExit``, ``KeyboardInterrupt``, ``GeneratorExit`` or the user's own, raised as
@@ -656,14 +656,14 @@ def escapes(exc: BaseException) -> bool:
     return not isinstance(exc, (Exception, asyncio.CancelledError))
 
 
-async def _contained(awaitable: Awaitable[_T]) -> _T:
-    """``await awaitable``, with what :func:`escapes` raised as :class:`_Exited`."""
+async def contained(awaitable: Awaitable[_T]) -> _T:
+    """``await awaitable``, with what :func:`escapes` raised as :class:`Exited`."""
     try:
         return await awaitable
     except BaseException as exc:
         if not escapes(exc):
             raise
-        raise _Exited(exc) from exc
+        raise Exited(exc) from exc
 
 
 def _call_contained(function: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
@@ -672,7 +672,7 @@ def _call_contained(function: Callable[..., Any], kwargs: dict[str, Any]) -> Any
     except BaseException as exc:
         if not escapes(exc):
             raise
-        raise _Exited(exc) from exc
+        raise Exited(exc) from exc
 
 
 async def _invoke(
@@ -687,15 +687,15 @@ async def _invoke(
 
     if is_async:
         if limit is None:
-            return await _contained(_call_contained(function, kwargs))
-        return await asyncio.wait_for(_contained(_call_contained(function, kwargs)), limit)
+            return await contained(_call_contained(function, kwargs))
+        return await asyncio.wait_for(contained(_call_contained(function, kwargs)), limit)
     if thread or limit is not None:
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(None, lambda: _call_contained(function, kwargs))
         return await (future if limit is None else asyncio.wait_for(future, limit))
     value = _call_contained(function, kwargs)
     if inspect.isawaitable(value):  # a sync callable (e.g. a mock object) returning a coroutine
-        value = _contained(value)
+        value = contained(value)
         value = await (value if limit is None else asyncio.wait_for(value, limit))
     return value
 

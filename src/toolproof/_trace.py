@@ -27,15 +27,15 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from toolproof._messages import (
-    _NON_FINITE,
+    NON_FINITE,
     Message,
     ToolCall,
     ToolResult,
     Usage,
-    _as_opt_str,
-    _as_str,
-    _plain,
+    as_opt_str,
+    as_str,
     json_data,
+    plain,
 )
 from toolproof.errors import TraceFormatError
 
@@ -108,9 +108,9 @@ class ToolInfo:
     schema_hash: str
 
     def __post_init__(self) -> None:
-        self.name = _as_str(self.name)
-        self.description = _as_str(self.description)
-        self.schema_hash = _as_str(self.schema_hash)
+        self.name = as_str(self.name)
+        self.description = as_str(self.description)
+        self.schema_hash = as_str(self.schema_hash)
         self.parameters = json_data(self.parameters, f"tool {self.name}: parameters")
 
 
@@ -163,11 +163,11 @@ class Step:
 
     def __post_init__(self) -> None:
         if self.model_name is not None and type(self.model_name) is not str:
-            self.model_name = _as_str(self.model_name)
+            self.model_name = as_str(self.model_name)
         if self.finish_reason is not None and type(self.finish_reason) is not str:
-            self.finish_reason = _as_str(self.finish_reason)
+            self.finish_reason = as_str(self.finish_reason)
         if self.parse_errors:
-            self.parse_errors = [_as_str(error) for error in self.parse_errors]
+            self.parse_errors = [as_str(error) for error in self.parse_errors]
 
 
 @dataclass(slots=True)
@@ -185,9 +185,9 @@ class ErrorInfo:
     tool_name: str | None = None
 
     def __post_init__(self) -> None:
-        self.type = _as_str(self.type)
-        self.message = _as_str(self.message)
-        self.tool_name = _as_opt_str(self.tool_name)
+        self.type = as_str(self.type)
+        self.message = as_str(self.message)
+        self.tool_name = as_opt_str(self.tool_name)
 
 
 @dataclass(slots=True)
@@ -244,24 +244,24 @@ class Trace:
 
     def __post_init__(self) -> None:
         if type(self.id) is not str or not self.id.isascii():
-            self.id = _as_str(self.id)
+            self.id = as_str(self.id)
         if type(self.input) is not str or not self.input.isascii():
-            self.input = _as_str(self.input)
+            self.input = as_str(self.input)
         if type(self.model) is not str or not self.model.isascii():
-            self.model = _as_str(self.model)
+            self.model = as_str(self.model)
         output = self.output
         if output is not None and (type(output) is not str or not output.isascii()):
-            self.output = _as_str(output)
+            self.output = as_str(output)
         prompt = self.system_prompt
         if prompt is not None and (type(prompt) is not str or not prompt.isascii()):
-            self.system_prompt = _as_str(prompt)
+            self.system_prompt = as_str(prompt)
         if self.system_prompt_hash is not None and type(self.system_prompt_hash) is not str:
-            self.system_prompt_hash = _as_str(self.system_prompt_hash)
+            self.system_prompt_hash = as_str(self.system_prompt_hash)
         detail = self.stop_detail
         if detail is not None and (type(detail) is not str or not detail.isascii()):
-            self.stop_detail = _as_str(detail)
+            self.stop_detail = as_str(detail)
         if self.tags and not all(type(tag) is str and tag.isascii() for tag in self.tags):
-            self.tags = [_as_str(tag) for tag in self.tags]
+            self.tags = [as_str(tag) for tag in self.tags]
         if self.metadata:
             self.metadata = json_data(self.metadata, "metadata")
         if self.settings:
@@ -380,9 +380,9 @@ class Trace:
             )
         if self.stop_reason not in _STOP_REASONS:
             raise TraceFormatError(f"{_where(self)}unknown stop_reason {self.stop_reason!r}")
-        if not _plain(self.metadata, 0):
+        if not plain(self.metadata, 0):
             json_data(self.metadata, _where(self) + "metadata", strict=True)
-        if not _plain(self.settings, 0):
+        if not plain(self.settings, 0):
             json_data(self.settings, _where(self) + "settings", strict=True)
         tools = self.tools
         key = None
@@ -391,7 +391,7 @@ class Trace:
             key = _schemas_key(tools)
             if key is None or key not in _CHECKED_SCHEMAS:
                 for info in tools:
-                    if not _plain(info.parameters, 0):
+                    if not plain(info.parameters, 0):
                         part = f"{_where(self)}tool {info.name}: parameters"
                         json_data(info.parameters, part, strict=True)
                 if key is not None and _schemas_key(tools) == key:
@@ -406,7 +406,7 @@ class Trace:
                     raise TraceFormatError(
                         f"{_where(self)}step {step.index}: tool result status {result.status!r}"
                     )
-                if not _plain(result.value, 0):
+                if not plain(result.value, 0):
                     where = f"{_where(self)}step {step.index}: value"
                     json_data(result.value, where, strict=True)
             _check_usage(step.usage, self, step.index)
@@ -612,7 +612,7 @@ def _check_message(message: Message, trace: Trace, step: int | None) -> None:
     if status is not None and status != "ok" and status != "error":
         raise TraceFormatError(f"{_where(trace)}{_part(step)}: unknown message status {status!r}")
     for call in message.tool_calls:
-        if not _plain(call.arguments, 0):
+        if not plain(call.arguments, 0):
             part = f"{_where(trace)}{_part(step)}: {call.name} arguments"
             json_data(call.arguments, part, strict=True)
 
@@ -649,7 +649,7 @@ def _finite_numbers(data: dict[str, Any]) -> None:
         for key in keys:
             value = holder.get(key)
             if type(value) is float and not math.isfinite(value):
-                holder[key] = _NON_FINITE[repr(value)]
+                holder[key] = NON_FINITE[repr(value)]
 
 
 def _first(exc: BaseException) -> str:
@@ -700,7 +700,7 @@ def _check_version(version: object) -> None:
 
 #: Codec settings of every trace dataclass: numbers in text fields (``"model": 123`` from
 #: older files) are read as text, and non-finite floats are written as strings, not ``null``.
-_CODEC_CONFIG = {"ser_json_inf_nan": "strings", "coerce_numbers_to_str": True}
+CODEC_CONFIG = {"ser_json_inf_nan": "strings", "coerce_numbers_to_str": True}
 
 
 @cache
@@ -719,5 +719,5 @@ def _adapter() -> TypeAdapter[Trace]:
         Usage,
     )
     for cls in classes:
-        setattr(cls, "__pydantic_config__", _CODEC_CONFIG)  # noqa: B010 - a class attribute
+        setattr(cls, "__pydantic_config__", CODEC_CONFIG)  # noqa: B010 - a class attribute
     return TypeAdapter(Trace)

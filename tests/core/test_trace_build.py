@@ -43,11 +43,11 @@ def test_the_declared_shape_names_every_field_of_every_trace_class() -> None:
 
 
 def test_redaction_keeps_exactly_the_declared_structure_and_numbers() -> None:
-    from toolproof.replay._redact_walk import _SHAPES, _SKIP
+    from toolproof.replay._redact_walk import SHAPES, SKIP
 
     for cls, shape in TRACE_SHAPE.items():
         kept = {name for name, held in shape.items() if held in (KEPT, NUMBER)}
-        assert {k for k, v in _SHAPES[cls].items() if v is _SKIP} == kept, cls.__name__
+        assert {k for k, v in SHAPES[cls].items() if v is SKIP} == kept, cls.__name__
 
 
 _TEXT = st.text(max_size=12)

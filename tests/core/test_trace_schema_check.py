@@ -169,14 +169,14 @@ def test_an_unchanged_tool_set_is_checked_once_not_once_per_encode(
     tools = _trace().tools
     schemas = {id(info.parameters) for info in tools}
     checked: list[int] = []
-    real = trace_module._plain
+    real = trace_module.plain
 
     def counting(value: Any, depth: int) -> bool:
         if id(value) in schemas:
             checked.append(id(value))
         return real(value, depth)
 
-    monkeypatch.setattr(trace_module, "_plain", counting)
+    monkeypatch.setattr(trace_module, "plain", counting)
     trace_module._CHECKED_SCHEMAS.clear()
     for number in range(50):
         _trace(number, tools).to_json()

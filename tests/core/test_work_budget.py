@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from toolproof import Agent, Message, Trace, tool
-from toolproof._run import _Run
+from toolproof._run import Run
 from toolproof.events import (
     Event,
     ModelResponded,
@@ -109,13 +109,13 @@ def counters(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
         return args_key(c)
 
     monkeypatch.setattr(run_module, "_args_key", counted_args_key)
-    init = _Run.__init__
+    init = Run.__init__
 
-    def run_init(self: _Run, *args: Any, **kwargs: Any) -> None:
+    def run_init(self: Run, *args: Any, **kwargs: Any) -> None:
         init(self, *args, **kwargs)
         self.conversation = CountingList(self.conversation)
 
-    monkeypatch.setattr(_Run, "__init__", run_init)
+    monkeypatch.setattr(Run, "__init__", run_init)
     to_dict = Trace.to_dict
 
     def counted_to_dict(self: Trace) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from redaction_secrets import CLEAN_VALUE, DATA_FIELDS, clean_trace_data, put
 
 from toolproof import Trace
 from toolproof.replay import Redactor
-from toolproof.replay._redact_trace import _PLANS, _Unsupported, redact_trace_object
+from toolproof.replay._redact_trace import _PLANS, Unsupported, redact_trace_object
 
 _EMAIL = "Reach me at jo.doe@example.com please"
 
@@ -115,7 +115,7 @@ def test_objects_of_the_wrong_type_are_refused_as_before() -> None:
     trace = Trace.from_dict(clean_trace_data())
     assert redact_trace_object(redactor, trace) is trace
     object.__setattr__(trace.steps[0], "tool_results", tuple(trace.steps[0].tool_results))
-    with pytest.raises(_Unsupported):
+    with pytest.raises(Unsupported):
         redact_trace_object(redactor, trace)
     trace = Trace.from_dict(clean_trace_data())
 
@@ -123,7 +123,7 @@ def test_objects_of_the_wrong_type_are_refused_as_before() -> None:
         pass
 
     object.__setattr__(trace, "output", Text("User 7 is on pro."))
-    with pytest.raises(_Unsupported):
+    with pytest.raises(Unsupported):
         redact_trace_object(redactor, trace)
 
 

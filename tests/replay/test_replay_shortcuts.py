@@ -1,7 +1,7 @@
 """The shortcuts of tools-mode replay give exactly the answers of the long way.
 
 - ``_fits`` (the check of free-form values read by the view) agrees with the codec's
-  ``_plain`` on every value the JSON parser can return: non-finite floats, huge integers,
+  ``plain`` on every value the JSON parser can return: non-finite floats, huge integers,
   deep nesting, odd text.
 - Schema-only tools keep the verdict on arguments already checked: values that are equal
   in Python but not in JSON Schema (``1``, ``1.0``, ``True``, ``"1"``) never share one, the
@@ -21,7 +21,7 @@ from pydantic_core import SchemaValidator, core_schema
 from replay_helpers import query_users, run_trace
 
 from toolproof import ToolCall, tool
-from toolproof._messages import _plain
+from toolproof._messages import plain
 from toolproof.errors import ToolError
 from toolproof.replay._recorded import _fits
 from toolproof.replay._tools_mode import _VERDICT_KEY_CHARS, _VERDICTS, _from_schema
@@ -62,7 +62,7 @@ def _nested(levels: int, leaf: Any = 1, *, as_list: bool = False) -> Any:
 @given(_values)
 def test_the_views_check_agrees_with_the_codecs_on_parsed_values(value: Any) -> None:
     parsed = _parsed(value)
-    assert _fits(parsed, 0) == _plain(parsed, 0)
+    assert _fits(parsed, 0) == plain(parsed, 0)
 
 
 def test_the_views_check_agrees_with_the_codecs_at_the_depth_limit() -> None:
@@ -70,7 +70,7 @@ def test_the_views_check_agrees_with_the_codecs_at_the_depth_limit() -> None:
         for as_list in (False, True):
             for leaf in (1, 1.5, float("nan"), 2**14001, 2**14000 - 1, "x", None, [], {}):
                 parsed = _parsed(_nested(levels, leaf, as_list=as_list))
-                assert _fits(parsed, 0) == _plain(parsed, 0), (levels, as_list, leaf)
+                assert _fits(parsed, 0) == plain(parsed, 0), (levels, as_list, leaf)
     # and both refuse what they must: the check is not trivially true
     assert not _fits(_parsed(_nested(70)), 0)
     assert not _fits(_parsed({"a": [1, float("inf")]}), 0)

@@ -267,18 +267,18 @@ def test_replay_never_formats_its_report(tmp_path: Path, monkeypatch: pytest.Mon
 def test_replay_tools_mode_checks_each_recorded_return_value_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from toolproof.replay._tools_mode import _TodayTool
+    from toolproof.replay._tools_mode import TodayTool
 
     with TraceStore(tmp_path / "t.db") as store:
         store.add_many(_traces())
     counts: Counter[str] = Counter()
-    real = _TodayTool.return_problem
+    real = TodayTool.return_problem
 
     def return_problem(self: Any, value: Any) -> Any:
         counts[self.name] += 1
         return real(self, value)
 
-    monkeypatch.setattr(_TodayTool, "return_problem", return_problem)
+    monkeypatch.setattr(TodayTool, "return_problem", return_problem)
     report = replay(tmp_path / "t.db", tools=[query_users])
     assert report.counts["pass"] == TRACES, report.summary()
     assert counts == Counter(query_users=TRACES), counts

@@ -278,8 +278,8 @@ def scripted_model(path_text: str) -> Model:
     from pathlib import Path
 
     from toolproof.errors import ConfigError
-    from toolproof.evals._resolve import _Resolver
-    from toolproof.evals._suite import _Builder
+    from toolproof.evals._resolve import Resolver
+    from toolproof.evals._suite import Builder
     from toolproof.evals._yaml import Problems, load_yaml
     from toolproof.models.fake import ScriptedModel
 
@@ -295,7 +295,7 @@ def scripted_model(path_text: str) -> Model:
     if isinstance(data, dict) and "script" in data:
         data, where = data["script"], ("script",)
     problems = Problems(locator)
-    script = _Builder(path, locator, problems, _Resolver())._script(data, where)
+    script = Builder(path, locator, problems, Resolver())._script(data, where)
     formatted = structural + problems.formatted()
     if formatted or script is None:
         lines = formatted or [f"{path}:1: not a script"]

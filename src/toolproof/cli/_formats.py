@@ -32,9 +32,9 @@ def suite_schema_text(*, modules: list[str] | None = None) -> str:
 
 
 def _import(name: str) -> None:
-    from toolproof.evals._resolve import _Resolver
+    from toolproof.evals._resolve import Resolver
 
-    _Resolver().load_module(name, Path.cwd() / "suite")
+    Resolver().load_module(name, Path.cwd() / "suite")
 
 
 def add_format_commands(commands: Any) -> None:

@@ -307,7 +307,7 @@ def dataset_cases(builder: Any, specs: list[DatasetEntry], suite: Any) -> list[C
     """The cases of a suite's ``datasets:`` (problems go to ``builder.problems``).
 
     Args:
-        builder: The suite's builder (``toolproof.evals._suite._Builder``).
+        builder: The suite's builder (``toolproof.evals._suite.Builder``).
         specs: The entries of ``datasets:``, validated.
         suite: What every case of the suite starts from (``builder.case`` takes it).
     """

@@ -129,7 +129,7 @@ def _metric_intervals(items: Sequence[RankingScores], level: float) -> dict[str,
     return out
 
 
-def _figure(value: float, interval: Mapping[str, Any] | None) -> str:
+def figure(value: float, interval: Mapping[str, Any] | None) -> str:
     """``"0.750 [0.612, 0.888]"`` with the interval, ``"0.750"`` without."""
     return f"{value:.3f}" if interval is None else show(interval)
 
@@ -144,7 +144,7 @@ def quality_lines(quality: Sequence[Mapping[str, Any]]) -> list[str]:
             macro = item["macro"]
             bounds = item.get("intervals") or {}
             figures = ", ".join(
-                f"{name}{cut} {_figure(macro[name], bounds.get(name))}"
+                f"{name}{cut} {figure(macro[name], bounds.get(name))}"
                 for name in METRICS
                 if macro.get(name) is not None
             )

@@ -617,7 +617,7 @@ def _quality_markdown(quality: list[dict[str, Any]]) -> list[str]:
     """The retrieval quality table (one row per suite and retrieval tool) and figures."""
     if not quality:
         return []
-    from toolproof.evals._quality import _figure, quality_lines
+    from toolproof.evals._quality import figure, quality_lines
     from toolproof.rag._metrics import METRICS
 
     rows = []
@@ -627,7 +627,7 @@ def _quality_markdown(quality: list[dict[str, Any]]) -> list[str]:
             macro, micro = item["macro"], item["micro"]
             bounds = item.get("intervals") or {}
             cells = [
-                "-" if macro.get(m) is None else _figure(macro[m], bounds.get(m)) for m in METRICS
+                "-" if macro.get(m) is None else figure(macro[m], bounds.get(m)) for m in METRICS
             ]
             rows.append(
                 [

@@ -1,7 +1,7 @@
 """Resolving what a suite names by import path: agents, factories, modules, objects.
 
 A suite names its agent (``agent: package.module:build_agent``), mock factories and other
-objects by import path. One ``_Resolver`` serves one load of suites: it imports each path
+objects by import path. One ``Resolver`` serves one load of suites: it imports each path
 once, finds a package that is not on ``sys.path`` in the nearest parent directory of the
 suite file, and probes an agent factory once with a scripted model to learn its tools. Every
 failure is one ``UserError`` naming the path and what to write instead.
@@ -19,10 +19,10 @@ from typing import Any
 from toolproof.errors import UserError
 from toolproof.evals._cases import AgentSpec
 
-__all__ = ["_Resolver"]
+__all__ = ["Resolver"]
 
 
-class _Resolver:
+class Resolver:
     """Resolves and caches import paths and agents across the files of one load."""
 
     def __init__(self) -> None:

@@ -26,7 +26,7 @@ from typing import IO, TYPE_CHECKING, Any
 from toolproof._agent import Runnable, Session
 from toolproof._reporting import ReportSpec, check_output, parse_report_specs, utf8
 from toolproof._thread_loop import blocking
-from toolproof._toolset import _contained, _Exited
+from toolproof._toolset import Exited, contained
 from toolproof.errors import (
     AgentRunError,
     MockBypassed,
@@ -281,7 +281,7 @@ class _Runner:
             started = time.perf_counter()
             checking = _Checking()
             try:
-                attempt = _contained(self.attempt(plan, index, checking))
+                attempt = contained(self.attempt(plan, index, checking))
                 if config.timeout is None:
                     trial, infra = await attempt
                 else:
@@ -302,7 +302,7 @@ class _Runner:
                     message = f"the trial took longer than its timeout ({config.timeout:g} s)"
                     trial = TrialResult(index, "error", error=message, error_type="TrialTimeout")
                     infra = Infra("TrialTimeout", message, retryable=False)
-            except _Exited as escaped:
+            except Exited as escaped:
                 if isinstance(escaped.error, KeyboardInterrupt):
                     self.interrupted = True  # as Ctrl-C: the reports hold what finished
                     self.stop()
@@ -553,7 +553,7 @@ class _Runner:
         model: Model = meter if meter is not None else LimitedModel(plan.judge_slot)
         outcomes = await asyncio.gather(
             *(
-                _contained(
+                contained(
                     judge(
                         model,
                         criterion,
@@ -567,7 +567,7 @@ class _Runner:
                 for criterion in case.judge
             ),
             *(  # judged checks of `expect:` (faithfulness), graded by the same judge
-                _contained(
+                contained(
                     check.grade(model, record, case.metadata, self.cache, config.judge_inconclusive)
                 )
                 for check in _graded(case)

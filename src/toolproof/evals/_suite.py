@@ -47,7 +47,7 @@ from toolproof.evals._cases import (
     external_agent,
 )
 from toolproof.evals._checks import Check, compile_expect
-from toolproof.evals._resolve import _Resolver
+from toolproof.evals._resolve import Resolver
 from toolproof.evals._script import parse_script
 from toolproof.evals._script import unknown_tool as _unknown_tool
 from toolproof.evals._suite_model import (
@@ -71,14 +71,14 @@ __all__ = [
     "SETTINGS_KEYS",
     "SUITE_KEYS",
     "AgentSpec",
+    "Builder",
     "Case",
     "CaseConfig",
     "MockSpec",
     "PassRule",
+    "Resolver",
     "Suite",
     "Turn",
-    "_Builder",
-    "_Resolver",
     "discover_suite_files",
     "is_suite_file",
     "load_suite",
@@ -155,7 +155,7 @@ def load_suites(paths: Iterable[str | Path]) -> list[Suite]:
     """
     suites: list[Suite] = []
     problems: list[str] = []
-    resolver = _Resolver()
+    resolver = Resolver()
     for file in discover_suite_files(paths):
         try:
             suites.append(_load(file, resolver))
@@ -180,7 +180,7 @@ def load_suite(path: str | Path) -> Suite:
     Raises:
         ConfigError: The file has problems; ``problems`` lists each as ``file:line: message``.
     """
-    return _load(Path(path), _Resolver())
+    return _load(Path(path), Resolver())
 
 
 def select_cases(
@@ -227,7 +227,7 @@ def _summary(problems: list[str]) -> str:
 # -- loading ------------------------------------------------------------------------------------
 
 
-def _load(file: Path, resolver: _Resolver) -> Suite:
+def _load(file: Path, resolver: Resolver) -> Suite:
     try:
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -238,7 +238,7 @@ def _load(file: Path, resolver: _Resolver) -> Suite:
         ) from None
     data, locator, structural = load_yaml(text, file)
     problems = Problems(locator)
-    suite = _Builder(file, locator, problems, resolver).suite(data)
+    suite = Builder(file, locator, problems, resolver).suite(data)
     formatted = structural + problems.formatted()
     if formatted or suite is None:
         formatted = formatted or [f"{file}:1: not a suite"]
@@ -269,8 +269,8 @@ class _SuiteParts:
         )
 
 
-class _Builder:
-    def __init__(self, file: Path, locator: Locator, problems: Problems, resolver: _Resolver):
+class Builder:
+    def __init__(self, file: Path, locator: Locator, problems: Problems, resolver: Resolver):
         self.file = file
         self.locator = locator
         self.problems = problems

@@ -12,7 +12,7 @@ from toolproof._messages import (
     ModelResponse,
     ToolCall,
     Usage,
-    _plain,
+    plain,
 )
 from toolproof._text import clip
 from toolproof.errors import (
@@ -263,7 +263,7 @@ def _decode_object(text: str) -> dict[str, Any] | None:
         parsed = _FROM_JSON(text, allow_inf_nan=False)
     except ValueError:
         return None
-    if type(parsed) is not dict or not _plain(parsed, 0):
+    if type(parsed) is not dict or not plain(parsed, 0):
         return None
     return parsed
 

@@ -88,7 +88,7 @@ def script_misfit(call: ToolCall, tools: Sequence[ToolDefinition]) -> str | None
     return None
 
 
-class _RequestView:
+class RequestView:
     """What a recorded model request shows of itself: the tools' names and the last message."""
 
     __slots__ = ()
@@ -107,7 +107,7 @@ class _RequestView:
 
 
 @dataclass(slots=True)
-class ModelRequest(_RequestView):
+class ModelRequest(RequestView):
     """One request a fake model received.
 
     Attributes:

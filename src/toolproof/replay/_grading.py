@@ -215,7 +215,7 @@ def grade_calls(
         pairs = by_tool.get(call.name, ())
         before = pairs[index] if index < len(pairs) else None
         rule = rules.rule_for(call.name)
-        findings.extend(_one_call(before, (call, result), rule, mask, compare_calls))
+        findings.extend(one_call(before, (call, result), rule, mask, compare_calls))
     return findings
 
 
@@ -240,7 +240,7 @@ def _selection(
                     f"tool '{name}' was called {before} time{_s(before)} when recorded and "
                     f"{after} time{_s(after)} now",
                     tool=name,
-                    recorded=[_show_call(c, mask) for c in missing],
+                    recorded=[show_call(c, mask) for c in missing],
                     new=None,
                 )
             )
@@ -254,7 +254,7 @@ def _selection(
                     f"time{_s(before)} when recorded",
                     tool=name,
                     recorded=None,
-                    new=[_show_call(c, mask) for c in extra],
+                    new=[show_call(c, mask) for c in extra],
                 )
             )
     if not findings and order != "ignore" and old_names != new_names:
@@ -270,7 +270,7 @@ def _selection(
     return findings
 
 
-def _one_call(
+def one_call(
     before: tuple[CallLike, ResultLike | None] | None,
     after: tuple[CallLike, ResultLike | None],
     rule: ToolRule,
@@ -288,8 +288,8 @@ def _one_call(
                 "today's schema rejects the call: "
                 + result.content.removeprefix(error_text(result.error_type or "", "")),
                 tool=call.name,
-                recorded=_show_call(old_call, mask) if old_call is not None else None,
-                new=_show_call(call, mask) if compare else None,
+                recorded=show_call(old_call, mask) if old_call is not None else None,
+                new=show_call(call, mask) if compare else None,
             )
         ]
     if call.arguments_error is not None:
@@ -316,7 +316,7 @@ def _rule_findings(
                     f"{name}: required argument '{required}' is missing",
                     tool=name,
                     recorded=_shown_arg(old_call, required, mask),
-                    new=_show_call(call, mask),
+                    new=show_call(call, mask),
                 )
             )
     for arg, matcher in rule.bounds.items():
@@ -359,8 +359,8 @@ def _changed_arguments(
                         if rule.extra_args == "warn"
                         else f"{name}: new argument '{arg}' (forbid_extra_args)",
                         tool=name,
-                        recorded=_show_call(old_call, mask),
-                        new=_show_call(call, mask),
+                        recorded=show_call(old_call, mask),
+                        new=show_call(call, mask),
                     )
                 )
         elif not json_equal(old_args[arg], value):
@@ -528,7 +528,7 @@ def mask_value(name: str, value: Any, mask: Sequence[str]) -> Any:
     return value
 
 
-def _show_call(call: CallLike | None, mask: Sequence[str]) -> str | None:
+def show_call(call: CallLike | None, mask: Sequence[str]) -> str | None:
     if call is None:
         return None
     if call.arguments_error is not None:

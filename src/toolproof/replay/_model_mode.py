@@ -157,7 +157,7 @@ def _add(
         mock.add(name, arguments, raises=ToolError(error_message(result)), times=times)
 
 
-_REAL_TOOL_HOW = "--real-tool {0} (Python: replay(..., real_tools=['{0}']))"
+REAL_TOOL_HOW = "--real-tool {0} (Python: replay(..., real_tools=['{0}']))"
 
 
 class _RecordedOnly:
@@ -186,7 +186,7 @@ class _RecordedOnly:
         return missing
 
 
-async def _model_sample(
+async def model_sample(
     trace: Trace,
     agent: Runnable,
     model: Model | Literal["recorded"] | None,
@@ -213,7 +213,7 @@ async def _model_sample(
         mock_context(
             toolset,
             where="replay (model mode)",
-            how=_REAL_TOOL_HOW,
+            how=REAL_TOOL_HOW,
             real=real_tools,
             mocks=[_RecordedOnly(mock)],
             factory=factory,

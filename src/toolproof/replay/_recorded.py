@@ -5,7 +5,7 @@ schema hashes, and a few top-level fields; building the whole :class:`~toolproof
 (every step, message, usage and tool schema as an object, each with its normalising
 ``__post_init__``) costs more than the replay itself. This module reads the same payload
 with a ``TypeAdapter`` of the trace classes read as ``TypedDict``s: each dataclass's fields
-with the same names, types, defaults and codec settings (``_CODEC_CONFIG``), so the same
+with the same names, types, defaults and codec settings (``CODEC_CONFIG``), so the same
 JSON parser, the same field checks and coercions, no objects. It is not a second decoder:
 
 - the plain classes are derived from the trace classes' own fields at first use, so a field
@@ -41,7 +41,7 @@ from typing import (
 )
 
 from toolproof._messages import MAX_COUNT, MAX_INT_BITS, MAX_JSON_DEPTH, Usage
-from toolproof._trace import _CODEC_CONFIG, TRACE_VERSION, Trace
+from toolproof._trace import CODEC_CONFIG, TRACE_VERSION, Trace
 from toolproof.errors import TraceFormatError
 from toolproof.replay._store_rows import TraceFilter, _decode
 
@@ -300,7 +300,7 @@ def _plain_class(cls: type) -> Any:
         fields[item.name] = annotation
     make: Any = TypedDict  # (a class made from data: its name is not a literal)
     plain = make(cls.__name__, fields)
-    plain.__pydantic_config__ = _CODEC_CONFIG  # (pydantic's documented place for it)
+    plain.__pydantic_config__ = CODEC_CONFIG  # (pydantic's documented place for it)
     return plain
 
 

@@ -40,7 +40,7 @@ from toolproof._trace import Trace
 from toolproof.errors import UserError
 from toolproof.replay._fork import FORK_GUARD
 from toolproof.replay._redact import Redactor
-from toolproof.replay._redact_trace import _Unsupported, redact_trace_object
+from toolproof.replay._redact_trace import Unsupported, redact_trace_object
 from toolproof.replay._store import (
     DEFAULT_STORE_PATH,
     TraceStore,
@@ -634,7 +634,7 @@ class Recorder:
                 return self._prepare_plain(trace)
             try:
                 trace = redact_trace_object(self.redactor, trace)
-            except _Unsupported:
+            except Unsupported:
                 return self._prepare_plain(trace)
             self._offer()  # (between the walk and the encoding: shorter slices)
         # A trace built by the trace classes' constructors: the codec writes it so that it

@@ -2,12 +2,12 @@
 
 Two kinds of rules:
 
-One walker redacts every string of a trace (``_Walk``, in ``_redact_walk.py``; the patterns
+One walker redacts every string of a trace (``Walk``, in ``_redact_walk.py``; the patterns
 and rule types are in ``_redact_patterns.py``): every field of every message, tool
 call, tool result, the metadata, tags, error and stop texts, at any depth, and JSON found
 inside strings at any depth (parsed, redacted, written back as valid JSON). Only the
 structural fields of the trace format (ids, roles, statuses, times, tool names, counts: see
-``_redact_walk._TRACE``) are kept as they are, so a field added to the format later is redacted.
+``_redact_walk.TRACE``) are kept as they are, so a field added to the format later is redacted.
 
 - **Field rules** name keys (``user_id``, ``*_token``; case-insensitive, ``*`` and ``?``
   wildcards) at any depth of the trace's data, JSON inside strings included.
@@ -41,27 +41,27 @@ from typing import Any
 from toolproof._trace import Trace
 from toolproof.errors import ConfigError
 from toolproof.replay._redact_patterns import (
-    _DEFAULT_PATTERNS,
-    _DROP,
-    _EMAIL,
-    _HINTS,
     BUILTIN_PATTERNS,
     DEFAULT_FIELDS,
+    DEFAULT_PATTERNS,
+    DROP,
+    EMAIL,
+    HINTS,
     SECRET_ENV,
     Action,
     FieldRule,
     PatternRule,
+    Span,
     _action,
-    _apply,
-    _canonical,
-    _glob_regex,
-    _number_or_text,
     _priority,
-    _Span,
+    apply,
+    canonical,
+    glob_regex,
+    number_or_text,
 )
-from toolproof.replay._redact_walk import _DATA, _TRACE, _Walk
+from toolproof.replay._redact_walk import DATA, TRACE, Walk
 from toolproof.replay._redact_walk import (
-    _STRUCTURAL_FIELDS as _STRUCTURAL_FIELDS,  # (listed in the guide)
+    STRUCTURAL_FIELDS as STRUCTURAL_FIELDS,  # (listed in the guide)
 )
 
 __all__ = [
@@ -145,7 +145,7 @@ class Redactor:
         self._exact = exact
         self._globs = globs
         self._field_cache: dict[str, Action | None] = {}
-        self._span_cache: dict[str, tuple[_Span, ...]] = {}
+        self._span_cache: dict[str, tuple[Span, ...]] = {}
         self._cached_chars = 0
         self._one_pass: Any = None  # what the recorder's walks of trace objects learnt
         compiled: list[tuple[PatternRule, re.Pattern[str], Callable[[str], bool] | None]] = []
@@ -157,7 +157,7 @@ class Redactor:
                     f"redaction pattern {rule.name!r}: invalid regular expression ({exc})"
                 ) from exc
             builtin = BUILTIN_PATTERNS.get(rule.name)
-            hint = _HINTS.get(rule.name) if builtin and builtin[0] == rule.regex else None
+            hint = HINTS.get(rule.name) if builtin and builtin[0] == rule.regex else None
             compiled.append((rule, compiled_rule, hint))
         self._compiled = tuple(compiled)
         # `user_id=123`, `"user_id": "abc"`, `\"user_id\": \"abc\"` in free text.
@@ -165,8 +165,8 @@ class Redactor:
         if self.field_rules:
             # A name may follow a dot (`params.user_id=5`); a name with a `*` wildcard may
             # not, or each dot of `a.b.c...` would start a new scan of the whole run.
-            plain = [_glob_regex(r.name) for r in self.field_rules if "*" not in r.name]
-            wild = [_glob_regex(r.name) for r in self.field_rules if "*" in r.name]
+            plain = [glob_regex(r.name) for r in self.field_rules if "*" not in r.name]
+            wild = [glob_regex(r.name) for r in self.field_rules if "*" in r.name]
             starts = [f"(?<!\\w)(?:{'|'.join(plain)})"] if plain else []
             starts += [f"(?<![\\w.-])(?:{'|'.join(wild)})"] if wild else []
             self._key_value = re.compile(
@@ -272,7 +272,7 @@ class Redactor:
         """
         if isinstance(value, bool) or value is None:
             return value
-        digest = hmac.new(self._secret, _canonical(value).encode(), hashlib.sha256).hexdigest()
+        digest = hmac.new(self._secret, canonical(value).encode(), hashlib.sha256).hexdigest()
         if isinstance(value, int):
             digits = len(str(abs(value)))
             number = int(digest, 16)
@@ -283,7 +283,7 @@ class Redactor:
             return -pseudo if value < 0 else pseudo
         if isinstance(value, float):
             return int(digest[:10], 16) / 1000.0
-        if label == "email" or _EMAIL.fullmatch(str(value)):
+        if label == "email" or EMAIL.fullmatch(str(value)):
             return f"{digest[:12]}@redacted.invalid"
         # One prefix for every rule: a value hashed by a field rule in a tool call and by a
         # pattern rule in the user's message gets the same pseudonym.
@@ -301,9 +301,9 @@ class Redactor:
         """
         if not self.enabled:
             return data
-        walk = _Walk(self)
-        walk.collect(data, _TRACE)
-        out: dict[str, Any] = walk.rewrite(data, _TRACE)
+        walk = Walk(self)
+        walk.collect(data, TRACE)
+        out: dict[str, Any] = walk.rewrite(data, TRACE)
         return out
 
     def redact_many(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -314,32 +314,32 @@ class Redactor:
         """
         if not self.enabled:
             return items
-        walk = _Walk(self)
+        walk = Walk(self)
         for data in items:
-            walk.collect(data, _TRACE)
-        return [walk.rewrite(data, _TRACE) for data in items]
+            walk.collect(data, TRACE)
+        return [walk.rewrite(data, TRACE) for data in items]
 
     def redact_value(self, value: Any) -> Any:
         """Redact one JSON-like value (a tool call's arguments, a result)."""
         if not self.enabled:
             return value
-        walk = _Walk(self)
-        walk.collect(value, _DATA)
-        return walk.rewrite(value, _DATA)
+        walk = Walk(self)
+        walk.collect(value, DATA)
+        return walk.rewrite(value, DATA)
 
     def redact_text(self, text: str) -> str:
         """Redact one text (patterns, ``key=value`` rules and JSON inside it)."""
         if not self.enabled:
             return text
-        walk = _Walk(self)
-        walk.collect(text, _DATA)
-        out: str = walk.rewrite(text, _DATA)
+        walk = Walk(self)
+        walk.collect(text, DATA)
+        out: str = walk.rewrite(text, DATA)
         return out
 
     def replacement(self, value: Any, action: Action, label: str = "anon") -> Any:
-        """What replaces one sensitive scalar (``_DROP`` for ``drop``)."""
+        """What replaces one sensitive scalar (``DROP`` for ``drop``)."""
         if action == "drop":
-            return _DROP
+            return DROP
         if action == "hash":
             return self.pseudonym(value, label)
         if isinstance(value, str):
@@ -352,7 +352,7 @@ class Redactor:
             return 0.0
         return self.mask
 
-    def static_spans(self, text: str) -> tuple[_Span, ...]:
+    def static_spans(self, text: str) -> tuple[Span, ...]:
         """Where the pattern and ``key=value`` rules match in ``text`` (cached).
 
         Each pattern runs separately over the original text, so one rule's near-miss (a
@@ -362,7 +362,7 @@ class Redactor:
         cached = self._span_cache.get(text)
         if cached is not None:
             return cached
-        spans: list[_Span] = []
+        spans: list[Span] = []
         if self._key_value is not None:
             for match in self._key_value.finditer(text):
                 key = text[match.start() : match.start(1)]
@@ -371,7 +371,7 @@ class Redactor:
                 if action is None or value == self.mask:
                     continue
                 if action == "hash":
-                    replacement = str(self.pseudonym(_number_or_text(value)))
+                    replacement = str(self.pseudonym(number_or_text(value)))
                 else:
                     replacement = self.mask
                 spans.append((match.start(2), match.end(2), 0, replacement))
@@ -401,7 +401,7 @@ class Redactor:
                 text_for = seen.get(found)
                 if text_for is None:
                     made = self.replacement(found, rule.action, rule.name)
-                    text_for = seen[found] = "" if made is _DROP else str(made)
+                    text_for = seen[found] = "" if made is DROP else str(made)
                 spans.append((start, end, priority, text_for))
                 pos = end
         result = tuple(spans)
@@ -415,7 +415,7 @@ class Redactor:
 
     def static_text(self, text: str) -> str:
         """Apply the pattern and ``key=value`` rules to one text."""
-        return _apply(text, list(self.static_spans(text)))
+        return apply(text, list(self.static_spans(text)))
 
 
 def _field_rules(
@@ -442,7 +442,7 @@ def _pattern_rules(
     """The pattern rules of :class:`Redactor`'s arguments: built-ins by priority, then yours."""
     chosen: Mapping[str, Action]
     if patterns is None:
-        chosen = _DEFAULT_PATTERNS
+        chosen = DEFAULT_PATTERNS
     elif isinstance(patterns, Mapping):
         chosen = {str(k): _action(v, f"patterns.{k}") for k, v in patterns.items()}
     else:

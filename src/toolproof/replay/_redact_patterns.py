@@ -2,7 +2,7 @@
 
 The built-in patterns (e-mail addresses, phone numbers, Luhn-checked card numbers, API-key
 tokens) with the cheap hints that skip a pattern's scan on a text that cannot hold a match,
-the ``PatternRule`` and ``FieldRule`` types, and ``_apply``, which rebuilds a text with its
+the ``PatternRule`` and ``FieldRule`` types, and ``apply``, which rebuilds a text with its
 matched spans replaced. The ``Redactor`` (``_redact.py``) compiles them; the walker
 (``_redact_walk.py``) applies them to every string of a trace.
 """
@@ -199,27 +199,27 @@ _HAS_DIGITS = re.compile(r"[0-9]{3}")
 _API_KEY_HINT = re.compile("|".join(re.escape(hint) for hint in _API_KEY_HINTS))
 
 # A cheap test that a text may hold a match at all (plain substring tests run at C speed).
-_HINTS: dict[str, Callable[[str], bool]] = {
+HINTS: dict[str, Callable[[str], bool]] = {
     "api_key": lambda text: _API_KEY_HINT.search(text) is not None,
     "email": lambda text: "@" in text or "%40" in text or "\uff20" in text,
     "card": lambda text: _HAS_DIGITS.search(text) is not None,
     "phone": lambda text: _HAS_DIGITS.search(text) is not None,
 }
 
-_DEFAULT_PATTERNS: dict[str, Action] = {
+DEFAULT_PATTERNS: dict[str, Action] = {
     "api_key": "mask",
     "email": "mask",
     "card": "mask",
     "phone": "mask",
 }
 
-_DROP: Any = object()  # the replacement of a dropped value
+DROP: Any = object()  # the replacement of a dropped value
 
 # (start, end, priority, replacement): lower priority wins among spans with the same extent.
-_Span = tuple[int, int, int, str]
+Span = tuple[int, int, int, str]
 
 
-def _apply(text: str, spans: list[_Span]) -> str:
+def apply(text: str, spans: list[Span]) -> str:
     """``text`` with every span replaced; overlapping spans merge into one replaced region."""
     if not spans:
         return text
@@ -255,7 +255,7 @@ def _action(value: Any, where: str) -> Action:
     return action
 
 
-def _glob_regex(glob: str) -> str:
+def glob_regex(glob: str) -> str:
     """A field-name glob as a regex fragment that stays inside one word-like key."""
     out = []
     for ch in glob:
@@ -268,16 +268,16 @@ def _glob_regex(glob: str) -> str:
     return "".join(out)
 
 
-_EMAIL = re.compile(BUILTIN_PATTERNS["email"][0])
+EMAIL = re.compile(BUILTIN_PATTERNS["email"][0])
 
 
-def _canonical(value: Any) -> str:
+def canonical(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _number_or_text(text: str) -> Any:
+def number_or_text(text: str) -> Any:
     if text.lstrip("-").isdigit():
         return int(text)
     return text

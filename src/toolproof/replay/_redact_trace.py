@@ -1,6 +1,6 @@
 """Redaction of a ``Trace`` object, without its plain form: what the recorder stores.
 
-The rules are those of ``_redact_walk._Walk`` over ``Trace.to_dict()`` (the same shapes,
+The rules are those of ``_redact_walk.Walk`` over ``Trace.to_dict()`` (the same shapes,
 the same structural fields kept, the same two phases: collect the values under sensitive
 fields, then rewrite every string of the data), applied to the trace's own objects:
 
@@ -13,7 +13,7 @@ fields, then rewrite every string of the data), applied to the trace's own objec
 The result is a ``Trace`` built like any other, so ``Trace.to_json`` writes it with the
 codec's own guarantee that it reads back: no decode of the written JSON is needed to know
 it. A trace whose objects are not the trace classes (something set after construction)
-raises ``_Unsupported``, and the recorder redacts its plain form instead.
+raises ``Unsupported``, and the recorder redacts its plain form instead.
 """
 
 from __future__ import annotations
@@ -26,14 +26,14 @@ from typing import TYPE_CHECKING, Any
 
 from toolproof._trace import Trace
 from toolproof.replay._redact_walk import (
-    _KEPT_SCALARS,
-    _MAX_JSON_DEPTH,
     _MIRRORS,
-    _SHAPES,
-    _SKIP,
-    _may_be_json,
-    _Rules,
-    _Walk,
+    KEPT_SCALARS,
+    MAX_JSON_DEPTH,
+    SHAPES,
+    SKIP,
+    Rules,
+    Walk,
+    may_be_json,
 )
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["redact_trace_object"]
 
 
-class _Unsupported(Exception):
+class Unsupported(Exception):
     """A trace whose objects are not the trace classes: redact its plain form instead."""
 
 
@@ -84,15 +84,15 @@ _DATA, _ONE, _MANY = 0, 1, 2
 # (field, kind, class of the nested object or None, whether the field mirrors a twin)
 _Plan = tuple[tuple[str, int, Any, bool], ...]
 
-_BY_SHAPE = {id(shape): cls for cls, shape in _SHAPES.items()}
+_BY_SHAPE = {id(shape): cls for cls, shape in SHAPES.items()}
 
 
 def _plan(cls: type) -> _Plan:
-    shape = _SHAPES[cls]
+    shape = SHAPES[cls]
     plan: list[tuple[str, int, Any, bool]] = []
     for item in dataclasses.fields(cls):
         sub = shape.get(item.name)
-        if sub is _SKIP:
+        if sub is SKIP:
             continue
         if type(sub) is dict:
             plan.append((item.name, _ONE, _BY_SHAPE[id(sub)], False))
@@ -107,9 +107,9 @@ _JSON_TYPES = frozenset({str, int, float, bool, dict, list})
 _UNKNOWN: Any = object()
 _SAME: Any = object()  # a key kept as it is
 
-_PLANS: dict[type, _Plan] = {cls: _plan(cls) for cls in _SHAPES}
+_PLANS: dict[type, _Plan] = {cls: _plan(cls) for cls in SHAPES}
 _FIELDS: dict[type, tuple[str, ...]] = {
-    cls: tuple(item.name for item in dataclasses.fields(cls)) for cls in _SHAPES
+    cls: tuple(item.name for item in dataclasses.fields(cls)) for cls in SHAPES
 }
 
 
@@ -125,7 +125,7 @@ def _keep_plan(
 
 #: Per trace class: ``(data fields getter, nested objects)`` (a field of one name is read
 #: twice: ``attrgetter`` of one name returns the value, not a tuple).
-_KEEP_PLANS = {cls: _keep_plan(cls) for cls in _SHAPES}
+_KEEP_PLANS = {cls: _keep_plan(cls) for cls in SHAPES}
 
 
 def redact_trace_object(redactor: Redactor, trace: Trace) -> Trace:
@@ -134,7 +134,7 @@ def redact_trace_object(redactor: Redactor, trace: Trace) -> Trace:
     Returns ``trace`` itself when nothing in it is redacted.
 
     Raises:
-        _Unsupported: An object of the trace is not of its trace class.
+        Unsupported: An object of the trace is not of its trace class.
     """
     caches = getattr(redactor, "_one_pass", None)
     if caches is None:
@@ -153,7 +153,7 @@ def redact_trace_object(redactor: Redactor, trace: Trace) -> Trace:
     return out
 
 
-class _ObjectWalk(_Walk):
+class _ObjectWalk(Walk):
     """The plain walk's two phases over trace objects; unchanged data is not copied.
 
     With ``one_pass`` there is no collect phase: the walk assumes no value lies under a
@@ -161,7 +161,7 @@ class _ObjectWalk(_Walk):
     collect phase would have found that key: both phases visit the same keys).
     """
 
-    def __init__(self, redactor: _Rules, caches: _Caches, *, one_pass: bool = True) -> None:
+    def __init__(self, redactor: Rules, caches: _Caches, *, one_pass: bool = True) -> None:
         super().__init__(redactor)
         self.one_pass = one_pass
         self.caches = caches
@@ -171,7 +171,7 @@ class _ObjectWalk(_Walk):
 
     def collect_object(self, node: Any, cls: type) -> None:
         if type(node) is not cls:
-            raise _Unsupported(f"{type(node).__name__} where a {cls.__name__} belongs")
+            raise Unsupported(f"{type(node).__name__} where a {cls.__name__} belongs")
         for name, kind, sub, mirror in _PLANS[cls]:
             value = getattr(node, name)
             if value is None:
@@ -179,7 +179,7 @@ class _ObjectWalk(_Walk):
             if kind == _DATA:
                 kind_of = type(value)
                 if kind_of is str:
-                    if not _may_be_json(value) or (mirror and self._mirrors_object(node, name)):
+                    if not may_be_json(value) or (mirror and self._mirrors_object(node, name)):
                         continue
                     self.collect_data(value, 0)
                 elif kind_of is dict or kind_of is list:
@@ -188,7 +188,7 @@ class _ObjectWalk(_Walk):
                 self.collect_object(value, sub)
             else:
                 if type(value) is not list:
-                    raise _Unsupported(f"{name} is not a list")
+                    raise Unsupported(f"{name} is not a list")
                 for item in value:
                     self.collect_object(item, sub)
 
@@ -253,7 +253,7 @@ class _ObjectWalk(_Walk):
 
     def rewrite_object(self, node: Any, cls: type) -> Any:
         if type(node) is not cls:
-            raise _Unsupported(f"{type(node).__name__} where a {cls.__name__} belongs")
+            raise Unsupported(f"{type(node).__name__} where a {cls.__name__} belongs")
         # (built only when a field changes: most objects keep every field)
         changes: dict[str, Any] | None = None
         mirrored: list[str] | None = None
@@ -267,7 +267,7 @@ class _ObjectWalk(_Walk):
                 kind_of = type(value)
                 if kind_of not in _JSON_TYPES:
                     # (a field that holds an object: the plain walk redacts its plain form)
-                    raise _Unsupported(f"{cls.__name__}.{name} holds {kind_of.__name__}")
+                    raise Unsupported(f"{cls.__name__}.{name} holds {kind_of.__name__}")
                 if not value:
                     continue  # (an empty text or container, zero, false: kept as it is)
                 if kind_of is str:
@@ -305,7 +305,7 @@ class _ObjectWalk(_Walk):
     def _rewrite_list(self, value: Any, name: str, sub: type) -> Any:
         """Each item of the list field ``name`` rewritten; ``value`` itself when all are kept."""
         if type(value) is not list:
-            raise _Unsupported(f"{name} is not a list")
+            raise Unsupported(f"{name} is not a list")
         new = value
         for index, item in enumerate(value):
             done = self.rewrite_object(item, sub)
@@ -329,7 +329,7 @@ class _ObjectWalk(_Walk):
                 action = field_action(str(key))
                 name = self._key(key) if type(key) is str else key
                 if action is None:
-                    new = item if type(item) in _KEPT_SCALARS else self.redact(item, depth)
+                    new = item if type(item) in KEPT_SCALARS else self.redact(item, depth)
                     if out is None:
                         if new is item and name is key:
                             continue
@@ -344,7 +344,7 @@ class _ObjectWalk(_Walk):
         if kind is list:
             items: list[Any] | None = None
             for index, item in enumerate(node):
-                new = item if type(item) in _KEPT_SCALARS else self.redact(item, depth)
+                new = item if type(item) in KEPT_SCALARS else self.redact(item, depth)
                 if new is not item:
                     if items is None:
                         items = list(node)
@@ -369,7 +369,7 @@ class _ObjectWalk(_Walk):
                 raise _Sensitive
             # (inline: the leaves ``redact`` keeps, without a call per leaf)
             leaf = type(item)
-            if leaf in _KEPT_SCALARS:
+            if leaf in KEPT_SCALARS:
                 new = item
             elif leaf is int:
                 new = item if -(10**8) < item < 10**8 else self._number(item)
@@ -425,7 +425,7 @@ class _ObjectWalk(_Walk):
         return self._string(text, depth)
 
     def _string(self, text: str, depth: int) -> str:
-        if depth < _MAX_JSON_DEPTH:
+        if depth < MAX_JSON_DEPTH:
             parsed = self._parse(text)
             if parsed is not None:
                 redacted = self.redact(parsed, depth + 1)

@@ -1,7 +1,7 @@
 """Redaction's one walker: every string of a trace, by the trace's shape.
 
 See ``_redact.py`` for what is redacted; this module holds the shapes of the trace format
-(which fields are structural, kept as they are) and ``_Walk``, which first collects the
+(which fields are structural, kept as they are) and ``Walk``, which first collects the
 values under sensitive fields and then rewrites every string of the data.
 """
 
@@ -12,12 +12,12 @@ import re
 from typing import Any, Protocol
 
 from toolproof._trace import KEPT, MIRRORS, NUMBER, TRACE_SHAPE, Trace
-from toolproof.replay._redact_patterns import _DROP, Action, _apply, _Span
+from toolproof.replay._redact_patterns import DROP, Action, Span, apply
 
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z_ -]*")
 
 
-class _Rules(Protocol):
+class Rules(Protocol):
     """What the walker asks of a ``Redactor``."""
 
     mask: str
@@ -26,7 +26,7 @@ class _Rules(Protocol):
 
     def replacement(self, value: Any, action: Action, label: str = "anon") -> Any: ...
 
-    def static_spans(self, text: str) -> tuple[_Span, ...]: ...
+    def static_spans(self, text: str) -> tuple[Span, ...]: ...
 
     def pseudonym(self, value: Any, label: str = "anon") -> Any: ...
 
@@ -40,8 +40,8 @@ class _Rules(Protocol):
 # every string in it is redacted, dict keys in it are matched against the field rules, and
 # strings holding JSON are parsed, redacted as data and written back, at any depth.
 
-_SKIP = "skip"
-_DATA = "data"
+SKIP = "skip"
+DATA = "data"
 
 
 def _walk_shapes() -> dict[type, dict[str, Any]]:
@@ -53,7 +53,7 @@ def _walk_shapes() -> dict[type, dict[str, Any]]:
             shape: dict[str, Any] = {}
             for name, held in TRACE_SHAPE[cls].items():
                 if held in (KEPT, NUMBER):
-                    shape[name] = _SKIP
+                    shape[name] = SKIP
                 elif isinstance(held, type):
                     shape[name] = shape_of(held)
                 elif isinstance(held, list):
@@ -67,19 +67,19 @@ def _walk_shapes() -> dict[type, dict[str, Any]]:
 
 
 #: The walk's shape of each trace class (each nested shape is the very object of its class).
-_SHAPES = _walk_shapes()
-_TRACE = _SHAPES[Trace]
+SHAPES = _walk_shapes()
+TRACE = SHAPES[Trace]
 # Per shape, the keys kept as they are (by the shape's id: shapes are module constants).
 _KEPT: dict[int, frozenset[str]] = {
-    id(shape): frozenset(key for key, sub in shape.items() if sub is _SKIP)
-    for shape in _SHAPES.values()
+    id(shape): frozenset(key for key, sub in shape.items() if sub is SKIP)
+    for shape in SHAPES.values()
 }
 
 
 def _structural(shape: dict[str, Any], prefix: str = "") -> list[str]:
     names = []
     for key, sub in shape.items():
-        if sub == _SKIP:
+        if sub == SKIP:
             names.append(prefix + key)
         elif isinstance(sub, list):
             names.extend(_structural(sub[0], f"{prefix}{key}[]."))
@@ -89,28 +89,28 @@ def _structural(shape: dict[str, Any], prefix: str = "") -> list[str]:
 
 
 # The trace fields that redaction leaves as they are; every other string is redacted.
-_STRUCTURAL_FIELDS: tuple[str, ...] = tuple(_structural(_TRACE))
+STRUCTURAL_FIELDS: tuple[str, ...] = tuple(_structural(TRACE))
 
 _JSON_FIRST = frozenset('{["')
 # Fields whose text is usually the JSON of the field named next to it: redacted once,
 # written twice.
 _MIRRORS = MIRRORS
 _CONTAINERS = (dict, list, str)
-_KEPT_SCALARS = frozenset({bool, float, type(None)})  # never redacted as data
+KEPT_SCALARS = frozenset({bool, float, type(None)})  # never redacted as data
 
 
-def _may_be_json(text: str) -> bool:
+def may_be_json(text: str) -> bool:
     first = text[:1]
     return first in _JSON_FIRST or (first.isspace() and text.lstrip()[:1] in _JSON_FIRST)
 
 
-_MAX_JSON_DEPTH = 16  # JSON inside strings deeper than this is treated as plain text
+MAX_JSON_DEPTH = 16  # JSON inside strings deeper than this is treated as plain text
 
 
-class _Walk:
+class Walk:
     """One redaction: first collect the values under sensitive fields, then rewrite."""
 
-    def __init__(self, redactor: _Rules) -> None:
+    def __init__(self, redactor: Rules) -> None:
         self.r = redactor
         self.values: dict[str, str] = {}  # sensitive text -> its replacement in free text
         self.parsed: dict[str, Any] = {}  # JSON texts parsed so far (None: not JSON)
@@ -155,10 +155,10 @@ class _Walk:
                 item = node[key]
                 if item is None:
                     continue
-                sub = shape.get(key, _DATA)
-                if sub is not _DATA:
+                sub = shape.get(key, DATA)
+                if sub is not DATA:
                     self.collect(item, sub, depth)
-                elif type(item) is str and not _may_be_json(item):
+                elif type(item) is str and not may_be_json(item):
                     continue  # plain text holds no fields
                 elif not (key in _MIRRORS and self._mirrors(node, key)):
                     # (a mirrored text is the same data as its twin, collected there)
@@ -169,7 +169,7 @@ class _Walk:
                 return
             for item in node:
                 self.collect(item, shape[0], depth)
-        elif shape is _DATA:
+        elif shape is DATA:
             self.collect_data(node, depth)
 
     def _mirrors(self, node: dict[str, Any], key: str) -> bool:
@@ -190,18 +190,18 @@ class _Walk:
                 if action is not None:
                     self._remember(item, action, depth)
                 elif type(item) is str:
-                    if _may_be_json(item):
+                    if may_be_json(item):
                         self.collect_data(item, depth)
                 elif isinstance(item, _CONTAINERS):
                     self.collect_data(item, depth)
         elif kind is list:
             for item in node:
                 if type(item) is str:
-                    if _may_be_json(item):
+                    if may_be_json(item):
                         self.collect_data(item, depth)
                 elif isinstance(item, _CONTAINERS):
                     self.collect_data(item, depth)
-        elif kind is str and depth < _MAX_JSON_DEPTH:
+        elif kind is str and depth < MAX_JSON_DEPTH:
             parsed = self._parse(node)
             if parsed is not None:
                 self.collect_data(parsed, depth + 1)
@@ -218,7 +218,7 @@ class _Walk:
             if text and text not in self.values:
                 replacement = self.r.replacement(value, action)
                 # a dropped field's value is masked where it appears in free text
-                self.values[text] = self.r.mask if replacement is _DROP else str(replacement)
+                self.values[text] = self.r.mask if replacement is DROP else str(replacement)
                 self._values_re = None
                 if isinstance(value, str):
                     # the same value inside JSON text, at every depth of escaping
@@ -230,7 +230,7 @@ class _Walk:
                         self.values[encoded] = self.values[text]
                     ascii_form = json.dumps(value, ensure_ascii=True)[1:-1]
                     self.values.setdefault(ascii_form, self.values[text])
-            if isinstance(value, str) and depth < _MAX_JSON_DEPTH:
+            if isinstance(value, str) and depth < MAX_JSON_DEPTH:
                 parsed = self._parse(value)
                 if parsed is not None:
                     self._remember(parsed, action, depth + 1)
@@ -248,8 +248,8 @@ class _Walk:
                 item = node[key]
                 if item is None:
                     continue
-                sub = shape.get(key, _DATA)
-                if sub is not _DATA:
+                sub = shape.get(key, DATA)
+                if sub is not DATA:
                     out[key] = self.rewrite(item, sub, depth)
                 elif key in _MIRRORS and self._mirrors(node, key):
                     mirrored.append(key)
@@ -264,7 +264,7 @@ class _Walk:
             if type(node) is not list:
                 return self.rewrite_data(node, depth)
             return [self.rewrite(item, shape[0], depth) for item in node]
-        if shape is _SKIP:
+        if shape is SKIP:
             return node
         return self.rewrite_data(node, depth)
 
@@ -280,14 +280,14 @@ class _Walk:
                 name = self._key(key) if type(key) is str else key
                 if action is None:
                     out[name] = (
-                        item if type(item) in _KEPT_SCALARS else self.rewrite_data(item, depth)
+                        item if type(item) in KEPT_SCALARS else self.rewrite_data(item, depth)
                     )
                 elif action != "drop":
                     out[name] = self._field_value(item, action)
             return out
         if kind is list:
             return [
-                item if type(item) in _KEPT_SCALARS else self.rewrite_data(item, depth)
+                item if type(item) in KEPT_SCALARS else self.rewrite_data(item, depth)
                 for item in node
             ]
         if kind is int and abs(node) >= 10**8:
@@ -304,7 +304,7 @@ class _Walk:
         if isinstance(value, list):
             return [self._field_value(v, action) for v in value]
         replacement = self.r.replacement(value, action)
-        return self.r.mask if replacement is _DROP else replacement
+        return self.r.mask if replacement is DROP else replacement
 
     def _number(self, number: int) -> int:
         """A long integer that is a phone or card number in its digits (stored as a number)."""
@@ -329,7 +329,7 @@ class _Walk:
 
     def string(self, text: str, depth: int) -> str:
         """A string of data: JSON in it is redacted as data, anything else as text."""
-        if depth < _MAX_JSON_DEPTH:
+        if depth < MAX_JSON_DEPTH:
             parsed = self._parse(text)
             if parsed is not None:
                 redacted = self.rewrite_data(parsed, depth + 1)
@@ -347,7 +347,7 @@ class _Walk:
                 (m.start(), m.end(), 1, self.values[m.group(0)])
                 for m in self._values_pattern().finditer(text)
             )
-        return _apply(text, spans)
+        return apply(text, spans)
 
     def _values_pattern(self) -> re.Pattern[str]:
         if self._values_re is None:

@@ -37,13 +37,13 @@ from toolproof.replay._grading import (
     Finding,
     SampleResult,
 )
-from toolproof.replay._model_mode import _REAL_TOOL_HOW, ReplayModel, _model_sample, mock_from_trace
+from toolproof.replay._model_mode import REAL_TOOL_HOW, ReplayModel, mock_from_trace, model_sample
 from toolproof.replay._recorded import RecordedTrace, read_recorded, read_store
 from toolproof.replay._report import ReplayReport
 from toolproof.replay._rules import Aging, ReplayRules
 from toolproof.replay._store import TraceFilter, TraceStore
 from toolproof.replay._time import parse_timestamp
-from toolproof.replay._tools_mode import _today_tools, _TodayTool, _tools_sample
+from toolproof.replay._tools_mode import TodayTool, today_tools, tools_sample
 
 __all__ = [
     "AgentFactory",
@@ -270,11 +270,11 @@ async def replay_tools(
         if isinstance(tools, Toolset):
             tools = isolation.enter_context(
                 mock_context(
-                    tools, where="replay (tools mode)", how=_REAL_TOOL_HOW, real=options.real_tools
+                    tools, where="replay (tools mode)", how=REAL_TOOL_HOW, real=options.real_tools
                 )
             )
             report.real_tools = list(tools.real_tools)
-        today = _today_tools(tools)
+        today = today_tools(tools)
         aging, rules = options.aging, options.rules
         if not options.local:  # every sample's JSON goes to a worker, decoded and graded there
             context = (today, rules, run_mocks, aging)
@@ -285,7 +285,7 @@ async def replay_tools(
         decays = aging.half_life is not None  # (else every weight is 1.0, the default)
         for trace, age in samples:
             begin = clock()
-            result = _tools_sample(trace, today, rules, run_mocks=run_mocks)
+            result = tools_sample(trace, today, rules, run_mocks=run_mocks)
             result.age_s = age
             if decays:
                 result.weight = aging.weight(age)
@@ -371,7 +371,7 @@ async def _model_item(context: _ModelContext, item: tuple[Any, float]) -> Sample
     begin = time.perf_counter()
     try:
         trace = _sample_trace(trace)
-        result = await _model_sample(
+        result = await model_sample(
             trace,
             context.agent,
             context.model,
@@ -407,13 +407,13 @@ async def _model_item(context: _ModelContext, item: tuple[Any, float]) -> Sample
 
 
 async def _tools_item(
-    context: tuple[Mapping[str, _TodayTool], ReplayRules, bool, Aging], item: tuple[Any, float]
+    context: tuple[Mapping[str, TodayTool], ReplayRules, bool, Aging], item: tuple[Any, float]
 ) -> SampleResult | _Skipped:
     return _tools_item_sync(context, item)
 
 
 def _tools_item_sync(
-    context: tuple[Mapping[str, _TodayTool], ReplayRules, bool, Aging], item: tuple[Any, float]
+    context: tuple[Mapping[str, TodayTool], ReplayRules, bool, Aging], item: tuple[Any, float]
 ) -> SampleResult | _Skipped:
     today, rules, run_mocks, aging = context
     begin = time.perf_counter()
@@ -421,7 +421,7 @@ def _tools_item_sync(
         trace = _sample_view(item[0])
     except _Unreadable as exc:
         return exc.result
-    result = _tools_sample(trace, today, rules, run_mocks=run_mocks)
+    result = tools_sample(trace, today, rules, run_mocks=run_mocks)
     result.age_s = item[1]
     result.weight = aging.weight(item[1])
     result.duration_ms = (time.perf_counter() - begin) * 1000

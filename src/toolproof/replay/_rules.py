@@ -40,7 +40,7 @@ __all__ = ["Aging", "ReplayRules", "ToolRule"]
 ExtraArgs = Literal["fail", "warn", "accept"]
 Severity = Literal["ignore", "warn", "fail"]
 
-_DEFAULT_MASK = ("api_key", "password", "token", "user_id")
+DEFAULT_MASK = ("api_key", "password", "token", "user_id")
 
 
 @dataclass(slots=True)
@@ -195,7 +195,7 @@ class ReplayRules:
     grounding: bool = True
     check_small_numbers: bool = True
     order: Severity = "warn"
-    mask: tuple[str, ...] = _DEFAULT_MASK
+    mask: tuple[str, ...] = DEFAULT_MASK
     gate: float | None = None
     aging: Aging = field(default_factory=Aging)
     _raw: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
@@ -232,7 +232,7 @@ class ReplayRules:
             grounding=bool(answer.get("grounding", True)),
             check_small_numbers=bool(answer.get("check_small_numbers", True)),
             order=spec.order,
-            mask=tuple(spec.mask or ()) or _DEFAULT_MASK,
+            mask=tuple(spec.mask or ()) or DEFAULT_MASK,
             gate=spec.gate,
             aging=Aging.parse(aging.get("half_life"), aging.get("max_age")),
             _raw=raw,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolproof.errors import UserError
 from toolproof.replay._grading import mask_value
-from toolproof.replay._rules import _DEFAULT_MASK
+from toolproof.replay._rules import DEFAULT_MASK
 from toolproof.replay._store import TraceFilter, TraceStore
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ def count_schema_rejections(
     schemas: Mapping[str, Mapping[str, Any]],
     *,
     examples: int = 3,
-    mask: Sequence[str] = _DEFAULT_MASK,
+    mask: Sequence[str] = DEFAULT_MASK,
     filter: TraceFilter | None = None,
 ) -> list[SchemaRejections]:
     """Validate every recorded call in ``store`` against the new parameter schemas.

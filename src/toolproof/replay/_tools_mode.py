@@ -25,9 +25,9 @@ from toolproof.replay._grading import (
     Grade,
     ResultLike,
     SampleResult,
-    _one_call,
-    _show_call,
+    one_call,
     overall,
+    show_call,
 )
 from toolproof.replay._recorded import (
     RecordedCall,
@@ -47,7 +47,7 @@ _VERDICT_KEY_CHARS = 2048
 
 
 @dataclass(slots=True)
-class _TodayTool:
+class TodayTool:
     """One tool as it is today: its schema check, return check, and optional mock."""
 
     name: str
@@ -150,7 +150,7 @@ class _TodayTool:
         return None
 
 
-def _today_tools(tools: Any) -> dict[str, _TodayTool]:
+def today_tools(tools: Any) -> dict[str, TodayTool]:
     if isinstance(tools, Toolset):
         # `tools` is the mocked toolset of the replay: a tool runs its real code only when
         # it was named as a real tool (the toolset's guard decides).
@@ -185,12 +185,12 @@ def _today_tools(tools: Any) -> dict[str, _TodayTool]:
     return out
 
 
-def _from_tool(tool: Tool[..., Any], mock: Callable[..., Any] | None) -> _TodayTool:
+def _from_tool(tool: Tool[..., Any], mock: Callable[..., Any] | None) -> TodayTool:
     params = tuple(tool.parameters.get("properties", {}))
-    return _TodayTool(tool.name, tool.schema_hash, params, tool.description, tool=tool, mock=mock)
+    return TodayTool(tool.name, tool.schema_hash, params, tool.description, tool=tool, mock=mock)
 
 
-def _from_schema(name: str, parameters: Mapping[str, Any], description: str | None) -> _TodayTool:
+def _from_schema(name: str, parameters: Mapping[str, Any], description: str | None) -> TodayTool:
     from jsonschema import Draft202012Validator, validators
 
     schema = dict(parameters)
@@ -204,15 +204,15 @@ def _from_schema(name: str, parameters: Mapping[str, Any], description: str | No
     # of the user's; jsonschema builds a validator object for every subschema it descends
     # into, on every check)
     digest = schema_hash(name, description or "", schema)
-    return _TodayTool(name, digest, params, description, schema, validator=cls(schema), verdicts={})
+    return TodayTool(name, digest, params, description, schema, validator=cls(schema), verdicts={})
 
 
 # -- tools mode ------------------------------------------------------------------------------
 
 
-def _tools_sample(
+def tools_sample(
     trace: Trace | RecordedTrace,
-    today: Mapping[str, _TodayTool],
+    today: Mapping[str, TodayTool],
     rules: ReplayRules,
     *,
     run_mocks: bool,
@@ -262,7 +262,7 @@ def _tools_sample(
                 and (result is None or result.error_type not in REJECTED)
             )
         ):
-            findings.extend(_one_call((call, result), (call, new), rule, rules.mask, False))
+            findings.extend(one_call((call, result), (call, new), rule, rules.mask, False))
     for info in trace.tools:
         if info.name not in called:
             continue  # a change to a tool this sample never called says nothing about it
@@ -281,7 +281,7 @@ def _tools_sample(
 
 
 def _tool_missing(
-    name: str, today: Mapping[str, _TodayTool], call: CallLike, rules: ReplayRules
+    name: str, today: Mapping[str, TodayTool], call: CallLike, rules: ReplayRules
 ) -> Finding:
     """The finding of a recorded call whose tool no longer exists (with a close name)."""
     close = difflib.get_close_matches(name, list(today), n=1)
@@ -291,7 +291,7 @@ def _tool_missing(
         "tool_missing",
         f"tool '{name}' no longer exists{hint}",
         tool=name,
-        recorded=_show_call(call, rules.mask),
+        recorded=show_call(call, rules.mask),
     )
 
 
@@ -301,9 +301,9 @@ def _return_shape(problem: str, name: str, value: Any) -> Finding:
 
 
 def _view_sample(
-    trace: RecordedTrace, today: Mapping[str, _TodayTool], rules: ReplayRules
+    trace: RecordedTrace, today: Mapping[str, TodayTool], rules: ReplayRules
 ) -> SampleResult:
-    """``_tools_sample`` of a stored trace read as data, without mocks.
+    """``tools_sample`` of a stored trace read as data, without mocks.
 
     The same findings in the same order, read from the data itself: call and result
     objects are made only for the calls a finding shows.
@@ -352,7 +352,7 @@ def _view_sample(
         recorded_result = None if result is None else RecordedResult(result)
         new = recorded_result if reason is None else _rejected(recorded_call, reason)
         findings.extend(
-            _one_call(
+            one_call(
                 (recorded_call, recorded_result),
                 (recorded_call, new),
                 rules.rule_for(recorded_call.name),
@@ -386,7 +386,7 @@ def _rejected(call: CallLike, reason: str) -> ToolResult:
     return ToolResult(call.id, call.name, "error", reason, error_type="ValidationError")
 
 
-def _compare_mock(tool: _TodayTool, call: CallLike, result: ResultLike) -> list[Finding]:
+def _compare_mock(tool: TodayTool, call: CallLike, result: ResultLike) -> list[Finding]:
     assert tool.tool is not None
     assert tool.mock is not None
     declared: tuple[type[BaseException], ...] = (ToolError, *tool.tool.errors)

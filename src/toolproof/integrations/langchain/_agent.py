@@ -17,9 +17,9 @@ from toolproof._messages import Message
 from toolproof._tools import Tool
 from toolproof._toolset import Toolset
 from toolproof.errors import AgentRunError, UserError
-from toolproof.integrations.langchain._capture import TraceCapture, _capturing
+from toolproof.integrations.langchain._capture import TraceCapture, capturing
 from toolproof.integrations.langchain._chat import ToolproofChatModel
-from toolproof.integrations.langchain._messages import _home_loop, to_langchain_messages
+from toolproof.integrations.langchain._messages import home_loop, to_langchain_messages
 from toolproof.integrations.langchain._tools import ErrorStyle, to_langchain
 from toolproof.models._base import Model
 
@@ -106,15 +106,15 @@ class LangChainAgent(BaseAgent):
         if self.name and "agent" not in meta:
             meta["agent"] = self.name
         captured = TraceCapture(input=input, metadata=meta, tags=options.tags)
-        token = _home_loop.set(asyncio.get_running_loop())
+        token = home_loop.set(asyncio.get_running_loop())
         try:
-            with _capturing(captured):  # records a failure in the trace on its way out
+            with capturing(captured):  # records a failure in the trace on its way out
                 target = self.build(chat, lc_tools)
                 await run.limited(self._invoke(target, input, list(options.history)))
         except Exception as exc:
             run.note(exc)
         finally:
-            _home_loop.reset(token)
+            home_loop.reset(token)
         trace = captured.trace
         run.describe(trace, options.history)
         trace.settings = settings.to_dict()

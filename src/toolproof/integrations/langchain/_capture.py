@@ -415,10 +415,10 @@ def _jsonable(value: Any) -> Any:
     return to_jsonable_python(value, fallback=str)
 
 
-_active: contextvars.ContextVar[TraceCapture | None] = contextvars.ContextVar(
+active: contextvars.ContextVar[TraceCapture | None] = contextvars.ContextVar(
     "toolproof_langchain_capture", default=None
 )
-register_configure_hook(_active, inheritable=True)
+register_configure_hook(active, inheritable=True)
 
 
 @contextmanager
@@ -443,18 +443,18 @@ def capture_trace(
         ```
     """
     capture = TraceCapture(input=input, metadata=metadata, tags=tags)
-    with _capturing(capture):
+    with capturing(capture):
         yield capture
 
 
 @contextmanager
-def _capturing(capture: TraceCapture) -> Iterator[None]:
-    token = _active.set(capture)
+def capturing(capture: TraceCapture) -> Iterator[None]:
+    token = active.set(capture)
     try:
         yield
     except BaseException as exc:
         capture.fail(exc)
         raise
     finally:
-        _active.reset(token)
+        active.reset(token)
         capture.finish()

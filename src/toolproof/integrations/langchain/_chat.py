@@ -20,9 +20,9 @@ from toolproof._messages import Message, ModelResponse, ModelSettings, ToolDefin
 from toolproof._tools import Tool
 from toolproof.errors import UserError
 from toolproof.integrations.langchain._messages import (
-    _ai_message,
-    _run_sync,
     _text,
+    ai_message,
+    run_sync,
     to_toolproof_messages,
 )
 from toolproof.models._base import Model
@@ -148,7 +148,7 @@ class ToolproofChatModel(BaseChatModel):
         response = await backend.request(to_toolproof_messages(messages), definitions, settings)
         if self.check_tool_calls:
             self._check(response.message, definitions, len(self.requests))
-        return response, _ai_message(response.message, response)
+        return response, ai_message(response.message, response)
 
     def _check(self, message: Message, tools: list[ToolDefinition], number: int) -> None:
         from toolproof.models.fake import script_misfit
@@ -177,7 +177,7 @@ class ToolproofChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        _, message = _run_sync(lambda: self._respond(messages, stop, kwargs), "the chat model")
+        _, message = run_sync(lambda: self._respond(messages, stop, kwargs), "the chat model")
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     async def _astream(
@@ -200,7 +200,7 @@ class ToolproofChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        _, message = _run_sync(lambda: self._respond(messages, stop, kwargs), "the chat model")
+        _, message = run_sync(lambda: self._respond(messages, stop, kwargs), "the chat model")
         for chunk in _chunks(message):
             if run_manager is not None:
                 run_manager.on_llm_new_token(_text(chunk.message.content), chunk=chunk)

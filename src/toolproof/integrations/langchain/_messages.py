@@ -76,7 +76,7 @@ def to_toolproof_messages(messages: Sequence[BaseMessage]) -> list[Message]:
     return out
 
 
-def _ai_message(message: Message, response: ModelResponse | None = None) -> AIMessage:
+def ai_message(message: Message, response: ModelResponse | None = None) -> AIMessage:
     calls = []
     invalid = []
     for c in message.tool_calls:
@@ -123,7 +123,7 @@ def to_langchain_messages(messages: Sequence[Message]) -> list[BaseMessage]:
         elif message.role == "user":
             out.append(HumanMessage(message.text))
         elif message.role == "assistant":
-            out.append(_ai_message(message))
+            out.append(ai_message(message))
         else:
             out.append(
                 ToolMessage(
@@ -138,12 +138,12 @@ def to_langchain_messages(messages: Sequence[Message]) -> list[BaseMessage]:
 
 # -- running coroutines from LangChain's synchronous paths ----------------------------------------
 
-_home_loop: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextvars.ContextVar(
+home_loop: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextvars.ContextVar(
     "toolproof_langchain_loop", default=None
 )
 
 
-def _run_sync(make: Callable[[], Awaitable[Any]], what: str) -> Any:
+def run_sync(make: Callable[[], Awaitable[Any]], what: str) -> Any:
     """Run a coroutine from synchronous LangChain code (``invoke``, a sync tool)."""
     try:
         asyncio.get_running_loop()
@@ -154,7 +154,7 @@ def _run_sync(make: Callable[[], Awaitable[Any]], what: str) -> Any:
             f"{what} was called synchronously inside a running event loop; use the async "
             "form (`await ....ainvoke(...)`) or run the synchronous code in a thread"
         )
-    loop = _home_loop.get()
+    loop = home_loop.get()
     if loop is not None and loop.is_running():
         # LangChainAgent runs synchronous agent code in a worker thread: send the work back to
         # the agent's loop, where the model's connections live.

@@ -13,8 +13,8 @@ from toolproof._messages import ToolCall, ToolResult, error_message
 from toolproof._tools import Tool
 from toolproof._toolset import Toolset, as_toolset
 from toolproof.errors import ToolError, UserError
-from toolproof.integrations.langchain._capture import TraceCapture, _active
-from toolproof.integrations.langchain._messages import _run_sync
+from toolproof.integrations.langchain._capture import TraceCapture, active
+from toolproof.integrations.langchain._messages import run_sync
 
 __all__ = ["from_langchain", "to_langchain"]
 
@@ -176,7 +176,7 @@ def _structured(toolset: Toolset, t: Tool[..., Any], errors: ErrorStyle) -> Stru
     async def dispatch(callbacks: Any = None, **kwargs: Any) -> tuple[str, ToolResult]:
         run_id = getattr(callbacks, "parent_run_id", None)
         result = await toolset.execute(ToolCall(t.name, dict(kwargs), id=str(run_id or "")))
-        capture = _active.get()
+        capture = active.get()
         for target in {id(c): c for c in (*_handlers_of(callbacks), capture) if c}.values():
             target._tool_result(run_id, result)
         if result.ok:
@@ -188,7 +188,7 @@ def _structured(toolset: Toolset, t: Tool[..., Any], errors: ErrorStyle) -> Stru
         raise _Reported(result.content)
 
     def dispatch_sync(callbacks: Any = None, **kwargs: Any) -> tuple[str, ToolResult]:
-        result: tuple[str, ToolResult] = _run_sync(
+        result: tuple[str, ToolResult] = run_sync(
             lambda: dispatch(callbacks, **kwargs), f"tool {t.name!r}"
         )
         return result

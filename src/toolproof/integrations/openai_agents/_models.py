@@ -24,7 +24,7 @@ from openai.types.responses import (
 from toolproof._messages import Message, ModelResponse, ModelSettings, ToolCall, ToolDefinition
 from toolproof.errors import UserError
 from toolproof.models._base import Model
-from toolproof.models.fake import ScriptedModel, ScriptItem, _RequestView
+from toolproof.models.fake import RequestView, ScriptedModel, ScriptItem
 
 __all__ = ["AgentsModel", "AgentsRequest", "ScriptedAgentsModel"]
 
@@ -42,7 +42,7 @@ def _item(value: Any) -> dict[str, Any]:
     return {}
 
 
-def _content_text(content: Any) -> str:
+def content_text(content: Any) -> str:
     if content is None:
         return ""
     if isinstance(content, str):
@@ -57,7 +57,7 @@ def _content_text(content: Any) -> str:
     return "".join(parts)
 
 
-def _items_to_messages(system: str | None, items: str | Sequence[Any]) -> list[Message]:
+def items_to_messages(system: str | None, items: str | Sequence[Any]) -> list[Message]:
     """Convert the SDK's Responses-format input items into toolproof messages."""
     out: list[Message] = [Message.system(system)] if system else []
     if isinstance(items, str):
@@ -80,16 +80,16 @@ def _items_to_messages(system: str | None, items: str | Sequence[Any]) -> list[M
         elif kind == "function_call_output":
             call_id = str(item.get("call_id", ""))
             output = item.get("output")
-            text = output if isinstance(output, str) else _content_text(output)
+            text = output if isinstance(output, str) else content_text(output)
             out.append(
                 Message(role="tool", content=text, tool_call_id=call_id, name=names.get(call_id))
             )
         elif role in ("system", "developer"):
-            out.append(Message.system(_content_text(item.get("content"))))
+            out.append(Message.system(content_text(item.get("content"))))
         elif role == "assistant":
-            out.append(Message.assistant(_content_text(item.get("content"))))
+            out.append(Message.assistant(content_text(item.get("content"))))
         elif role == "user" or kind == "message":
-            out.append(Message.user(_content_text(item.get("content"))))
+            out.append(Message.user(content_text(item.get("content"))))
     return out
 
 
@@ -124,7 +124,7 @@ def _output_items(message: Message) -> list[Any]:
 
 
 @dataclass(slots=True)
-class AgentsRequest(_RequestView):
+class AgentsRequest(RequestView):
     """One request an :class:`AgentsModel` received.
 
     Attributes:
@@ -170,7 +170,7 @@ class AgentsModel(AgentsModelBase):
         prompt: Any = None,
     ) -> AgentsModelResponse:
         """Answer one request of the SDK's runner from the backend model."""
-        messages = _items_to_messages(system_instructions, input)
+        messages = items_to_messages(system_instructions, input)
         definitions = [
             ToolDefinition(t.name, t.description or "", dict(t.params_json_schema))
             for t in tools

@@ -16,7 +16,7 @@ from toolproof._messages import Message, ToolCall, ToolResult, Usage
 from toolproof._tools import Tool
 from toolproof._trace import ErrorInfo, RequestSummary, Trace
 from toolproof._trace_build import TraceBuilder, split_request, utc_now
-from toolproof.integrations.openai_agents._models import _content_text, _item, _items_to_messages
+from toolproof.integrations.openai_agents._models import _item, content_text, items_to_messages
 from toolproof.integrations.openai_agents._tools import _known
 
 __all__ = ["TraceProcessor", "trace_from_result"]
@@ -34,7 +34,7 @@ def trace_from_result(result: Any, *, tools: Sequence[Tool[..., Any]] = ()) -> T
     """
     from agents.items import ToolCallOutputItem
 
-    system, history, input_text = split_request(_items_to_messages(None, result.input))
+    system, history, input_text = split_request(items_to_messages(None, result.input))
     instructions = getattr(result.last_agent, "instructions", None)
     if system is None and isinstance(instructions, str):
         system = instructions  # (the agent's own, as the SDK sends them)
@@ -85,7 +85,7 @@ def _response_message(output: Sequence[Any]) -> Message:
     for raw in output:
         item = _item(raw)
         if item.get("type") == "message":
-            text_parts.append(_content_text(item.get("content")))
+            text_parts.append(content_text(item.get("content")))
         elif item.get("type") == "function_call":
             calls.append(
                 ToolCall.from_json_arguments(
@@ -184,7 +184,7 @@ class TraceProcessor(TracingProcessor):
                     usage.input_tokens = response.usage.input_tokens
                     usage.output_tokens = response.usage.output_tokens
                 if not pending.build.trace.input and data.input:
-                    _set_input(pending.build.trace, _items_to_messages(None, data.input))
+                    _set_input(pending.build.trace, items_to_messages(None, data.input))
                 pending.build.step(
                     _response_message(response.output),
                     request=RequestSummary(len(data.input or [])),
@@ -233,7 +233,7 @@ def _chat_message(data: Any) -> Message:
         for c in item.get("tool_calls") or []
     ]
     content = item.get("content")
-    text = content if isinstance(content, str) else _content_text(content) if content else None
+    text = content if isinstance(content, str) else content_text(content) if content else None
     if role == "assistant":
         return Message.assistant(text, calls)
     if role == "system":
