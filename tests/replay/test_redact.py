@@ -317,15 +317,15 @@ def test_no_sensitive_value_reaches_the_database_bytes(
 
 
 def test_the_guide_lists_every_field_redaction_keeps() -> None:
-    from toolproof.replay._redact import _STRUCTURAL_FIELDS
+    from toolproof.replay._redact_walk import STRUCTURAL_FIELDS
 
     guide = (Path(__file__).resolve().parents[2] / "docs" / "replay.md").read_text("utf-8")
     section = guide[guide.index("## Redaction") : guide.index("## The `traces` command")]
-    for name in _STRUCTURAL_FIELDS:
+    for name in STRUCTURAL_FIELDS:
         short = name.replace("[]", "").split(".")
         assert f"`{short[-1]}`" in section or f"`{'.'.join(short[-2:])}`" in section, name
-    assert "steps[].tool_results[].call_id" in _STRUCTURAL_FIELDS
-    assert not any(name.endswith(("content", "input", "metadata")) for name in _STRUCTURAL_FIELDS)
+    assert "steps[].tool_results[].call_id" in STRUCTURAL_FIELDS
+    assert not any(name.endswith(("content", "input", "metadata")) for name in STRUCTURAL_FIELDS)
 
 
 @pytest.mark.parametrize(
