@@ -117,6 +117,8 @@ def count(value: Any) -> str:
 def secs(seconds: Any) -> str:
     if not isinstance(seconds, (int, float)):
         return "—"
+    if seconds < 0.01:  # (a mocked step takes well under a millisecond)
+        return f"{seconds * 1000:.2g} ms"
     if seconds < 1:
         return f"{seconds * 1000:.0f} ms"
     if seconds < 120:

@@ -335,3 +335,13 @@ def test_calls_refused_before_running_are_counted_neither_mocked_nor_real(tmp_pa
     assert sum(r.ran and not r.mocked for r in results) == 0
     counts = f"{len(results)} ({mocked} mocked, 0 real, {refused} refused before running)"
     assert f"<dt>tool calls</dt><dd>{counts}</dd>" in out.read_text(encoding="utf-8")
+
+
+@given(st.floats(min_value=1e-7, max_value=7200))
+def test_a_shown_duration_reads_back_within_five_percent(seconds: float) -> None:
+    """Latency spreads of mocked steps are sub-millisecond: no duration may show as zero."""
+    from toolproof._html import secs
+
+    number, unit = secs(seconds).split()
+    scale = {"ms": 1e-3, "s": 1.0, "min": 60.0}[unit]
+    assert float(number) * scale == pytest.approx(seconds, rel=0.05)

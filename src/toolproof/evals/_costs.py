@@ -423,7 +423,9 @@ def _spread_text(figures: Mapping[str, Any] | None, key: str, unit: str) -> str:
     if unit == "$":
         return f"{_money(found['p50'])}/{_money(found['p95'])}/{_money(found['max'])}"
     if unit == "s":
-        return f"{found['p50']:.3g}/{found['p95']:.3g}/{found['max']:.3g} s"
+        from toolproof._html import secs
+
+        return "/".join(secs(found[k]) for k in ("p50", "p95", "max"))
     return f"{found['p50']:g}/{found['p95']:g}/{found['max']:g}"
 
 

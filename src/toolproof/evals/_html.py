@@ -630,11 +630,11 @@ def _costs(data: dict[str, Any]) -> str:
     if not suites:
         return ""
 
-    def cell(figures: Any, key: str, fmt: str) -> str:
+    def cell(figures: Any, key: str, show: Callable[[Any], str]) -> str:
         found = (figures or {}).get(key)
         if not found:
             return "<td>—</td>"
-        text = " / ".join(format(found[k], fmt) for k in ("p50", "p95", "max"))
+        text = " / ".join(show(found[k]) for k in ("p50", "p95", "max"))
         return f"<td>{e(text)}</td>"
 
     rows = []
@@ -646,14 +646,14 @@ def _costs(data: dict[str, Any]) -> str:
             per_case = suite.get("cost_per_case") if who == "agent" else None
             rows.append(
                 f"<tr><td>{e(suite.get('suite'))}</td><td>{e(who)}</td>"
-                + cell(figures, "latency_s", ".2f")
-                + cell(figures, "tokens", "g")
-                + cell(figures, "cost", ".4g")
+                + cell(figures, "latency_s", secs)
+                + cell(figures, "tokens", lambda value: f"{value:g}")
+                + cell(figures, "cost", lambda value: f"{value:.4g}")
                 + f"<td>{e(cost(per_case)) if per_case is not None else '—'}</td></tr>"
             )
     head = "".join(
         f'<th scope="col">{e(h)}</th>'
-        for h in ("suite", "who", "latency (s)", "tokens", "cost ($)", "cost per case")
+        for h in ("suite", "who", "latency", "tokens", "cost ($)", "cost per case")
     )
     notes = cost_lines({**costs, "suites": []})  # the comparison, its gates, the estimate
     listed = "".join(f"<li>{e(line)}</li>" for line in notes)
