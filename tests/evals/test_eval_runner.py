@@ -547,6 +547,25 @@ async def test_the_response_cache_keeps_trials_independent(tmp_path: Path) -> No
     assert uncached.model_calls == 2 and model.requests == 6
 
 
+async def test_a_function_model_is_never_answered_from_the_cache(tmp_path: Path) -> None:
+    """A function model's code may change between runs: a cached answer would hide the edit."""
+    suite = make_suite(tmp_path, HEAD + "trials: 2\ncases: [{name: c, input: hi}]\n")
+    cache = tmp_path / "cache"
+    version = ["v1"]
+    model = FunctionModel(lambda messages, info: f"answer {version[0]}", name="mine")
+    first = await run(suite, model=model, cache=True, cache_dir=cache)
+    version[0] = "v2"  # the user edits their function and runs again
+    again = await run(suite, model=model, cache=True, cache_dir=cache)
+    outputs = [t.traces[0].output for t in again.cases[0].trials]  # type: ignore[index]
+    assert outputs == ["answer v2", "answer v2"]
+    assert (first.cached_calls, again.cached_calls) == (0, 0)
+    # A model of the same name behind the cache is still cached (the cache's purpose).
+    counting = Counting(name="mine")
+    await run(suite, model=counting, cache=True, cache_dir=cache)
+    cached = await run(suite, model=counting, cache=True, cache_dir=cache)
+    assert cached.cached_calls == 2 and counting.requests == 2
+
+
 async def test_reports_are_written(tmp_path: Path) -> None:
     suite = make_suite(
         tmp_path,

@@ -25,7 +25,15 @@ from toolproof.models._base import Model
 if TYPE_CHECKING:
     from toolproof._executor import Executor
 
-__all__ = ["CasePlan", "RunOptions", "as_suites", "graded", "plan_cases", "runs_scripted"]
+__all__ = [
+    "CasePlan",
+    "RunOptions",
+    "answers_locally",
+    "as_suites",
+    "graded",
+    "plan_cases",
+    "runs_scripted",
+]
 
 # -- plan ---------------------------------------------------------------------------------------
 
@@ -77,15 +85,16 @@ def as_suites(suites: Sequence[Suite] | Sequence[str | Path] | str | Path) -> li
     return load_suites([s for s in items if isinstance(s, (str, Path))])
 
 
-def _judges_itself(slot: Slot) -> bool:
-    """Whether a case's model may judge its own trials when no judge model is set.
+def answers_locally(slot: Slot) -> bool:
+    """Whether the slot's model is a scripted or function model, answering in this process.
 
-    A scripted or function model answers from a script: as a judge it would consume the
-    script's responses and grade nothing, so it never judges unless named as the judge.
+    Such a model never judges unless named as the judge (it would consume its script's
+    responses and grade nothing), and its answers are never cached (its code may change
+    between runs, and answering costs nothing).
     """
     from toolproof.models.fake import FunctionModel, ScriptedModel
 
-    return not isinstance(slot.model, (FunctionModel, ScriptedModel))
+    return isinstance(slot.model, (FunctionModel, ScriptedModel))
 
 
 def plan_cases(
@@ -186,7 +195,7 @@ def _choose_judge(
         judge_choice = None  # a scripted run is offline: judge only with --judge-model
     if judge_choice is not None and not _is_scripted(judge_choice):
         plan.judge_slot = slot_for(judge_choice, "judge model")
-    elif judge_choice is None and plan.slot is not None and _judges_itself(plan.slot):
+    elif judge_choice is None and plan.slot is not None and not answers_locally(plan.slot):
         plan.judge_slot = plan.slot  # the case's own (real) model judges
 
 
@@ -266,7 +275,7 @@ def _dry_build(plans: Sequence[CasePlan]) -> None:
 
 def runs_scripted(plan: CasePlan) -> bool:
     """Whether the case answers from a script (a scripted run, or a scripted or function model)."""
-    return plan.scripted or (plan.slot is not None and not _judges_itself(plan.slot))
+    return plan.scripted or (plan.slot is not None and answers_locally(plan.slot))
 
 
 def graded(case: Case) -> list[Any]:

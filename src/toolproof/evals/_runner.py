@@ -71,7 +71,7 @@ if TYPE_CHECKING:
 
 __all__ = ["evaluate", "evaluate_async"]
 
-from toolproof.evals._plan import CasePlan, as_suites, plan_cases, runs_scripted
+from toolproof.evals._plan import CasePlan, answers_locally, as_suites, plan_cases, runs_scripted
 from toolproof.evals._plan import RunOptions as PlanOptions
 from toolproof.evals._plan import graded as _graded
 from toolproof.evals._trial_models import (
@@ -396,7 +396,9 @@ class _Runner:
         if case.user is not None:
             user_model = None
             if plan.user_slot is not None:
-                user_model = TrialModel(plan.user_slot, index, counters, self.cache)
+                user_model = TrialModel(
+                    plan.user_slot, index, counters, self._cache(plan.user_slot)
+                )
             conversation = await converse(
                 case.user,
                 session,
@@ -419,7 +421,11 @@ class _Runner:
             external = plan.case.config.agent.external
             return ScriptedModel(plan.case.script or [], name=SCRIPTED, check_calls=external)
         assert plan.slot is not None
-        return TrialModel(plan.slot, index, counters, self.cache, self.waiting)
+        return TrialModel(plan.slot, index, counters, self._cache(plan.slot), self.waiting)
+
+    def _cache(self, slot: Slot) -> ResponseCache | None:
+        """The response cache for a model of the run (none for toolproof's stand-in models)."""
+        return None if answers_locally(slot) else self.cache
 
     async def grade(
         self,
