@@ -413,7 +413,15 @@ class ToolResult:
     @property
     def ran(self) -> bool:
         """Whether the tool (real or mocked) ran: a refused call did not happen."""
-        return not (self.status == "error" and self.error_type in NOT_RUN_ERRORS)
+        return not refused(self.status, self.error_type)
+
+
+def refused(status: Any, error_type: Any) -> bool:
+    """Whether a result of this status and error kind is a call refused before its tool ran.
+
+    The rule of :attr:`ToolResult.ran`, also for results read back as JSON data.
+    """
+    return status == "error" and error_type in NOT_RUN_ERRORS
 
 
 def error_text(kind: str, message: str) -> str:

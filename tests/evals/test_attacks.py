@@ -437,6 +437,13 @@ def test_your_own_templates_from_a_file_inline_a_module_and_the_registry(tmp_pat
 # -- the suite format: every problem, with its line ----------------------------------------
 
 
+def _load_problems(path: Path) -> str:
+    """Every problem loading the suite file reports, one per line."""
+    with pytest.raises(ConfigError) as info:
+        load_suite(path)
+    return "\n".join(info.value.problems or [])
+
+
 def test_every_problem_of_attacks_is_reported_with_its_line(tmp_path: Path) -> None:
     path = write_suite(
         tmp_path,
@@ -462,9 +469,7 @@ def test_every_problem_of_attacks_is_reported_with_its_line(tmp_path: Path) -> N
         )
         .replace("templates: [direct]", "templates: [direkt, missing.yaml]"),
     )
-    with pytest.raises(ConfigError) as info:
-        load_suite(path)
-    problems = "\n".join(info.value.problems or [])
+    problems = _load_problems(path)
     for expected in (
         "attacks.max_success_rate: expected a rate with 0 <= rate < 1, got 1",
         "attacks.assistent: unknown key 'assistent' (did you mean 'assistant'?)",
@@ -483,9 +488,7 @@ def test_every_problem_of_attacks_is_reported_with_its_line(tmp_path: Path) -> N
         )
         .replace("templates: [direct]", "templates: [direkt, missing.yaml]"),
     )
-    with pytest.raises(ConfigError) as info:
-        load_suite(path)
-    problems = "\n".join(info.value.problems or [])
+    problems = _load_problems(path)
     for expected in (
         "attacks.injections[0].tool: 'read_male' is unknown (did you mean 'read_mail'?)",
         "attacks.goals[0].call.arguments.too: pay has no argument 'too'; its arguments: amount, to",
@@ -503,9 +506,7 @@ def test_goal_names_case_patterns_and_template_files_are_checked(tmp_path: Path)
         "templates: [direct]", "templates: [broken.yaml, empty.json, direct, direct@1]"
     )
     goals = "  goals:\n    - {name: pay_attacker, task: again, call: {name: wire}}\n"
-    with pytest.raises(ConfigError) as info:
-        load_suite(write_suite(tmp_path, text.replace("  goals:\n", goals)))
-    problems = "\n".join(info.value.problems or [])
+    problems = _load_problems(write_suite(tmp_path, text.replace("  goals:\n", goals)))
     for expected in (
         "broken.yaml:2: invalid YAML",
         "empty.json: expected a list of templates",

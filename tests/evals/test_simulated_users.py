@@ -21,7 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolproof.errors import ConfigError, ModelHTTPError
-from toolproof.evals import evaluate, load_suite
+from toolproof.evals import CaseResult, evaluate, load_suite
+from toolproof.models import Model
 from toolproof.testing import FunctionModel
 
 HERE = Path(__file__).parent
@@ -40,6 +41,19 @@ def suite(tmp_path: Path, case: str, **top: Any) -> Path:
     path = tmp_path / "talk.eval.yaml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def _one_case(tmp_path: Path, case_yaml: str, user: Model | None = None) -> CaseResult:
+    """The result of the suite's one case, run by the booking agent with its traces kept."""
+    report = evaluate(
+        [load_suite(suite(tmp_path, case_yaml))],
+        model=useragents.agent_model(),
+        user_model=user,
+        keep_traces=True,
+        cache=False,
+    )
+    [case] = report.cases
+    return case
 
 
 SIMULATED = """\
@@ -104,14 +118,7 @@ def test_a_last_message_sent_with_done_still_reaches_the_agent(tmp_path: Path) -
     """A user who confirms and leaves in one breath does not stop the agent's write call."""
     user = useragents.user_model(["What is my booking?", "Yes, cancel it please ###DONE###"])
     case_yaml = SIMULATED + "  expect: {tools_called: [cancel], state: {cancelled: [XK-1]}}\n"
-    report = evaluate(
-        [load_suite(suite(tmp_path, case_yaml))],
-        model=useragents.agent_model(),
-        user_model=user,
-        keep_traces=True,
-        cache=False,
-    )
-    [case] = report.cases
+    case = _one_case(tmp_path, case_yaml, user)
     assert case.verdict == "pass", case.reason
     traces = case.trials[0].traces or []
     assert [t.input for t in traces] == ["What is my booking?", "Yes, cancel it please"]
@@ -244,14 +251,7 @@ def test_a_mixed_script_runs_fixed_function_and_simulated_turns_with_checks_betw
       expect: {state: {cancelled: [XK-1]}}
     """
     user = useragents.user_model(["Please cancel it."])
-    report = evaluate(
-        [load_suite(suite(tmp_path, case_yaml))],
-        model=useragents.agent_model(),
-        user_model=user,
-        keep_traces=True,
-        cache=False,
-    )
-    [case] = report.cases
+    case = _one_case(tmp_path, case_yaml, user)
     trial = case.trials[0]
     traces = trial.traces or []
     sources = [t.metadata["user"]["source"] for t in traces]
@@ -273,13 +273,7 @@ def test_a_user_function_returning_none_ends_the_conversation(tmp_path: Path) ->
           - reply: useragents:say_code_when_asked
           - "never sent"
     """
-    report = evaluate(
-        [load_suite(suite(tmp_path, case_yaml))],
-        model=useragents.agent_model(),
-        keep_traces=True,
-        cache=False,
-    )
-    [case] = report.cases
+    case = _one_case(tmp_path, case_yaml)
     assert case.trials[0].traces == []
     assert case.verdict == "fail"  # nothing ran: the completion check says so
 

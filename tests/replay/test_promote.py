@@ -380,6 +380,24 @@ SIGNAL_FLAGS = {
 }
 
 
+def _store(tmp_path: Path, traces: list[Trace]) -> Path:
+    store = tmp_path / "traces.db"
+    with TraceStore(str(store)) as opened:
+        opened.add_many(traces)
+    return store
+
+
+def promote(tmp_path: Path, store: Path, *args: str) -> Any:
+    """``toolproof traces promote`` of the HR assistant's traces in ``store``."""
+    return cli(tmp_path, "traces", "promote", "--store", str(store), "--agent", AGENT, *args)
+
+
+def _chosen(suite: Path) -> set[str]:
+    """The ids of the traces a promoted suite's cases came from."""
+    cases = yaml.safe_load(suite.read_text())["cases"]
+    return {c["metadata"]["promoted_from"]["trace"] for c in cases}
+
+
 @pytest.mark.parametrize("signal", sorted(SIGNAL_FLAGS))
 def test_each_signal_promotes_exactly_the_traces_that_show_it(tmp_path: Path, signal: str) -> None:
     rng = random.Random(signal)
@@ -396,25 +414,10 @@ def test_each_signal_promotes_exactly_the_traces_that_show_it(tmp_path: Path, si
         if shows == signal:
             expected.add(trace.id)
     assert expected
-    store = tmp_path / "traces.db"
-    with TraceStore(str(store)) as opened:
-        opened.add_many(traces)
     suite = tmp_path / "chosen.eval.yaml"
-    done = cli(
-        tmp_path,
-        "traces",
-        "promote",
-        "--store",
-        str(store),
-        "-o",
-        str(suite),
-        "--agent",
-        AGENT,
-        *SIGNAL_FLAGS[signal],
-    )
+    done = promote(tmp_path, _store(tmp_path, traces), "-o", str(suite), *SIGNAL_FLAGS[signal])
     assert done.returncode == 0, done.stderr
-    cases = yaml.safe_load(suite.read_text())["cases"]
-    assert {c["metadata"]["promoted_from"]["trace"] for c in cases} == expected
+    assert _chosen(suite) == expected
 
 
 def test_distinct_keeps_one_trace_per_kind_of_failure(tmp_path: Path) -> None:
@@ -425,33 +428,13 @@ def test_distinct_keeps_one_trace_per_kind_of_failure(tmp_path: Path) -> None:
     for index in range(80):
         kind, signal = sorted(kinds)[index % len(kinds)]
         traces.append(_trace(index, kind=kind, variant=rng.randrange(1, 99), signal=signal))
-    store = tmp_path / "traces.db"
-    with TraceStore(str(store)) as opened:
-        opened.add_many(traces)
+    store = _store(tmp_path, traces)
     for asked, kept in ((20, len(kinds)), (2, 2)):
         suite = tmp_path / f"distinct{asked}.eval.yaml"
-        done = cli(
-            tmp_path,
-            "traces",
-            "promote",
-            "--store",
-            str(store),
-            "-o",
-            str(suite),
-            "--agent",
-            AGENT,
-            "--since",
-            "7d",
-            "--failed",
-            "--errors",
-            "--distinct",
-            str(asked),
-        )
+        flags = ("--since", "7d", "--failed", "--errors", "--distinct", str(asked))
+        done = promote(tmp_path, store, "-o", str(suite), *flags)
         assert done.returncode == 0, done.stderr
-        chosen = {
-            c["metadata"]["promoted_from"]["trace"]
-            for c in yaml.safe_load(suite.read_text())["cases"]
-        }
+        chosen = _chosen(suite)
         assert len(chosen) == kept
         by_id = {t.id: t for t in traces}
         signatures = {(by_id[i].input.split()[0], by_id[i].stop_reason) for i in chosen}
@@ -459,33 +442,18 @@ def test_distinct_keeps_one_trace_per_kind_of_failure(tmp_path: Path) -> None:
 
 
 def test_new_tools_promotes_runs_that_call_a_tool_the_suite_never_names(tmp_path: Path) -> None:
-    store = tmp_path / "traces.db"
     traces = [
         _trace(i, kind=k, variant=i, signal=None)
         for i, k in enumerate(["leave", "weather", "math", "weather"])
     ]
-    with TraceStore(str(store)) as opened:
-        opened.add_many(traces)
     suite = tmp_path / "new.eval.yaml"
-    done = cli(
-        tmp_path,
-        "traces",
-        "promote",
-        "--store",
-        str(store),
-        "-o",
-        str(suite),
-        "--agent",
-        AGENT,
-        "--new-tools",
-        str(ROOT / "examples/hr_assistant/hr.eval.yaml"),
+    hr_suite = ROOT / "examples/hr_assistant/hr.eval.yaml"
+    done = promote(
+        tmp_path, _store(tmp_path, traces), "-o", str(suite), "--new-tools", str(hr_suite)
     )
     assert done.returncode == 0, done.stderr
-    chosen = {
-        c["metadata"]["promoted_from"]["trace"] for c in yaml.safe_load(suite.read_text())["cases"]
-    }
-    hr = (ROOT / "examples/hr_assistant/hr.eval.yaml").read_text()
-    assert chosen == {t.id for t in traces if t.tool_names[0] not in hr}
+    hr = hr_suite.read_text()
+    assert _chosen(suite) == {t.id for t in traces if t.tool_names[0] not in hr}
 
 
 @pytest.mark.parametrize(
@@ -503,10 +471,9 @@ def test_new_tools_promotes_runs_that_call_a_tool_the_suite_never_names(tmp_path
 def test_bad_promote_options_are_one_line_errors(
     tmp_path: Path, args: list[str], message: str
 ) -> None:
-    store = tmp_path / "traces.db"
-    with TraceStore(str(store)) as opened:
-        opened.add(_trace(1, kind="leave", variant=1, signal=None))
-    done = cli(tmp_path, "traces", "promote", "--store", str(store), "--agent", AGENT, *args)
+    done = promote(
+        tmp_path, _store(tmp_path, [_trace(1, kind="leave", variant=1, signal=None)]), *args
+    )
     assert done.returncode == 2
     assert message in done.stderr
     assert "Traceback" not in done.stderr
@@ -514,15 +481,12 @@ def test_bad_promote_options_are_one_line_errors(
 
 
 def test_an_existing_file_is_not_overwritten_without_force(tmp_path: Path) -> None:
-    store = tmp_path / "traces.db"
-    with TraceStore(str(store)) as opened:
-        opened.add(_trace(1, kind="leave", variant=1, signal=None))
+    store = _store(tmp_path, [_trace(1, kind="leave", variant=1, signal=None)])
     suite = tmp_path / "kept.eval.yaml"
     suite.write_text("mine\n")
-    args = ("traces", "promote", "--store", str(store), "-o", str(suite), "--agent", AGENT)
-    refused = cli(tmp_path, *args)
+    refused = promote(tmp_path, store, "-o", str(suite))
     assert refused.returncode == 2 and suite.read_text() == "mine\n"
-    assert cli(tmp_path, *args, "--force").returncode == 0
+    assert promote(tmp_path, store, "-o", str(suite), "--force").returncode == 0
     assert "promoted_from" in suite.read_text()
 
 
@@ -570,8 +534,7 @@ def test_every_generated_recording_passes_as_a_promoted_case(tmp_path: Path) -> 
     assert any(len(s.response.tool_calls) > 1 for t in recorded for s in t.steps)
     assert any(t.history for t in recorded)
     suite = tmp_path / "generated.eval.yaml"
-    done = cli(tmp_path, "traces", "promote", "--store", str(store), "-o", str(suite),
-               "--agent", AGENT)  # fmt: skip
+    done = promote(tmp_path, store, "-o", str(suite))
     assert done.returncode == 0, done.stderr
     ran = cli(tmp_path, "run", str(suite), "--no-log", "--report", "json:r.json")
     assert (tmp_path / "r.json").exists(), ran.stdout + ran.stderr

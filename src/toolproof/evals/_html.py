@@ -29,7 +29,7 @@ from toolproof._html import (
     secs,
     tile,
 )
-from toolproof._messages import NOT_RUN_ERRORS
+from toolproof._messages import refused as refused_call
 from toolproof._stats_text import gate_line
 
 __all__ = [
@@ -249,9 +249,7 @@ def _call_facts(cases: list[dict[str, Any]]) -> list[tuple[str, str]]:
                 for step in trace.get("steps") or []:
                     for result in step.get("tool_results") or []:
                         calls += 1
-                        if result.get("status") == "error" and (
-                            result.get("error_type") in NOT_RUN_ERRORS
-                        ):
+                        if refused_call(result.get("status"), result.get("error_type")):
                             refused += 1  # (no tool ran: neither mocked nor real)
                         else:
                             mocked += bool(result.get("mocked"))

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolproof._grounding import check_grounding, extract_claims, trace_evidence
-from toolproof._messages import NOT_RUN_ERRORS
+from toolproof._messages import refused
 
 if TYPE_CHECKING:
     from toolproof._messages import Message, ToolCall, ToolResult
@@ -219,7 +219,7 @@ def _refused(result: ToolResult | Message | None) -> bool:
     if kind is None:  # a tool message of the history: its text names the kind
         match = re.match(r"Error \(([^)]*)\)", result.content or "")
         kind = match.group(1) if match else None
-    return kind in NOT_RUN_ERRORS
+    return refused(result.status, kind)
 
 
 def _origin(trace: Trace) -> dict[str, Any]:
