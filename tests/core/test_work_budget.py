@@ -318,7 +318,12 @@ def test_each_message_is_estimated_once_by_the_run_and_the_scripted_model_togeth
 
 
 def _calls_made(function: Any, *arguments: Any) -> Counter[str]:
-    """The calls (Python functions, and C functions by name) made by ``function(...)``."""
+    """The calls (Python functions, and C functions by name) made by ``function(...)``.
+
+    The garbage collector is off meanwhile: a cycle collected in the middle (a finished task)
+    would add asyncio's weak-set bookkeeping at a moment that depends on the machine.
+    """
+    import gc
     import sys
 
     made: Counter[str] = Counter()
@@ -329,6 +334,9 @@ def _calls_made(function: Any, *arguments: Any) -> Counter[str]:
         elif event == "c_call":
             made[f"c {getattr(arg, '__name__', arg)}"] += 1
 
+    collecting = gc.isenabled()
+    gc.collect()
+    gc.disable()
     sys.setprofile(profile)
     try:
         function(*arguments)
@@ -336,6 +344,8 @@ def _calls_made(function: Any, *arguments: Any) -> Counter[str]:
         pass
     finally:
         sys.setprofile(None)
+        if collecting:
+            gc.enable()
     made.pop("c setprofile", None)
     return made
 

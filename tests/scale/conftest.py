@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -12,14 +13,18 @@ import pytest
 from _processes import register, unregister
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[Any]:
-    """Ray started once per test process, stopped after (skipped with the reason without Ray).
+    """Ray started for the Ray tests' file, stopped after (skipped with the reason without Ray).
 
-    Its tests run in one xdist worker (tests/conftest.py), so one cluster starts per run.
+    Its tests run in one xdist worker (tests/conftest.py), so one cluster starts per run. It
+    stops when the file is done, and the SIGTERM handler Ray's driver installs is put back: the
+    tests that run after it in the same worker fork (pools ended by SIGTERM), and a forked
+    pool worker of a Ray driver was seen not to end on it, hanging its pool.
     """
     ray = pytest.importorskip("ray", reason="the Ray executor tests need ray (the dev extra)")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    on_sigterm = signal.getsignal(signal.SIGTERM)
     ray.init(
         num_cpus=2,
         include_dashboard=False,
@@ -37,3 +42,4 @@ def ray_cluster() -> Iterator[Any]:
     finally:
         unregister(key)
         ray.shutdown()
+        signal.signal(signal.SIGTERM, on_sigterm)
