@@ -1,0 +1,119 @@
+"""Pieces of the built-in checks' specs: tool names, one-or-many lists, compiled matchers.
+
+Each built-in check declares its value as a spec type (see :func:`toolproof.evals.check`);
+these annotated types and validators are what several of them share. Validators read the
+agent's tools and the whole ``expect`` mapping from :class:`CheckContext`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import AfterValidator, BeforeValidator, ValidationInfo
+
+from toolproof._filemodel import Expected, problem
+from toolproof._yaml import describe_type
+from toolproof.errors import ConfigError
+from toolproof.evals._checks import HERE, CheckContext
+
+if TYPE_CHECKING:
+    from toolproof._matching import Matcher
+
+
+def _known_tool(name: str, info: ValidationInfo) -> str:
+    context = CheckContext.of(info)
+    if not context.knows(name):
+        raise problem(context.unknown_tool(name))
+    return name
+
+
+#: One of the agent's tools.
+ToolName = Annotated[str, AfterValidator(_known_tool)]
+
+
+def one_or_many(item: Any, words: str, shown: Any = str) -> Any:
+    """A list of ``item`` that may be written as one (``search`` or ``[search, lookup]``).
+
+    Any other value reads ``expected <words>, got <its type>``; ``shown`` is the type of one
+    item in the JSON Schema (``str``, or a ``Literal`` of the allowed strings).
+    """
+
+    def listed(value: Any) -> Any:
+        if isinstance(value, str):
+            return [value]
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return value
+        raise problem(f"expected {words}, got {describe_type(value)}")
+
+    return Annotated[list[item], BeforeValidator(listed, json_schema_input_type=shown | list[shown])]
+
+
+#: Texts: one string or a non-empty list of them.
+Texts = Annotated[
+    one_or_many(str, "a string or a list of strings"),
+    AfterValidator(lambda texts: texts or _no_texts()),
+]
+#: Tool names: one or a list of them.
+ToolNames = one_or_many(ToolName, "a list of tool names")
+
+
+def _no_texts() -> Any:
+    raise problem("expected a string or a list of strings, got a list")
+
+
+def compiled(compile_spec: Callable[..., Any]) -> Callable[[Any], Any]:
+    """A validator compiling a matcher spec with ``compile_spec(spec, where=...)``.
+
+    Every problem of the spec is reported at its own path, as the matching module words it.
+    """
+
+    def validate(spec: Any) -> Any:
+        try:
+            return compile_spec(spec, where=HERE)
+        except ConfigError as exc:
+            found = list(exc.problems or [str(exc)])
+            raise problem(found[0], also=found[1:]) from None
+
+    return validate
+
+
+def _value_matcher(spec: Any) -> Matcher:
+    from toolproof._matching import compile_value_matcher
+
+    matcher: Matcher = compiled(compile_value_matcher)(spec)
+    return matcher
+
+
+#: A value or a matcher spec (``{regex: ...}``, ``{approx: 3, tol: 0.1}``...), compiled.
+ValueMatcher = Annotated[Any, AfterValidator(_value_matcher)]
+
+
+def switch(on: Callable[[], Any], words: str) -> Callable[[Any], Any]:
+    """A before-validator for ``true`` / ``false`` / options: ``true`` is ``on()``, ``false`` no check.
+
+    A mapping goes on to the options model; any other value reads ``expected <words>, got <it>``.
+    """
+
+    def read(value: Any) -> Any:
+        if value is True:
+            return on()
+        if value is False:
+            return None
+        if isinstance(value, Mapping):
+            return value
+        raise problem(f"expected {words}, got {value!r}")
+
+    return read
+
+
+__all__ = [
+    "Expected",
+    "Texts",
+    "ToolName",
+    "ToolNames",
+    "ValueMatcher",
+    "compiled",
+    "one_or_many",
+    "switch",
+]
