@@ -25,11 +25,13 @@ did-you-mean suggestion among every registered check.
 The decorated function runs on every trial with the trial's :class:`SessionRecord` and the
 value written in the suite (validated first against ``spec``, a type or pydantic model,
 when given: a bad value fails the suite before anything runs, with its file and line). It
-returns ``True``/``False``, or ``(status, reason)`` with status ``"pass"``, ``"fail"`` or
-``"skip"``.
+returns ``True``/``False``, or ``(status, reason)`` with status ``"pass"``, ``"fail"``,
+``"skip"`` or ``"inconclusive"`` (and, as a third item, a mapping of figures it measured).
 
-Built-in checks need more than the value (the agent's tools, the other keys of the
-mapping): they are registered with :meth:`check.compiler` and build a :class:`Check`.
+The spec is the one description of the value: the published JSON Schema, the words of
+messages and the accepted forms all come from it. Its validators may read the agent's tools
+and the whole ``expect`` mapping (:class:`CheckContext`), which is how the built-in checks
+refuse a tool the agent does not have; a value it validates to ``None`` adds no check.
 """
 
 from __future__ import annotations

@@ -1,1 +1,1 @@
-from toolproof.evals._builtins import run, state
+from toolproof.evals._builtins import answer, run, state

@@ -10,9 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import AfterValidator, BeforeValidator, ValidationInfo
+from pydantic import (
+    AfterValidator,
+    ValidationError,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+)
 
-from toolproof._filemodel import Expected, problem
+from toolproof._filemodel import Expected, problem, problems_of
 from toolproof._yaml import describe_type
 from toolproof.errors import ConfigError
 from toolproof.evals._checks import HERE, CheckContext
@@ -35,18 +41,23 @@ ToolName = Annotated[str, AfterValidator(_known_tool)]
 def one_or_many(item: Any, words: str, shown: Any = str) -> Any:
     """A list of ``item`` that may be written as one (``search`` or ``[search, lookup]``).
 
-    Any other value reads ``expected <words>, got <its type>``; ``shown`` is the type of one
-    item in the JSON Schema (``str``, or a ``Literal`` of the allowed strings).
+    Any other value reads ``expected <words>, got <its type>``; the problems of a value
+    written as one are reported at it (not at ``[0]``). ``shown`` is the type of one item in
+    the JSON Schema (``str``, or a ``Literal`` of the allowed strings).
     """
 
-    def listed(value: Any) -> Any:
-        if isinstance(value, str):
-            return [value]
+    def listed(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
         if isinstance(value, list) and all(isinstance(v, str) for v in value):
-            return value
-        raise problem(f"expected {words}, got {describe_type(value)}")
+            return handler(value)
+        if not isinstance(value, str):
+            raise problem(f"expected {words}, got {describe_type(value)}")
+        try:
+            return handler([value])
+        except ValidationError as exc:
+            found = [message for _, message in problems_of(exc)]
+            raise problem(found[0], also=found[1:]) from None
 
-    return Annotated[list[item], BeforeValidator(listed, json_schema_input_type=shown | list[shown])]
+    return Annotated[list[item], WrapValidator(listed, json_schema_input_type=shown | list[shown])]
 
 
 #: Texts: one string or a non-empty list of them.
