@@ -48,12 +48,11 @@ from toolproof._filemodel import Expected, did_you_mean, unknown_key_message
 from toolproof._messages import ToolCall, ToolResult, Usage
 from toolproof._text import clip
 from toolproof._trace import Trace
-from toolproof.errors import ConfigError, UserError
+from toolproof.errors import UserError
 from toolproof.evals._yaml import DocPath, Problems, format_path
 from toolproof.evals._yaml import describe_type as _type
 
 if TYPE_CHECKING:
-    from toolproof._matching import Matcher
     from toolproof._tools import Tool
 
 __all__ = [
@@ -362,9 +361,7 @@ class CheckContext:
         """The message for a tool the agent does not have."""
         known = sorted(self.tools or ())
         hint = did_you_mean(name, known) if isinstance(name, str) else ""
-        return (
-            f"unknown tool {name!r}{hint}; the agent's tools are: {', '.join(known) or '(none)'}"
-        )
+        return f"unknown tool {name!r}{hint}; the agent's tools are: {', '.join(known) or '(none)'}"
 
     def params(self, tool: str) -> list[str]:
         """The argument names of ``tool``'s schema (none when the tools are unknown)."""
@@ -669,6 +666,8 @@ def _expected(spec: Any) -> Expected | None:
 def _spec_words(spec: Any) -> str:
     if spec is None:
         return "any value"
+    if get_origin(spec) is Annotated:
+        return _spec_words(get_args(spec)[0])
     args = get_args(spec)
     if args:
         return " or ".join(_spec_words(arg) for arg in args)

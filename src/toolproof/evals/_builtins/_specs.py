@@ -38,12 +38,13 @@ def _known_tool(name: str, info: ValidationInfo) -> str:
 ToolName = Annotated[str, AfterValidator(_known_tool)]
 
 
-def one_or_many(item: Any, words: str, shown: Any = str) -> Any:
-    """A list of ``item`` that may be written as one (``search`` or ``[search, lookup]``).
+def one_or_many(words: str, shown: Any = str) -> WrapValidator:
+    """For a list of strings that may be written as one (``search`` or ``[search, lookup]``).
 
-    Any other value reads ``expected <words>, got <its type>``; the problems of a value
-    written as one are reported at it (not at ``[0]``). ``shown`` is the type of one item in
-    the JSON Schema (``str``, or a ``Literal`` of the allowed strings).
+    Use it as ``Annotated[list[T], one_or_many(words)]``. Any other value reads ``expected
+    <words>, got <its type>``; the problems of a value written as one are reported at it
+    (not at ``[0]``). ``shown`` is the type of one item in the JSON Schema (``str``, or a
+    ``Literal`` of the allowed strings).
     """
 
     def listed(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
@@ -57,16 +58,22 @@ def one_or_many(item: Any, words: str, shown: Any = str) -> Any:
             found = [message for _, message in problems_of(exc)]
             raise problem(found[0], also=found[1:]) from None
 
-    return Annotated[list[item], WrapValidator(listed, json_schema_input_type=shown | list[shown])]
+    return WrapValidator(listed, json_schema_input_type=shown | list[shown])
 
 
 #: Texts: one string or a non-empty list of them.
 Texts = Annotated[
-    one_or_many(str, "a string or a list of strings"),
+    list[str],
+    one_or_many("a string or a list of strings"),
     AfterValidator(lambda texts: texts or _no_texts()),
+    Expected("a string or a list of strings", got="type"),
 ]
 #: Tool names: one or a list of them.
-ToolNames = one_or_many(ToolName, "a list of tool names")
+ToolNames = Annotated[
+    list[ToolName],
+    one_or_many("a list of tool names"),
+    Expected("a list of tool names", got="type"),
+]
 
 
 def _no_texts() -> Any:
@@ -101,9 +108,10 @@ ValueMatcher = Annotated[Any, AfterValidator(_value_matcher)]
 
 
 def switch(on: Callable[[], Any], words: str) -> Callable[[Any], Any]:
-    """A before-validator for ``true`` / ``false`` / options: ``true`` is ``on()``, ``false`` no check.
+    """A before-validator of ``true``, ``false`` or options.
 
-    A mapping goes on to the options model; any other value reads ``expected <words>, got <it>``.
+    ``true`` is ``on()``, ``false`` no check (``None``), a mapping goes on to the options
+    model; any other value reads ``expected <words>, got <it>``.
     """
 
     def read(value: Any) -> Any:

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import AfterValidator, BeforeValidator
 
 from toolproof._filemodel import FileModel, problem
-from toolproof._yaml import describe_type
 from toolproof.evals._builtins._specs import Expected, Texts, ValueMatcher, one_or_many, switch
 from toolproof.evals._checks import CheckStatus, SessionRecord, answer_text, check
 
@@ -54,9 +53,10 @@ def _pattern(pattern: str) -> re.Pattern[str]:
 
 @check(
     "final_regex",
-    spec=one_or_many(
-        Annotated[str, AfterValidator(_pattern)], "a string or a list of strings"
-    ),
+    spec=Annotated[
+        list[Annotated[str, AfterValidator(_pattern)]],
+        one_or_many("a string or a list of strings"),
+    ],
     accepts="a regular expression or a list of them",
     describe=lambda patterns: f"answer matches {_quoted([p.pattern for p in patterns])}",
 )
@@ -161,9 +161,7 @@ def _grounded(record: SessionRecord, options: Grounding) -> tuple[CheckStatus, s
         return "skip", "no final answer to check"
     evidence: list[str] = []
     for trace in record.traces:
-        evidence.extend(
-            trace_evidence(trace, include_system_prompt=options.include_system_prompt)
-        )
+        evidence.extend(trace_evidence(trace, include_system_prompt=options.include_system_prompt))
     result = check_grounding(
         record.output, evidence, check_small_numbers=options.check_small_numbers
     )

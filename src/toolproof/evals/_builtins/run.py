@@ -18,8 +18,8 @@ _NO_TOOL_ERRORS = "true, or {allow: [tool names or error types]}"
 class ToolErrors(FileModel):
     """``no_tool_errors``: which tool errors are allowed (by tool name or error type)."""
 
-    unknown_keys: ClassVar[Callable[[list[Any], list[str]], str] | None] = (
-        lambda keys, allowed: f"expected {_NO_TOOL_ERRORS}"
+    unknown_keys: ClassVar[Callable[[list[Any], list[str]], str] | None] = lambda keys, allowed: (
+        f"expected {_NO_TOOL_ERRORS}"
     )
     missing: ClassVar[dict[str, str]] = {"allow": f"expected {_NO_TOOL_ERRORS}"}
 
@@ -76,7 +76,8 @@ def _stop_reasons(reasons: list[str]) -> list[str]:
 @check(
     "stop_reason",
     spec=Annotated[
-        one_or_many(str, "a string or a list of strings", StopReason),
+        list[str],
+        one_or_many("a string or a list of strings", StopReason),
         AfterValidator(_stop_reasons),
     ],
     accepts=f"one of {', '.join(STOP_REASONS)}, or a list of them",
@@ -126,5 +127,9 @@ _limit(
 )
 _limit("max_cost", "cost (USD)", lambda r: r.cost, "a positive number (USD)", gt=0)
 _limit(
-    "max_latency_s", "run time (s)", lambda r: r.duration_ms / 1000, "a positive number of seconds", gt=0
+    "max_latency_s",
+    "run time (s)",
+    lambda r: r.duration_ms / 1000,
+    "a positive number of seconds",
+    gt=0,
 )
