@@ -135,7 +135,7 @@ _GROUNDED = "true, or {check_small_numbers: bool, include_system_prompt: bool}"
 
 
 class Grounding(FileModel):
-    """``grounded``: which numbers count, and whether the system prompt is evidence."""
+    """Which numbers are checked, and whether the system prompt counts as evidence."""
 
     unknown_key = staticmethod(  # type: ignore[assignment]
         lambda key, allowed: f"unknown option {key!r}; allowed: {', '.join(allowed)}"

@@ -16,7 +16,7 @@ _NO_TOOL_ERRORS = "true, or {allow: [tool names or error types]}"
 
 
 class ToolErrors(FileModel):
-    """``no_tool_errors``: which tool errors are allowed (by tool name or error type)."""
+    """Tool errors that do not fail the check, by tool name or error type."""
 
     unknown_keys: ClassVar[Callable[[list[Any], list[str]], str] | None] = lambda keys, allowed: (
         f"expected {_NO_TOOL_ERRORS}"
