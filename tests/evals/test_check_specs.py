@@ -116,3 +116,34 @@ def test_the_generated_values_reach_every_outcome() -> None:
             compiled += bool(checks)
             refused += bool(problems)
     assert compiled >= 8 and refused >= 20
+
+
+def test_every_built_in_is_declared_by_its_spec() -> None:
+    """One registration form: each built-in has a spec, and its schema is the spec's."""
+    from toolproof.evals import check
+
+    assert not hasattr(check, "compiler")
+    for name in BUILTINS:
+        definition = registered()[name]
+        assert definition.adapter is not None, name
+        assert definition.schema == definition.adapter.json_schema(), name
+
+
+def test_a_spec_model_named_like_a_part_of_the_suite_schema_is_refused() -> None:
+    from pydantic import BaseModel
+
+    from toolproof.errors import UserError
+    from toolproof.evals import check
+    from toolproof.evals._checks import unregister
+    from toolproof.evals._suite_model import suite_json_schema
+
+    class CaseEntry(BaseModel):  # the name of the suite's own case model
+        words: int
+
+    check("clashing_words", spec=list[CaseEntry])(lambda record, value: True)
+    try:
+        with pytest.raises(UserError, match=r"clashing_words.*'CaseEntry'"):
+            suite_json_schema(strict_checks=True)
+        assert "clashing_words" not in suite_json_schema()["$defs"]["Expect"]["properties"]
+    finally:
+        unregister("clashing_words")
