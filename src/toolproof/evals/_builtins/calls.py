@@ -17,7 +17,6 @@ from pydantic import (
     ValidatorFunctionWrapHandler,
     WrapValidator,
 )
-from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 from toolproof._filemodel import PROBLEM, FileModel, did_you_mean, problem
@@ -48,23 +47,26 @@ from toolproof.evals._checks import (
 Located = list[tuple[tuple[Any, ...], str]]
 
 
-def _refused(found: Located, errors: list[ErrorDetails] = ()) -> ValidationError:  # type: ignore[assignment]
-    """Problems at several places of a value (and errors of its parts) as one error."""
-    details: list[Any] = [
-        {"type": problem(message), "loc": loc, "input": None} for loc, message in found
-    ]
-    for error in errors:  # as they were raised, so they are worded as they were
-        kind = error["type"]
-        ctx = error.get("ctx") or {}
+def _refused(found: Located) -> ValidationError:
+    """Problems at several places of a value, as one error a validator raises."""
+    return ValidationError.from_exception_data("expect", _located(found))
+
+
+def _located(found: Located) -> list[Any]:
+    return [{"type": problem(message), "loc": loc, "input": None} for loc, message in found]
+
+
+def _again(errors: list[ErrorDetails]) -> list[Any]:
+    """Errors raised by a part of a value, to raise again with others (worded as they were)."""
+    details: list[Any] = []
+    for error in errors:
+        kind, ctx = error["type"], error.get("ctx") or {}
+        where = {"loc": error["loc"], "input": error["input"]}
         if kind == PROBLEM:
-            details.append({"type": PydanticCustomError(kind, "{message}", ctx), **_at(error)})
+            details.append({"type": PydanticCustomError(kind, "{message}", ctx), **where})
         else:
-            details.append({"type": kind, **_at(error), **({"ctx": ctx} if ctx else {})})
-    return ValidationError.from_exception_data("expect", details)
-
-
-def _at(error: ErrorDetails) -> dict[str, Any]:
-    return {"loc": error["loc"], "input": error["input"]}
+            details.append({"type": kind, **where, **({"ctx": ctx} if ctx else {})})
+    return details
 
 
 Entry = Callable[[CheckContext, str, Any, Any], tuple[Any, Located]]
@@ -83,18 +85,17 @@ def _by_tool(
         return dict(handler(value))  # its type or emptiness is the problem
     context = CheckContext.of(info)
     out: dict[str, Any] = {}
-    found: Located = []
-    errors: list[ErrorDetails] = []
+    details: list[Any] = []
     for tool, written in value.items():
         try:
             [(name, validated)] = handler({tool: written}).items()
         except ValidationError as exc:
-            errors += exc.errors()
+            details += _again(exc.errors())
             continue
-        out[name], problems = entry(context, name, validated, written)
-        found += [((tool, *loc), message) for loc, message in problems]
-    if found or errors:
-        raise _refused(found, errors)
+        out[name], found = entry(context, name, validated, written)
+        details += _located([((tool, *loc), message) for loc, message in found])
+    if details:
+        raise ValidationError.from_exception_data("expect", details)
     return out
 
 
@@ -114,16 +115,16 @@ Bounds = tuple[int, int | None]
 
 
 class CallCount(FileModel):
-    """How often a tool is called: at least min (1 when only max is given: 0), at most max."""
+    """How often a tool is called: at least min (1, or 0 when max is given), at most max."""
 
-    min: NonNegative | SkipJsonSchema[None] = None
+    min: NonNegative = 1
     max: NonNegative | None = None
 
     def bounds(self) -> Bounds | None:
         """The bounds, or ``None`` when they are not a range (none given, or min > max)."""
         given = self.model_fields_set
-        low = self.min if "min" in given else 0 if "max" in given else 1
-        if not given or low is None or (self.max is not None and self.max < low):
+        low = self.min if "min" in given or "max" not in given else 0
+        if not given or (self.max is not None and self.max < low):
             return None
         return low, self.max
 
@@ -306,11 +307,12 @@ class ExpectedCall(FileModel):
 
 
 def _call_item(value: Any) -> Any:
+    """A tool name is the call of that tool; ``name:`` left empty is a missing name."""
     if isinstance(value, str):
         return {"name": value}
     if not isinstance(value, Mapping):
         raise problem(f"expected {{name, arguments, mode}}, got {describe_type(value)}")
-    return value
+    return {k: v for k, v in value.items() if k != "name" or v is not None}
 
 
 def _call_spec(call: ExpectedCall, info: ValidationInfo) -> CallSpec:
@@ -391,7 +393,12 @@ def _describe_args(expected: list[tuple[str, ArgumentsMatcher]]) -> str:
     spec=Annotated[
         dict[
             ToolKey,
-            Annotated[list[Annotated[dict[Any, Any], Arguments]], WrapValidator(_one_or_list)],
+            Annotated[
+                list[Annotated[dict[Any, Any], Arguments]],
+                WrapValidator(
+                    _one_or_list, json_schema_input_type=dict[str, Any] | list[dict[str, Any]]
+                ),
+            ],
         ],
         Field(min_length=1),
         WrapValidator(_args_by_tool),
