@@ -17,9 +17,8 @@ from pydantic import (
     ValidatorFunctionWrapHandler,
     WrapValidator,
 )
-from pydantic_core import ErrorDetails, PydanticCustomError
 
-from toolproof._filemodel import PROBLEM, FileModel, did_you_mean, problem
+from toolproof._filemodel import FileModel, did_you_mean, problem, problems_of
 from toolproof._matching import (
     ArgsMode,
     ArgumentsMatcher,
@@ -49,24 +48,8 @@ Located = list[tuple[tuple[Any, ...], str]]
 
 def _refused(found: Located) -> ValidationError:
     """Problems at several places of a value, as one error a validator raises."""
-    return ValidationError.from_exception_data("expect", _located(found))
-
-
-def _located(found: Located) -> list[Any]:
-    return [{"type": problem(message), "loc": loc, "input": None} for loc, message in found]
-
-
-def _again(errors: list[ErrorDetails]) -> list[Any]:
-    """Errors raised by a part of a value, to raise again with others (worded as they were)."""
-    details: list[Any] = []
-    for error in errors:
-        kind, ctx = error["type"], error.get("ctx") or {}
-        where = {"loc": error["loc"], "input": error["input"]}
-        if kind == PROBLEM:
-            details.append({"type": PydanticCustomError(kind, "{message}", ctx), **where})
-        else:
-            details.append({"type": kind, **where, **({"ctx": ctx} if ctx else {})})
-    return details
+    errors = [{"type": problem(message), "loc": loc, "input": None} for loc, message in found]
+    return ValidationError.from_exception_data("expect", errors)  # type: ignore[arg-type]
 
 
 Entry = Callable[[CheckContext, str, Any, Any], tuple[Any, Located]]
@@ -85,17 +68,17 @@ def _by_tool(
         return dict(handler(value))  # its type or emptiness is the problem
     context = CheckContext.of(info)
     out: dict[str, Any] = {}
-    details: list[Any] = []
+    found: Located = []
     for tool, written in value.items():
         try:
             [(name, validated)] = handler({tool: written}).items()
         except ValidationError as exc:
-            details += _again(exc.errors())
+            found += problems_of(exc)
             continue
-        out[name], found = entry(context, name, validated, written)
-        details += _located([((tool, *loc), message) for loc, message in found])
-    if details:
-        raise ValidationError.from_exception_data("expect", details)
+        out[name], problems = entry(context, name, validated, written)
+        found += [((tool, *loc), message) for loc, message in problems]
+    if found:
+        raise _refused(found)
     return out
 
 
