@@ -52,6 +52,7 @@ def _refused(found: Located) -> ValidationError:
     return ValidationError.from_exception_data("expect", errors)  # type: ignore[arg-type]
 
 
+#: ``(context, tool, the entry's value validated or None, as written)`` -> (value, problems).
 Entry = Callable[[CheckContext, str, Any, Any], tuple[Any, Located]]
 
 
@@ -61,8 +62,9 @@ def _by_tool(
     """A mapping of tool name to a value that depends on the tool, validated entry by entry.
 
     ``entry(context, tool, validated value, value as written)`` returns what the entry
-    compiles to and its problems (paths from the entry's value). Every problem of every entry
-    is reported, each at its place, as if the mapping had been validated at once.
+    compiles to and its problems (paths from the entry's value); it also reads the entries of
+    known tools whose value has problems (validated value ``None``), for the parts that have
+    none. Every problem of every entry is reported, each at its place.
     """
     if not isinstance(value, Mapping) or not value:
         return dict(handler(value))  # its type or emptiness is the problem
@@ -74,7 +76,9 @@ def _by_tool(
             [(name, validated)] = handler({tool: written}).items()
         except ValidationError as exc:
             found += problems_of(exc)
-            continue
+            if not context.knows(tool):
+                continue
+            name, validated = tool, None
         out[name], problems = entry(context, name, validated, written)
         found += [((tool, *loc), message) for loc, message in problems]
     if found:
@@ -342,13 +346,18 @@ def _one_or_list(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
 
 
 def _tool_arguments(
-    context: CheckContext, tool: str, items: list[Mapping[Any, Any]], written: Any
+    context: CheckContext, tool: str, validated: Any, written: Any
 ) -> tuple[list[ArgumentsMatcher], Located]:
-    """One tool's expected arguments (one mapping or a list of them), compiled."""
+    """One tool's expected arguments (one mapping or a list of them), compiled.
+
+    Each mapping is read as written, so those beside a bad item are checked too.
+    """
     mode = context.expect.get("args_mode", "subset")
     matchers: list[ArgumentsMatcher] = []
     found: Located = []
-    for index, arguments in enumerate(items):
+    for index, arguments in enumerate(written if isinstance(written, list) else [written]):
+        if not isinstance(arguments, Mapping):
+            continue  # the spec says what it should be
         at = (index,) if isinstance(written, list) else ()
         matcher, problems = _arguments(context, tool, arguments, mode, at)
         found += problems
@@ -442,9 +451,11 @@ def _modifies_args(record: SessionRecord, mode: None) -> tuple[CheckStatus, str]
 
 
 def _known_arguments(
-    context: CheckContext, tool: str, names: list[str], written: Any
-) -> tuple[list[str], Located]:
+    context: CheckContext, tool: str, names: list[str] | None, written: Any
+) -> tuple[list[str] | None, Located]:
     """One tool's required arguments, checked against its schema."""
+    if names is None:  # not a list of names: nothing to check
+        return None, []
     params = context.params(tool)
     its = f"its arguments are: {', '.join(params) or '(none)'}"
     return names, [
