@@ -233,6 +233,45 @@ def test_order_and_args_mode_modify_the_key_they_name(
                          "search_docs(query=\"x\")")  # fmt: skip
 
 
+@SETTINGS
+@given(
+    order=st.sampled_from(["in_order", "sideways", 3, None]),
+    sequence=st.sampled_from(["absent", "list", "name", "mapping"]),
+    with_calls=st.booleans(),
+    args_mode=st.sampled_from(["exact", "loose", None]),
+    with_args=st.booleans(),
+)
+def test_a_modifier_without_the_key_it_modifies_is_refused_at_its_own_key(
+    order: Any, sequence: str, with_calls: bool, args_mode: Any, with_args: bool
+) -> None:
+    expect: dict[str, Any] = {"order": order, "args_mode": args_mode}
+    written = {"list": ["ping"], "name": "ping", "mapping": {"ping": 1}}
+    if sequence in written:
+        expect["tools_called"] = written[sequence]
+    if with_calls:
+        expect["calls"] = ["ping"]
+    if with_args:
+        expect["args"] = {"ping": {}}
+    checks, problems = load(expect)
+    wanted = []
+    if order != "in_order":
+        wanted.append(
+            f"order: expected one of strict, in_order, unordered, subset, superset, got {order!r}"
+        )
+    if not with_calls and sequence != "list":
+        wanted.append(f"order: {SEQUENCE}")
+    if not with_args:
+        wanted.append("args_mode: args_mode applies to 'args', which is not set")
+    elif args_mode != "exact":
+        wanted.append(f"args_mode: expected one of {ARGS_MODES}, got {args_mode!r}")
+    assert sorted(p.removeprefix("expect.") for p in problems) == sorted(wanted)
+    # A modifier adds no check of its own, except `order` over the names of `tools_called`.
+    assert "args_mode" not in checks
+    assert ("order" in checks) == (order == "in_order" and sequence == "list" and not with_calls)
+    assert ("args" in checks) == (with_args and args_mode == "exact")
+    assert ("calls" in checks) == with_calls
+
+
 # -- hostile values ------------------------------------------------------------------------------
 
 MODES = {"exact", "subset", "superset", "ignore", "strict", "in_order", "unordered"}
