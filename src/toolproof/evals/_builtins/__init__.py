@@ -6,6 +6,9 @@ check) in the module of its subject, or in a new module imported here; the publi
 Schema picks it up (regenerate ``toolproof/schemas/suite.schema.json``).
 """
 
+from toolproof.evals._builtins import calls
+
+# isort: split
 from toolproof.evals._builtins import answer
 
 # isort: split
@@ -14,4 +17,4 @@ from toolproof.evals._builtins import run
 # isort: split
 from toolproof.evals._builtins import state
 
-__all__ = ["answer", "run", "state"]
+__all__ = ["answer", "calls", "run", "state"]

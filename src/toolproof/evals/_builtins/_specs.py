@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import (
     AfterValidator,
+    BeforeValidator,
     ValidationError,
     ValidationInfo,
     ValidatorFunctionWrapHandler,
@@ -27,15 +28,24 @@ if TYPE_CHECKING:
     from toolproof._matching import Matcher
 
 
-def _known_tool(name: str, info: ValidationInfo) -> str:
+def _known_tool(name: Any, info: ValidationInfo) -> Any:
     context = CheckContext.of(info)
     if not context.knows(name):
         raise problem(context.unknown_tool(name))
     return name
 
 
-#: One of the agent's tools.
-ToolName = Annotated[str, AfterValidator(_known_tool)]
+def _known_key(name: Any, info: ValidationInfo) -> Any:
+    context = CheckContext.of(info)
+    if not context.knows(name):
+        raise problem(context.unknown_tool(name), parent=True)  # not at "[key]"
+    return name
+
+
+#: One of the agent's tools (any other value, a number too, is an unknown tool).
+ToolName = Annotated[str, BeforeValidator(_known_tool)]
+#: One of the agent's tools as the key of a mapping (its problem is reported at the key).
+ToolKey = Annotated[str, BeforeValidator(_known_key)]
 
 
 def one_or_many(words: str, shown: Any = str) -> WrapValidator:
@@ -129,6 +139,7 @@ def switch(on: Callable[[], Any], words: str) -> Callable[[Any], Any]:
 __all__ = [
     "Expected",
     "Texts",
+    "ToolKey",
     "ToolName",
     "ToolNames",
     "ValueMatcher",
