@@ -9,9 +9,12 @@ Schema picks it up (regenerate ``toolproof/schemas/suite.schema.json``).
 from toolproof.evals._builtins import answer
 
 # isort: split
+from toolproof.evals._builtins import claims
+
+# isort: split
 from toolproof.evals._builtins import run
 
 # isort: split
 from toolproof.evals._builtins import state
 
-__all__ = ["answer", "run", "state"]
+__all__ = ["answer", "claims", "run", "state"]
