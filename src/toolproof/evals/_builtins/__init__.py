@@ -17,4 +17,9 @@ from toolproof.evals._builtins import run
 # isort: split
 from toolproof.evals._builtins import state
 
-__all__ = ["answer", "claims", "run", "state"]
+# isort: split
+# Retrieval quality (retrieval, retrieval_grounded, faithfulness): with their id and
+# aggregate helpers in one module.
+import toolproof.evals._retrieval as retrieval
+
+__all__ = ["answer", "claims", "retrieval", "run", "state"]
