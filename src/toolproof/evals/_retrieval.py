@@ -63,7 +63,11 @@ _SHOWN = 8
 
 # -- ids ----------------------------------------------------------------------------------------
 
-_SEGMENT = re.compile(r"\.?([A-Za-z_][\w-]*)|\[(\*|-?\d+)\]")
+_KEY = r"[A-Za-z_][\w-]*"
+_INDEX = r"\[(\*|-?\d+)\]"
+_SEGMENT = re.compile(rf"\.?({_KEY})|{_INDEX}")
+#: The paths :func:`parse_id_path` reads, as one pattern (for the JSON Schema).
+ID_PATH = rf"^\s*(?:\.?{_KEY}|{_INDEX})(?:\.{_KEY}|{_INDEX})*\s*$"
 
 
 def parse_id_path(path: str) -> list[str | int]:
@@ -307,7 +311,7 @@ class Retrieval(FileModel):
     ] = None
     id_path: Annotated[
         list[str | int] | None,
-        BeforeValidator(_id_path, json_schema_input_type=str),
+        BeforeValidator(_id_path, json_schema_input_type=Annotated[str, Field(pattern=ID_PATH)]),
         Field(description="where the ids are in a result: 'results[*].id', '[*].doc_id'..."),
     ] = None
     calls: Calls = "all"
