@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field, ValidationInfo
+from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo
 
 from toolproof._filemodel import problem
 from toolproof._text import clip
@@ -240,10 +240,10 @@ _VERB = r"^\s*[A-Za-z]+( up)?\s*$"
 
 
 def _action_verb(verb: Any) -> str:
-    """A key of the mapping: an action verb (``refund``, ``look up``), in lower case."""
+    """A key of the mapping: an action verb (``refund``, ``look up``)."""
     if not isinstance(verb, str) or not re.match(_VERB, verb):
         raise problem(f"expected an action verb, got {verb!r}", parent=True)  # at the key
-    return verb.strip().lower()
+    return verb
 
 
 def _verb_tools(names: Any, info: ValidationInfo) -> list[str]:
@@ -258,22 +258,23 @@ def _verb_tools(names: Any, info: ValidationInfo) -> list[str]:
     return listed
 
 
+def _by_verb(written: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The tools of each verb in lower case (``cancel`` and ``Cancel`` are one verb)."""
+    named: dict[str, list[str]] = {}
+    for verb, tools in written.items():
+        named.setdefault(verb.strip().lower(), []).extend(tools)
+    return {verb: list(dict.fromkeys(tools)) for verb, tools in named.items()}
+
+
 def _claims_value(value: Any) -> Any:
     """``true`` is every verb by the tools' words; a mapping names the tools of some verbs."""
     if value is True:
         return {}
     if value is False:
         return None
-    if not isinstance(value, Mapping) or not value:
-        raise problem(f"expected {_CLAIMS_BACKED}, got {value!r}")
-    written: dict[str, str] = {}
-    for verb in value:
-        if isinstance(verb, str):
-            first = written.setdefault(verb.strip().lower(), verb)
-            if first != verb:  # ``cancel`` and ``Cancel``: which tools would count?
-                message = f"the verb {verb!r} is already given as {first!r}; list its tools once"
-                raise problem(message, key=verb)
-    return value
+    if isinstance(value, Mapping) and value:
+        return value
+    raise problem(f"expected {_CLAIMS_BACKED}, got {value!r}")
 
 
 ActionVerb = Annotated[
@@ -286,16 +287,16 @@ VerbTools = Annotated[
         _verb_tools, json_schema_input_type=str | Annotated[list[str], Field(min_length=1)]
     ),
 ]
-#: The verbs whose tools are named (``{}``: every verb by the tools' own words).
-NamedTools = dict[ActionVerb, VerbTools]
+#: The verbs and their tools as written.
+_Written = dict[ActionVerb, VerbTools]
+#: The tools of each verb (``{}``: every verb by the tools' own words).
+NamedTools = Annotated[_Written, AfterValidator(_by_verb)]
 #: The mapping as the JSON Schema shows it: one verb or more, and no key that is not a verb
 #: (pydantic lists the verb pattern without refusing other keys).
-_NamedShown = Annotated[
-    NamedTools, Field(min_length=1, json_schema_extra={"additionalProperties": False})
-]
+_Shown = Annotated[_Written, Field(min_length=1, json_schema_extra={"additionalProperties": False})]
 
 
-def _describe(named: NamedTools) -> str:
+def _describe(named: dict[str, list[str]]) -> str:
     scope = f" ({', '.join(f'{v}: {t}' for v, t in named.items())})" if named else ""
     return f"claimed actions and capabilities backed by tools{scope}"
 
@@ -304,12 +305,12 @@ def _describe(named: NamedTools) -> str:
     "claims_backed",
     spec=Annotated[
         NamedTools | None,
-        BeforeValidator(_claims_value, json_schema_input_type=bool | _NamedShown),
+        BeforeValidator(_claims_value, json_schema_input_type=bool | _Shown),
     ],
     accepts="true, or a mapping of an action verb to the tools that do it",
     describe=_describe,
 )
-def _claims_backed(record: SessionRecord, named: NamedTools) -> tuple[CheckStatus, str]:
+def _claims_backed(record: SessionRecord, named: dict[str, list[str]]) -> tuple[CheckStatus, str]:
     forms = {form: tools for verb, tools in named.items() for form in _verb_forms(verb)}
     return _backed(record, forms)
 
