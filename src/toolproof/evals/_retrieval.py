@@ -56,8 +56,6 @@ __all__ = [
 ID_KEYS = ("id", "doc_id", "document_id", "chunk_id")
 #: Keys of a result mapping holding the list of retrieved items, tried in order.
 LIST_KEYS = ("results", "documents", "docs", "hits", "chunks", "items", "matches")
-#: Figures a ``min_*`` key may bound.
-MINIMUMS = {f"min_{name}": name for name in METRICS}
 _SHOWN = 8
 
 
@@ -288,6 +286,7 @@ def _id_path(value: Any) -> list[str | int]:
 
 
 def _least(name: str) -> Any:
+    # ``None`` when not written; a written ``null`` is refused like any value outside 0 to 1.
     return Field(None, description=f"the least {name} allowed (0 to 1)")
 
 
@@ -325,7 +324,7 @@ class Retrieval(FileModel):
     @property
     def minimums(self) -> dict[str, float]:
         """The least value of each bounded metric (``recall`` -> 0.8)."""
-        bounds = {metric: getattr(self, option) for option, metric in MINIMUMS.items()}
+        bounds = {metric: getattr(self, f"min_{metric}") for metric in METRICS}
         return {metric: bound for metric, bound in bounds.items() if bound is not None}
 
     @property
