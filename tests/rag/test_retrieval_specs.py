@@ -14,8 +14,10 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 import re
-import textwrap
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -399,20 +401,44 @@ cases:
 """
 
 
+LINES = {
+    "cases[0].expect.retrieval.tool 8",
+    "cases[0].expect.retrieval.relevant 9",
+    "cases[0].expect.retrieval.k 10",
+    "cases[0].expect.retrieval.id_path 11",
+    "cases[0].expect.retrieval_grounded.quotes 14",
+    "cases[0].expect.faithfulness.max_hallucination_rate 15",
+}
+
+
+def lines_of(problems: list[str]) -> set[str]:
+    """``path line`` of each ``file:line: path: message``."""
+    found = (re.match(r"^.*rag\.eval\.yaml:(\d+): ([^:]+): ", p) for p in problems)
+    return {f"{m.group(2)} {m.group(1)}" for m in found if m}
+
+
 def test_a_suite_file_reports_each_problem_at_the_line_of_its_option(tmp_path: Path) -> None:
     path = tmp_path / "rag.eval.yaml"
-    path.write_text(textwrap.dedent(SUITE), encoding="utf-8")
+    path.write_text(SUITE, encoding="utf-8")
     with pytest.raises(ConfigError) as caught:
         load_suite(path)
-    lines = {
-        re.sub(r"^.*rag\.eval\.yaml:(\d+): ([^:]+):.*$", r"\2 \1", p)
-        for p in caught.value.problems or []
-    }
-    assert lines == {
-        "cases[0].expect.retrieval.tool 8",
-        "cases[0].expect.retrieval.relevant 9",
-        "cases[0].expect.retrieval.k 10",
-        "cases[0].expect.retrieval.id_path 11",
-        "cases[0].expect.retrieval_grounded.quotes 14",
-        "cases[0].expect.faithfulness.max_hallucination_rate 15",
-    }
+    assert lines_of(caught.value.problems or []) == LINES
+
+
+def test_the_cli_exits_2_with_every_problem_at_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "rag.eval.yaml"
+    path.write_text(SUITE, encoding="utf-8")
+    root = Path(__file__).resolve().parents[2]
+    here = Path(__file__).resolve().parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(here), str(root / "src")])}
+    done = subprocess.run(
+        [sys.executable, "-m", "toolproof", "run", str(path), "--model", "ragagents:model"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert lines_of(done.stderr.splitlines()) == LINES
