@@ -12,9 +12,17 @@ from toolproof.evals._builtins import calls
 from toolproof.evals._builtins import answer
 
 # isort: split
+from toolproof.evals._builtins import claims
+
+# isort: split
 from toolproof.evals._builtins import run
 
 # isort: split
 from toolproof.evals._builtins import state
 
-__all__ = ["answer", "calls", "run", "state"]
+# isort: split
+# Retrieval quality (retrieval, retrieval_grounded, faithfulness): with their id and
+# aggregate helpers in one module.
+import toolproof.evals._retrieval as retrieval
+
+__all__ = ["answer", "calls", "claims", "retrieval", "run", "state"]
