@@ -76,7 +76,6 @@ CheckKind = Literal["objective", "judged"]
 
 ORDER_MODES = ("strict", "in_order", "unordered", "subset", "superset")
 ARG_MODES = ("exact", "subset", "superset", "ignore")
-CALL_KEYS = {"name": "", "arguments": "", "mode": ""}
 STOP_REASONS = ("final", "max_steps", "budget", "repeated_call", "cancelled", "error")
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import (
     AfterValidator,
     BeforeValidator,
+    Field,
     ValidationError,
     ValidationInfo,
     ValidatorFunctionWrapHandler,
@@ -48,17 +49,21 @@ ToolName = Annotated[str, BeforeValidator(_known_tool)]
 ToolKey = Annotated[str, BeforeValidator(_known_key)]
 
 
-def one_or_many(words: str, shown: Any = str) -> WrapValidator:
+def one_or_many(words: str, shown: Any = str, *, least: int = 0) -> WrapValidator:
     """For a list of strings that may be written as one (``search`` or ``[search, lookup]``).
 
     Use it as ``Annotated[list[T], one_or_many(words)]``. Any other value reads ``expected
     <words>, got <its type>``; the problems of a value written as one are reported at it
     (not at ``[0]``). ``shown`` is the type of one item in the JSON Schema (``str``, or a
-    ``Literal`` of the allowed strings).
+    ``Literal`` of the allowed strings); a list needs at least ``least`` items.
     """
 
     def listed(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        if (
+            isinstance(value, list)
+            and len(value) >= least
+            and all(isinstance(v, str) for v in value)
+        ):
             return handler(value)
         if not isinstance(value, str):
             raise problem(f"expected {words}, got {describe_type(value)}")
@@ -68,14 +73,14 @@ def one_or_many(words: str, shown: Any = str) -> WrapValidator:
             found = [message for _, message in problems_of(exc)]
             raise problem(found[0], also=found[1:]) from None
 
-    return WrapValidator(listed, json_schema_input_type=shown | list[shown])
+    many = Annotated[list[shown], Field(min_length=least)]
+    return WrapValidator(listed, json_schema_input_type=shown | many)
 
 
 #: Texts: one string or a non-empty list of them.
 Texts = Annotated[
     list[str],
-    one_or_many("a string or a list of strings"),
-    AfterValidator(lambda texts: texts or _no_texts()),
+    one_or_many("a string or a list of strings", least=1),
     Expected("a string or a list of strings", got="type"),
 ]
 #: Tool names: one or a list of them.
@@ -84,10 +89,6 @@ ToolNames = Annotated[
     one_or_many("a list of tool names"),
     Expected("a list of tool names", got="type"),
 ]
-
-
-def _no_texts() -> Any:
-    raise problem("expected a string or a list of strings, got a list")
 
 
 def compiled(compile_spec: Callable[..., Any]) -> Callable[[Any], Any]:
