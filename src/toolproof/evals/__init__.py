@@ -16,7 +16,7 @@ from toolproof._matching import (
     match_trajectory,
 )
 from toolproof.evals._attack_templates import AttackTemplate, register_attack_template
-from toolproof.evals._checks import CheckResult, CheckStatus, SessionRecord, check
+from toolproof.evals._checks import CheckContext, CheckResult, CheckStatus, SessionRecord, check
 from toolproof.evals._results import CaseResult, EvalReport, TrialResult
 from toolproof.evals._runner import evaluate, evaluate_async
 from toolproof.evals._stats import (
@@ -36,6 +36,7 @@ __all__ = [
     "CallSpec",
     "Case",
     "CaseResult",
+    "CheckContext",
     "CheckResult",
     "CheckStatus",
     "EvalReport",

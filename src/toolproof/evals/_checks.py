@@ -25,11 +25,13 @@ did-you-mean suggestion among every registered check.
 The decorated function runs on every trial with the trial's :class:`SessionRecord` and the
 value written in the suite (validated first against ``spec``, a type or pydantic model,
 when given: a bad value fails the suite before anything runs, with its file and line). It
-returns ``True``/``False``, or ``(status, reason)`` with status ``"pass"``, ``"fail"`` or
-``"skip"``.
+returns ``True``/``False``, or ``(status, reason)`` with status ``"pass"``, ``"fail"``,
+``"skip"`` or ``"inconclusive"`` (and, as a third item, a mapping of figures it measured).
 
-Built-in checks need more than the value (the agent's tools, the other keys of the
-mapping): they are registered with :meth:`check.compiler` and build a :class:`Check`.
+The spec is the one description of the value: the published JSON Schema, the words of
+messages and the accepted forms all come from it. Its validators may read the agent's tools
+and the whole ``expect`` mapping (:class:`CheckContext`), which is how the built-in checks
+refuse a tool the agent does not have; a value it validates to ``None`` adds no check.
 """
 
 from __future__ import annotations
@@ -40,18 +42,17 @@ import dataclasses
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, get_args, get_origin
 
-from toolproof._filemodel import did_you_mean, unknown_key_message
+from toolproof._filemodel import Expected, did_you_mean, unknown_key_message
 from toolproof._messages import ToolCall, ToolResult, Usage
 from toolproof._text import clip
 from toolproof._trace import Trace
-from toolproof.errors import ConfigError, UserError
+from toolproof.errors import UserError
 from toolproof.evals._yaml import DocPath, Problems, format_path
 from toolproof.evals._yaml import describe_type as _type
 
 if TYPE_CHECKING:
-    from toolproof._matching import Matcher
     from toolproof._tools import Tool
 
 __all__ = [
@@ -75,7 +76,6 @@ CheckKind = Literal["objective", "judged"]
 
 ORDER_MODES = ("strict", "in_order", "unordered", "subset", "superset")
 ARG_MODES = ("exact", "subset", "superset", "ignore")
-CALL_KEYS = {"name": "", "arguments": "", "mode": ""}
 STOP_REASONS = ("final", "max_steps", "budget", "repeated_call", "cancelled", "error")
 
 
@@ -329,51 +329,50 @@ async def run_check(check: Check, record: SessionRecord, bound: float | None) ->
 # -- compiling ----------------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class CheckContext:
-    """What a check compiler reads while a suite loads.
+    """What the validators of a check's ``spec`` can read while a suite loads.
+
+    A validator taking pydantic's ``ValidationInfo`` finds it in ``info.context`` (read it
+    with :meth:`of`): built-in checks use it to refuse tool and argument names the agent does
+    not have, and to read the keys that modify them (``args_mode``, ``order``).
 
     Attributes:
-        tools: The agent's tools; ``None`` when they are unknown (the factory failed to
-            load), in which case every other problem is still reported and tool names are
-            not checked.
-        problems: Where problems go, each with its file and line.
-        path: The path of the ``expect`` mapping in the document.
-        key_paths: For a merged mapping, the path of the mapping each key was written in.
+        tools: The agent's tools by name; ``None`` when they are unknown (the agent did not
+            load), in which case names are not checked and every other problem is reported.
+        expect: The whole ``expect`` mapping the value was written in.
     """
 
-    tools: Mapping[str, Tool[..., Any]] | None
-    problems: Problems
-    path: DocPath
-    key_paths: Mapping[str, DocPath] = field(default_factory=dict)
+    tools: Mapping[str, Tool[..., Any]] | None = None
+    expect: Mapping[str, Any] = field(default_factory=dict)
 
-    def at(self, *keys: Any) -> DocPath:
-        """The document path of an entry (keys start with the ``expect`` key)."""
-        base = self.key_paths.get(keys[0], self.path) if keys else self.path
-        return (*base, *keys)
-
-    def tool(self, name: Any, *keys: Any) -> bool:
-        """Whether ``name`` is one of the agent's tools (records a problem if not)."""
-        if isinstance(name, str) and (self.tools is None or name in self.tools):
-            return True
-        known = sorted(self.tools or ())
-        hint = did_you_mean(name, known) if isinstance(name, str) else ""
-        self.problems.add(
-            self.at(*keys),
-            f"unknown tool {name!r}{hint}; the agent's tools are: {', '.join(known) or '(none)'}",
-        )
-        return False
+    @staticmethod
+    def of(info: Any) -> CheckContext:
+        """The context of a validation (``info``: pydantic's ``ValidationInfo``)."""
+        context = getattr(info, "context", None)
+        return context if isinstance(context, CheckContext) else CheckContext()
 
     def knows(self, name: Any) -> bool:
-        """Whether ``name`` may be a tool (without recording anything)."""
+        """Whether ``name`` may be one of the agent's tools."""
         return isinstance(name, str) and (self.tools is None or name in self.tools)
 
+    def unknown_tool(self, name: Any) -> str:
+        """The message for a tool the agent does not have."""
+        known = sorted(self.tools or ())
+        hint = did_you_mean(name, known) if isinstance(name, str) else ""
+        return f"unknown tool {name!r}{hint}; the agent's tools are: {', '.join(known) or '(none)'}"
+
     def params(self, tool: str) -> list[str]:
-        """The argument names of ``tool``'s schema."""
-        if self.tools is None:
+        """The argument names of ``tool``'s schema (none when the tools are unknown)."""
+        if self.tools is None or tool not in self.tools:
             return []
         properties = self.tools[tool].parameters.get("properties", {})
         return list(properties) if isinstance(properties, dict) else []
+
+
+#: Stands for the document path in the messages of a matcher compiled by a spec validator
+#: (``compile_value_matcher(spec, where=HERE)``); the loader writes the path in its place.
+HERE = "\x00"
 
 
 def compile_expect(
@@ -405,79 +404,54 @@ def compile_expect(
         problems.add(path, f"expected a mapping of checks, got {_type(expect)}")
         return []
     vocabulary = registered()
-    ctx = CheckContext(tools, problems, path, key_paths or {})
+    paths = key_paths or {}
+
+    def at(key: Any, *keys: Any) -> DocPath:
+        return (*paths.get(key, path), key, *keys)
+
     for key in expect:
         if key not in vocabulary:
-            unknown_key(ctx, key, vocabulary)
+            problems.add(at(key), unknown_key_message(key, vocabulary))
+    context = CheckContext(tools, expect)
     checks: list[Check] = []
     for key, definition in list(vocabulary.items()):
         if key not in expect:
             continue
-        check = definition.compile(ctx, expect[key], expect)
+        check = definition.compile(expect[key], context, problems, at)
         if check is not None:
             checks.append(dataclasses.replace(check, turn=turn) if turn is not None else check)
-    if "args_mode" in expect and "args" not in expect:
-        problems.add(ctx.at("args_mode"), "args_mode applies to 'args', which is not set")
-    elif "args_mode" in expect and expect["args_mode"] not in ARG_MODES:
-        problems.add(
-            ctx.at("args_mode"),
-            f"expected one of {', '.join(ARG_MODES)}, got {expect['args_mode']!r}",
-        )
-    if (
-        "order" in expect
-        and "calls" not in expect
-        and not isinstance(expect.get("tools_called"), list)
-    ):
-        problems.add(
-            ctx.at("order"),
-            "order needs the expected sequence: give 'tools_called' as a list, or 'calls'",
-        )
     return checks
 
 
-def unknown_key(ctx: CheckContext, key: Any, allowed: Mapping[str, Any] | Sequence[str]) -> None:
-    ctx.problems.add(ctx.at(key), unknown_key_message(key, allowed))
+def _report(
+    definition: CheckDefinition,
+    exc: Any,
+    value: Any,
+    problems: Problems,
+    at: Callable[..., DocPath],
+) -> None:
+    """Record the problems of a check's value that its spec refused."""
+    from toolproof._filemodel import PROBLEM, problems_of
 
-
-def tool_names(ctx: CheckContext, value: Any, key: str) -> list[str] | None:
-    """A list of tool names (a single name is accepted); problems recorded."""
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        ctx.problems.add(ctx.at(key), f"expected a list of tool names, got {_type(value)}")
-        return None
-    ok = [ctx.tool(name, key, index) for index, name in enumerate(value)]
-    return value if all(ok) else None
-
-
-def string_list(ctx: CheckContext, value: Any, key: str) -> list[str] | None:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        return value
-    ctx.problems.add(ctx.at(key), f"expected a string or a list of strings, got {_type(value)}")
-    return None
-
-
-def number_value(
-    ctx: CheckContext, value: Any, key: str, *, integer: bool, minimum: float
-) -> float | None:
-    ok = isinstance(value, int) if integer else isinstance(value, (int, float))
-    if isinstance(value, bool) or not ok or value < minimum:
-        ctx.problems.add(ctx.at(key), f"expected {accepts(key)}, got {value!r}")
-        return None
-    return float(value)
-
-
-def value_matcher(ctx: CheckContext, spec: Any, path: DocPath) -> Matcher | None:
-    from toolproof._matching import compile_value_matcher
-
-    try:
-        return compile_value_matcher(spec, where=format_path(path))
-    except ConfigError as exc:
-        for problem in exc.problems or [str(exc)]:
-            ctx.problems.add((), problem, line=ctx.problems.locator.line(path))
-        return None
+    name = definition.name
+    worded = [(loc, message) for loc, message in problems_of(exc)]
+    if any(error["type"] != PROBLEM for error in exc.errors()):
+        if definition.expected is not None:  # the spec says in words what it accepts
+            problems.add(at(name), definition.expected.message(value))
+            return
+        where = ", ".join(
+            ".".join(map(str, loc)) + ": " + message if loc else message
+            for loc, message in worded[:3]
+        )
+        problems.add(at(name), f"expected {definition.accepts}, got {value!r} ({where})")
+        return
+    for loc, message in worded:
+        place = at(name, *loc)
+        if message.startswith(HERE):  # a matcher's message, which continues the path
+            line = problems.locator.line(place)
+            problems.add((), format_path(place) + message[len(HERE) :], line=line)
+        else:
+            problems.add(place, message)
 
 
 # -- call listings in reasons -------------------------------------------------------------------
@@ -511,30 +485,77 @@ def __getattr__(name: str) -> Any:
 
 # -- the vocabulary: checks registered by name --------------------------------------------------
 
-#: Builds one check from its value: ``(context, value, the whole expect mapping)``.
-Compiler = Callable[["CheckContext", Any, Mapping[str, Any]], "Check | None"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True, slots=True)
 class CheckDefinition:
-    """A registered check.
+    """A registered check: what :func:`check` was given.
 
     Attributes:
         name: The ``expect`` key.
         accepts: What its value must be, in words (shown in messages and the JSON Schema).
-        compile: Builds the check from a value.
-        schema: The JSON Schema of its value (``None``: any value).
+        function: Computes the outcome from a session record and the validated value.
+        adapter: Validates the value (a pydantic ``TypeAdapter`` of the spec; ``None``: any
+            value).
+        expected: The spec's :class:`~toolproof._filemodel.Expected` words, if it has them.
+        describe: What the check expects, in words: text, or a function of the value.
+        grade: For a judged check, builds its grader from the validated value.
         module: The module that registered it.
         builtin: Whether toolproof ships it.
     """
 
     name: str
     accepts: str
-    compile: Compiler
-    schema: dict[str, Any] | None
+    function: Callable[..., Any]
+    adapter: Any
+    expected: Expected | None
+    describe: Callable[[Any], str] | str | None
+    grade: Callable[[Any], Grader] | None
     module: str
     builtin: bool
+
+    @property
+    def schema(self) -> dict[str, Any] | None:
+        """The JSON Schema of its value (``None``: any value)."""
+        if self.adapter is None:
+            return None
+        schema: dict[str, Any] = self.adapter.json_schema()
+        return schema
+
+    def compile(
+        self,
+        value: Any,
+        context: CheckContext,
+        problems: Problems,
+        at: Callable[..., DocPath],
+    ) -> Check | None:
+        """The check of ``value``, or ``None`` (problems recorded, or the check is off)."""
+        spec_value = value
+        if self.adapter is not None:
+            from pydantic import ValidationError
+
+            try:
+                spec_value = self.adapter.validate_python(value, strict=True, context=context)
+            except ValidationError as exc:
+                _report(self, exc, value, problems, at)
+                return None
+            if spec_value is None:  # `grounded: false`, or a key that modifies another
+                return None
+        if callable(self.describe):
+            text = self.describe(spec_value)
+        else:
+            text = self.describe or f"{self.name}: {clip(repr(value), 60)}"
+        name, function = self.name, self.function
+
+        def evaluate(record: SessionRecord) -> tuple[Any, ...]:
+            result = function(record, spec_value)
+            if inspect.isawaitable(result):  # an ``async def`` check, in its own thread
+                result = asyncio.run(_awaited(result))
+            return _outcome(name, result)
+
+        grade = self.grade(spec_value) if self.grade is not None else None
+        return Check(name, text, evaluate, grade=grade, user=not self.builtin)
 
 
 _REGISTRY: dict[str, CheckDefinition] = {}
@@ -554,16 +575,6 @@ def accepts(name: str) -> str:
     return registered()[name].accepts
 
 
-def _register(definition: CheckDefinition) -> None:
-    found = _REGISTRY.get(definition.name)
-    if found is not None and (found.builtin or found.module != definition.module):
-        raise UserError(
-            f"a check named {definition.name!r} is already registered by {found.module}; "
-            "choose another name"
-        )
-    _REGISTRY[definition.name] = definition
-
-
 def unregister(name: str) -> None:
     """Forget a user check (tests register checks and clean up after themselves)."""
     found = _REGISTRY.get(name)
@@ -571,79 +582,69 @@ def unregister(name: str) -> None:
         del _REGISTRY[name]
 
 
-class _CheckDecorator:
-    """:func:`check` and its :meth:`compiler` form."""
+def check(
+    name: str,
+    *,
+    spec: Any = None,
+    accepts: str | None = None,
+    describe: Callable[[Any], str] | str | None = None,
+    grade: Callable[[Any], Grader] | None = None,
+) -> Callable[[F], F]:
+    """Register the decorated function as the check ``name`` (see the module docstring).
 
-    def __call__(
-        self,
-        name: str,
-        *,
-        spec: Any = None,
-        accepts: str | None = None,
-        describe: Callable[[Any], str] | str | None = None,
-    ) -> Callable[[F], F]:
-        """Register the decorated function as the check ``name``.
+    Args:
+        name: The key written under ``expect:``.
+        spec: The type its value must have (a pydantic model, ``int``, ``list[str]``,
+            an ``Annotated`` type with validators...); ``None`` accepts any value. Its
+            validators may read the agent's tools and the whole ``expect`` mapping
+            (:class:`CheckContext`); a value it validates to ``None`` adds no check.
+        accepts: What the value must be, in words (for messages); defaults to the spec's
+            :class:`~toolproof._filemodel.Expected` words or description.
+        describe: What the check expects, in words, for reports: text, or a function of the
+            validated value.
+        grade: For toolproof's judged checks: builds, from the validated value, the grader
+            the runner awaits with the judge model (the function then runs only where no
+            judge does).
 
-        Args:
-            name: The key written under ``expect:``.
-            spec: The type its value must have (a pydantic model, ``int``,
-                ``list[str]``...); ``None`` accepts any value.
-            accepts: What the value must be, in words (for messages); defaults to the
-                spec's description.
-            describe: What the check expects, in words, for reports: text, or a function of
-                the value.
+    Returns:
+        The decorator; the function is returned unchanged.
 
-        Returns:
-            The decorator; the function is returned unchanged.
-        """
+    Raises:
+        UserError: The name is taken by a built-in check or by another module.
+    """
 
-        def decorate(function: F) -> F:
-            adapter = _adapter(spec)
-            schema = adapter.json_schema() if adapter is not None else None
-            words = accepts or (schema or {}).get("description") or _spec_words(spec)
-            _register(
-                CheckDefinition(
-                    name=name,
-                    accepts=words,
-                    compile=_user_compiler(name, function, adapter, describe),
-                    schema=schema,
-                    module=getattr(function, "__module__", "?"),
-                    builtin=False,
-                )
+    def decorate(function: F) -> F:
+        adapter = _adapter(spec)
+        expected = _expected(spec)
+        schema = adapter.json_schema() if adapter is not None else {}
+        words = (
+            accepts
+            or (expected.text if expected is not None else None)
+            or schema.get("description")
+            or _spec_words(spec)
+        )
+        module = getattr(function, "__module__", "?")
+        definition = CheckDefinition(
+            name=name,
+            accepts=words,
+            function=function,
+            adapter=adapter,
+            expected=expected,
+            describe=describe,
+            grade=grade,
+            module=module,
+            builtin=module.startswith("toolproof."),
+        )
+        found = _REGISTRY.get(name)
+        if found is not None and (found.builtin or found.module != module):
+            raise UserError(
+                f"a check named {name!r} is already registered by {found.module}; "
+                "choose another name"
             )
-            return function
+        _REGISTRY[name] = definition
+        return function
 
-        return decorate
-
-    def compiler(
-        self, name: str, *, accepts: str, schema: dict[str, Any] | None = None
-    ) -> Callable[[F], F]:
-        """Register a function that compiles the check ``name`` itself.
-
-        The function takes ``(context, value, expect)`` — the :class:`CheckContext` (the
-        agent's tools, where to record problems), the value, and the whole ``expect``
-        mapping — and returns a :class:`Check`, or ``None`` after recording problems.
-        """
-
-        def decorate(function: F) -> F:
-            module = getattr(function, "__module__", "?")
-            _register(
-                CheckDefinition(
-                    name=name,
-                    accepts=accepts,
-                    compile=function,
-                    schema=schema,
-                    module=module,
-                    builtin=module.startswith("toolproof."),
-                )
-            )
-            return function
-
-        return decorate
-
-
-#: Registers a check under a name usable from ``expect:`` (see the module docstring).
-check = _CheckDecorator()
+    return decorate
 
 
 def _adapter(spec: Any) -> Any:
@@ -654,75 +655,46 @@ def _adapter(spec: Any) -> Any:
     return TypeAdapter(spec)
 
 
+def _expected(spec: Any) -> Expected | None:
+    """The :class:`Expected` words of an ``Annotated`` spec."""
+    if get_origin(spec) is not Annotated:
+        return None
+    return next((m for m in get_args(spec)[1:] if isinstance(m, Expected)), None)
+
+
 def _spec_words(spec: Any) -> str:
     if spec is None:
         return "any value"
+    if get_origin(spec) is Annotated:
+        return _spec_words(get_args(spec)[0])
     args = get_args(spec)
     if args:
         return " or ".join(_spec_words(arg) for arg in args)
     return getattr(spec, "__name__", repr(spec))
 
 
-def _user_compiler(
-    name: str,
-    function: Callable[..., Any],
-    adapter: Any,
-    describe: Callable[[Any], str] | str | None,
-) -> Compiler:
-    def compile_check(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
-        from pydantic import ValidationError
-
-        from toolproof._filemodel import report
-
-        spec_value = value
-        if adapter is not None:
-            try:
-                spec_value = adapter.validate_python(value, strict=True)
-            except ValidationError as exc:
-                problems = [(e["loc"], e["msg"]) for e in exc.errors()]
-                if all(e["type"] == "toolproof" for e in exc.errors()):
-                    report(exc, ctx.problems, ctx.at(name))
-                else:
-                    words = registered()[name].accepts
-                    where = ", ".join(
-                        ".".join(map(str, loc)) + ": " + msg if loc else msg
-                        for loc, msg in problems[:3]
-                    )
-                    ctx.problems.add(ctx.at(name), f"expected {words}, got {value!r} ({where})")
-                return None
-        if callable(describe):
-            text = describe(spec_value)
-        else:
-            text = describe or f"{name}: {clip(repr(value), 60)}"
-
-        def evaluate(record: SessionRecord) -> tuple[CheckStatus, str]:
-            result = function(record, spec_value)
-            if inspect.isawaitable(result):  # an ``async def`` check, in its own thread
-                result = asyncio.run(_awaited(result))
-            return _outcome(name, result)
-
-        return Check(name, text, evaluate, user=True)
-
-    return compile_check
-
-
 async def _awaited(awaitable: Awaitable[Any]) -> Any:
     return await awaitable
 
 
-def _outcome(name: str, result: Any) -> tuple[CheckStatus, str]:
+_STATUSES = ("pass", "fail", "skip", "inconclusive")
+
+
+def _outcome(name: str, result: Any) -> tuple[Any, ...]:
     if result is True:
         return "pass", f"{name} passed"
     if result is False:
         return "fail", f"{name} failed"
     if (
         isinstance(result, tuple)
-        and len(result) == 2
-        and result[0] in ("pass", "fail", "skip")
+        and len(result) in (2, 3)
+        and result[0] in _STATUSES
         and isinstance(result[1], str)
+        and (len(result) == 2 or result[2] is None or isinstance(result[2], dict))
     ):
-        return result[0], result[1]
+        return result
     raise TypeError(
         f"check {name!r} returned {clip(repr(result), 80)}; a check returns True, False, or "
-        "(status, reason) with status 'pass', 'fail' or 'skip'"
+        "(status, reason) with status 'pass', 'fail', 'skip' or 'inconclusive' (and a "
+        "mapping of figures as a third item, if you measure any)"
     )

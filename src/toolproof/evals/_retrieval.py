@@ -24,20 +24,22 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
+from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo
+
+from toolproof._filemodel import Expected, FileModel, problem
 from toolproof._text import clip
 from toolproof.evals._checks import (
-    Check,
     CheckContext,
     CheckResult,
     CheckStatus,
+    Grader,
     SessionRecord,
-    accepts,
     check,
 )
 from toolproof.evals._quality import VERDICTS as _VERDICTS
-from toolproof.evals._yaml import describe_type as _type
+from toolproof.evals._yaml import describe_type
 from toolproof.rag._metrics import METRICS, score_ranking
 
 if TYPE_CHECKING:
@@ -54,67 +56,16 @@ __all__ = [
 ID_KEYS = ("id", "doc_id", "document_id", "chunk_id")
 #: Keys of a result mapping holding the list of retrieved items, tried in order.
 LIST_KEYS = ("results", "documents", "docs", "hits", "chunks", "items", "matches")
-#: Figures a ``min_*`` key may bound.
-MINIMUMS = {f"min_{name}": name for name in METRICS}
-_RETRIEVAL_KEYS = {
-    "tool": "the retrieval tool's name",
-    "relevant": "the relevant ids: a list, or a mapping of id to grade (1 or more)",
-    "k": "the cut-off: a positive integer (default: every id returned)",
-    "id_path": "where the ids are in a result: 'results[*].id', '[*].doc_id'...",
-    "calls": "which calls of the tool: all (default, in call order), first or last",
-    **{key: f"the least {name} allowed (0 to 1)" for key, name in MINIMUMS.items()},
-}
 _SHOWN = 8
-
-# -- the JSON Schema fragments of the three checks' values (for the published suite schema) --
-
-_TOOL: dict[str, Any] = {
-    "type": "string",
-    "minLength": 1,
-    "description": "the retrieval tool's name",
-}
-_FRACTION: dict[str, Any] = {"type": "number", "minimum": 0, "maximum": 1}
-_CALLS: dict[str, Any] = {"enum": ["all", "first", "last"]}
-_ID: dict[str, Any] = {"type": ["string", "integer"]}
-_RETRIEVAL_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["tool", "relevant"],
-    "properties": {
-        "tool": _TOOL,
-        "relevant": {
-            "description": "the relevant ids: a list, or a mapping of id to grade",
-            "anyOf": [
-                _ID,
-                {"type": "array", "items": _ID},
-                {"type": "object", "additionalProperties": {"type": "number"}},
-            ],
-        },
-        "k": {"type": "integer", "minimum": 1},
-        "id_path": {"type": "string", "minLength": 1},
-        "calls": _CALLS,
-        **dict.fromkeys(MINIMUMS, _FRACTION),
-    },
-}
-
-
-def _tool_or_options(**options: Any) -> dict[str, Any]:
-    """The schema of a check given the tool's name, or an object naming it with options."""
-    properties = {"tool": _TOOL, **options, "calls": _CALLS}
-    options_schema = {"type": "object", "additionalProperties": False, "required": ["tool"]}
-    return {"anyOf": [_TOOL, {**options_schema, "properties": properties}]}
-
-
-_BOOLEAN: dict[str, Any] = {"type": "boolean"}
-_GROUNDED_SCHEMA = _tool_or_options(
-    quotes=_BOOLEAN, check_small_numbers=_BOOLEAN, include_input=_BOOLEAN
-)
-_FAITHFULNESS_SCHEMA = _tool_or_options(max_hallucination_rate=_FRACTION)
 
 
 # -- ids ----------------------------------------------------------------------------------------
 
-_SEGMENT = re.compile(r"\.?([A-Za-z_][\w-]*)|\[(\*|-?\d+)\]")
+_KEY = r"[A-Za-z_][\w-]*"
+_INDEX = r"\[(\*|-?\d+)\]"
+_SEGMENT = re.compile(rf"\.?({_KEY})|{_INDEX}")
+#: The paths :func:`parse_id_path` reads, as one pattern (for the JSON Schema).
+ID_PATH = rf"^\s*(?:\.?{_KEY}|{_INDEX})(?:\.{_KEY}|{_INDEX})*\s*$"
 
 
 def parse_id_path(path: str) -> list[str | int]:
@@ -270,40 +221,47 @@ def _listing(ids: Sequence[str]) -> str:
 
 # -- the options shared by the three checks -----------------------------------------------------
 
+_TOOL = "the retrieval tool's name"
+_RELEVANT = "the relevant ids: a list, or a mapping of id to grade (1 or more)"
 
-def _tool_option(ctx: CheckContext, value: Any, key: str) -> str | None:
-    tool = value.get("tool") if isinstance(value, Mapping) else value
-    if not isinstance(tool, str) or not tool:
-        where = ctx.at(key, "tool") if isinstance(value, Mapping) else ctx.at(key)
-        ctx.problems.add(where, f"expected the retrieval tool's name, got {_type(tool)}")
-        return None
-    if not ctx.tool(tool, key, *(("tool",) if isinstance(value, Mapping) else ())):
-        return None
+
+def _known(tool: str, info: ValidationInfo) -> str:
+    context = CheckContext.of(info)
+    if not context.knows(tool):
+        raise problem(context.unknown_tool(tool))
     return tool
 
 
-def _calls_option(ctx: CheckContext, value: Mapping[str, Any], key: str) -> str | None:
-    """Which calls of the tool a check reads: ``all`` (the default), ``first`` or ``last``."""
-    calls = value.get("calls", "all")
-    if calls in ("all", "first", "last"):
-        return str(calls)
-    ctx.problems.add(ctx.at(key, "calls"), f"expected all, first or last, got {calls!r}")
-    return None
+#: The retrieval tool: one of the agent's tools.
+RetrievalTool = Annotated[
+    str, Field(min_length=1, description=_TOOL), Expected(got="type"), AfterValidator(_known)
+]
+#: Which calls of the tool a check reads.
+Calls = Annotated[
+    Literal["all", "first", "last"],
+    Field(description="which calls of the tool: all (default, in call order), first or last"),
+    Expected("all, first or last"),
+]
+#: A share: 0 to 1.
+Fraction = Annotated[float, Field(ge=0, le=1), Expected("0 to 1")]
+#: An option that is on or off.
+Flag = Annotated[bool, Expected("true or false")]
 
 
-def _unknown_options(ctx: CheckContext, value: Mapping[str, Any], key: str, allowed: Any) -> bool:
-    from toolproof.evals._checks import unknown_key
-
-    bad = [k for k in value if k not in allowed]
-    for name in bad:
-        unknown_key(
-            CheckContext(ctx.tools, ctx.problems, ctx.at(key), {}), name, dict.fromkeys(allowed, "")
-        )
-    return not bad
+def _tool_or_options(value: Any, info: ValidationInfo) -> Any:
+    """The options of a check written as the tool's name alone, or as a mapping."""
+    if isinstance(value, Mapping):
+        return value
+    if not isinstance(value, str) or not value:
+        raise problem(f"expected {_TOOL}, got {describe_type(value)}")
+    return {"tool": _known(value, info)}
 
 
-def _relevant(ctx: CheckContext, value: Any, key: str) -> dict[str, float] | None:
-    where = ctx.at(key, "relevant")
+# -- retrieval ----------------------------------------------------------------------------------
+
+
+def _relevant(value: Any) -> dict[str, float]:
+    """The relevant ids with their grades (a listed id has grade 1)."""
     if isinstance(value, (str, int)) and not isinstance(value, bool):
         value = [value]
     if isinstance(value, list) and all(
@@ -315,114 +273,124 @@ def _relevant(ctx: CheckContext, value: Any, key: str) -> dict[str, float] | Non
         for g in value.values()
     ):
         return {str(doc): float(grade) for doc, grade in value.items()}
-    ctx.problems.add(where, f"expected {_RETRIEVAL_KEYS['relevant']}, got {_type(value)}")
-    return None
+    raise problem(f"expected {_RELEVANT}, got {describe_type(value)}")
 
 
-# -- retrieval ----------------------------------------------------------------------------------
-
-
-@check.compiler(
-    "retrieval",
-    accepts="{tool, relevant: [ids] or {id: grade}, k, id_path, min_recall, min_mrr...}",
-    schema=_RETRIEVAL_SCHEMA,
-)
-def _retrieval(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
-    if not isinstance(value, Mapping):
-        ctx.problems.add(ctx.at("retrieval"), f"expected {accepts('retrieval')}")
-        return None
-    ok = _unknown_options(ctx, value, "retrieval", _RETRIEVAL_KEYS)
-    tool = _tool_option(ctx, value, "retrieval")
-    if "relevant" not in value:
-        ctx.problems.add(ctx.at("retrieval"), "retrieval needs 'relevant': the relevant ids")
-        return None
-    relevant = _relevant(ctx, value["relevant"], "retrieval")
-    k = value.get("k")
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-        ctx.problems.add(ctx.at("retrieval", "k"), f"expected a positive integer, got {k!r}")
-        ok = False
-    calls = value.get("calls", "all")
-    if calls not in ("all", "first", "last"):
-        ctx.problems.add(ctx.at("retrieval", "calls"), f"expected all, first or last: {calls!r}")
-        ok = False
-    steps = _id_steps(ctx, value, "retrieval")
-    minimums: dict[str, float] = {}
-    for option, metric in MINIMUMS.items():
-        if option not in value:
-            continue
-        bound = value[option]
-        if not _fraction(bound):
-            ctx.problems.add(ctx.at("retrieval", option), f"expected 0 to 1, got {bound!r}")
-            ok = False
-        else:
-            minimums[metric] = float(bound)
-    if not ok or tool is None or relevant is None or steps is False:
-        return None
-    path = steps if isinstance(steps, list) else None
-    cut = f"@{k}" if k is not None else ""
-    wanted = [d for d, g in relevant.items() if g >= 1]
-
-    def evaluate(record: SessionRecord) -> tuple[CheckStatus, str, dict[str, Any]]:
-        ids, _, count, problems = _retrieved(record, tool, calls, path)
-        scores = score_ranking(ids, relevant, k)
-        metrics: dict[str, Any] = {"tool": tool, **scores.to_dict(), "ids": ids[:50]}
-        if not wanted:
-            reason = (
-                f"nothing is labelled relevant (an unanswerable question): the ranking metrics "
-                f"do not apply; {tool} returned {_listing(ids) or 'nothing'}"
-            )
-            return "skip", reason, metrics
-        if count == 0:
-            reason = f"{tool} was not called; it should have retrieved {_listing(wanted)}"
-            return "fail", reason, metrics
-        figures = ", ".join(
-            f"{name}{cut} {getattr(scores, name):.2f}" for name in ("recall", "precision", "mrr")
-        )
-        missing = [d for d in wanted if d not in ids[: k or len(ids)]]
-        returned = f"{tool} returned {_listing(ids[: k or len(ids)]) or 'nothing'}"
-        detail = f"; missing {_listing(missing)}" if missing else ""
-        trouble = f" ({'; '.join(problems[:3])})" if problems else ""
-        low = [
-            f"{metric}{cut} {getattr(scores, metric):.2f} < {bound:g}"
-            for metric, bound in minimums.items()
-            if (getattr(scores, metric) or 0.0) < bound
-        ]
-        if low:
-            return "fail", f"{'; '.join(low)}: {returned}{detail}{trouble}", metrics
-        return "pass", f"{figures}: {returned}{detail}{trouble}", metrics
-
-    bounds = ", ".join(f"{m}{cut} >= {b:g}" for m, b in minimums.items()) or "measured"
-    return Check("retrieval", f"{tool} retrieves {_listing(wanted)} ({bounds})", evaluate)
-
-
-def _fraction(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1
-
-
-def _id_steps(ctx: CheckContext, value: Mapping[str, Any], key: str) -> list[str | int] | bool:
-    """The parsed ``id_path``, ``True`` when there is none, ``False`` when it is malformed."""
-    if "id_path" not in value:
-        return True
-    raw = value["id_path"]
-    if not isinstance(raw, str):
-        ctx.problems.add(ctx.at(key, "id_path"), f"expected a path string, got {_type(raw)}")
-        return False
+def _id_path(value: Any) -> list[str | int]:
+    if not isinstance(value, str):
+        raise problem(f"expected a path string, got {describe_type(value)}")
     try:
-        return parse_id_path(raw)
+        return parse_id_path(value)
     except ValueError as exc:
-        ctx.problems.add(ctx.at(key, "id_path"), str(exc))
-        return False
+        raise problem(str(exc)) from None
+
+
+def _least(name: str) -> Any:
+    # ``None`` when not written; a written ``null`` is refused like any value outside 0 to 1.
+    return Field(None, description=f"the least {name} allowed (0 to 1)")
+
+
+class Retrieval(FileModel):
+    """The ids a retrieval tool should return (labelled relevant), and the least figures."""
+
+    missing: ClassVar[dict[str, str]] = {"relevant": "retrieval needs 'relevant': the relevant ids"}
+
+    tool: RetrievalTool
+    relevant: Annotated[
+        dict[str, float],
+        BeforeValidator(
+            _relevant, json_schema_input_type=str | int | list[str | int] | dict[str, float]
+        ),
+        Field(description=_RELEVANT),
+    ]
+    k: Annotated[
+        Annotated[int, Field(ge=1)] | None,
+        Field(description="the cut-off: a positive integer (default: every id returned)"),
+        Expected("a positive integer"),
+    ] = None
+    id_path: Annotated[
+        list[str | int] | None,
+        BeforeValidator(_id_path, json_schema_input_type=Annotated[str, Field(pattern=ID_PATH)]),
+        Field(description="where the ids are in a result: 'results[*].id', '[*].doc_id'..."),
+    ] = None
+    calls: Calls = "all"
+    min_recall: Fraction = _least("recall")
+    min_precision: Fraction = _least("precision")
+    min_hit: Fraction = _least("hit")
+    min_mrr: Fraction = _least("mrr")
+    min_ndcg: Fraction = _least("ndcg")
+    min_map: Fraction = _least("map")
+
+    @property
+    def minimums(self) -> dict[str, float]:
+        """The least value of each bounded metric (``recall`` -> 0.8)."""
+        bounds = {metric: getattr(self, f"min_{metric}") for metric in METRICS}
+        return {metric: bound for metric, bound in bounds.items() if bound is not None}
+
+    @property
+    def wanted(self) -> list[str]:
+        """The ids of grade 1 or more."""
+        return [doc for doc, grade in self.relevant.items() if grade >= 1]
+
+    @property
+    def cut(self) -> str:
+        """``@k``, or nothing without a cut-off."""
+        return f"@{self.k}" if self.k is not None else ""
+
+
+_RETRIEVAL = "{tool, relevant: [ids] or {id: grade}, k, id_path, min_recall, min_mrr...}"
+
+
+def _options(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return value
+    raise problem(f"expected {_RETRIEVAL}")
+
+
+def _describe_retrieval(spec: Retrieval) -> str:
+    bounds = ", ".join(f"{m}{spec.cut} >= {b:g}" for m, b in spec.minimums.items())
+    return f"{spec.tool} retrieves {_listing(spec.wanted)} ({bounds or 'measured'})"
+
+
+@check(
+    "retrieval",
+    spec=Annotated[Retrieval, BeforeValidator(_options)],
+    accepts=_RETRIEVAL,
+    describe=_describe_retrieval,
+)
+def _retrieval(record: SessionRecord, spec: Retrieval) -> tuple[CheckStatus, str, dict[str, Any]]:
+    tool, k, cut, wanted = spec.tool, spec.k, spec.cut, spec.wanted
+    ids, _, count, problems = _retrieved(record, tool, spec.calls, spec.id_path)
+    scores = score_ranking(ids, spec.relevant, k)
+    metrics: dict[str, Any] = {"tool": tool, **scores.to_dict(), "ids": ids[:50]}
+    if not wanted:
+        reason = (
+            f"nothing is labelled relevant (an unanswerable question): the ranking metrics "
+            f"do not apply; {tool} returned {_listing(ids) or 'nothing'}"
+        )
+        return "skip", reason, metrics
+    if count == 0:
+        reason = f"{tool} was not called; it should have retrieved {_listing(wanted)}"
+        return "fail", reason, metrics
+    figures = ", ".join(
+        f"{name}{cut} {getattr(scores, name):.2f}" for name in ("recall", "precision", "mrr")
+    )
+    missing = [d for d in wanted if d not in ids[: k or len(ids)]]
+    returned = f"{tool} returned {_listing(ids[: k or len(ids)]) or 'nothing'}"
+    detail = f"; missing {_listing(missing)}" if missing else ""
+    trouble = f" ({'; '.join(problems[:3])})" if problems else ""
+    low = [
+        f"{metric}{cut} {getattr(scores, metric):.2f} < {bound:g}"
+        for metric, bound in spec.minimums.items()
+        if (getattr(scores, metric) or 0.0) < bound
+    ]
+    if low:
+        return "fail", f"{'; '.join(low)}: {returned}{detail}{trouble}", metrics
+    return "pass", f"{figures}: {returned}{detail}{trouble}", metrics
 
 
 # -- grounded in the retrieved chunks -----------------------------------------------------------
 
-_GROUNDED_KEYS = {
-    "tool": "the retrieval tool's name",
-    "quotes": "check quoted spans too (default true)",
-    "check_small_numbers": "check integers 0-10 too (default false)",
-    "include_input": "the user's messages count as evidence (default true)",
-    "calls": "which calls of the tool: all, first or last",
-}
 # A quoted span: "...", “...”, «...», 「...」 of 8 to 400 characters on one line.
 _QUOTE = re.compile(r'"([^"\n]{8,400})"|“([^”\n]{8,400})”|«([^»\n]{8,400})»|「([^」\n]{4,400})」')
 
@@ -436,78 +404,73 @@ def _normal(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
-@check.compiler(
+class RetrievalGrounding(FileModel):
+    """The retrieval tool whose results the answer's numbers, ids and quotes come from."""
+
+    tool: RetrievalTool
+    quotes: Annotated[Flag, Field(description="check quoted spans too (default true)")] = True
+    check_small_numbers: Annotated[
+        Flag, Field(description="check integers 0-10 too (default false)")
+    ] = False
+    include_input: Annotated[
+        Flag, Field(description="the user's messages count as evidence (default true)")
+    ] = True
+    calls: Calls = "all"
+
+
+@check(
     "retrieval_grounded",
+    spec=Annotated[
+        RetrievalGrounding,
+        BeforeValidator(
+            _tool_or_options, json_schema_input_type=RetrievalTool | RetrievalGrounding
+        ),
+    ],
     accepts="a retrieval tool's name, or {tool, quotes, check_small_numbers...}",
-    schema=_GROUNDED_SCHEMA,
+    describe=lambda spec: f"answer's facts come from {spec.tool}'s results",
 )
-def _retrieval_grounded(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
-    options: dict[str, Any] = {
-        "quotes": True,
-        "check_small_numbers": False,
-        "include_input": True,
-        "calls": "all",
-    }
-    if isinstance(value, Mapping):
-        if not _unknown_options(ctx, value, "retrieval_grounded", _GROUNDED_KEYS):
-            return None
-        for key in ("quotes", "check_small_numbers", "include_input"):
-            if key in value:
-                if not isinstance(value[key], bool):
-                    where = ctx.at("retrieval_grounded", key)
-                    ctx.problems.add(where, f"expected true or false, got {value[key]!r}")
-                    return None
-                options[key] = value[key]
-        options["calls"] = _calls_option(ctx, value, "retrieval_grounded")
-        if options["calls"] is None:
-            return None
-    tool = _tool_option(ctx, value, "retrieval_grounded")
-    if tool is None:
-        return None
+def _retrieval_grounded(
+    record: SessionRecord, spec: RetrievalGrounding
+) -> tuple[CheckStatus, str, dict[str, Any]]:
+    from toolproof._grounding import check_grounding
 
-    def evaluate(record: SessionRecord) -> tuple[CheckStatus, str, dict[str, Any]]:
-        from toolproof._grounding import check_grounding
-
-        if record.output is None:
-            return "skip", "no final answer to check", {"tool": tool}
-        _, texts, count, _ = _retrieved(record, tool, options["calls"], None)
-        evidence = list(texts)
-        if options["include_input"]:
-            evidence.extend(trace.input for trace in record.traces)
-        result = check_grounding(
-            record.output, evidence, check_small_numbers=options["check_small_numbers"]
+    tool = spec.tool
+    if record.output is None:
+        return "skip", "no final answer to check", {"tool": tool}
+    _, texts, count, _ = _retrieved(record, tool, spec.calls, None)
+    evidence = list(texts)
+    if spec.include_input:
+        evidence.extend(trace.input for trace in record.traces)
+    result = check_grounding(record.output, evidence, check_small_numbers=spec.check_small_numbers)
+    unquoted: list[str] = []
+    quotes = quoted_spans(record.output) if spec.quotes else []
+    if quotes:
+        haystack = _normal("\n".join(evidence))
+        unquoted = [q for q in quotes if _normal(q) not in haystack]
+    checked = len(result.checked) + len(quotes)
+    bad = len(result.ungrounded) + len(unquoted)
+    metrics = {"tool": tool, "claims": checked, "ungrounded": bad}
+    if bad:
+        parts = []
+        if result.ungrounded:
+            parts.append(", ".join(map(repr, result.ungrounded)))
+        if unquoted:
+            parts.append("the quotes " + ", ".join(repr(clip(q, 60)) for q in unquoted))
+        calls_text = f"{count} call{'s' if count != 1 else ''}"
+        source = f"what {tool} returned ({calls_text})" if count else f"{tool} (never called)"
+        reason = (
+            f"the answer states {' and '.join(parts)}, found in none of {source}: "
+            f"{clip(record.output, 160)!r}"
         )
-        unquoted: list[str] = []
-        quotes = quoted_spans(record.output) if options["quotes"] else []
-        if quotes:
-            haystack = _normal("\n".join(evidence))
-            unquoted = [q for q in quotes if _normal(q) not in haystack]
-        checked = len(result.checked) + len(quotes)
-        bad = len(result.ungrounded) + len(unquoted)
-        metrics = {"tool": tool, "claims": checked, "ungrounded": bad}
-        if bad:
-            parts = []
-            if result.ungrounded:
-                parts.append(", ".join(map(repr, result.ungrounded)))
-            if unquoted:
-                parts.append("the quotes " + ", ".join(repr(clip(q, 60)) for q in unquoted))
-            calls_text = f"{count} call{'s' if count != 1 else ''}"
-            source = f"what {tool} returned ({calls_text})" if count else f"{tool} (never called)"
-            reason = (
-                f"the answer states {' and '.join(parts)}, found in none of {source}: "
-                f"{clip(record.output, 160)!r}"
-            )
-            return "fail", reason, metrics
-        if not checked:
-            return "pass", "the answer states no numbers, ids or quotes", metrics
-        shown = ", ".join([*result.checked, *(repr(clip(q, 30)) for q in quotes)][:_SHOWN])
-        return (
-            "pass",
-            f"every number, id and quote of the answer comes from {tool} ({shown})",
-            metrics,
-        )
-
-    return Check("retrieval_grounded", f"answer's facts come from {tool}'s results", evaluate)
+        return "fail", reason, metrics
+    if not checked:
+        return "pass", "the answer states no numbers, ids or quotes", metrics
+    shown = ", ".join([*result.checked, *(repr(clip(q, 30)) for q in quotes)][:_SHOWN])
+    return (
+        "pass",
+        f"every number, id and quote of the answer comes from {tool} ({shown})",
+        metrics,
+    )
 
 
 # -- faithfulness (judged) ----------------------------------------------------------------------
@@ -527,12 +490,6 @@ Answer with one JSON object and nothing else:
 {"claims": [{"claim": "<the claim>", "verdict": "supported" | "contradicted" | "not_found", \
 "evidence": "<a short quote from the context, or empty>"}]}
 An answer without factual claims gives {"claims": []}."""
-
-_FAITH_KEYS = {
-    "tool": "the retrieval tool's name",
-    "max_hallucination_rate": "the largest share of unsupported claims allowed (default 0)",
-    "calls": "which calls of the tool: all, first or last",
-}
 
 
 def faithfulness_messages(answer: str, context: Sequence[str], question: str) -> list[Any]:
@@ -575,31 +532,19 @@ def parse_claims(text: str | None) -> list[tuple[str, str]] | str:
     return claims
 
 
-@check.compiler(
-    "faithfulness",
-    accepts="a retrieval tool's name, or {tool, max_hallucination_rate} (judged)",
-    schema=_FAITHFULNESS_SCHEMA,
-)
-def _faithfulness(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
-    limit = 0.0
-    calls = "all"
-    if isinstance(value, Mapping):
-        if not _unknown_options(ctx, value, "faithfulness", _FAITH_KEYS):
-            return None
-        if "max_hallucination_rate" in value:
-            bound = value["max_hallucination_rate"]
-            if not _fraction(bound):
-                where = ctx.at("faithfulness", "max_hallucination_rate")
-                ctx.problems.add(where, f"expected 0 to 1, got {bound!r}")
-                return None
-            limit = float(bound)
-        chosen = _calls_option(ctx, value, "faithfulness")
-        if chosen is None:
-            return None
-        calls = chosen
-    tool = _tool_option(ctx, value, "faithfulness")
-    if tool is None:
-        return None
+class Faithfulness(FileModel):
+    """The retrieval tool whose results must support the answer's claims, and the rate allowed."""
+
+    tool: RetrievalTool
+    max_hallucination_rate: Annotated[
+        Fraction, Field(description="the largest share of unsupported claims allowed (default 0)")
+    ] = 0.0
+    calls: Calls = "all"
+
+
+def _grader(spec: Faithfulness) -> Grader:
+    """The judged check: the judge grades each claim of the answer against the results."""
+    tool, calls, limit = spec.tool, spec.calls, spec.max_hallucination_rate
 
     async def grade(
         model: Model,
@@ -636,17 +581,26 @@ def _faithfulness(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> C
             cache.put(key, answer.encode("utf-8"), kind="judge")
         return result(*_claims_verdict(claims, tool, label, limit)), called
 
-    def evaluate(record: SessionRecord) -> tuple[CheckStatus, str]:
-        return "skip", (
-            "faithfulness is judged once per case, with the judge model: write it in the case's "
-            "expect (inside a turn's expect it does not run)"
-        )
+    return grade
 
-    return Check(
-        "faithfulness",
-        f"answer's claims are supported by {tool}'s results (hallucination rate <= {limit:g})",
-        evaluate,
-        grade=grade,
+
+@check(
+    "faithfulness",
+    spec=Annotated[
+        Faithfulness,
+        BeforeValidator(_tool_or_options, json_schema_input_type=RetrievalTool | Faithfulness),
+    ],
+    accepts="a retrieval tool's name, or {tool, max_hallucination_rate} (judged)",
+    describe=lambda spec: (
+        f"answer's claims are supported by {spec.tool}'s results (hallucination rate <= "
+        f"{spec.max_hallucination_rate:g})"
+    ),
+    grade=_grader,
+)
+def _faithfulness(record: SessionRecord, spec: Faithfulness) -> tuple[CheckStatus, str]:
+    return "skip", (
+        "faithfulness is judged once per case, with the judge model: write it in the case's "
+        "expect (inside a turn's expect it does not run)"
     )
 
 

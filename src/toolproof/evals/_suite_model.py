@@ -33,6 +33,7 @@ from pydantic import (
 from toolproof._filemodel import Expected, FileModel, problem, problems_of
 from toolproof._messages import ModelSettings
 from toolproof._yaml import describe_type, format_path
+from toolproof.errors import UserError
 from toolproof.evals._attacks import AttacksSpec
 from toolproof.evals._cases import PassRule
 
@@ -793,7 +794,12 @@ def suite_json_schema(*, strict_checks: bool = False) -> dict[str, Any]:
         if strict_checks or definition.builtin:
             entry = dict(definition.schema or {})
             # A spec model's own definitions move to the root, where its $refs point.
-            definitions.update(entry.pop("$defs", {}))
+            for model, part in entry.pop("$defs", {}).items():
+                if definitions.setdefault(model, part) != part:
+                    raise UserError(
+                        f"the spec of check {name!r} names a model {model!r} like another part "
+                        "of the suite schema; rename the model"
+                    )
             entry.setdefault("description", definition.accepts)
             checks[name] = entry
     definitions["Expect"] = {

@@ -1,9 +1,9 @@
 """The built-in checks of ``expect:``, one module per subject (see ``toolproof.evals.check``).
 
 Importing the package registers them; the order of the imports is the documented order.
-A new built-in check is one decorated function (``@check.compiler(name, accepts=...,
-schema=...)``) in the module of its subject, or in a new module imported here; the
-published JSON Schema picks it up (regenerate ``toolproof/schemas/suite.schema.json``).
+A new built-in check is one decorated function (``@check(name, spec=...)``, like a user's
+check) in the module of its subject, or in a new module imported here; the published JSON
+Schema picks it up (regenerate ``toolproof/schemas/suite.schema.json``).
 """
 
 from toolproof.evals._builtins import calls

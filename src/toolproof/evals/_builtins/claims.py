@@ -19,12 +19,14 @@ import itertools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo
+
+from toolproof._filemodel import problem
 from toolproof._text import clip
-from toolproof._yaml import describe_type as _type
-from toolproof.evals._builtins._schemas import NAME, NAMES
-from toolproof.evals._checks import Check, CheckContext, CheckStatus, SessionRecord, check
+from toolproof._yaml import describe_type
+from toolproof.evals._checks import CheckContext, CheckStatus, SessionRecord, check
 
 
 def _words(text: str) -> frozenset[str]:
@@ -232,58 +234,85 @@ def _tool_words(name: str, description: str) -> set[str]:
     return {form for word in words for form in _forms(word)}
 
 
-@check.compiler(
-    "claims_backed",
-    accepts="true, or a mapping of an action verb to the tools that do it",
-    schema={
-        "anyOf": [
-            {"type": "boolean"},
-            {
-                "type": "object",
-                "minProperties": 1,
-                "additionalProperties": {"anyOf": [NAME, NAMES]},
-            },
-        ]
-    },
-)
-def _claims_backed(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
+_CLAIMS_BACKED = "true, or a mapping of an action verb to tool names"
+#: An action verb as a key of the mapping (``refund``, ``look up``).
+_VERB = r"^\s*[A-Za-z]+( up)?\s*$"
+
+
+def _action_verb(verb: Any) -> str:
+    """A key of the mapping: an action verb (``refund``, ``look up``)."""
+    if not isinstance(verb, str) or not re.match(_VERB, verb):
+        raise problem(f"expected an action verb, got {verb!r}", parent=True)  # at the key
+    return verb
+
+
+def _verb_tools(names: Any, info: ValidationInfo) -> list[str]:
+    """The tools of a verb: one of the agent's tools, or a non-empty list of them."""
+    listed = [names] if isinstance(names, str) else names
+    if not isinstance(listed, list) or not listed or not all(isinstance(n, str) for n in listed):
+        raise problem(f"expected tool names, got {describe_type(names)}")
+    context = CheckContext.of(info)
+    unknown = [context.unknown_tool(name) for name in listed if not context.knows(name)]
+    if unknown:
+        raise problem(unknown[0], also=unknown[1:])
+    return listed
+
+
+def _by_verb(written: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The tools of each verb in lower case (``cancel`` and ``Cancel`` are one verb)."""
+    named: dict[str, list[str]] = {}
+    for verb, tools in written.items():
+        named.setdefault(verb.strip().lower(), []).extend(tools)
+    return {verb: list(dict.fromkeys(tools)) for verb, tools in named.items()}
+
+
+def _claims_value(value: Any) -> Any:
+    """``true`` is every verb by the tools' words; a mapping names the tools of some verbs."""
+    if value is True:
+        return {}
     if value is False:
         return None
-    mapping: dict[str, list[str]] = {}
     if isinstance(value, Mapping) and value:
-        for verb, names in value.items():
-            where = ("claims_backed", verb)
-            if not isinstance(verb, str) or not re.fullmatch(r"[A-Za-z]+( up)?", verb.strip()):
-                ctx.problems.add(ctx.at(*where), f"expected an action verb, got {verb!r}")
-                continue
-            listed = [names] if isinstance(names, str) else names
-            if (
-                not isinstance(listed, list)
-                or not listed
-                or not all(isinstance(n, str) for n in listed)
-            ):
-                ctx.problems.add(ctx.at(*where), f"expected tool names, got {_type(names)}")
-                continue
-            known = [ctx.tool(n, *where) for n in listed]  # each unknown one reported
-            if all(known):
-                mapping[verb.strip().lower()] = listed
-        if len(mapping) != len(value):
-            return None
-    elif value is not True:
-        ctx.problems.add(
-            ctx.at("claims_backed"),
-            f"expected true, or a mapping of an action verb to tool names, got {value!r}",
-        )
-        return None
-    named = {form: tools for verb, tools in mapping.items() for form in _verb_forms(verb)}
+        return value
+    raise problem(f"expected {_CLAIMS_BACKED}, got {value!r}")
 
-    def evaluate(record: SessionRecord) -> tuple[CheckStatus, str]:
-        return _backed(record, named)
 
-    scope = f" ({', '.join(f'{v}: {t}' for v, t in mapping.items())})" if mapping else ""
-    return Check(
-        "claims_backed", f"claimed actions and capabilities backed by tools{scope}", evaluate
-    )
+ActionVerb = Annotated[
+    str,
+    BeforeValidator(_action_verb, json_schema_input_type=Annotated[str, Field(pattern=_VERB)]),
+]
+VerbTools = Annotated[
+    list[str],
+    BeforeValidator(
+        _verb_tools, json_schema_input_type=str | Annotated[list[str], Field(min_length=1)]
+    ),
+]
+#: The verbs and their tools as written.
+_Written = dict[ActionVerb, VerbTools]
+#: The tools of each verb (``{}``: every verb by the tools' own words).
+NamedTools = Annotated[_Written, AfterValidator(_by_verb)]
+#: The mapping as the JSON Schema shows it: one verb or more, and no key that is not a verb
+#: (pydantic lists the verb pattern without refusing other keys).
+_Shown = Annotated[_Written, Field(min_length=1, json_schema_extra={"additionalProperties": False})]
+
+
+def _describe(named: dict[str, list[str]]) -> str:
+    scope = f" ({', '.join(f'{v}: {t}' for v, t in named.items())})" if named else ""
+    return f"claimed actions and capabilities backed by tools{scope}"
+
+
+@check(
+    "claims_backed",
+    spec=Annotated[
+        NamedTools | None,
+        BeforeValidator(_claims_value, json_schema_input_type=bool | _Shown),
+    ],
+    accepts="true, or a mapping of an action verb to the tools that do it",
+    describe=_describe,
+)
+def _claims_backed(record: SessionRecord, named: dict[str, list[str]]) -> tuple[CheckStatus, str]:
+    forms = {form: tools for verb, tools in named.items() for form in _verb_forms(verb)}
+    return _backed(record, forms)
 
 
 def _backed(record: SessionRecord, named: Mapping[str, list[str]]) -> tuple[CheckStatus, str]:

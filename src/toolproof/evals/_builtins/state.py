@@ -3,73 +3,54 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import Field
+
+from toolproof.evals._builtins._specs import Expected, ValueMatcher
+from toolproof.evals._checks import CheckStatus, SessionRecord, check
 
 if TYPE_CHECKING:
     from toolproof._matching import Matcher
 
-from toolproof._yaml import describe_type as _type
-from toolproof.evals._checks import (
-    Check,
-    CheckContext,
-    CheckStatus,
-    SessionRecord,
-    accepts,
-    check,
-    value_matcher,
-)
+
+def _describe(matchers: Mapping[str, Matcher]) -> str:
+    return ", ".join(f"{p} {m.describe()}" for p, m in matchers.items())
 
 
-@check.compiler(
+@check(
     "state",
-    accepts="a mapping of state path (dotted) to expected value or matcher spec",
-    schema={"type": "object", "minProperties": 1},
+    spec=Annotated[
+        dict[str, ValueMatcher],
+        Field(min_length=1),
+        Expected("a mapping of state path (dotted) to expected value or matcher spec", got="type"),
+    ],
+    describe=_describe,
 )
-def _state(ctx: CheckContext, value: Any, expect: Mapping[str, Any]) -> Check | None:
-    if not isinstance(value, Mapping) or not value:
-        ctx.problems.add(ctx.at("state"), f"expected {accepts('state')}, got {_type(value)}")
-        return None
-    matchers: dict[str, Matcher] = {}
-    for key, spec in value.items():
-        if not isinstance(key, str):
-            ctx.problems.add(ctx.at("state", key), f"state paths are strings, got {key!r}")
-            continue
-        matcher = value_matcher(ctx, spec, ctx.at("state", key))
-        if matcher is not None:
-            matchers[key] = matcher
-    if len(matchers) != len(value):
-        return None
+def _state(record: SessionRecord, matchers: dict[str, Matcher]) -> tuple[CheckStatus, str]:
+    from toolproof.server._conversation import results_unseen
 
-    def evaluate(record: SessionRecord) -> tuple[CheckStatus, str]:
-        from toolproof.server._conversation import results_unseen
-
-        unseen = results_unseen(record.traces)
-        if unseen is not None:  # the suite's mocks never answered the agent's tools
-            return "inconclusive", f"not checked: {unseen}"
-        state = record.state()
-        if state is None:
-            return "fail", (
-                "expected stateful mocks to check, but the trial has none (declare them with "
-                "'mocks:' in the suite)"
-            )
-        failures = []
-        for path, matcher in matchers.items():
-            found, actual = _lookup(state, path)
-            if not found:
-                failures.append(
-                    f"{path}: missing from the state (keys: {', '.join(map(str, state))})"
-                )
-                continue
-            reason = matcher(actual)
-            if reason is not None:
-                failures.append(f"{path}: {reason}")
-        if failures:
-            return "fail", "final state: " + "; ".join(failures)
-        return "pass", "final state matches " + ", ".join(
-            f"{p} {m.describe()}" for p, m in matchers.items()
+    unseen = results_unseen(record.traces)
+    if unseen is not None:  # the suite's mocks never answered the agent's tools
+        return "inconclusive", f"not checked: {unseen}"
+    state = record.state()
+    if state is None:
+        return "fail", (
+            "expected stateful mocks to check, but the trial has none (declare them with "
+            "'mocks:' in the suite)"
         )
-
-    return Check("state", ", ".join(f"{p} {m.describe()}" for p, m in matchers.items()), evaluate)
+    failures = []
+    for path, matcher in matchers.items():
+        found, actual = _lookup(state, path)
+        if not found:
+            failures.append(f"{path}: missing from the state (keys: {', '.join(map(str, state))})")
+            continue
+        reason = matcher(actual)
+        if reason is not None:
+            failures.append(f"{path}: {reason}")
+    if failures:
+        return "fail", "final state: " + "; ".join(failures)
+    return "pass", "final state matches " + _describe(matchers)
 
 
 def _lookup(state: Any, path: str) -> tuple[bool, Any]:
