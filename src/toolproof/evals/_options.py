@@ -124,7 +124,9 @@ def chosen_options(options: EvalOptions | None, keywords: Mapping[str, Any]) -> 
             its fields (named, with the closest field, as Python words a wrong keyword).
     """
     if options is not None and not isinstance(options, EvalOptions):
-        raise TypeError(f"the options are an EvalOptions, not {type(options).__name__}")
+        raise TypeError(
+            f"options must be an EvalOptions (or given as keywords), not {type(options).__name__}"
+        )
     for name in keywords:
         if name not in _NAMES:
             raise TypeError(

@@ -1233,7 +1233,10 @@ evaluate = blocking(
     evaluate_async,
     "evaluate",
     "`await evaluate_async(...)`",
-    doc="""Run eval suites from synchronous code; see :func:`evaluate_async` for the options.
+    doc="""Run eval suites from synchronous code; see :func:`evaluate_async`.
+
+    The options are those of :class:`EvalOptions`: one value, keywords of the same names, or
+    both (the keywords over the value's fields).
 
     Example:
         ```python
