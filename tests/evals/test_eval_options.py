@@ -84,7 +84,7 @@ def test_a_run_reads_every_option(tmp_path: Path) -> None:
     assert sorted(set(NAMES) - read) == []
 
 
-def test_the_keywords_are_exactly_the_options() -> None:
+def test_every_option_is_taken_as_a_keyword() -> None:
     import inspect
 
     for front in (evaluate, evaluate_async):
@@ -92,10 +92,13 @@ def test_the_keywords_are_exactly_the_options() -> None:
         assert list(parameters) == ["suites", "options", "keywords"]
         assert parameters["keywords"].kind is inspect.Parameter.VAR_KEYWORD
     assert evaluate_async is runner_evaluate_async
-    # every option is accepted as a keyword, and only the options are (below)
+    base = EvalOptions(model="scripted", cache=False, trials=1, tags=["smoke"])
+    expected = outcome(evaluate(HR, base))
+    assert expected["cases"] and expected["exit_code"] == 0
+    # each field as a keyword, with the value it has: accepted, and the run is the same
     for name in NAMES:
-        value = getattr(EvalOptions(), name)
-        assert getattr(dataclasses.replace(EvalOptions(), **{name: value}), name) == value
+        assert outcome(evaluate(HR, base, **{name: getattr(base, name)})) == expected, name
+    assert outcome(evaluate(HR, **{name: getattr(base, name) for name in NAMES})) == expected
 
 
 @settings(max_examples=30)
