@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from toolproof._reporting import ReportSpec
     from toolproof._runlog import RunLog
+    from toolproof.evals._options import EvalOptions
     from toolproof.evals._results import EvalReport
     from toolproof.evals._stats_report import StatsOptions
     from toolproof.evals._suite import Suite
@@ -36,13 +37,13 @@ def run_pair(
     specs: list[ReportSpec],
     statistics: StatsOptions,
     *,
-    redactor: Any,
+    options: EvalOptions,
     start_log: Callable[[str], RunLog | None],
 ) -> int:
     """Run the suites on two models and report their paired comparison; the exit code.
 
-    ``toolproof run`` hands over how reports are redacted and how its run logs start, so
-    each model's run is logged as a run of its own.
+    ``toolproof run`` hands over the options both runs share (the statistics among them)
+    and how its run logs start, so each model's run is logged as a run of its own.
     """
     import asyncio
 
@@ -61,8 +62,7 @@ def run_pair(
                 suites,
                 loaded,
                 args,
-                statistics,
-                redactor,
+                options,
                 [[Spec("json", str(log.report_path))] for log in logs] if logs else [[], []],
             )
         )
@@ -165,32 +165,26 @@ async def _both(
     suites: list[Suite],
     models: list[Any],
     args: argparse.Namespace,
-    statistics: StatsOptions,
-    redactor: Any,
+    options: EvalOptions,
     reports: list[list[ReportSpec]],
 ) -> list[EvalReport]:
     import asyncio
+    import dataclasses
 
     from toolproof.evals._runner import evaluate_async
 
-    share = max(1, args.concurrency // 2)
+    share = max(1, options.concurrency // 2)
     runs = [
         evaluate_async(
             suites,
-            model=model,
-            judge_model=args.judge_model,
-            cases=args.case,
-            tags=args.tag,
-            trials=args.trials,
-            concurrency=share,
-            cache=not args.no_cache,
-            cache_dir=args.cache_dir,
-            requests_per_minute=args.rpm,
-            tokens_per_minute=args.tpm,
-            reports=specs,
-            partial_on_cancel=True,
-            redactor=redactor,
-            statistics=statistics,
+            dataclasses.replace(
+                options,
+                model=model,
+                judge_model=args.judge_model,
+                concurrency=share,
+                reports=specs,
+                partial_on_cancel=True,
+            ),
         )
         for model, specs in zip(models, reports, strict=True)
     ]

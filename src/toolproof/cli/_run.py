@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
     from toolproof._reporting import ReportSpec
     from toolproof._runlog import RunInfo, RunLog
+    from toolproof.evals._options import EvalOptions
     from toolproof.evals._results import EvalReport
     from toolproof.evals._stats_report import StatsOptions
     from toolproof.evals._suite import Case, Suite
@@ -305,6 +306,7 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
         )
         return 0
     check_report_paths(specs)
+    options = _shared_options(args, statistics)
     if len(models) > 1:
         from toolproof.cli._pair import run_pair
 
@@ -314,25 +316,44 @@ def _run_command(args: argparse.Namespace, trials_start: Callable[[], None]) -> 
             models,
             specs,
             statistics,
-            redactor=redactor_from_args(args),
+            options=options,
             start_log=lambda model: _start_log(suites, args, model),
         )
-    return _run_suites(args, suites, specs, statistics, trials_start)
+    return _run_suites(args, suites, specs, options, trials_start)
+
+
+def _shared_options(args: argparse.Namespace, statistics: StatsOptions) -> EvalOptions:
+    """The options of ``toolproof run`` that hold for each of its runs (one model or two)."""
+    from toolproof.evals._options import EvalOptions
+
+    return EvalOptions(
+        cases=args.case,
+        tags=args.tag,
+        trials=args.trials,
+        concurrency=args.concurrency,
+        cache=not args.no_cache,
+        cache_dir=args.cache_dir,
+        requests_per_minute=args.rpm,
+        tokens_per_minute=args.tpm,
+        redactor=redactor_from_args(args),
+        statistics=statistics,
+    )
 
 
 def _run_suites(
     args: argparse.Namespace,
     suites: list[Suite],
     specs: list[ReportSpec],
-    statistics: StatsOptions,
+    options: EvalOptions,
     trials_start: Callable[[], None],
 ) -> int:
     """Run the suites on one model (or each case's own); the exit code."""
+    import dataclasses
+
     from toolproof._thread_loop import run_to_end
     from toolproof.cli import report_console
     from toolproof.evals._progress import default_progress
 
-    redactor = redactor_from_args(args)
     model, judge_model, user_model = _load_models(args)
     stdout_taken = any(spec.to_stdout for spec in specs)
     # The console (rich) is made when first needed: with -q, after the trials.
@@ -358,30 +379,23 @@ def _run_suites(
         report = run_to_end(
             _run(
                 suites,
-                model=model,
-                judge_model=judge_model,
-                user_model=user_model,
-                cases=args.case,
-                tags=args.tag,
-                trials=args.trials,
-                concurrency=args.concurrency,
-                executor=args.executor,
-                cache=not args.no_cache,
-                cache_dir=args.cache_dir,
-                requests_per_minute=args.rpm,
-                tokens_per_minute=args.tpm,
-                reports=reports,
-                progress=progress,
-                keep_failed_traces=args.verbose,
-                exitfirst=args.exitfirst,
-                redactor=redactor,
-                statistics=statistics,
-                max_attack_success=args.max_attack_success,
-                record=args.record,
-                run_id=None if log is None else log.info.id,
-                baseline=baseline,
-                cost_gates=gates,
-                cost_estimate=None if estimate is None else estimate[0],
+                dataclasses.replace(
+                    options,
+                    model=model,
+                    judge_model=judge_model,
+                    user_model=user_model,
+                    executor=args.executor,
+                    reports=reports,
+                    progress=progress,
+                    keep_failed_traces=args.verbose,
+                    exitfirst=args.exitfirst,
+                    max_attack_success=args.max_attack_success,
+                    record=args.record,
+                    run_id=None if log is None else log.info.id,
+                    baseline=baseline,
+                    cost_gates=gates,
+                    cost_estimate=None if estimate is None else estimate[0],
+                ),
             )
         )
     if console is None:
@@ -607,7 +621,7 @@ def _print_tracebacks(report: EvalReport, console: Console) -> None:
                 console.print(escape(trial.traceback), highlight=False, soft_wrap=True)
 
 
-async def _run(suites: Any, **options: Any) -> EvalReport:
+async def _run(suites: Any, options: EvalOptions) -> EvalReport:
     """Run with Ctrl-C and SIGTERM handled: the first stops the run and keeps the partial report.
 
     SIGTERM is how CI systems and service managers stop a job (a cancelled or timed-out CI
@@ -654,7 +668,7 @@ async def _run(suites: Any, **options: Any) -> EvalReport:
         except (NotImplementedError, RuntimeError, ValueError):  # Windows, or not the main thread
             pass
     try:
-        return await evaluate_async(suites, partial_on_cancel=True, **options)
+        return await evaluate_async(suites, options, partial_on_cancel=True)
     finally:
         restore()
 

@@ -17,6 +17,7 @@ from toolproof._matching import (
 )
 from toolproof.evals._attack_templates import AttackTemplate, register_attack_template
 from toolproof.evals._checks import CheckContext, CheckResult, CheckStatus, SessionRecord, check
+from toolproof.evals._options import EvalOptions
 from toolproof.evals._results import CaseResult, EvalReport, TrialResult
 from toolproof.evals._runner import evaluate, evaluate_async
 from toolproof.evals._stats import (
@@ -39,6 +40,7 @@ __all__ = [
     "CheckContext",
     "CheckResult",
     "CheckStatus",
+    "EvalOptions",
     "EvalReport",
     "Matcher",
     "SessionRecord",

@@ -49,6 +49,7 @@ from toolproof.evals._costs import (
     run_costs,
     strictest,
 )
+from toolproof.evals._options import EvalOptions, chosen_options
 from toolproof.evals._results import (
     CaseResult,
     EvalReport,
@@ -958,97 +959,22 @@ def _now() -> str:
 
 async def evaluate_async(
     suites: Sequence[Suite] | Sequence[str | Path] | str | Path,
-    *,
-    model: str | Model | None = None,
-    judge_model: str | Model | None = None,
-    user_model: str | Model | None = None,
-    cases: Sequence[str] = (),
-    tags: Sequence[str] = (),
-    trials: int | None = None,
-    concurrency: int = 8,
-    cache: bool = True,
-    cache_dir: str | Path = ".toolproof",
-    requests_per_minute: float | None = None,
-    tokens_per_minute: float | None = None,
-    reports: Sequence[str | ReportSpec] = (),
-    progress: Progress | None = None,
-    keep_traces: bool = False,
-    retry_backoff: float = 1.0,
-    partial_on_cancel: bool = False,
-    keep_failed_traces: bool = False,
-    exitfirst: bool = False,
-    executor: str | Executor | None = None,
-    redactor: Any = None,
-    statistics: StatsOptions | None = None,
-    max_attack_success: float | None = None,
-    record: str | Path | None = None,
-    run_id: str | None = None,
-    baseline: str | Path | Mapping[str, Any] | None = None,
-    cost_gates: CostGates | None = None,
-    cost_estimate: float | None = None,
+    options: EvalOptions | None = None,
+    **keywords: Any,
 ) -> EvalReport:
     """Run eval suites and return the report (the engine of ``toolproof run``).
 
     Args:
         suites: Loaded suites, or suite files and directories.
-        model: Overrides every case's model: a model string, ``"scripted"`` (each case's
-            script), or a :class:`~toolproof.models.Model` instance.
-        judge_model: Overrides the judge model (a string or a model).
-        user_model: Overrides the model that plays the simulated users of cases with a
-            ``user:`` (a string or a model); in a scripted run, it lets simulated users run.
-        cases: Case name patterns to select (``fnmatch``; ``suite::name`` also works).
-        tags: Select cases having any of these tags.
-        trials: Overrides every case's number of trials.
-        concurrency: Trials running at the same time.
-        cache: Reuse stored model responses and judge verdicts, and store new ones.
-        cache_dir: Where the response cache lives.
-        requests_per_minute: Client-side request limit per model.
-        tokens_per_minute: Client-side token limit per model.
-        reports: Reports to write, as ``"FORMAT:PATH"`` (json, junit, markdown, html) or specs;
-            they are written even when the run is interrupted.
-        progress: Receives progress events (nothing is shown by default).
-        keep_traces: Keep every trial's traces in memory (``TrialResult.traces``); the
-            JSON report streams them to disk either way.
-        retry_backoff: Seconds before the first retry after an infrastructure error
-            (doubling each time, or the provider's ``Retry-After`` when longer).
-        partial_on_cancel: When the run is cancelled, return the partial report
-            (``interrupted=True``) instead of raising ``CancelledError``.
-        keep_failed_traces: Keep the traces of trials that did not pass in memory (for
-            transcripts of failures), and no others.
-        exitfirst: Stop at the first blocking case that fails (or errors): no new trial
-            starts, running trials are cancelled, and the cases left are ``"not_run"``.
-        executor: Where trials run: ``"local"`` (this process, the default), ``"ray"`` (a
-            local Ray cluster) or ``"ray:ADDRESS"``, or an executor object. On Ray the
-            response cache is not used and rate limits apply per worker.
-        redactor: When the run writes reports, what they hold is redacted first (each
-            trial's traces, errors and check reasons; case names, descriptions and tags),
-            and so is the report returned: a ``toolproof.replay.Redactor``, by default
-            toolproof's default rules; ``Redactor.none()`` keeps everything.
-        statistics: The confidence level and method of the reports' intervals, the eval
-            gate (``max_failure_rate``, ``gate_mode``) and the level of sequential trials;
-            by default the suites' ``statistics:`` settings.
-        max_attack_success: Gate every attack case (suites with ``attacks:``): each attack
-            may succeed in at most this share of its trials (``0``: never); overrides the
-            suites' ``max_success_rate``.
-        record: A trace store (a SQLite file or a ``postgresql://`` URL) that keeps every
-            trial's traces, redacted with ``redactor``, each with the run id, the case id
-            and the trial's verdict in ``metadata["eval"]`` and the tag ``eval``, so that
-            replay and ``toolproof traces promote`` work on eval runs.
-        run_id: The run id the recorded traces carry (default: a new one).
-        baseline: A run to compare cost and latency with: a run log (id, prefix, ``latest``
-            or path) or an eval report as data; the comparison is in
-            ``report.costs["comparison"]`` and in every report.
-        cost_gates: Limits on how much the p95 latency and the cost per case may grow over
-            ``baseline``, over the suites' own ``cost_gates:`` (the strictest limit wins);
-            a gate that fails makes ``report.exit_code`` 1. Without a baseline the suites'
-            gates have nothing to compare with and are not applied.
-        cost_estimate: What the run was expected to cost (reported with its error); by
-            default estimated from ``baseline``.
+        options: How the run goes (see :class:`EvalOptions` for each option).
+        **keywords: Any field of :class:`EvalOptions`, over ``options``
+            (``evaluate_async(suites, model="scripted", trials=3)``).
 
     Returns:
         The report; ``report.exit_code`` is what ``toolproof run`` exits with.
 
     Raises:
+        TypeError: A keyword that is not an option (with the closest one).
         ConfigError: A suite is invalid (nothing was run).
         MissingAPIKey: A case's model or judge model needs a key that is not set (nothing
             was run).
@@ -1059,74 +985,106 @@ async def evaluate_async(
         asyncio.CancelledError: The run was cancelled (Ctrl-C); the reports were written
             with the cases finished so far before it propagates.
     """
-    from toolproof._executor import LocalExecutor, executor_from_string
     from toolproof.evals._progress import NullProgress
 
-    runs_on = executor_from_string(executor)
-    if concurrency < 1:
-        raise UserError(f"concurrency must be at least 1, got {concurrency}")
-    if trials is not None and trials < 1:
-        raise UserError(f"trials must be at least 1, got {trials}")
-    specs = _report_specs(reports)
+    chosen = chosen_options(options, keywords)
+    runs_on = _checked(chosen)
+    specs = _report_specs(chosen.reports)
     loaded = as_suites(suites)
-    if statistics is None:
-        from toolproof.evals._stats_report import resolve_options
-
-        statistics = resolve_options((suite.name, suite.statistics) for suite in loaded)
-    selected = select_cases(loaded, cases=cases, tags=tags)
-    if max_attack_success is not None:
+    statistics = chosen.statistics or _suites_statistics(loaded)
+    selected = select_cases(loaded, cases=chosen.cases, tags=chosen.tags)
+    if chosen.max_attack_success is not None:
         from toolproof.evals._attacks import with_attack_limit
 
-        selected = with_attack_limit(selected, max_attack_success)
-    costs = _CostPlan.make(loaded, baseline, cost_gates, cost_estimate)
+        selected = with_attack_limit(selected, chosen.max_attack_success)
+    costs = _CostPlan.make(loaded, chosen.baseline, chosen.cost_gates, chosen.cost_estimate)
     started_at, clock = _now(), time.perf_counter()
     slots: dict[str, Slot] = {}
     plans = plan_cases(
         selected,
-        model=model,
-        judge_model=judge_model,
-        user_model=user_model,
-        trials=trials,
+        model=chosen.model,
+        judge_model=chosen.judge_model,
+        user_model=chosen.user_model,
+        trials=chosen.trials,
         slots=slots,
-        rpm=requests_per_minute,
-        tpm=tokens_per_minute,
+        rpm=chosen.requests_per_minute,
+        tpm=chosen.tokens_per_minute,
     )
-    response_cache: ResponseCache | None = None
-    if cache and any(p.slot is not None or p.judge_slot is not None for p in plans):
-        from toolproof.evals._cache import ResponseCache
-
-        response_cache = ResponseCache(Path(cache_dir))
+    response_cache = _response_cache(plans, chosen)
     spool, spool_error = _open_spool(specs)
-    store = None if record is None else _open_store(record)
+    store = None if chosen.record is None else _open_store(chosen.record)
+    redacts = bool(specs) or store is not None
     runner = _Runner(
         plans,
-        PlanOptions(
-            concurrency=concurrency,
-            keep_traces=keep_traces,
-            keep_failed_traces=keep_failed_traces,
-            exitfirst=exitfirst,
-            retry_backoff=retry_backoff,
-            executor=None if isinstance(runs_on, LocalExecutor) else runs_on,
-            redactor=_report_redactor(redactor) if specs or store is not None else None,
-            record=store,
-            run_id=run_id or uuid.uuid4().hex[:12],
-            statistics=statistics,
-        ),
+        _plan_options(chosen, runs_on, statistics, store, redacts=redacts),
         cache=response_cache,
-        progress=progress or NullProgress(),
+        progress=chosen.progress or NullProgress(),
         spool=spool,
     )
     runner.spool_error = spool_error
-    cancelled = False
     try:
         cancelled, report = await _run_and_report(runner, specs, started_at, clock, costs)
     finally:
         await _close(spool, store, response_cache, slots)
-    if runner.interrupted and not partial_on_cancel:
-        raise KeyboardInterrupt  # (the user's code raised it; the reports are written)
-    if cancelled and not partial_on_cancel:
-        raise asyncio.CancelledError
+    if not chosen.partial_on_cancel:
+        if runner.interrupted:
+            raise KeyboardInterrupt  # (the user's code raised it; the reports are written)
+        if cancelled:
+            raise asyncio.CancelledError
     return report
+
+
+def _checked(options: EvalOptions) -> Executor:
+    """Where the trials run; bad counts of trials and workers are refused before anything."""
+    from toolproof._executor import executor_from_string
+
+    runs_on = executor_from_string(options.executor)
+    if options.concurrency < 1:
+        raise UserError(f"concurrency must be at least 1, got {options.concurrency}")
+    if options.trials is not None and options.trials < 1:
+        raise UserError(f"trials must be at least 1, got {options.trials}")
+    return runs_on
+
+
+def _suites_statistics(suites: Sequence[Suite]) -> StatsOptions:
+    """The statistics of a run given none: the suites' ``statistics:`` settings."""
+    from toolproof.evals._stats_report import resolve_options
+
+    return resolve_options((suite.name, suite.statistics) for suite in suites)
+
+
+def _response_cache(plans: Sequence[CasePlan], options: EvalOptions) -> ResponseCache | None:
+    """The response cache, when asked for and a case asks a model (or a judge) anything."""
+    if not options.cache or all(p.slot is None and p.judge_slot is None for p in plans):
+        return None
+    from toolproof.evals._cache import ResponseCache
+
+    return ResponseCache(Path(options.cache_dir))
+
+
+def _plan_options(
+    options: EvalOptions,
+    runs_on: Executor,
+    statistics: StatsOptions,
+    store: TraceStore | None,
+    *,
+    redacts: bool,
+) -> PlanOptions:
+    """What every trial of the run shares, resolved (``redacts``: reports or a store are kept)."""
+    from toolproof._executor import LocalExecutor
+
+    return PlanOptions(
+        concurrency=options.concurrency,
+        keep_traces=options.keep_traces,
+        keep_failed_traces=options.keep_failed_traces,
+        exitfirst=options.exitfirst,
+        retry_backoff=options.retry_backoff,
+        executor=None if isinstance(runs_on, LocalExecutor) else runs_on,
+        redactor=_report_redactor(options.redactor) if redacts else None,
+        record=store,
+        run_id=options.run_id or uuid.uuid4().hex[:12],
+        statistics=statistics,
+    )
 
 
 def _report_specs(reports: Sequence[str | ReportSpec]) -> list[ReportSpec]:
@@ -1275,7 +1233,10 @@ evaluate = blocking(
     evaluate_async,
     "evaluate",
     "`await evaluate_async(...)`",
-    doc="""Run eval suites from synchronous code; see :func:`evaluate_async` for the options.
+    doc="""Run eval suites from synchronous code; see :func:`evaluate_async`.
+
+    The options are those of :class:`EvalOptions`: one value, keywords of the same names, or
+    both (the keywords over the value's fields).
 
     Example:
         ```python

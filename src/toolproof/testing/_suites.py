@@ -107,6 +107,7 @@ class EvalCaseItem(pytest.Item):
         """Run the case's trials and apply its pass rule."""
         import asyncio
 
+        from toolproof.evals._options import EvalOptions
         from toolproof.evals._runner import evaluate_async
         from toolproof.evals._suite import Suite
 
@@ -121,10 +122,12 @@ class EvalCaseItem(pytest.Item):
             report = asyncio.run(
                 evaluate_async(
                     [one],
-                    model=model,
-                    cache=False,
-                    keep_traces=True,
-                    concurrency=max(1, self.case.config.trials),
+                    EvalOptions(
+                        model=model,
+                        cache=False,
+                        keep_traces=True,
+                        concurrency=max(1, self.case.config.trials),
+                    ),
                 )
             )
         except MockBypassed:
