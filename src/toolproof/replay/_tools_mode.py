@@ -26,7 +26,7 @@ from toolproof.replay._grading import (
     ResultLike,
     SampleResult,
     one_call,
-    overall,
+    sample_result,
     show_call,
 )
 from toolproof.replay._recorded import (
@@ -269,15 +269,7 @@ def tools_sample(
         tool = today.get(info.name)
         if tool is not None and tool.changed(info.description, info.schema_hash):
             notes.append(f"{info.name}: schema changed since recording")
-    return SampleResult(
-        trace_id=trace.id,
-        grade=overall(findings),
-        findings=findings,
-        input=trace.input,
-        recorded_model=trace.model,
-        recorded_output=trace.output,
-        notes=notes,
-    )
+    return sample_result(trace, findings, notes)
 
 
 def _tool_missing(
@@ -371,15 +363,7 @@ def _view_sample(
             and any(call["name"] == name for call, _ in pairs)
         ):
             notes.append(f"{name}: schema changed since recording")
-    return SampleResult(
-        trace_id=trace.id,
-        grade=overall(findings) if findings else "pass",
-        findings=findings,
-        input=trace.input,
-        recorded_model=trace.model,
-        recorded_output=trace.output,
-        notes=notes,
-    )
+    return sample_result(trace, findings, notes)
 
 
 def _rejected(call: CallLike, reason: str) -> ToolResult:
