@@ -715,8 +715,10 @@ def _text(exc: BaseException, limit: int | None = None) -> str:
         text = str(exc)
     except Exception:
         text = f"<{type(exc).__name__} whose message cannot be shown>"
-    if limit is not None and len(text) > limit:
-        text = text[: limit - 1] + "…"
+    if limit is not None:
+        from toolproof._text import cut
+
+        text = cut(text, limit)
     return _escape_surrogates(text)
 
 

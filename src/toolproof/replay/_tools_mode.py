@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolproof._messages import ToolResult
+from toolproof._text import cut
 from toolproof._tools import ArgumentsInvalid, Tool
 from toolproof._toolset import Toolset
 from toolproof._trace import ToolInfo, Trace, schema_hash
@@ -477,4 +478,4 @@ def _shape_diff(old: Any, new: Any, path: str = "$") -> tuple[list[str], list[st
 
 def _clip_value(value: Any, limit: int = 300) -> Any:
     text = json.dumps(value, ensure_ascii=False, default=str)
-    return value if len(text) <= limit else text[: limit - 1] + "…"
+    return value if len(text) <= limit else cut(text, limit)
