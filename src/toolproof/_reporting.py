@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from toolproof._text import clip
+from toolproof._text import clip, cut
 from toolproof.errors import ConfigError, UserError
 
 if TYPE_CHECKING:
@@ -344,7 +344,7 @@ def write_junit(path: str | os.PathLike[str], suites: Sequence[JUnitSuite]) -> N
 
 def _first_line(text: str, limit: int = 200) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    return cut(line, limit)
 
 
 def _xml_text(text: str) -> str:
@@ -385,9 +385,7 @@ def md_escape(text: str, *, limit: int | None = None) -> str:
     text is cut to ``limit`` characters with an ellipsis when it is longer.
     """
     flat = " ".join(str(text).split())
-    if limit is not None and len(flat) > limit:
-        flat = flat[: limit - 1] + "…"
-    return flat.translate(_MD_SPECIAL)
+    return (flat if limit is None else cut(flat, limit)).translate(_MD_SPECIAL)
 
 
 def md_code(text: str) -> str:

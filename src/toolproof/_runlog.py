@@ -46,7 +46,7 @@ import re
 import secrets
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -581,17 +581,8 @@ class CaseChange:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data for the JSON comparison."""
-        return {
-            "key": self.key,
-            "change": self.change,
-            "old": self.old,
-            "new": self.new,
-            "old_passed": self.old_passed,
-            "old_trials": self.old_trials,
-            "new_passed": self.new_passed,
-            "new_trials": self.new_trials,
-        }
+        """Plain data for the JSON comparison: every field, by its name."""
+        return asdict(self)
 
 
 def _eval_entries(report: dict[str, Any]) -> dict[str, tuple[str, int, int]]:

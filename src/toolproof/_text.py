@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["clip", "json_type", "mask_urls"]
+__all__ = ["clip", "cut", "json_type", "mask_urls"]
 
 #: What replaces a password or a secret parameter in a URL.
 URL_MASK = "***"
@@ -26,7 +26,11 @@ def clip(text: str, limit: int, *, flatten: bool = True) -> str:
     With ``flatten`` (the default) whitespace runs fold to one space, so a multi-line value
     fits on one line.
     """
-    text = " ".join(text.split()) if flatten else text.strip()
+    return cut(" ".join(text.split()) if flatten else text.strip(), limit)
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, ending in an ellipsis when cut."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -303,8 +303,9 @@ def _callers_names() -> dict[str, Any]:
 
 
 def _short_repr(value: Any, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    from toolproof._text import cut
+
+    return cut(repr(value), limit)
 
 
 #: Set (to where, for messages) while a run allows mocks only: no tool's real code runs.

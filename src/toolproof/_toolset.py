@@ -409,7 +409,7 @@ class Toolset:
         t = self.tools.get(call.name)
         if t is None:
             available = ", ".join(self.tools) or "none"
-            return _error(
+            return error_result(
                 call,
                 "UnknownTool",
                 f"Unknown tool '{call.name}'. Available tools: {available}.",
@@ -432,7 +432,7 @@ class Toolset:
                 if type(value) not in _PLAIN and inspect.isawaitable(value):
                     value = await contained(value)  # e.g. a mock object returning a coroutine
         except ToolError as exc:
-            return _error(call, "ToolError", _text(exc), started, mocked)
+            return error_result(call, "ToolError", _text(exc), started, mocked)
         except (AgentRunError, MissingFixture):
             raise
         except Exited as exc:  # SystemExit, KeyboardInterrupt, GeneratorExit, their own
@@ -440,9 +440,9 @@ class Toolset:
         except Exception as exc:
             if limit is not None and _is_timeout(exc):
                 message = f"Tool '{t.name}' timed out after {limit:g} s."
-                return _error(call, "Timeout", message, started, mocked)
+                return error_result(call, "Timeout", message, started, mocked)
             if t.errors and isinstance(exc, t.errors):
-                return _error(call, type(exc).__name__, _exception_text(exc), started, mocked)
+                return error_result(call, type(exc).__name__, _exception_text(exc), started, mocked)
             raise _crashed(t, exc) from exc
         except BaseException as exc:  # the same, from a synchronous call made here
             if not escapes(exc):
@@ -468,7 +468,7 @@ async def _arguments(
 ) -> dict[str, Any] | ToolResult:
     """The call's validated (and approved) arguments, or the error result the model sees."""
     if call.arguments_error is not None:
-        return _error(
+        return error_result(
             call,
             "InvalidArguments",
             f"Could not read the arguments for tool '{call.name}': {call.arguments_error}. "
@@ -478,13 +478,13 @@ async def _arguments(
     try:
         kwargs = t.validate(call.arguments)
     except ArgumentsInvalid as exc:
-        return _error(call, "ValidationError", str(exc), started)
+        return error_result(call, "ValidationError", str(exc), started)
     if not t.requires_approval:
         return kwargs
     decision = await _ask(approver, t, call, kwargs)
     if decision.action == "reject":
         reason = decision.reason or "the call was rejected"
-        return _error(call, "Rejected", f"Tool '{t.name}' was not run: {reason}.", started)
+        return error_result(call, "Rejected", f"Tool '{t.name}' was not run: {reason}.", started)
     if decision.action == "edit":
         try:
             return t.validate(decision.arguments or {})
@@ -715,8 +715,10 @@ def _text(exc: BaseException, limit: int | None = None) -> str:
         text = str(exc)
     except Exception:
         text = f"<{type(exc).__name__} whose message cannot be shown>"
-    if limit is not None and len(text) > limit:
-        text = text[: limit - 1] + "…"
+    if limit is not None:
+        from toolproof._text import cut
+
+        text = cut(text, limit)
     return _escape_surrogates(text)
 
 
@@ -783,9 +785,10 @@ def _exception_text(exc: BaseException) -> str:
     return _text(exc) or type(exc).__name__
 
 
-def _error(
+def error_result(
     call: ToolCall, error_type: str, message: str, started: float, mocked: bool = False
 ) -> ToolResult:
+    """The error result the model sees for ``call``, timed from ``started``."""
     return ToolResult(
         call_id=call.id,
         name=call.name,

@@ -13,11 +13,11 @@ nested), and booleans never equal numbers (``True`` is not ``1`` in a tool call)
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
-from toolproof._matching._values import AnyMatcher, approx_matcher
+from toolproof._matching._values import AnyMatcher, approx_matcher, show_value
+from toolproof._text import cut
 
 __all__ = ["ANY", "approx", "compare", "describe_value", "format_call", "mask_arguments"]
 
@@ -141,13 +141,8 @@ def _format_arg(value: Any) -> str:
 
 def _short(value: Any, limit: int = 80) -> str:
     if isinstance(value, str):
-        text = repr(value)
-    else:
-        try:
-            text = json.dumps(value, ensure_ascii=False, default=_default)
-        except (TypeError, ValueError):
-            text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+        return cut(repr(value), limit)
+    return show_value(value, limit, default=_default)
 
 
 def _default(value: Any) -> Any:

@@ -14,7 +14,7 @@ import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
-from toolproof._text import json_type
+from toolproof._text import cut, json_type
 
 ArgsMode = Literal["exact", "subset", "superset", "ignore"]
 OrderMode = Literal["strict", "in_order", "unordered", "subset", "superset"]
@@ -40,13 +40,16 @@ MAX_REASONS = 20
 # --------------------------------------------------------------------------------------
 
 
-def show_value(value: Any, limit: int = 80) -> str:
-    """A short JSON-like rendering of a value for reasons (strings in double quotes)."""
+def show_value(value: Any, limit: int = 80, default: Callable[[Any], Any] = repr) -> str:
+    """A short JSON-like rendering of a value for reasons (strings in double quotes).
+
+    ``default`` shows what JSON cannot (``repr`` unless told).
+    """
     try:
-        text = json.dumps(value, ensure_ascii=False, default=repr)
+        text = json.dumps(value, ensure_ascii=False, default=default)
     except (TypeError, ValueError):
         text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return cut(text, limit)
 
 
 def _kind(value: Any) -> str:

@@ -71,6 +71,7 @@ from toolproof._reporting import (
     write_junit,
 )
 from toolproof._stats_text import gate_line, show
+from toolproof._text import cut
 from toolproof.evals._costs import case_costs, cost_lines
 from toolproof.evals._costs import case_properties as cost_properties
 from toolproof.evals._results import CaseResult, EvalReport, TrialResult
@@ -179,8 +180,8 @@ def _transcripts(result: CaseResult, spool: IO[bytes] | None, limit: int | None 
         if not traces:
             continue
         text = transcript_text(traces, indent="  ")
-        if limit is not None and len(text) > limit:
-            text = text[: limit - 1] + "…"
+        if limit is not None:
+            text = cut(text, limit)
         parts.append(f"transcript of trial {trial.index + 1} ({trial.status}):\n{text}")
     return "\n".join(parts)
 

@@ -43,9 +43,9 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.server.lowlevel import Server
 
-from toolproof._messages import Message, ToolCall, ToolResult, error_text
+from toolproof._messages import Message, ToolCall, ToolResult
 from toolproof._tools import ArgumentsInvalid, Tool
-from toolproof._toolset import Toolset, as_toolset, mock_context
+from toolproof._toolset import Toolset, as_toolset, error_result, mock_context
 from toolproof._trace import Trace
 from toolproof._trace_build import TraceBuilder, utc_now
 from toolproof._version import __version__
@@ -370,15 +370,7 @@ async def _execute(
         mocked = call.name not in real
     else:
         mocked = call.name in toolset and toolset.mode_of(call.name) == "mock"
-    return ToolResult(
-        call_id=call.id,
-        name=call.name,
-        status="error",
-        content=error_text(error_type, text),
-        error_type=error_type,
-        duration_ms=(time.perf_counter() - started) * 1000,
-        mocked=mocked,
-    )
+    return error_result(call, error_type, text, started, mocked)
 
 
 async def serve_mcp(

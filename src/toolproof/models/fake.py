@@ -19,6 +19,7 @@ from toolproof._messages import (
     ToolDefinition,
     Usage,
 )
+from toolproof._text import cut
 from toolproof._tokens import MESSAGE_OVERHEAD, estimate_message_tokens
 from toolproof.errors import ScriptExhausted, UserError
 from toolproof.models._base import Model
@@ -363,4 +364,4 @@ def _clip(message: Message, limit: int = 120) -> str:
         text = ", ".join(c.signature() for c in message.tool_calls)
     else:
         text = "(empty)"
-    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+    return repr(cut(text, limit))

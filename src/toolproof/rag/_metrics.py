@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 Relevance = Mapping[str, float] | Iterable[str]
@@ -193,14 +193,8 @@ class RankingScores:
         return self.relevant > 0
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data (what reports store)."""
-        return {
-            "k": self.k,
-            "retrieved": self.retrieved,
-            "relevant": self.relevant,
-            "hits": self.hits,
-            **{name: getattr(self, name) for name in METRICS},
-        }
+        """Plain data (what reports store): every field, by its name."""
+        return asdict(self)
 
 
 def score_ranking(

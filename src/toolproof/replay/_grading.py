@@ -22,13 +22,16 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from toolproof._grounding import check_grounding, stated_facts, trace_evidence
 from toolproof._matching import json_equal
 from toolproof._messages import error_text
 from toolproof._trace import Trace
 from toolproof.replay._rules import ReplayRules, ToolRule
+
+if TYPE_CHECKING:
+    from toolproof.replay._recorded import RecordedTrace
 
 __all__ = [
     "REJECTED",
@@ -183,6 +186,21 @@ def overall(findings: Iterable[Finding]) -> Grade:
         elif finding.grade == "warn" and grade == "pass":
             grade = "warn"
     return grade
+
+
+def sample_result(
+    trace: Trace | RecordedTrace, findings: list[Finding], notes: list[str] | None = None
+) -> SampleResult:
+    """A sample graded by its findings, with the recorded run's input, model and answer."""
+    return SampleResult(
+        trace_id=trace.id,
+        grade=overall(findings),
+        findings=findings,
+        input=trace.input,
+        recorded_model=trace.model,
+        recorded_output=trace.output,
+        notes=[] if notes is None else notes,
+    )
 
 
 # -- calls ---------------------------------------------------------------------------------

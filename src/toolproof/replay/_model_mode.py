@@ -33,7 +33,7 @@ from toolproof.replay._grading import (
     SampleResult,
     grade_answer,
     grade_calls,
-    overall,
+    sample_result,
 )
 from toolproof.replay._rules import ReplayRules
 
@@ -237,18 +237,10 @@ async def model_sample(
     notes = []
     if trace.system_prompt_hash != new.system_prompt_hash:
         notes.append("system prompt changed since recording")
-    return SampleResult(
-        trace_id=trace.id,
-        grade=overall(findings),
-        findings=findings,
-        input=trace.input,
-        recorded_model=trace.model,
-        new_model=new.model,
-        recorded_output=trace.output,
-        new_output=new.output,
-        notes=notes,
-        new_trace=new if keep_trace else None,
-    )
+    sample = sample_result(trace, findings, notes)
+    sample.new_model, sample.new_output = new.model, new.output
+    sample.new_trace = new if keep_trace else None
+    return sample
 
 
 async def _findings(

@@ -36,6 +36,7 @@ from toolproof.models._base import Model
 from toolproof.replay._grading import (
     Finding,
     SampleResult,
+    sample_result,
 )
 from toolproof.replay._model_mode import REAL_TOOL_HOW, ReplayModel, mock_from_trace, model_sample
 from toolproof.replay._recorded import RecordedTrace, read_recorded, read_store
@@ -386,20 +387,8 @@ async def _model_item(context: _ModelContext, item: tuple[Any, float]) -> Sample
     except _Unreadable as exc:
         return exc.result
     except Exception as exc:
-        result = SampleResult(
-            trace_id=trace.id,
-            grade="fail",
-            findings=[
-                Finding(
-                    "fail",
-                    "run_error",
-                    f"replaying the sample failed: {type(exc).__name__}: {exc}",
-                )
-            ],
-            input=trace.input,
-            recorded_model=trace.model,
-            recorded_output=trace.output,
-        )
+        failed = f"replaying the sample failed: {type(exc).__name__}: {exc}"
+        result = sample_result(trace, [Finding("fail", "run_error", failed)])
     result.age_s = age
     result.weight = context.aging.weight(age)
     result.duration_ms = (time.perf_counter() - begin) * 1000

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolproof._messages import ToolResult
+from toolproof._text import cut
 from toolproof._tools import ArgumentsInvalid, Tool
 from toolproof._toolset import Toolset
 from toolproof._trace import ToolInfo, Trace, schema_hash
@@ -26,7 +27,7 @@ from toolproof.replay._grading import (
     ResultLike,
     SampleResult,
     one_call,
-    overall,
+    sample_result,
     show_call,
 )
 from toolproof.replay._recorded import (
@@ -269,15 +270,7 @@ def tools_sample(
         tool = today.get(info.name)
         if tool is not None and tool.changed(info.description, info.schema_hash):
             notes.append(f"{info.name}: schema changed since recording")
-    return SampleResult(
-        trace_id=trace.id,
-        grade=overall(findings),
-        findings=findings,
-        input=trace.input,
-        recorded_model=trace.model,
-        recorded_output=trace.output,
-        notes=notes,
-    )
+    return sample_result(trace, findings, notes)
 
 
 def _tool_missing(
@@ -371,15 +364,7 @@ def _view_sample(
             and any(call["name"] == name for call, _ in pairs)
         ):
             notes.append(f"{name}: schema changed since recording")
-    return SampleResult(
-        trace_id=trace.id,
-        grade=overall(findings) if findings else "pass",
-        findings=findings,
-        input=trace.input,
-        recorded_model=trace.model,
-        recorded_output=trace.output,
-        notes=notes,
-    )
+    return sample_result(trace, findings, notes)
 
 
 def _rejected(call: CallLike, reason: str) -> ToolResult:
@@ -493,4 +478,4 @@ def _shape_diff(old: Any, new: Any, path: str = "$") -> tuple[list[str], list[st
 
 def _clip_value(value: Any, limit: int = 300) -> Any:
     text = json.dumps(value, ensure_ascii=False, default=str)
-    return value if len(text) <= limit else text[: limit - 1] + "…"
+    return value if len(text) <= limit else cut(text, limit)
