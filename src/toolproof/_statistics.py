@@ -392,8 +392,8 @@ def gate(interval: Interval, limit: float, *, mode: GateMode = "advisory") -> Ga
         if rate != limit and n > 0:
             if interval.method in ("wilson", "clopper-pearson", "cluster-wilson"):
                 z = _z(interval.level)  # where the score test at the same rate rejects
-                gap = (rate - limit) ** 2  # (0 when it underflows: no count is enough)
-                samples = z * z * limit * (1 - limit) / gap if gap else math.inf
+                gap = abs(rate - limit)  # (divided once at a time: its square underflows)
+                samples = z * z * (1 - limit) * (limit / gap) / gap
                 units = samples * n / interval.effective_n if interval.effective_n else math.inf
             else:
                 half = interval.high - rate if rate < limit else rate - interval.low

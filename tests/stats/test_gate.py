@@ -124,3 +124,13 @@ def test_a_bad_limit_is_named(limit: object) -> None:
 def test_a_bad_mode_is_named() -> None:
     with pytest.raises(ValueError, match="mode must be 'advisory' or 'release', got 'strict'"):
         gate(binomial_interval(1, 10), 0.1, mode="strict")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("limit", [1.8e-271, 1e-200, 1.4e-162, 1e-305])
+def test_a_tiny_limit_still_gets_a_sample_count(limit: float) -> None:
+    """The squared gap to a tiny limit underflows to 0; the count must not depend on it."""
+    from toolproof._statistics import binomial_interval
+
+    decision = gate(binomial_interval(0, 10), limit)
+    assert decision.verdict == "undecided"
+    assert decision.needed is not None and decision.needed > 1 / limit
