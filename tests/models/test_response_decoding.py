@@ -216,3 +216,18 @@ def test_a_hostile_body_reads_as_json_alone_reads_it_and_quickly(
     fast = _outcome(raw)
     _with_json_only(monkeypatch)
     assert _same(fast, _outcome(raw))
+
+
+_ODD = [True, False, 5, -1.5, "call", {}, {"0": {"function": {"name": "f"}}}, [None, 3, "x"]]
+
+
+@pytest.mark.parametrize("field", ["tool_calls", "content", "refusal", "reasoning_content"])
+@pytest.mark.parametrize("value", _ODD, ids=repr)
+def test_a_message_field_of_any_type_is_read_or_refused_never_a_crash(
+    field: str, value: Any
+) -> None:
+    """A message field of a type the API never sends gives an answer or a clear error."""
+    raw = json.dumps({"choices": [{"message": {field: value}}]}).encode()
+    outcome = _outcome(raw)  # a ToolproofError is returned; anything else raises here
+    if not isinstance(outcome, tuple):
+        assert all(call.name for call in outcome.message.tool_calls)

@@ -495,9 +495,10 @@ class OpenAIChatModel(Model):
         wire = choice.get("message")
         if not isinstance(wire, dict):
             wire = {}
+        listed = wire.get("tool_calls")
         calls = [
             decode_tool_call(item, index)
-            for index, item in enumerate(wire.get("tool_calls") or ())
+            for index, item in enumerate(listed if isinstance(listed, list) else ())
             if isinstance(item, dict)
         ]
         content = content_text(wire.get("content"))
