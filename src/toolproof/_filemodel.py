@@ -143,7 +143,7 @@ def _translated(model: type[FileModel], data: Any, exc: ValidationError) -> list
         if error["type"] == PROBLEM:
             others.append(_detail(loc, error["input"], error["ctx"]))
             continue
-        if error["type"] == "extra_forbidden" and len(loc) == 1:
+        if error["type"] in ("extra_forbidden", "invalid_key") and len(loc) == 1:
             word = model.unknown_key or unknown_key_message
             message = word(loc[0], model.allowed_keys())
             context = {"message": message, "parent": model.unknown_at_parent}
