@@ -77,6 +77,10 @@ def load_snapshot(path: str | Path) -> dict[str, Any]:
         raise UserError(f"{path}: no such snapshot file") from None
     except OSError as exc:
         raise UserError(f"{path}: cannot read it ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(
+            f"{path} is not a toolproof schema snapshot: not UTF-8 text ({exc.reason})"
+        ) from None
     try:
         data = json.loads(text)
     except ValueError as exc:

@@ -403,3 +403,30 @@ def test_recursive_models_terminate():
     assert changes_between([make("walk", v1)], [make("walk", v2)]) == [
         "compatible walk: new optional parameter 'tree.size' (integer)"
     ]
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (b"\xff\xfe{\x00", "not UTF-8 text"),
+        (b"{nope", "invalid JSON"),
+        (b'{"tools": []}', 'no "format"'),
+        ("\u00e9t\u00e9".encode("latin-1"), "not UTF-8 text"),
+    ],
+)
+def test_a_damaged_snapshot_is_named_from_the_cli_reader_and_the_test_helper(
+    tmp_path, content, words
+):
+    """The loader and ``assert_schema_snapshot`` say what is wrong; never a decoding crash."""
+
+    @tool
+    def ping(host: str) -> str:
+        """Ping a host."""
+        return host
+
+    path = tmp_path / "tools.schema.json"
+    path.write_bytes(content)
+    with pytest.raises(UserError, match=words):
+        load_snapshot(path)
+    with pytest.raises(UserError, match=words):
+        assert_schema_snapshot([ping], path)
