@@ -137,6 +137,43 @@ def test_two_models_need_json_or_markdown_reports_and_distinct_names(tmp_path: P
     assert toolproof(*args, *three, cwd=tmp_path).returncode == 2
 
 
+@pytest.mark.parametrize(
+    "option",
+    [
+        ["--user-model", "statmodels:same_a"],
+        ["--executor", "ray"],
+        ["-x"],
+        ["-v"],
+        ["--lf"],
+        ["--max-attack-success", "0.1"],
+        ["--record", "traces.db"],
+        ["--baseline", "latest"],
+        ["--max-latency-increase", "10%"],
+        ["--max-cost-increase", "10%"],
+    ],
+    ids=lambda option: option[0],
+)
+def test_a_comparison_refuses_the_options_of_a_one_model_run(
+    tmp_path: Path, option: list[str]
+) -> None:
+    """Each option a comparison of two models would ignore is refused by name, before any run."""
+    path = suite(tmp_path, [1.0])
+    args = ["run", str(path), "--model", "statmodels:same_a", "--model", "statmodels:same_b"]
+    result = toolproof(*args, *option, "--log-dir", "logs", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "applies to a run of one model" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "logs").exists()  # refused before either run started
+
+
+def test_a_comparison_loads_its_judge_like_a_one_model_run(tmp_path: Path) -> None:
+    path = suite(tmp_path, [1.0])
+    args = ["run", str(path), "--model", "statmodels:same_a", "--model", "statmodels:same_b"]
+    scripted = toolproof(*args, "--judge-model", "scripted", cwd=tmp_path)
+    assert scripted.returncode == 2 and "--judge-model" in scripted.stderr, scripted.stderr
+    missing = toolproof(*args, "--judge-model", "nomodule_here:judge", cwd=tmp_path)
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr, missing.stderr
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize(("second", "change"), [("same_b", "no evidence"), ("worse", "regressed")])
 def test_the_viewer_compare_page_shows_the_paired_verdict(

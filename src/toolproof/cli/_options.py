@@ -31,6 +31,7 @@ __all__ = [
     "cost_gates",
     "filter_from_args",
     "finish_log",
+    "judge_model_from_args",
     "logged",
     "number_type",
     "positive_int",
@@ -129,6 +130,23 @@ def add_executor_argument(parser: Any, *, units: str) -> None:
         metavar="local|ray[:ADDRESS]",
         help=f"where {units} run: this process (default) or a Ray cluster (toolproof[ray])",
     )
+
+
+def judge_model_from_args(args: argparse.Namespace) -> Any:
+    """The model of ``--judge-model`` (``None``: not given), loaded like every model option.
+
+    Raises:
+        UserError: ``scripted``, which cannot grade, or a model that does not load.
+    """
+    from toolproof._loading import load_model_spec
+    from toolproof.errors import UserError
+
+    if not args.judge_model:
+        return None
+    judge = load_model_spec(args.judge_model, option="--judge-model")
+    if isinstance(judge, str) and judge.strip().lower() == "scripted":
+        raise UserError("--judge-model needs a model that can grade, not 'scripted'")
+    return judge
 
 
 def add_report_argument(parser: Any, *, metavar: str = "FORMAT[:PATH]") -> None:

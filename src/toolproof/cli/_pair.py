@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from toolproof.cli._options import logged
+from toolproof.cli._options import judge_model_from_args, logged
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -91,6 +91,21 @@ def run_pair(
     return code
 
 
+#: Options of ``toolproof run`` that a comparison of two models does not take (dest: flag).
+_ONE_MODEL_ONLY = {
+    "user_model": "--user-model",
+    "executor": "--executor",
+    "exitfirst": "--exitfirst",
+    "verbose": "--verbose",
+    "last_failed": "--last-failed",
+    "max_attack_success": "--max-attack-success",
+    "record": "--record",
+    "baseline": "--baseline",
+    "max_latency_increase": "--max-latency-increase",
+    "max_cost_increase": "--max-cost-increase",
+}
+
+
 def _load_models(models: list[str], specs: list[ReportSpec], args: argparse.Namespace) -> list[Any]:
     """The two models, once the options are found to fit a comparison."""
     from toolproof._loading import load_model_spec
@@ -98,6 +113,16 @@ def _load_models(models: list[str], specs: list[ReportSpec], args: argparse.Name
 
     if len(models) != 2:
         raise UserError(f"--model compares two models at most; got {len(models)}")
+    alone = [
+        flag
+        for dest, flag in _ONE_MODEL_ONLY.items()
+        if getattr(args, dest, None) not in (None, False, "local")
+    ]
+    if alone:
+        raise UserError(
+            f"{alone[0]} applies to a run of one model; a comparison of two (--model given "
+            "twice) does not take it"
+        )
     bad = [spec.format for spec in specs if spec.format not in ("json", "markdown")]
     if bad:
         raise UserError(
@@ -174,13 +199,14 @@ async def _both(
     from toolproof.evals._runner import evaluate_async
 
     share = max(1, options.concurrency // 2)
+    judge = judge_model_from_args(args)
     runs = [
         evaluate_async(
             suites,
             dataclasses.replace(
                 options,
                 model=model,
-                judge_model=args.judge_model,
+                judge_model=judge,
                 concurrency=share,
                 reports=specs,
                 partial_on_cancel=True,

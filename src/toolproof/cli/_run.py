@@ -29,6 +29,7 @@ from toolproof.cli._options import (
     add_statistics_arguments,
     check_report_paths,
     cost_gates,
+    judge_model_from_args,
     logged,
     number_type,
     positive_int,
@@ -409,14 +410,9 @@ def _run_suites(
 def _load_models(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     """The models of ``--model``, ``--judge-model`` and ``--user-model`` (``None``: not given)."""
     from toolproof._loading import load_model_spec
-    from toolproof.errors import UserError
 
     model = load_model_spec(args.model, keywords=("scripted",)) if args.model else None
-    judge_model = (
-        load_model_spec(args.judge_model, option="--judge-model") if args.judge_model else None
-    )
-    if isinstance(judge_model, str) and judge_model.strip().lower() == "scripted":
-        raise UserError("--judge-model needs a model that can grade, not 'scripted'")
+    judge_model = judge_model_from_args(args)
     user_model = (
         load_model_spec(args.user_model, option="--user-model") if args.user_model else None
     )
