@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import textwrap
 from pathlib import Path
 
@@ -64,6 +65,14 @@ def write(pytester: pytest.Pytester, name: str, text: str) -> Path:
     return path
 
 
+def _rate(passes: int, trials: int, level: float = 0.95) -> str:
+    """The pass rate and its interval as the CLI's reports print it."""
+    from toolproof._statistics import binomial_interval
+    from toolproof._stats_text import show
+
+    return show(binomial_interval(passes, trials, level=level), 2)
+
+
 def test_each_case_is_an_item(inner: pytest.Pytester) -> None:
     write(inner, "plugged.eval.yaml", SUITE)
     result = inner.runpytest("-v", "-rsx")
@@ -80,6 +89,7 @@ def test_each_case_is_an_item(inner: pytest.Pytester) -> None:
         [
             "*plugged.eval.yaml:11: plugged::bad FAIL",
             "*0/2 trials passed, 2 needed (pass_rule: all)*",
+            f"*pass rate {glob.escape(_rate(0, 2))} (95% interval)",
             "*trial 1: FAIL",
             "*fail: args: no call matched multiply_numbers(b=9, ...): multiply_numbers(a=12, b=8):"
             " argument 'b': expected 9, got 8",
@@ -178,3 +188,11 @@ def test_a_case_with_until_decided_stops_at_its_first_failure(inner: pytest.Pyte
     result = inner.runpytest("-v", "-k", "bad or good")
     result.assert_outcomes(passed=1, failed=1, deselected=2)
     result.stdout.fnmatch_lines(["*0/1 trials passed, stopped after 1 of 6 (until: decided, 95%)*"])
+
+
+def test_a_failing_case_shows_its_pass_rate_at_the_suites_level(inner: pytest.Pytester) -> None:
+    suite = SUITE.replace("trials: 2", "trials: 3\nstatistics: {confidence: 0.8}")
+    write(inner, "plugged.eval.yaml", suite)
+    result = inner.runpytest("-k", "bad")
+    result.assert_outcomes(failed=1, deselected=3)
+    result.stdout.fnmatch_lines([f"*pass rate {glob.escape(_rate(0, 3, 0.8))} (80% interval)"])

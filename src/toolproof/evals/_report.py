@@ -84,6 +84,7 @@ __all__ = [
     "MARKDOWN_MARKER",
     "REPORT_FORMAT",
     "REPORT_VERSION",
+    "case_interval_text",
     "json_report_head",
     "junit_suites",
     "markdown_report",
@@ -495,7 +496,7 @@ def _case_bounds(result: CaseResult) -> str:
     return f"{rate['low']:.2f}–{rate['high']:.2f}"
 
 
-def _case_interval(result: CaseResult) -> str:
+def case_interval_text(result: CaseResult) -> str:
     """``"0.667 [0.208, 0.939]"``: the case's pass rate and its interval, or ``"-"``."""
     figures = result.head()["intervals"]
     return "-" if figures is None else show(figures["pass_rate"], 2)
@@ -702,7 +703,7 @@ def markdown_report(
     passing = [c for c in report.cases if c.verdict == "pass" and c not in flaky]
     if passing:
         body = "\n".join(
-            f"- ✅ {md_code(c.case.id)} {c.passes}/{len(c.trials)} {_case_interval(c)}"
+            f"- ✅ {md_code(c.case.id)} {c.passes}/{len(c.trials)} {case_interval_text(c)}"
             for c in passing
         )
         lines += [md_details(f"{len(passing)} passing cases", body), ""]
@@ -726,7 +727,7 @@ def _attention_markdown(attention: list[CaseResult], spool: IO[bytes] | None) ->
                 f"{_ICON[result.verdict]} {md_escape(result.verdict)}{gate}",
                 f"{md_code(result.case.id)}",
                 f"{result.passes}/{len(result.trials)}",
-                _case_interval(result),
+                case_interval_text(result),
                 md_escape(result.reason, limit=300),
             ]
         )
@@ -751,7 +752,7 @@ def _flaky_markdown(flaky: list[CaseResult]) -> list[str]:
         [
             f"{md_code(c.case.id)}",
             f"{c.passes}/{len(c.trials)}",
-            _case_interval(c),
+            case_interval_text(c),
             md_escape(c.case.config.pass_rule.describe()),
             md_escape(c.reason, limit=200),
         ]

@@ -12,7 +12,8 @@ Which model: real model requests are off in pytest unless ``--toolproof-live`` (
 case without a script is skipped with the reason. Live, a case runs with its suite's model,
 and is skipped when the provider's API key is not set. Every trial runs and the pass rule
 decides, as with ``toolproof run``; the response cache is not used. A failing case shows its
-failing checks per trial and the summaries of the failed trials' traces. An advisory case
+pass rate with its interval (of several trials), its failing checks per trial and the
+summaries of the failed trials' traces. An advisory case
 (``gate: advise``) that fails is reported as xfailed, never as a failure.
 """
 
@@ -168,6 +169,12 @@ def _describe(result: CaseResult) -> str:
         f"{case.location}: {case.id} {result.verdict.upper()}",
         f"  {result.reason}",
     ]
+    if len(result.trials) > 1:  # what the trials say about the case's true pass rate
+        from toolproof.evals._report import case_interval_text
+        from toolproof.evals._stats_report import StatsOptions
+
+        level = (result.statistics or StatsOptions()).level
+        lines.append(f"  pass rate {case_interval_text(result)} ({level:.0%} interval)")
     for trial in result.trials:
         lines.append(
             f"  trial {trial.index + 1}: {trial.status.upper()}"
