@@ -434,7 +434,7 @@ def _report(
     from toolproof._filemodel import PROBLEM, problems_of
 
     name = definition.name
-    worded = [(loc, message) for loc, message in problems_of(exc)]
+    worded = problems_of(exc)
     if any(error["type"] != PROBLEM for error in exc.errors()):
         if definition.expected is not None:  # the spec says in words what it accepts
             problems.add(at(name), definition.expected.message(value))
