@@ -496,8 +496,7 @@ class CheckDefinition:
         name: The ``expect`` key.
         accepts: What its value must be, in words (shown in messages and the JSON Schema).
         function: Computes the outcome from a session record and the validated value.
-        adapter: Validates the value (a pydantic ``TypeAdapter`` of the spec; ``None``: any
-            value).
+        spec: The type its value must have (``None``: any value).
         expected: The spec's :class:`~toolproof._filemodel.Expected` words, if it has them.
         describe: What the check expects, in words: text, or a function of the value.
         grade: For a judged check, builds its grader from the validated value.
@@ -508,12 +507,26 @@ class CheckDefinition:
     name: str
     accepts: str
     function: Callable[..., Any]
-    adapter: Any
+    spec: Any
     expected: Expected | None
     describe: Callable[[Any], str] | str | None
     grade: Callable[[Any], Grader] | None
     module: str
     builtin: bool
+
+    @property
+    def adapter(self) -> Any:
+        """Validates the value: a pydantic ``TypeAdapter`` of the spec (``None``: any value).
+
+        Built when first needed: a suite uses a few of the registered checks.
+        """
+        if self.spec is None:
+            return None
+        if self.name not in _ADAPTERS:
+            from pydantic import TypeAdapter
+
+            _ADAPTERS[self.name] = TypeAdapter(self.spec)
+        return _ADAPTERS[self.name]
 
     @property
     def schema(self) -> dict[str, Any] | None:
@@ -532,7 +545,7 @@ class CheckDefinition:
     ) -> Check | None:
         """The check of ``value``, or ``None`` (problems recorded, or the check is off)."""
         spec_value = value
-        if self.adapter is not None:
+        if self.spec is not None:
             from pydantic import ValidationError
 
             try:
@@ -559,6 +572,7 @@ class CheckDefinition:
 
 
 _REGISTRY: dict[str, CheckDefinition] = {}
+_ADAPTERS: dict[str, Any] = {}  # by check name, built on first use
 
 
 def registered() -> dict[str, CheckDefinition]:
@@ -580,6 +594,7 @@ def unregister(name: str) -> None:
     found = _REGISTRY.get(name)
     if found is not None and not found.builtin:
         del _REGISTRY[name]
+        _ADAPTERS.pop(name, None)
 
 
 def check(
@@ -614,21 +629,20 @@ def check(
     """
 
     def decorate(function: F) -> F:
-        adapter = _adapter(spec)
         expected = _expected(spec)
-        schema = adapter.json_schema() if adapter is not None else {}
-        words = (
-            accepts
-            or (expected.text if expected is not None else None)
-            or schema.get("description")
-            or _spec_words(spec)
-        )
+        words = accepts or (expected.text if expected is not None else None)
+        built = None
+        if not words and spec is not None:  # the words of a spec model's description
+            from pydantic import TypeAdapter
+
+            built = TypeAdapter(spec)
+            words = built.json_schema().get("description")
         module = getattr(function, "__module__", "?")
         definition = CheckDefinition(
             name=name,
-            accepts=words,
+            accepts=words or _spec_words(spec),
             function=function,
-            adapter=adapter,
+            spec=spec,
             expected=expected,
             describe=describe,
             grade=grade,
@@ -642,17 +656,12 @@ def check(
                 "choose another name"
             )
         _REGISTRY[name] = definition
+        _ADAPTERS.pop(name, None)
+        if built is not None:
+            _ADAPTERS[name] = built
         return function
 
     return decorate
-
-
-def _adapter(spec: Any) -> Any:
-    if spec is None:
-        return None
-    from pydantic import TypeAdapter
-
-    return TypeAdapter(spec)
 
 
 def _expected(spec: Any) -> Expected | None:
